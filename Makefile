@@ -1,0 +1,40 @@
+# Two commands: `make run` (serve with the embedded defaults) and `make test`.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PORT ?= 8000
+TEST_WORKERS ?= 2
+STAMP := $(VENV)/.requirements.stamp
+
+.PHONY: venv migrate run test test-embedded bench clean
+
+$(STAMP): requirements.txt
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --disable-pip-version-check -r requirements.txt
+	@touch $(STAMP)
+
+venv: $(STAMP)
+
+migrate: venv
+	$(BIN)/python manage.py migrate --noinput -v0
+
+# Local SVM node on :8899, a Celery worker (+ beat), and the API on :$(PORT).
+run: migrate
+	$(BIN)/python manage.py collectstatic --noinput -v0
+	PORT=$(PORT) bash scripts/run-embedded.sh
+
+# The whole suite, in parallel. DATABASE_URL / REDIS_URL choose PostgreSQL and Redis
+# (.ci/run sets both); without them it runs on the embedded defaults.
+test: venv
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -q $(PYTEST_ARGS)
+
+# The same suite forced onto the embedded defaults (SQLite, filesystem broker).
+test-embedded: venv
+	env -u DATABASE_URL -u REDIS_URL LEDGER_VAR_DIR=$(CURDIR)/var/test-embedded $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -q $(PYTEST_ARGS)
+
+bench: venv
+	$(BIN)/python bench/run.py
+
+clean:
+	rm -rf var/test-embedded var/broker

@@ -1,0 +1,218 @@
+"""Settings for the tokenized asset ledger service.
+
+One settings file, read from the environment (django-environ). Every default is the
+embedded mode: SQLite under ``var/``, a filesystem Celery broker, the local SVM node on
+127.0.0.1:8899. Production sets ``DATABASE_URL`` (PostgreSQL), ``REDIS_URL`` and the
+cluster URLs; see docs/configuration.md.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+import environ
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+env = environ.Env()
+if (BASE_DIR / ".env").exists():
+    environ.Env.read_env(BASE_DIR / ".env")
+
+VAR_DIR = Path(env("LEDGER_VAR_DIR", default=str(BASE_DIR / "var")))
+VAR_DIR.mkdir(parents=True, exist_ok=True)
+
+
+def _secret_from_file(path: Path, nbytes: int = 32) -> str:
+    """Read a generated secret, creating it (mode 0600) on first use.
+
+    Used only in embedded mode: production passes secrets through the environment.
+    """
+    if not path.exists():
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(secrets.token_urlsafe(nbytes))
+    return path.read_text().strip()
+
+
+SECRET_KEY = env("DJANGO_SECRET_KEY", default=None) or _secret_from_file(VAR_DIR / "django_secret_key")
+DEBUG = env.bool("DJANGO_DEBUG", default=False)
+ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]", "testserver"])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "tenancy",
+    "accounts",
+    "instruments",
+    "positions",
+    "loans",
+    "marketdata",
+    "transactions",
+    "vaults",
+]
+
+MIDDLEWARE = [
+    "ledger_project.middleware.RequestIdMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "ledger_project.urls"
+WSGI_APPLICATION = "ledger_project.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Database -------------------------------------------------------------------------
+DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'ledger.sqlite3'}")}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # WAL lets the web server, the worker and the node's readers work side by side;
+    # IMMEDIATE takes the write lock at BEGIN so two writers queue instead of deadlocking.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {"timeout": 30, "transaction_mode": "IMMEDIATE", "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"}
+    )
+else:
+    DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("DATABASE_CONN_MAX_AGE", default=60))
+    DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Cache, broker --------------------------------------------------------------------
+REDIS_URL = env("REDIS_URL", default="")
+if REDIS_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL, "KEY_PREFIX": env("LEDGER_CACHE_PREFIX", default="ledger")}}
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "ledger"}}
+
+CELERY_BROKER_URL = REDIS_URL or "filesystem://"
+if not REDIS_URL:
+    # Embedded broker: kombu's filesystem transport, a queue folder under var/ shared by
+    # the web process and the worker; no server to run (docs/operations.md).
+    _broker_dir = VAR_DIR / "broker"
+    _broker_dir.mkdir(exist_ok=True)
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"data_folder_in": str(_broker_dir), "data_folder_out": str(_broker_dir), "processed_folder": str(_broker_dir / "processed"), "store_processed": False}
+CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_DEFAULT_QUEUE = "ledger"
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BEAT_SCHEDULE = {
+    "purge-idempotency-records": {"task": "ledger.tenancy.purge_idempotency_records", "schedule": 3600.0},
+}
+
+# --- API ------------------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["ledger_project.api.authentication.BearerTokenAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["ledger_project.api.permissions.HasApiKey"],
+    "DEFAULT_THROTTLE_CLASSES": ["ledger_project.api.throttling.ApiKeyRateThrottle"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "EXCEPTION_HANDLER": "ledger_project.api.errors.exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "UNAUTHENTICATED_USER": None,
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Tokenized Asset Ledger Service",
+    "DESCRIPTION": "Multi-tenant HTTP/JSON service managing tokenized assets on an SVM network. "
+    "Authenticate with `Authorization: Bearer <api key secret or access token>`.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+    "SECURITY": [{"bearerAuth": []}],
+    "APPEND_COMPONENTS": {"securitySchemes": {"bearerAuth": {"type": "http", "scheme": "bearer"}}},
+    "ENUM_NAME_OVERRIDES": {},
+}
+
+# Requests per minute per API key unless the key carries its own limit (docs/api.md).
+LEDGER_RATE_LIMIT_PER_MINUTE = env.int("LEDGER_RATE_LIMIT_PER_MINUTE", default=1200)
+LEDGER_ACCESS_TOKEN_LIFETIME_SECONDS = env.int("LEDGER_ACCESS_TOKEN_LIFETIME_SECONDS", default=3600)
+LEDGER_IDEMPOTENCY_RETENTION_HOURS = env.int("LEDGER_IDEMPOTENCY_RETENTION_HOURS", default=48)
+# How long a request waits for a concurrent request with the same x-request-id to finish.
+LEDGER_IDEMPOTENCY_WAIT_SECONDS = env.float("LEDGER_IDEMPOTENCY_WAIT_SECONDS", default=30.0)
+
+# --- Clusters -------------------------------------------------------------------------
+# CHAIN_LOCALNET is the embedded node; every other cluster is enabled by giving its RPC URL,
+# e.g. LEDGER_CLUSTERS="CHAIN_DEVNET=https://api.devnet.solana.com,CHAIN_MAINNET=https://...".
+LEDGER_LOCALNET_HOST = env("LEDGER_LOCALNET_HOST", default="127.0.0.1")
+LEDGER_LOCALNET_PORT = env.int("LEDGER_LOCALNET_PORT", default=8899)
+LEDGER_LOCALNET_RPC_URL = env("LEDGER_LOCALNET_RPC_URL", default=f"http://{LEDGER_LOCALNET_HOST}:{LEDGER_LOCALNET_PORT}")
+LEDGER_LOCALNET_DATA_DIR = Path(env("LEDGER_LOCALNET_DATA_DIR", default=str(VAR_DIR / "localnet")))
+LEDGER_CLUSTERS = {"CHAIN_LOCALNET": LEDGER_LOCALNET_RPC_URL}
+for _item in env.list("LEDGER_CLUSTERS", default=[]):
+    _name, _, _url = _item.partition("=")
+    if _name.strip() and _url.strip():
+        LEDGER_CLUSTERS[_name.strip()] = _url.strip()
+LEDGER_DEFAULT_CLUSTER = env("LEDGER_DEFAULT_CLUSTER", default="CHAIN_LOCALNET")
+LEDGER_RPC_TIMEOUT_SECONDS = env.float("LEDGER_RPC_TIMEOUT_SECONDS", default=10.0)
+
+# --- Key custody ----------------------------------------------------------------------
+LEDGER_MASTER_KEY = env("LEDGER_MASTER_KEY", default="")
+LEDGER_MASTER_KEY_FILE = Path(env("LEDGER_MASTER_KEY_FILE", default=str(VAR_DIR / "master.key")))
+LEDGER_SECRETS_DIR = Path(env("LEDGER_SECRETS_DIR", default=str(VAR_DIR / "secrets")))
+
+# --- Web, static, i18n ----------------------------------------------------------------
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+STATIC_URL = "static/"
+STATIC_ROOT = VAR_DIR / "static"
+STATIC_ROOT.mkdir(exist_ok=True)
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+SECURE_CONTENT_TYPE_NOSNIFF = True
+X_FRAME_OPTIONS = "DENY"
+
+# --- Logging: JSON lines carrying the request id; secrets are never logged --------------
+LOG_LEVEL = env("LOG_LEVEL", default="INFO")
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "filters": {"request_id": {"()": "ledger_project.logging.RequestIdFilter"}},
+    "formatters": {"json": {"()": "ledger_project.logging.JsonFormatter"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "json", "filters": ["request_id"]}},
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "loggers": {
+        "django.request": {"level": "ERROR"},
+        "django.server": {"level": "WARNING"},
+    },
+}
+
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # A file, not :memory:, so that a real worker process and threads in the tests see
+    # the same test database (pytest-xdist appends a per-worker suffix).
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test_ledger.sqlite3")}
+
+# Queues by task name prefix: tests point them at a queue of their own (tests/conftest.py).
+CELERY_TASK_ROUTES = {"ledger.*": {"queue": CELERY_TASK_DEFAULT_QUEUE}}

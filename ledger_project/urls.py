@@ -1,0 +1,22 @@
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from ledger_project.health import healthz
+
+api_v1 = [
+    path("", include("tenancy.urls")),
+]
+
+urlpatterns = [
+    path("api/v1/", include(api_v1)),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("healthz", healthz, name="healthz"),
+    path("admin/", admin.site.urls),
+]
+
+handler400 = "ledger_project.api.errors.handler400"
+handler403 = "ledger_project.api.errors.handler403"
+handler404 = "ledger_project.api.errors.handler404"
+handler500 = "ledger_project.api.errors.handler500"

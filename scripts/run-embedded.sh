@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Serve the whole stack with the embedded defaults: local SVM node, Celery worker with
+# beat, and the API under gunicorn. Ctrl-C stops everything.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=.venv/bin
+PORT=${PORT:-8000}
+LOCALNET_PORT=${LEDGER_LOCALNET_PORT:-8899}
+mkdir -p var/log
+
+pids=()
+cleanup() {
+  trap - EXIT INT TERM
+  kill "${pids[@]}" 2>/dev/null || true
+  wait 2>/dev/null || true
+}
+trap cleanup EXIT INT TERM
+
+$BIN/python manage.py localnet >>var/log/localnet.log 2>&1 &
+pids+=($!)
+for _ in $(seq 1 100); do
+  if curl -s -m 1 -X POST -H 'Content-Type: application/json' -d '{"jsonrpc":"2.0","id":1,"method":"getHealth"}' "http://127.0.0.1:${LOCALNET_PORT}" | grep -q '"ok"'; then break; fi
+  sleep 0.2
+done
+
+$BIN/celery -A ledger_project worker --beat --schedule var/celerybeat-schedule --concurrency 2 --loglevel INFO >>var/log/worker.log 2>&1 &
+pids+=($!)
+
+$BIN/python manage.py bootstrap_demo
+
+cat <<BANNER
+
+  Tokenized asset ledger service
+  API:       http://127.0.0.1:${PORT}/api/v1/
+  API docs:  http://127.0.0.1:${PORT}/api/docs/
+  Health:    http://127.0.0.1:${PORT}/healthz
+  Localnet:  http://127.0.0.1:${LOCALNET_PORT} (Solana JSON-RPC)
+  Logs:      var/log/
+  New API key:  .venv/bin/python manage.py create_api_key --org DEMO
+
+BANNER
+
+$BIN/gunicorn ledger_project.wsgi --bind "127.0.0.1:${PORT}" --workers 2 --threads 4 --access-logfile - &
+pids+=($!)
+wait -n "${pids[@]}"

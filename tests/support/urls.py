@@ -1,0 +1,51 @@
+"""A URLconf for tests of the shared API machinery: the real API plus one probe endpoint.
+
+The probe is a mutating operation (it creates an organization) so that idempotency,
+the envelope and error handling can be tested before every area has its own endpoints.
+It exists only in tests.
+"""
+
+from django.urls import include, path
+from rest_framework import serializers, status
+from rest_framework.response import Response
+
+from ledger_project.api.envelope import EnvelopeSerializer, StrictSerializer
+from ledger_project.api.errors import ConflictError, ValidationFailed, flatten_validation
+from ledger_project.api.idempotency import idempotent
+from ledger_project.api.viewsets import TenantScopedViewSet
+from ledger_project.urls import urlpatterns as real_urlpatterns
+from tenancy.models import TenantOrganization
+
+
+class ProbeItem(StrictSerializer):
+    externalId = serializers.CharField(max_length=64)
+    count = serializers.IntegerField(min_value=0, max_value=10, required=False)
+    kind = serializers.ChoiceField(choices=["A", "B"], required=False)
+    ref = serializers.UUIDField(required=False)
+
+
+class ProbeInput(EnvelopeSerializer):
+    itemData = ProbeItem()
+
+
+class ProbeViewSet(TenantScopedViewSet):
+    @idempotent
+    def create(self, request):
+        serializer = ProbeInput(data=request.data)
+        if not serializer.is_valid():
+            raise ValidationFailed(flatten_validation(serializer.errors))
+        external_id = serializer.validated_data["itemData"]["externalId"]
+        if TenantOrganization.objects.filter(external_id=external_id).exists():
+            raise ConflictError("exists", field="itemData.externalId")
+        org = TenantOrganization.objects.create(external_id=external_id, name="probe")
+        if external_id.startswith("CRASH"):
+            raise RuntimeError("boom after write")
+        return Response({"created": {"offchainId": str(org.offchain_id)}, "actingFor": self.tenant.external_id}, status=status.HTTP_201_CREATED)
+
+
+urlpatterns = [
+    path("test/probe", ProbeViewSet.as_view({"post": "create"})),
+    *real_urlpatterns,
+]
+handler404 = "ledger_project.api.errors.handler404"
+handler500 = "ledger_project.api.errors.handler500"

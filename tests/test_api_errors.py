@@ -1,0 +1,91 @@
+"""The error model: every failure leaves in {"errors": [{code, message, field}], "requestId"}."""
+
+import uuid
+
+import pytest
+
+from conftest import assert_error
+from tenancy.models import TenantOrganization
+
+PROBE = "/test/probe"
+pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.support.urls")]
+
+
+def test_malformed_json_is_400(api):
+    response = api.post(PROBE, data="{not json", content_type="application/json")
+    assert_error(response, 400, "MALFORMED_JSON")
+
+
+def test_non_json_content_type_is_415(api):
+    response = api.post(PROBE, data="a=b", content_type="application/x-www-form-urlencoded")
+    assert_error(response, 415, "UNSUPPORTED_MEDIA_TYPE")
+
+
+def test_missing_required_field_names_it(api):
+    assert_error(api.call("post", PROBE, {"itemData": {}}), 400, "REQUIRED", "itemData.externalId")
+
+
+def test_missing_item_data_names_it(api):
+    assert_error(api.call("post", PROBE, {}), 400, "REQUIRED", "itemData")
+
+
+def test_wrong_type_names_field(api):
+    assert_error(api.call("post", PROBE, {"itemData": {"externalId": "X", "count": "many"}}), 400, "INVALID", "itemData.count")
+
+
+def test_out_of_range_number_names_field(api):
+    assert_error(api.call("post", PROBE, {"itemData": {"externalId": "X", "count": 11}}), 400, "OUT_OF_RANGE", "itemData.count")
+
+
+def test_unknown_enum_value_names_field(api):
+    assert_error(api.call("post", PROBE, {"itemData": {"externalId": "X", "kind": "C"}}), 400, "INVALID_ENUM", "itemData.kind")
+
+
+def test_bad_uuid_names_field(api):
+    assert_error(api.call("post", PROBE, {"itemData": {"externalId": "X", "ref": "nope"}}), 400, "INVALID", "itemData.ref")
+
+
+def test_unknown_field_names_it(api):
+    assert_error(api.call("post", PROBE, {"itemData": {"externalId": "X", "extId": "typo"}}), 400, "UNKNOWN_FIELD", "itemData.extId")
+
+
+def test_several_errors_are_all_listed(api):
+    body = assert_error(api.call("post", PROBE, {"itemData": {"count": -1, "kind": "Z"}}), 400)
+    assert {e["field"] for e in body["errors"]} == {"itemData.externalId", "itemData.count", "itemData.kind"}
+
+
+def test_bad_input_changes_nothing(api):
+    before = TenantOrganization.objects.count()
+    api.call("post", PROBE, {"itemData": {"externalId": "X", "count": 99}})
+    assert TenantOrganization.objects.count() == before
+
+
+def test_unknown_url_is_json_404(api):
+    assert_error(api.get("/api/v1/nowhere"), 404, "NOT_FOUND")
+
+
+def test_wrong_method_is_405(api):
+    assert_error(api.call("put", PROBE, {}), 405, "METHOD_NOT_ALLOWED")
+
+
+def test_request_id_is_echoed_in_error_and_header(api):
+    rid = str(uuid.uuid4())
+    response = api.call("post", PROBE, {}, request_id=rid)
+    assert response.json()["requestId"] == rid
+    assert response["x-request-id"] == rid
+
+
+def test_malformed_request_id_is_400(api):
+    response = api.call("post", PROBE, {"itemData": {"externalId": "X"}}, HTTP_X_REQUEST_ID="not-a-uuid")
+    assert_error(response, 400, "INVALID_REQUEST_ID", "x-request-id")
+    assert not TenantOrganization.objects.filter(external_id="X").exists()
+
+
+def test_unexpected_exception_is_500_without_trace_and_rolls_back(api, caplog):
+    rid = uuid.uuid4()
+    response = api.call("post", PROBE, {"itemData": {"externalId": "CRASH1"}}, request_id=rid)
+    body = assert_error(response, 500, "INTERNAL_ERROR")
+    assert "Traceback" not in response.content.decode() and "boom" not in response.content.decode()
+    assert body["requestId"] == str(rid)
+    assert not TenantOrganization.objects.filter(external_id="CRASH1").exists()
+    assert any(getattr(r, "request_id", None) == str(rid) or "unhandled" in r.getMessage() for r in caplog.records)

@@ -96,6 +96,7 @@ _DRF_CODES = {
     "blank": "REQUIRED",
     "invalid": "INVALID",
     "invalid_choice": "INVALID_ENUM",
+    "invalid_address": "INVALID_ADDRESS",
     "not_a_list": "INVALID_TYPE",
     "not_a_dict": "INVALID_TYPE",
     "max_value": "OUT_OF_RANGE",

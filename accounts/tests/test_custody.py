@@ -1,0 +1,149 @@
+"""Key custody: envelope encryption, both storage locations, import formats, rotation."""
+
+import io
+import json
+import os
+import stat
+
+import pytest
+from django.core import serializers
+from django.core.management import call_command
+from solders.keypair import Keypair
+
+from accounts import custody
+from accounts.errors import CustodyError, InvalidPrivateKey
+from accounts.models import KeyLocation, ManagedKey
+from ledger_project import base58
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def isolated_keys(settings, tmp_path):
+    settings.LEDGER_MASTER_KEY = ""
+    settings.LEDGER_MASTER_KEY_FILE = tmp_path / "master.key"
+    settings.LEDGER_SECRETS_DIR = tmp_path / "secrets"
+    return tmp_path
+
+
+def _verify(key: ManagedKey):
+    message = b"ledger custody test"
+    signer = custody.managed_key_signer(key=key)
+    assert str(signer.pubkey()) == key.public_key
+    assert signer.sign_message(message).verify(signer.pubkey(), message)
+
+
+@pytest.mark.parametrize("location", [KeyLocation.DATABASE, KeyLocation.SECRETS])
+def test_generated_key_signs(location):
+    _verify(custody.managed_key_generate(location=location))
+
+
+def test_key_file_is_created_private(isolated_keys):
+    custody.managed_key_generate()
+    mode = stat.S_IMODE(os.stat(isolated_keys / "master.key").st_mode)
+    assert mode == 0o600
+
+
+def test_secrets_location_keeps_ciphertext_in_a_private_file(isolated_keys):
+    keypair = Keypair()
+    key = custody.managed_key_import(secret=str(keypair), location=KeyLocation.SECRETS)
+    path = isolated_keys / "secrets" / key.secret_ref
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    content = path.read_bytes()
+    assert bytes(keypair)[:32] not in content and bytes(keypair)[:32].hex().encode() not in content
+    assert bytes(key.ciphertext) == b""
+    _verify(key)
+
+
+@pytest.mark.parametrize(
+    "encode",
+    [lambda kp: str(kp), lambda kp: base58.b58encode(bytes(kp)[:32]), lambda kp: json.dumps(list(bytes(kp)))],
+    ids=["base58-64", "base58-seed", "json-array"],
+)
+def test_import_formats(encode):
+    keypair = Keypair()
+    key = custody.managed_key_import(secret=encode(keypair))
+    assert key.public_key == str(keypair.pubkey())
+    assert custody.managed_key_export(key=key) == str(keypair)
+
+
+@pytest.mark.parametrize("secret", ["", "0OIl", "abc", "[1,2,300]", "[1,2,3]"])
+def test_malformed_imports_are_refused(secret):
+    with pytest.raises(InvalidPrivateKey):
+        custody.managed_key_import(secret=secret)
+
+
+def test_mismatched_secret_key_halves_are_refused():
+    a, b = Keypair(), Keypair()
+    forged = bytes(a)[:32] + bytes(b.pubkey())
+    with pytest.raises(InvalidPrivateKey, match="does not match"):
+        custody.managed_key_import(secret=base58.b58encode(forged))
+
+
+def test_import_checks_expected_public_key():
+    with pytest.raises(InvalidPrivateKey):
+        custody.managed_key_import(secret=str(Keypair()), expected_public_key=str(Keypair().pubkey()))
+
+
+def test_database_dump_holds_no_usable_key():
+    keypair = Keypair()
+    custody.managed_key_import(secret=str(keypair))
+    dump = serializers.serialize("json", ManagedKey.objects.all())
+    raw_columns = repr(list(ManagedKey.objects.values_list()))
+    for text in (dump, raw_columns):
+        assert str(keypair) not in text
+        assert base58.b58encode(bytes(keypair)[:32]) not in text
+        assert bytes(keypair)[:32].hex() not in text
+        assert repr(bytes(keypair)[:32]) not in text
+
+
+def test_swapped_ciphertexts_do_not_decrypt():
+    a, b = custody.managed_key_generate(), custody.managed_key_generate()
+    a.ciphertext, a.key_nonce = b.ciphertext, b.key_nonce
+    with pytest.raises(CustodyError, match="does not decrypt"):
+        custody.managed_key_signer(key=a)
+
+
+def test_signer_does_not_leak_in_repr_or_pickle():
+    import pickle
+
+    key = custody.managed_key_generate()
+    signer = custody.managed_key_signer(key=key)
+    assert key.public_key in repr(signer)
+    with pytest.raises(TypeError):
+        pickle.dumps(signer)
+
+
+def test_rotation_rewraps_and_keeps_keys_usable():
+    keys = [custody.managed_key_generate(location=loc) for loc in (KeyLocation.DATABASE, KeyLocation.SECRETS, KeyLocation.DATABASE)]
+    before = ManagedKey.objects.first().master_key_id
+    out = io.StringIO()
+    call_command("rotate_master_key", stdout=out)
+    result = json.loads(out.getvalue())
+    assert result["rewrapped"] == 3 and result["masterKeyId"] != before
+    for key in keys:
+        key.refresh_from_db()
+        assert key.master_key_id == result["masterKeyId"]
+        _verify(key)
+    assert len(custody.keyring()) == 1  # the old key is dropped after re-wrapping
+
+
+def test_environment_keyring_rotation(settings):
+    import secrets
+
+    old, new = secrets.token_bytes(32), secrets.token_bytes(32)
+    settings.LEDGER_MASTER_KEY = custody.encode_master_key(old)
+    key = custody.managed_key_generate()
+    settings.LEDGER_MASTER_KEY = f"{custody.encode_master_key(new)},{custody.encode_master_key(old)}"
+    count, key_id = custody.master_key_rotate()
+    assert count == 1 and key_id == custody.master_key_id(new)
+    settings.LEDGER_MASTER_KEY = custody.encode_master_key(new)
+    key.refresh_from_db()
+    _verify(key)
+
+
+def test_missing_master_key_is_a_clear_error(settings):
+    key = custody.managed_key_generate()
+    settings.LEDGER_MASTER_KEY = custody.encode_master_key(b"\1" * 32)
+    with pytest.raises(CustodyError, match="not in the keyring"):
+        custody.managed_key_signer(key=key)

@@ -70,14 +70,57 @@ def assert_error(response, status: int, code: str | None = None, field: str | No
 
 
 @pytest.fixture(scope="session")
-def celery_worker_process(django_db_setup, django_db_blocker):
-    """One real worker per test process, consuming its own queue."""
+def celery_worker_process(django_db_setup, django_db_blocker, localnet_url):
+    """One real worker per test process, consuming its own queue, on the shared node."""
     from tests.workers import WorkerProcess, new_queue_name, route_tasks_to
 
     queue = new_queue_name()
     route_tasks_to(queue)
-    worker = WorkerProcess(queue)
+    worker = WorkerProcess(queue, extra_env={"LEDGER_LOCALNET_RPC_URL": localnet_url})
     with django_db_blocker.unblock():
         worker.start()
     yield worker
     worker.stop()
+
+
+def _answers(url: str) -> bool:
+    from transactions.localnet.testing import rpc_call
+
+    try:
+        return rpc_call(url, "getHealth", timeout=1).get("result") == "ok"
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="session")
+def localnet_url(tmp_path_factory):
+    """The one local node of the test session.
+
+    `make test` starts a node for the whole run and exports LEDGER_LOCALNET_RPC_URL; run
+    alone, each test process starts its own. Settings of this process point at it, and
+    the worker fixture passes it on.
+    """
+    import os
+
+    from django.conf import settings
+
+    from transactions.localnet.testing import LocalnetProcess
+
+    url = os.environ.get("LEDGER_TEST_LOCALNET_URL", "")
+    process = None
+    if not url or not _answers(url):
+        process = LocalnetProcess(tmp_path_factory.mktemp("localnet") / "data").start()
+        url = process.url
+    settings.LEDGER_CLUSTERS = {**settings.LEDGER_CLUSTERS, "CHAIN_LOCALNET": url}
+    settings.LEDGER_LOCALNET_RPC_URL = url
+    yield url
+    if process is not None:
+        process.stop()
+
+
+@pytest.fixture(scope="session")
+def chain(localnet_url):
+    """solana-py Client on the shared node: tests check chain state independently."""
+    from solana.rpc.api import Client
+
+    return Client(localnet_url, timeout=10)

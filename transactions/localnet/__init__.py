@@ -1,0 +1,1 @@
+"""The embedded local SVM cluster: LiteSVM behind the standard Solana JSON-RPC (docs/localnet.md)."""

@@ -1,0 +1,103 @@
+"""Just enough of the SPL Token / Token-2022 account layouts to answer token RPC methods.
+
+Base layouts are shared by both programs: a token account is 165 bytes (mint 0..32,
+owner 32..64, amount 64..72, state at 108); a mint is 82 bytes (supply 36..44, decimals
+44). Token-2022 accounts with extensions are longer and carry an account-type byte at
+165 (1 mint, 2 account).
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from solders.pubkey import Pubkey
+
+TOKEN_PROGRAM = Pubkey.from_string("TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA")
+TOKEN_2022_PROGRAM = Pubkey.from_string("TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb")
+TOKEN_PROGRAMS = (TOKEN_PROGRAM, TOKEN_2022_PROGRAM)
+_STATES = {0: "uninitialized", 1: "initialized", 2: "frozen"}
+
+
+def is_token_account(acc) -> bool:
+    if acc is None or acc.owner not in TOKEN_PROGRAMS:
+        return False
+    n = len(acc.data)
+    return n == 165 or (n > 165 and acc.data[165] == 2)
+
+
+def is_mint(acc) -> bool:
+    if acc is None or acc.owner not in TOKEN_PROGRAMS:
+        return False
+    n = len(acc.data)
+    return n == 82 or (n > 165 and acc.data[165] == 1)
+
+
+def u64(data: bytes, offset: int) -> int:
+    return int.from_bytes(bytes(data[offset:offset + 8]), "little")
+
+
+def mint_decimals(acc) -> int:
+    return acc.data[44]
+
+
+def ui_amount(amount: int, decimals: int) -> dict:
+    value = Decimal(amount) / (Decimal(10) ** decimals)
+    text = format(value.normalize(), "f") if amount else "0"
+    return {"amount": str(amount), "decimals": decimals, "uiAmount": float(value), "uiAmountString": text}
+
+
+def _coption_pubkey(data: bytes, offset: int) -> str | None:
+    return str(Pubkey(bytes(data[offset + 4:offset + 36]))) if int.from_bytes(bytes(data[offset:offset + 4]), "little") else None
+
+
+def token_account_info(acc, decimals: int) -> dict:
+    data = acc.data
+    return {
+        "isNative": False,
+        "mint": str(Pubkey(bytes(data[0:32]))),
+        "owner": str(Pubkey(bytes(data[32:64]))),
+        "state": _STATES.get(data[108], "initialized"),
+        "tokenAmount": ui_amount(u64(data, 64), decimals),
+    }
+
+
+def mint_info(acc) -> dict:
+    data = acc.data
+    return {
+        "decimals": data[44],
+        "freezeAuthority": _coption_pubkey(data, 46),
+        "isInitialized": bool(data[45]),
+        "mintAuthority": _coption_pubkey(data, 0),
+        "supply": str(u64(data, 36)),
+    }
+
+
+def parsed(acc, get_account) -> dict | None:
+    """jsonParsed form of a token account or mint; None for anything else."""
+    program = "spl-token" if acc.owner == TOKEN_PROGRAM else "spl-token-2022"
+    if is_token_account(acc):
+        mint = get_account(Pubkey(bytes(acc.data[0:32])))
+        decimals = mint_decimals(mint) if mint is not None else 0
+        return {"program": program, "parsed": {"info": token_account_info(acc, decimals), "type": "account"}, "space": len(acc.data)}
+    if is_mint(acc):
+        return {"program": program, "parsed": {"info": mint_info(acc), "type": "mint"}, "space": len(acc.data)}
+    return None
+
+
+def token_balances(keys, accounts: dict, get_account) -> list[dict]:
+    out = []
+    for index, key in enumerate(keys):
+        acc = accounts.get(key)
+        if not is_token_account(acc):
+            continue
+        mint_key = Pubkey(bytes(acc.data[0:32]))
+        mint = accounts.get(mint_key) or get_account(mint_key)
+        decimals = mint_decimals(mint) if mint is not None and len(mint.data) > 44 else 0
+        out.append({
+            "accountIndex": index,
+            "mint": str(mint_key),
+            "owner": str(Pubkey(bytes(acc.data[32:64]))),
+            "programId": str(acc.owner),
+            "uiTokenAmount": ui_amount(u64(acc.data, 64), decimals),
+        })
+    return out

@@ -122,10 +122,13 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-CELERY_TASK_DEFAULT_QUEUE = "ledger"
+# One queue for every task by default; LEDGER_TASK_QUEUE renames it (tests give each
+# worker its own).
+CELERY_TASK_DEFAULT_QUEUE = env("LEDGER_TASK_QUEUE", default="ledger")
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE = {
     "purge-idempotency-records": {"task": "ledger.tenancy.purge_idempotency_records", "schedule": 3600.0},
+    "reconcile-inflight-transactions": {"task": "ledger.transactions.reconcile_inflight", "schedule": 15.0},
 }
 
 # --- API ------------------------------------------------------------------------------
@@ -173,6 +176,8 @@ for _item in env.list("LEDGER_CLUSTERS", default=[]):
         LEDGER_CLUSTERS[_name.strip()] = _url.strip()
 LEDGER_DEFAULT_CLUSTER = env("LEDGER_DEFAULT_CLUSTER", default="CHAIN_LOCALNET")
 LEDGER_RPC_TIMEOUT_SECONDS = env.float("LEDGER_RPC_TIMEOUT_SECONDS", default=10.0)
+# Longest a request with ?wait=confirmed waits before answering with the current status.
+LEDGER_WAIT_TIMEOUT_SECONDS = env.float("LEDGER_WAIT_TIMEOUT_SECONDS", default=30.0)
 
 # --- Key custody ----------------------------------------------------------------------
 LEDGER_MASTER_KEY = env("LEDGER_MASTER_KEY", default="")

@@ -6,6 +6,7 @@ from ledger_project.health import healthz
 
 api_v1 = [
     path("", include("tenancy.urls")),
+    path("", include("transactions.urls")),
 ]
 
 urlpatterns = [

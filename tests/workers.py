@@ -40,7 +40,7 @@ class WorkerProcess:
         self.log_path = Path(settings.VAR_DIR) / f"worker-{queue}.log"
 
     def start(self) -> None:
-        env = {**os.environ, "DATABASE_URL": database_url(), "LEDGER_VAR_DIR": str(settings.VAR_DIR), **self.extra_env}
+        env = {**os.environ, "DATABASE_URL": database_url(), "LEDGER_VAR_DIR": str(settings.VAR_DIR), "LEDGER_TASK_QUEUE": self.queue, **self.extra_env}
         if settings.REDIS_URL:
             env["REDIS_URL"] = settings.REDIS_URL
         log = open(self.log_path, "ab")

@@ -33,3 +33,80 @@ class IdentifiersSerializer(serializers.Serializer):
 
     onchainId = serializers.CharField(allow_null=True)
     offchainId = serializers.UUIDField()
+
+
+class AddressField(serializers.CharField):
+    """A base58 network address (32-byte public key)."""
+
+    default_error_messages = {"invalid_address": "Not a valid base58 network address."}
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("max_length", 44)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        from solders.pubkey import Pubkey
+
+        try:
+            if len(value) < 32:
+                raise ValueError
+            Pubkey.from_string(value)
+        except ValueError:
+            self.fail("invalid_address")
+        return value
+
+
+class OffchainReferencesSerializer(StrictSerializer):
+    alId = serializers.CharField(required=False, allow_null=True, max_length=32)
+    organizationExternalId = serializers.CharField(required=False, allow_null=True, max_length=64)
+    accountNumber = serializers.CharField(required=False, allow_null=True, max_length=64)
+    code = serializers.CharField(required=False, allow_null=True, max_length=64)
+    type = serializers.CharField(required=False, allow_null=True, max_length=40)
+    name = serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=200)
+    newAlId = serializers.DictField(required=False, allow_null=True)
+
+
+class LookupSerializer(StrictSerializer):
+    """Spec "Lookup": a reference to an account, instrument, position, authority, …"""
+
+    onchainId = AddressField(required=False, allow_null=True)
+    offchainId = serializers.UUIDField(required=False, allow_null=True)
+    offchainReferences = OffchainReferencesSerializer(required=False, allow_null=True)
+    autoSign = serializers.BooleanField(required=False, allow_null=True)
+    otherTenantOrganizationExternalId = serializers.CharField(required=False, allow_null=True, max_length=64)
+    offPlatform = serializers.BooleanField(required=False, allow_null=True)
+
+
+class PriceEstimateSerializer(StrictSerializer):
+    provider = serializers.ChoiceField(choices=["PARTNER_FEE_PROVIDER"], required=False)
+    calculationStrategy = serializers.ChoiceField(choices=["DEFAULT"], required=False)
+    priorityLevel = serializers.ChoiceField(choices=["RECOMMENDED"], required=False)
+
+
+class ComputeUnitConfigSerializer(StrictSerializer):
+    enable = serializers.BooleanField(required=False, default=True)
+    limit = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=1_400_000)
+    price = serializers.IntegerField(required=False, allow_null=True, min_value=0, max_value=10**12)
+    priceEstimate = PriceEstimateSerializer(required=False, allow_null=True)
+
+
+class CommitmentConfigSerializer(StrictSerializer):
+    commitmentLevel = serializers.ChoiceField(choices=["processed", "confirmed", "finalized"])
+
+
+class SvmTransactionConfigSerializer(StrictSerializer):
+    """Spec "SVM transaction config" (+ addressLookupTables, docs/transactions.md)."""
+
+    feePayer = LookupSerializer(required=False, allow_null=True)
+    computeUnitConfig = ComputeUnitConfigSerializer(required=False, allow_null=True)
+    commitmentConfig = CommitmentConfigSerializer(required=False, allow_null=True)
+    messageLifetimeStrategy = serializers.ChoiceField(choices=["RECENT_BLOCKHASH", "DURABLE_NONCE"], required=False, allow_null=True)
+    transactionVersion = serializers.ChoiceField(choices=["V0", "LEGACY"], required=False, allow_null=True)
+    addressLookupTables = serializers.ListField(child=AddressField(), required=False, allow_null=True, max_length=8)
+
+
+class TransactionEnvelopeSerializer(EnvelopeSerializer):
+    """Envelope of operations that build a network transaction."""
+
+    svmTransactionConfig = SvmTransactionConfigSerializer(required=False, allow_null=True)

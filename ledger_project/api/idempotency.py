@@ -57,38 +57,48 @@ def _replay(record, fingerprint: str) -> Response:
     return response
 
 
+def _run_once(view, request, request_id, view_method, args, kwargs) -> Response:
+    from tenancy.models import IdempotencyRecord
+
+    if request_id is None:
+        with transaction.atomic():
+            return view_method(view, request, *args, **kwargs)
+
+    fingerprint = request_fingerprint(request)
+    with transaction.atomic():
+        try:
+            with transaction.atomic():
+                record = IdempotencyRecord.objects.create(
+                    api_key=request.user, request_id=request_id, method=request.method, path=request.path[:300], body_hash=fingerprint
+                )
+        except IntegrityError:
+            # The first request committed while we waited on the unique index.
+            record = IdempotencyRecord.objects.get(api_key=request.user, request_id=request_id)
+            return _replay(record, fingerprint)
+        try:
+            with transaction.atomic():
+                response = view_method(view, request, *args, **kwargs)
+        except (LedgerError, APIException) as exc:
+            response = view.handle_exception(exc)
+            if response.status_code >= 500:
+                raise
+        record.status_code = response.status_code
+        record.response_body = response.data
+        record.save(update_fields=["status_code", "response_body"])
+        return response
+
+
 def idempotent(view_method):
     @functools.wraps(view_method)
     def wrapper(self, request, *args, **kwargs):
-        from tenancy.models import IdempotencyRecord
-
         request_id = client_request_id(request)
-        if request_id is None:
-            with transaction.atomic():
-                return view_method(self, request, *args, **kwargs)
-
-        fingerprint = request_fingerprint(request)
-        with transaction.atomic():
-            try:
-                with transaction.atomic():
-                    record = IdempotencyRecord.objects.create(
-                        api_key=request.user, request_id=request_id, method=request.method, path=request.path[:300], body_hash=fingerprint
-                    )
-            except IntegrityError:
-                # The first request committed while we waited on the unique index.
-                record = IdempotencyRecord.objects.get(api_key=request.user, request_id=request_id)
-                return _replay(record, fingerprint)
-            try:
-                with transaction.atomic():
-                    response = view_method(self, request, *args, **kwargs)
-            except (LedgerError, APIException) as exc:
-                response = self.handle_exception(exc)
-                if response.status_code >= 500:
-                    raise
-            record.status_code = response.status_code
-            record.response_body = response.data
-            record.save(update_fields=["status_code", "response_body"])
-            return response
+        response = _run_once(self, request, request_id, view_method, args, kwargs)
+        # Work that must follow the commit (e.g. ?wait=confirmed: the worker only sees the
+        # transaction once it is committed). The stored replay keeps the pre-wait body.
+        after_commit = getattr(response, "after_commit", None)
+        if after_commit is not None:
+            after_commit(response)
+        return response
 
     wrapper.idempotent = True
     return wrapper

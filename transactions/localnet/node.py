@@ -193,20 +193,18 @@ class Node:
         return nonce is not None and len(nonce.data) >= 72 and str(Hash(bytes(nonce.data[40:72]))) == blockhash
 
     def _fee(self, message) -> tuple[int, int]:
-        """(fee in lamports, compute unit price) from signatures and compute budget."""
-        limit, price, count = None, 0, 0
+        """(fee charged in lamports, compute unit price requested).
+
+        LiteSVM charges the signature fee only: a compute unit price is accepted and
+        reported (getRecentPrioritizationFees) but not charged (docs/localnet.md)."""
+        price = 0
         keys = message.account_keys
         for ix in message.instructions:
             data = bytes(ix.data)
             if keys[ix.program_id_index] == COMPUTE_BUDGET and data:
-                if data[0] == 2 and len(data) >= 5:
-                    limit = int.from_bytes(data[1:5], "little")
-                elif data[0] == 3 and len(data) >= 9:
+                if data[0] == 3 and len(data) >= 9:
                     price = int.from_bytes(data[1:9], "little")
-            else:
-                count += 1
-        units = limit if limit is not None else min(1_400_000, 200_000 * max(count, 1))
-        return LAMPORTS_PER_SIGNATURE * message.header.num_required_signatures + (price * units + 999_999) // 1_000_000, price
+        return LAMPORTS_PER_SIGNATURE * message.header.num_required_signatures, price
 
     def execute(self, raw: bytes, *, preflight: bool, record_failure: bool = True) -> Outcome:
         """Run one transaction. With preflight a failing transaction changes nothing and

@@ -1,0 +1,141 @@
+"""The one client every app uses to talk to a cluster (docs/chain.md).
+
+Synchronous (Django views and Celery tasks are), built on solana-py's sync ``Client``
+(solana 0.36.12 + solders 0.27.1: the last pair with a sync client, and solders still
+ships LiteSVM there). One pooled client per cluster per process. Transport failures
+become ``ChainUnavailable`` (503), preflight failures ``SimulationFailed`` (400 with the
+program's reason), anything else ``ChainRpcError`` (500).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Sequence
+
+from django.conf import settings
+from solana.exceptions import SolanaRpcException
+from solana.rpc.api import Client
+from solana.rpc.commitment import Commitment
+from solana.rpc.core import RPCException
+from solana.rpc.types import TxOpts
+from solders.account import Account
+from solders.hash import Hash
+from solders.pubkey import Pubkey
+from solders.rpc.errors import SendTransactionPreflightFailureMessage
+from solders.rpc.requests import GetRecentPrioritizationFees, IsBlockhashValid
+from solders.rpc.responses import GetRecentPrioritizationFeesResp, IsBlockhashValidResp
+from solders.signature import Signature
+from solders.transaction_status import TransactionStatus
+
+from ledger_project.api.errors import LedgerError
+
+from .errors import ChainRpcError, ChainUnavailable, SimulationFailed, reason_from_logs
+
+_clients: dict[tuple[str, str], "ChainRpc"] = {}
+_clients_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class LatestBlockhash:
+    blockhash: Hash
+    last_valid_block_height: int
+
+
+class ChainRpc:
+    def __init__(self, cluster: str, url: str, timeout: float):
+        self.cluster = cluster
+        self.url = url
+        self.client = Client(url, timeout=timeout)
+
+    def _call(self, fn, *args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except SolanaRpcException as exc:
+            raise ChainUnavailable(f"The RPC endpoint of {self.cluster} did not answer: {type(exc.__cause__ or exc).__name__}.") from exc
+        except RPCException as exc:
+            detail = exc.args[0] if exc.args else exc
+            if isinstance(detail, SendTransactionPreflightFailureMessage):
+                logs = list(detail.data.logs or [])
+                raise SimulationFailed(reason_from_logs(logs, detail.data.err), logs=logs, err=detail.data.err) from exc
+            message = getattr(detail, "message", str(detail))
+            raise ChainRpcError(f"The RPC endpoint of {self.cluster} answered an error: {message}") from exc
+
+    # --- reads ---------------------------------------------------------------------
+    def latest_blockhash(self, commitment: str = "confirmed") -> LatestBlockhash:
+        value = self._call(self.client.get_latest_blockhash, Commitment(commitment)).value
+        return LatestBlockhash(value.blockhash, value.last_valid_block_height)
+
+    def block_height(self, commitment: str = "confirmed") -> int:
+        return self._call(self.client.get_block_height, Commitment(commitment)).value
+
+    def _request(self, request, response_type):
+        # Methods solana-py 0.36's Client lacks: the typed solders request over its provider.
+        return self._call(self.client._provider.make_request, request, response_type)
+
+    def is_blockhash_valid(self, blockhash: Hash) -> bool:
+        return bool(self._request(IsBlockhashValid(blockhash), IsBlockhashValidResp).value)
+
+    def balance(self, address: Pubkey, commitment: str = "confirmed") -> int:
+        return self._call(self.client.get_balance, address, Commitment(commitment)).value
+
+    def account(self, address: Pubkey, commitment: str = "confirmed") -> Account | None:
+        return self._call(self.client.get_account_info, address, Commitment(commitment)).value
+
+    def accounts(self, addresses: Sequence[Pubkey], commitment: str = "confirmed") -> list[Account | None]:
+        out: list[Account | None] = []
+        for start in range(0, len(addresses), 100):  # the RPC limit per call
+            out.extend(self._call(self.client.get_multiple_accounts, list(addresses[start:start + 100]), Commitment(commitment)).value)
+        return out
+
+    def minimum_balance_for_rent_exemption(self, size: int) -> int:
+        return self._call(self.client.get_minimum_balance_for_rent_exemption, size).value
+
+    def recent_prioritization_fees(self, addresses: Sequence[Pubkey] = ()) -> list[int]:
+        return [fee.prioritization_fee for fee in self._request(GetRecentPrioritizationFees(list(addresses)), GetRecentPrioritizationFeesResp).value]
+
+    def signature_statuses(self, signatures: Sequence[Signature]) -> list[TransactionStatus | None]:
+        out: list[TransactionStatus | None] = []
+        for start in range(0, len(signatures), 256):
+            out.extend(self._call(self.client.get_signature_statuses, list(signatures[start:start + 256]), search_transaction_history=True).value)
+        return out
+
+    def token_account_balance(self, address: Pubkey) -> int:
+        return int(self._call(self.client.get_token_account_balance, address).value.amount)
+
+    def token_supply(self, mint: Pubkey) -> int:
+        return int(self._call(self.client.get_token_supply, mint).value.amount)
+
+    # --- writes --------------------------------------------------------------------
+    def send_raw(self, raw: bytes, *, skip_preflight: bool = False, preflight_commitment: str = "confirmed") -> Signature:
+        opts = TxOpts(skip_preflight=skip_preflight, preflight_commitment=Commitment(preflight_commitment), skip_confirmation=True)
+        return self._call(self.client.send_raw_transaction, raw, opts).value
+
+    def simulate(self, transaction) -> None:
+        """Raise SimulationFailed when the transaction would fail."""
+        value = self._call(self.client.simulate_transaction, transaction, sig_verify=False).value
+        if value.err is not None:
+            logs = list(value.logs or [])
+            raise SimulationFailed(reason_from_logs(logs, value.err), logs=logs, err=value.err)
+
+    def airdrop(self, address: Pubkey, lamports: int) -> Signature:
+        return self._call(self.client.request_airdrop, address, lamports).value
+
+
+def rpc_for(cluster: str) -> ChainRpc:
+    """The process-wide client of ``cluster`` (a name from settings.LEDGER_CLUSTERS)."""
+    url = settings.LEDGER_CLUSTERS.get(cluster)
+    if url is None:
+        raise LedgerError(f"Cluster {cluster!r} is not configured.", field="svmCluster", code="INVALID_CLUSTER")
+    key = (cluster, url)
+    client = _clients.get(key)
+    if client is None:
+        with _clients_lock:
+            client = _clients.get(key)
+            if client is None:
+                client = _clients[key] = ChainRpc(cluster, url, settings.LEDGER_RPC_TIMEOUT_SECONDS)
+    return client
+
+
+def is_localnet(cluster: str) -> bool:
+    return cluster == "CHAIN_LOCALNET"

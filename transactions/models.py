@@ -1,0 +1,142 @@
+"""Network transactions the service builds, signs, submits and follows (docs/transactions.md)."""
+
+from __future__ import annotations
+
+from django.core.serializers.json import DjangoJSONEncoder
+from django.db import models
+from django.db.models import Q
+
+from tenancy.scoping import TenantOwnedModel
+
+
+class TransactionStatus(models.TextChoices):
+    # Spec names PARTIALLY_SIGNED and SIGNED; the rest of the lifecycle is ours (docs).
+    BUILT = "BUILT"
+    PENDING_APPROVAL = "PENDING_APPROVAL"
+    PARTIALLY_SIGNED = "PARTIALLY_SIGNED"
+    SIGNED = "SIGNED"
+    SUBMITTED = "SUBMITTED"
+    CONFIRMED = "CONFIRMED"
+    FINALIZED = "FINALIZED"
+    FAILED = "FAILED"
+    EXPIRED = "EXPIRED"
+    CANCELLED = "CANCELLED"
+
+
+IN_FLIGHT = (TransactionStatus.SIGNED, TransactionStatus.SUBMITTED)
+TERMINAL = (TransactionStatus.FINALIZED, TransactionStatus.FAILED, TransactionStatus.EXPIRED, TransactionStatus.CANCELLED)
+
+
+class MessageLifetime(models.TextChoices):
+    RECENT_BLOCKHASH = "RECENT_BLOCKHASH"
+    DURABLE_NONCE = "DURABLE_NONCE"
+
+
+class TransactionVersion(models.TextChoices):
+    LEGACY = "LEGACY"
+    V0 = "V0"
+
+
+class Commitment(models.TextChoices):
+    PROCESSED = "processed"
+    CONFIRMED = "confirmed"
+    FINALIZED = "finalized"
+
+
+class Transaction(TenantOwnedModel):
+    """One network transaction, from built message to final status.
+
+    Invariants: ``message`` never changes once stored (signatures cover it);
+    ``onchain_id`` is the fee payer's signature and is unique per cluster; offchain effects
+    of the operation are applied once, marked by ``effects_applied_at``; a transaction's
+    signed bytes are stored before any node sees them, so a crashed worker can always
+    rebroadcast them or learn their fate by signature.
+    """
+
+    status = models.CharField(max_length=20, choices=TransactionStatus.choices, default=TransactionStatus.BUILT, db_index=True)
+    operation = models.CharField(max_length=60, help_text="The API operation that created it, e.g. accounts.create.")
+    effects = models.JSONField(default=dict, blank=True, encoder=DjangoJSONEncoder, help_text="What to apply offchain once confirmed.")
+    created_by_key = models.ForeignKey("tenancy.ApiKey", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    request_id = models.UUIDField(null=True, blank=True)
+
+    onchain_id = models.CharField(max_length=100, null=True, blank=True)
+    message = models.BinaryField(help_text="Serialized message (versioned form for V0).")
+    version = models.CharField(max_length=8, choices=TransactionVersion.choices, default=TransactionVersion.V0)
+    lifetime = models.CharField(max_length=20, choices=MessageLifetime.choices, default=MessageLifetime.RECENT_BLOCKHASH)
+    blockhash = models.CharField(max_length=50)
+    last_valid_block_height = models.BigIntegerField(null=True, blank=True)
+    nonce_account = models.CharField(max_length=50, blank=True)
+    fee_payer = models.CharField(max_length=50)
+    required_signers = models.JSONField(default=list, help_text="Signer addresses in message order.")
+    signatures = models.JSONField(default=dict, blank=True, help_text="Signer address → base58 signature.")
+    commitment = models.CharField(max_length=10, choices=Commitment.choices, default=Commitment.CONFIRMED)
+    submit_when_signed = models.BooleanField(default=True)
+
+    confirmations_count = models.IntegerField(null=True, blank=True)
+    slot = models.BigIntegerField(null=True, blank=True)
+    error_message = models.TextField(blank=True)
+    error = models.JSONField(null=True, blank=True, encoder=DjangoJSONEncoder)
+    txn_timestamp = models.DateTimeField(auto_now_add=True)
+    submitted_at = models.DateTimeField(null=True, blank=True)
+    confirmed_at = models.DateTimeField(null=True, blank=True)
+    finalized_at = models.DateTimeField(null=True, blank=True)
+    submit_attempts = models.PositiveIntegerField(default=0)
+    effects_applied_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-txn_timestamp"]
+        indexes = [
+            models.Index(fields=["tenant", "-txn_timestamp"], name="txn_tenant_time"),
+            models.Index(fields=["status", "cluster"], name="txn_status_cluster"),
+        ]
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "onchain_id"], condition=Q(onchain_id__isnull=False), name="txn_unique_signature_per_cluster", violation_error_message="A transaction with this signature is already recorded."),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.operation} {self.onchain_id or self.offchain_id} [{self.status}]"
+
+    @property
+    def missing_signers(self) -> list[str]:
+        return [s for s in self.required_signers if s not in (self.signatures or {})]
+
+
+class TransactionEvent(models.Model):
+    """Append-only lifecycle log of a transaction (status changes, submissions, effects)."""
+
+    transaction = models.ForeignKey("transactions.Transaction", on_delete=models.CASCADE, related_name="events")
+    kind = models.CharField(max_length=30)
+    detail = models.JSONField(default=dict, blank=True, encoder=DjangoJSONEncoder)
+    at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["at", "pk"]
+        indexes = [models.Index(fields=["transaction", "kind"], name="txn_event_kind")]
+
+
+class PlatformFeePayer(models.Model):
+    """The service's own fee payer on a cluster: a managed key (auto-funded on localnet)."""
+
+    cluster = models.CharField(max_length=40, unique=True)
+    managed_key = models.ForeignKey("accounts.ManagedKey", on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"fee payer of {self.cluster}"
+
+
+class NonceAccount(models.Model):
+    """A durable nonce account of the platform's pool, leased to one transaction at a time.
+
+    ``leased_by`` is the transaction currently relying on the stored nonce; the lease ends
+    when that transaction lands (the nonce advanced) or is provably dead.
+    """
+
+    cluster = models.CharField(max_length=40, db_index=True)
+    address = models.CharField(max_length=50)
+    authority_key = models.ForeignKey("accounts.ManagedKey", on_delete=models.PROTECT, related_name="+")
+    leased_by = models.OneToOneField("transactions.Transaction", null=True, blank=True, on_delete=models.SET_NULL, related_name="nonce_lease")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["cluster", "address"], name="nonce_unique_address_per_cluster")]

@@ -1,0 +1,66 @@
+"""Waiting for a transaction after the request commits (``?wait=confirmed``).
+
+Submission happens on commit, so a view cannot wait inside its own database transaction.
+A view that may wait attaches ``after_commit`` to its response; the idempotency wrapper
+runs it once the transaction has committed, and the response then carries the fresh
+transaction result.
+"""
+
+from __future__ import annotations
+
+import time
+
+from django.conf import settings
+
+from ledger_project.api.errors import LedgerError
+
+from .models import Transaction, TransactionStatus
+
+_REACHED = {
+    "submitted": {TransactionStatus.SUBMITTED, TransactionStatus.CONFIRMED, TransactionStatus.FINALIZED},
+    "confirmed": {TransactionStatus.CONFIRMED, TransactionStatus.FINALIZED},
+    "finalized": {TransactionStatus.FINALIZED},
+}
+_DONE = {TransactionStatus.FAILED, TransactionStatus.EXPIRED, TransactionStatus.CANCELLED, TransactionStatus.PARTIALLY_SIGNED, TransactionStatus.PENDING_APPROVAL}
+
+
+def wait_level(request) -> str | None:
+    level = request.query_params.get("wait")
+    if level in (None, ""):
+        return None
+    if level not in _REACHED:
+        raise LedgerError("wait must be one of submitted, confirmed, finalized.", field="wait", code="INVALID_ENUM")
+    return level
+
+
+def wait_for(tx: Transaction, level: str, timeout: float | None = None) -> Transaction:
+    deadline = time.monotonic() + (timeout if timeout is not None else settings.LEDGER_WAIT_TIMEOUT_SECONDS)
+    delay = 0.02
+    while True:
+        tx.refresh_from_db()
+        if tx.status in _REACHED[level] or tx.status in _DONE or (tx.status == TransactionStatus.SIGNED and not tx.submit_when_signed):
+            return tx
+        if time.monotonic() >= deadline:
+            return tx
+        time.sleep(delay)
+        delay = min(delay * 1.5, 0.25)
+
+
+def attach_wait(response, request, tx: Transaction, render, *, path: tuple[str, ...] = ()) -> None:
+    """After commit, wait for ``tx`` as ``?wait=`` asks and re-render its result into the
+    response at ``path`` (the key chain of the transaction result in the body)."""
+    level = wait_level(request)
+    if level is None:
+        return
+
+    def refresh(resp):
+        fresh = render(wait_for(tx, level))
+        if not path:
+            resp.data = fresh
+        else:
+            node = resp.data
+            for key in path[:-1]:
+                node = node[key]
+            node[path[-1]] = fresh
+
+    response.after_commit = refresh

@@ -1,0 +1,20 @@
+"""Reads of transactions, always scoped to a tenant."""
+
+from __future__ import annotations
+
+from ledger_project.api.errors import LedgerError, NotFoundError
+
+from .models import Transaction
+
+
+def transaction_get(*, tenant, onchain_id: str | None = None, offchain_id=None) -> Transaction:
+    queryset = Transaction.objects.for_tenant(tenant)
+    if offchain_id:
+        tx = queryset.filter(offchain_id=offchain_id).first()
+        if tx is not None and onchain_id and tx.onchain_id != onchain_id:
+            raise LedgerError("onchainId and offchainId name different transactions.", field="itemData.transaction", code="CONFLICTING_LOOKUP")
+    else:
+        tx = queryset.filter(onchain_id=onchain_id).order_by("-pk").first()
+    if tx is None:
+        raise NotFoundError("No such transaction.", field="itemData.transaction")
+    return tx

@@ -1,0 +1,48 @@
+"""Worker tasks of the transaction engine: thin, named, and claiming their work.
+
+submit → confirm (rescheduled with backoff while in flight) → effects applied once.
+``reconcile_inflight`` runs on beat and when a worker starts, so transactions whose tasks
+were lost in a crash are looked up again by signature.
+"""
+
+from __future__ import annotations
+
+from celery import shared_task
+from celery.signals import worker_ready
+
+from . import services
+from .chain.errors import ChainUnavailable
+
+# Seconds between confirmation checks: quick at first, then every 2 s.
+_BACKOFF = (0.2, 0.3, 0.5, 0.5, 1.0, 1.0, 2.0)
+_MAX_CHECKS = 400  # ~13 minutes; reconciliation takes over after that
+
+
+@shared_task(name="ledger.transactions.submit", acks_late=True, autoretry_for=(ChainUnavailable,), retry_backoff=True, max_retries=5)
+def submit_transaction(*, transaction_id: int) -> None:
+    services.transaction_submit(transaction_id=transaction_id)
+    confirm_transaction.apply_async(kwargs={"transaction_id": transaction_id, "check": 0}, countdown=_BACKOFF[0])
+
+
+@shared_task(name="ledger.transactions.confirm", acks_late=True, autoretry_for=(ChainUnavailable,), retry_backoff=True, max_retries=10)
+def confirm_transaction(*, transaction_id: int, check: int = 0) -> None:
+    if services.transaction_confirm(transaction_id=transaction_id) and check < _MAX_CHECKS:
+        delay = _BACKOFF[min(check + 1, len(_BACKOFF) - 1)]
+        confirm_transaction.apply_async(kwargs={"transaction_id": transaction_id, "check": check + 1}, countdown=delay)
+
+
+@shared_task(name="ledger.transactions.reconcile_inflight", acks_late=True)
+def reconcile_inflight() -> int:
+    rows = services.transactions_in_flight()
+    for transaction_id, status in rows:
+        if status == "SIGNED":
+            submit_transaction.delay(transaction_id=transaction_id)
+        else:
+            confirm_transaction.delay(transaction_id=transaction_id, check=0)
+    return len(rows)
+
+
+@worker_ready.connect
+def _reconcile_on_start(sender=None, **kwargs) -> None:
+    # A restarted worker first looks again at everything left in flight (crash safety).
+    reconcile_inflight.delay()

@@ -1,0 +1,37 @@
+"""Blockchain transactions endpoints (spec: Blockchain transactions)."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework.response import Response
+
+from ledger_project.api.errors import ValidationFailed, flatten_validation
+from ledger_project.api.viewsets import TenantScopedViewSet
+
+from . import selectors
+from .models import Transaction
+from .serializers import TransactionResultOutput, TransactionStatusInput
+
+
+def validated(serializer_class, request):
+    serializer = serializer_class(data=request.data)
+    if not serializer.is_valid():
+        raise ValidationFailed(flatten_validation(serializer.errors))
+    return serializer.validated_data
+
+
+class TransactionViewSet(TenantScopedViewSet):
+    model = Transaction
+
+    @extend_schema(
+        operation_id="fetchTransactionStatus",
+        summary="Fetch Transaction Status",
+        description="Creates no transaction. The current transaction result of a transaction the service built.",
+        request=TransactionStatusInput,
+        responses={200: TransactionResultOutput},
+        tags=["Blockchain transactions"],
+    )
+    def status(self, request):
+        data = validated(TransactionStatusInput, request)["itemData"]["transaction"]
+        tx = selectors.transaction_get(tenant=self.tenant, onchain_id=data.get("onchainId"), offchain_id=data.get("offchainId"))
+        return Response(TransactionResultOutput(tx).data)

@@ -73,7 +73,12 @@ def route_tasks_to(queue: str) -> None:
     from ledger_project.celery import app
 
     app.conf.task_routes = {"ledger.*": {"queue": queue}}
+    app.conf.task_default_queue = queue
     app.conf.task_always_eager = False
+    # Celery caches the routing table and router on first use: drop them so the new
+    # routes apply to the next message.
+    app.amqp._rtable = None
+    app.amqp.__dict__.pop("router", None)
 
 
 def new_queue_name() -> str:

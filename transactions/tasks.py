@@ -7,6 +7,8 @@ were lost in a crash are looked up again by signature.
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from celery import shared_task
 from celery.signals import worker_ready
 
@@ -32,8 +34,8 @@ def confirm_transaction(*, transaction_id: int, check: int = 0) -> None:
 
 
 @shared_task(name="ledger.transactions.reconcile_inflight", acks_late=True)
-def reconcile_inflight() -> int:
-    rows = services.transactions_in_flight()
+def reconcile_inflight(*, stale_seconds: float = 5.0) -> int:
+    rows = services.transactions_in_flight(stale_after=timedelta(seconds=stale_seconds))
     for transaction_id, status in rows:
         if status == "SIGNED":
             submit_transaction.delay(transaction_id=transaction_id)
@@ -45,4 +47,4 @@ def reconcile_inflight() -> int:
 @worker_ready.connect
 def _reconcile_on_start(sender=None, **kwargs) -> None:
     # A restarted worker first looks again at everything left in flight (crash safety).
-    reconcile_inflight.delay()
+    reconcile_inflight.delay(stale_seconds=0)

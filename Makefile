@@ -27,11 +27,11 @@ run: migrate
 # The whole suite, in parallel. DATABASE_URL / REDIS_URL choose PostgreSQL and Redis
 # (.ci/run sets both); without them it runs on the embedded defaults.
 test: venv
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -q $(PYTEST_ARGS)
+	$(BIN)/python scripts/with_localnet.py $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -q $(PYTEST_ARGS)
 
 # The same suite forced onto the embedded defaults (SQLite, filesystem broker).
 test-embedded: venv
-	env -u DATABASE_URL -u REDIS_URL LEDGER_VAR_DIR=$(CURDIR)/var/test-embedded $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -q $(PYTEST_ARGS)
+	env -u DATABASE_URL -u REDIS_URL LEDGER_VAR_DIR=$(CURDIR)/var/test-embedded $(BIN)/python scripts/with_localnet.py $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -q $(PYTEST_ARGS)
 
 bench: venv
 	$(BIN)/python bench/run.py

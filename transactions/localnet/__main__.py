@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import signal
 import sys
-import threading
 from pathlib import Path
 
 
@@ -14,23 +14,20 @@ def serve(host: str, port: int, data_dir: Path, out=sys.stdout) -> None:
     from .server import LocalnetServer
 
     node = Node(data_dir)
-    server = LocalnetServer((host, port), node)
-    node.start_clock()
-    stopping = threading.Event()
+    server = LocalnetServer(node)
 
-    def stop(signum, frame):
-        if not stopping.is_set():
-            stopping.set()
-            threading.Thread(target=server.shutdown, daemon=True).start()
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, stop.set)
 
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    print(f"localnet listening on http://{host}:{server.server_address[1]} (data: {data_dir}, genesis {node.genesis_hash})", file=out, flush=True)
-    try:
-        server.serve_forever(poll_interval=0.2)
-    finally:
-        node.stop()
-        server.server_close()
+        def ready(srv) -> None:
+            print(f"localnet listening on http://{host}:{srv.port} (data: {data_dir}, genesis {node.genesis_hash})", file=out, flush=True)
+
+        await server.run(host, port, ready=ready, stop=stop)
+
+    asyncio.run(main())
 
 
 def main(argv=None) -> None:

@@ -29,7 +29,7 @@ from solders.transaction import VersionedTransaction
 from solders.transaction_metadata import FailedTransactionMetadata
 
 from . import tokens
-from .store import Store, StoredAccount, StoredTransaction
+from .store import GroupCommit, PendingWrite, Store, StoredAccount, StoredTransaction
 
 SLOT_SECONDS = 0.4
 MAX_PROCESSING_AGE = 150  # slots a blockhash stays valid
@@ -72,13 +72,16 @@ def err_json(err) -> object:
 class Node:
     def __init__(self, data_dir: Path, *, slot_seconds: float = SLOT_SECONDS):
         self.store = Store(Path(data_dir))
+        self.commits = GroupCommit(self.store)
+        # Under the asyncio server the commit happens at the end of the loop turn
+        # (server.flush); used directly, each transaction commits before returning.
+        self.defer_commits = False
         self.lock = threading.RLock()
         self.slot_seconds = slot_seconds
         self.svm = LiteSVM().with_transaction_history(0).with_blockhash_check(False)
         self.recent: dict[str, int] = {}  # blockhash → slot it was issued in
         self.recent_order: deque[str] = deque()
         self.fees: deque[tuple[int, int, frozenset[str]]] = deque(maxlen=5000)  # (slot, price, writable)
-        self._stop = threading.Event()
         self._boot()
 
     # --- boot and clock -------------------------------------------------------------------
@@ -130,15 +133,16 @@ class Node:
             self.store.meta_set("blockhash_generation", str(self.generation))
             self.store.record_blockhash(blockhash, self.slot, keep_from_slot=self.slot - MAX_PROCESSING_AGE - 50)
 
-    def start_clock(self) -> None:
-        def tick():
-            while not self._stop.wait(self.slot_seconds):
-                self._advance_slot()
-
-        threading.Thread(target=tick, name="localnet-slot-clock", daemon=True).start()
+    def tick(self) -> None:
+        """A new slot (the server calls this every slot_seconds)."""
+        self.commits.flush()  # blockhash rows must not overtake executed transactions
+        self._advance_slot()
+        if self.slot % 10 == 0:
+            self.store.checkpoint()  # the WAL's fsync, off the request path
 
     def stop(self) -> None:
-        self._stop.set()
+        self.commits.flush()
+        self.store.checkpoint()
 
     # --- blockhashes ----------------------------------------------------------------------
     def latest_blockhash(self) -> tuple[str, int]:
@@ -217,7 +221,7 @@ class Node:
         signature = str(tx.signatures[0])
         blockhash = str(message.recent_blockhash)
         with self.lock:
-            if self.store.has_signature(signature):
+            if self.commits.is_pending(signature) or self.store.has_signature(signature):
                 return self._refuse("AlreadyProcessed", "This transaction has already been processed", preflight, signature)
             if not self.blockhash_valid(blockhash) and not self._nonce_ok(message, blockhash):
                 return self._refuse("BlockhashNotFound", "Blockhash not found", preflight, signature)
@@ -238,7 +242,10 @@ class Node:
                 raise RpcError(-32002, f"Transaction simulation failed: {_describe(err)}", {"err": err, "logs": logs, "accounts": None, "unitsConsumed": units, "returnData": None})
             if failed and not record_failure:
                 return Outcome(signature, self.slot, err, logs, units)
-            return self._commit(tx, raw, signature, keys, writable, loaded, before, err, logs, units, meta)
+            outcome = self._record(tx, raw, signature, keys, writable, loaded, before, err, logs, units, meta)
+            if not self.defer_commits:
+                self.commits.flush()
+        return outcome
 
     def _refuse(self, err: str, text: str, preflight: bool, signature: str) -> Outcome:
         if preflight:
@@ -246,7 +253,7 @@ class Node:
         # Without preflight a real node accepts the bytes and drops them; so do we.
         return Outcome(signature, self.slot, err, [], 0)
 
-    def _commit(self, tx, raw, signature, keys, writable, loaded, before, err, logs, units, meta) -> Outcome:
+    def _record(self, tx, raw, signature, keys, writable, loaded, before, err, logs, units, meta) -> Outcome:
         after = {k: self.svm.get_account(k) for k in keys}
         changed, deleted = [], []
         for key, is_writable in zip(keys, writable):
@@ -271,7 +278,7 @@ class Node:
             "version": 0 if isinstance(tx.message, MessageV0) else "legacy",
         }
         stored = StoredTransaction(0, signature, self.slot, int(time.time()), raw, err, record_meta)
-        self.store.commit_transaction(accounts=changed, deleted=deleted, tx=stored, addresses=[str(k) for k in keys], slot=self.slot)
+        self.commits.enqueue(PendingWrite(changed, deleted, stored, [str(k) for k in keys]))
         self.transaction_count += 1
         if price:
             self.fees.append((self.slot, price, frozenset(str(k) for k, w in zip(keys, writable) if w)))
@@ -314,10 +321,8 @@ class Node:
     def airdrop(self, to: Pubkey, lamports: int) -> str:
         with self.lock:
             blockhash = self.svm.latest_blockhash()
-            message = Message.new_with_blockhash([transfer(TransferParams(from_pubkey=self.faucet.pubkey(), to_pubkey=to, lamports=lamports))], self.faucet.pubkey(), blockhash)
-            tx = VersionedTransaction(message, [self.faucet])
-            outcome = self.execute(bytes(tx), preflight=True)
-        return outcome.signature
+        message = Message.new_with_blockhash([transfer(TransferParams(from_pubkey=self.faucet.pubkey(), to_pubkey=to, lamports=lamports))], self.faucet.pubkey(), blockhash)
+        return self.execute(bytes(VersionedTransaction(message, [self.faucet])), preflight=True).signature
 
     # --- reads of history -----------------------------------------------------------------
     def confirmation(self, slot: int) -> tuple[int | None, str]:

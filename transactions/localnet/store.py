@@ -41,6 +41,14 @@ class StoredAccount:
 
 
 @dataclass
+class PendingWrite:
+    accounts: list
+    deleted: list
+    tx: "StoredTransaction | None"
+    addresses: list
+
+
+@dataclass
 class StoredTransaction:
     seq: int
     signature: str
@@ -49,6 +57,36 @@ class StoredTransaction:
     raw: bytes
     err: object
     meta: dict
+
+
+class GroupCommit:
+    """Executed transactions waiting to be persisted, in execution order.
+
+    The server flushes at the end of each event-loop turn, before writing any answer, so
+    several transactions share one SQLite commit and none is answered before it is
+    durable. A crash can only lose transactions whose answers were never sent: always a
+    suffix of execution order.
+    """
+
+    def __init__(self, store: "Store"):
+        self.store = store
+        self.pending: list[PendingWrite] = []
+        self.pending_signatures: set[str] = set()
+
+    def enqueue(self, item: PendingWrite) -> None:
+        self.pending.append(item)
+        if item.tx is not None:
+            self.pending_signatures.add(item.tx.signature)
+
+    def is_pending(self, signature: str) -> bool:
+        return signature in self.pending_signatures
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        batch, self.pending = self.pending, []
+        self.store.commit_batch(batch)
+        self.pending_signatures.clear()
 
 
 class Store:
@@ -66,6 +104,9 @@ class Store:
             conn = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
+            # Checkpoints (the only fsyncs in WAL/NORMAL) run on the slot clock's thread,
+            # not inside a request: see checkpoint().
+            conn.execute("PRAGMA wal_autocheckpoint=0")
             self._local.conn = conn
         return conn
 
@@ -77,34 +118,40 @@ class Store:
     def meta_set(self, key: str, value: str) -> None:
         self._conn().execute("INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value", (key, value))
 
-    # --- writes, one transaction per executed transaction ---------------------------------
-    def commit_transaction(self, *, accounts: Iterable[StoredAccount], deleted: Iterable[str], tx: StoredTransaction | None, addresses: Iterable[str], slot: int) -> int | None:
+    # --- writes ---------------------------------------------------------------------------
+    def commit_batch(self, batch: list["PendingWrite"]) -> None:
+        """Persist executed transactions, in execution order, in one SQLite transaction."""
         conn = self._conn()
         conn.execute("BEGIN IMMEDIATE")
         try:
-            for acc in accounts:
-                conn.execute(
-                    "INSERT INTO accounts(pubkey, lamports, owner, executable, rent_epoch, data) VALUES(?,?,?,?,?,?) "
-                    "ON CONFLICT(pubkey) DO UPDATE SET lamports=excluded.lamports, owner=excluded.owner, executable=excluded.executable, "
-                    "rent_epoch=excluded.rent_epoch, data=excluded.data",
-                    (acc.pubkey, acc.lamports, acc.owner, int(acc.executable), acc.rent_epoch, acc.data),
-                )
-            for pubkey in deleted:
-                conn.execute("DELETE FROM accounts WHERE pubkey=?", (pubkey,))
-            seq = None
-            if tx is not None:
-                cur = conn.execute(
-                    "INSERT INTO transactions(signature, slot, block_time, raw, err, meta) VALUES(?,?,?,?,?,?)",
-                    (tx.signature, tx.slot, tx.block_time, tx.raw, json.dumps(tx.err) if tx.err is not None else None, json.dumps(tx.meta)),
-                )
-                seq = cur.lastrowid
-                conn.executemany("INSERT OR IGNORE INTO address_signatures(address, seq) VALUES(?, ?)", [(a, seq) for a in set(addresses)])
-            conn.execute("INSERT INTO meta(key, value) VALUES('slot', ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value", (str(slot),))
+            for item in batch:
+                self._write(conn, item)
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
             raise
-        return seq
+
+    def commit_transaction(self, *, accounts: Iterable[StoredAccount], deleted: Iterable[str], tx: StoredTransaction | None, addresses: Iterable[str], slot: int) -> None:
+        self.commit_batch([PendingWrite(list(accounts), list(deleted), tx, list(addresses))])
+
+    @staticmethod
+    def _write(conn, item: "PendingWrite") -> None:
+        for acc in item.accounts:
+            conn.execute(
+                "INSERT INTO accounts(pubkey, lamports, owner, executable, rent_epoch, data) VALUES(?,?,?,?,?,?) "
+                "ON CONFLICT(pubkey) DO UPDATE SET lamports=excluded.lamports, owner=excluded.owner, executable=excluded.executable, "
+                "rent_epoch=excluded.rent_epoch, data=excluded.data",
+                (acc.pubkey, acc.lamports, acc.owner, int(acc.executable), acc.rent_epoch, acc.data),
+            )
+        for pubkey in item.deleted:
+            conn.execute("DELETE FROM accounts WHERE pubkey=?", (pubkey,))
+        tx = item.tx
+        if tx is not None:
+            cur = conn.execute(
+                "INSERT INTO transactions(signature, slot, block_time, raw, err, meta) VALUES(?,?,?,?,?,?)",
+                (tx.signature, tx.slot, tx.block_time, tx.raw, json.dumps(tx.err) if tx.err is not None else None, json.dumps(tx.meta, separators=(",", ":"))),
+            )
+            conn.executemany("INSERT OR IGNORE INTO address_signatures(address, seq) VALUES(?, ?)", [(a, cur.lastrowid) for a in set(item.addresses)])
 
     def record_blockhash(self, blockhash: str, slot: int, keep_from_slot: int) -> None:
         conn = self._conn()
@@ -113,6 +160,10 @@ class Store:
         conn.execute("DELETE FROM blockhashes WHERE slot < ?", (keep_from_slot,))
         conn.execute("INSERT INTO meta(key, value) VALUES('slot', ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value", (str(slot),))
         conn.execute("COMMIT")
+
+    def checkpoint(self) -> None:
+        """Copy the WAL into the database file (PASSIVE: never blocks writers)."""
+        self._conn().execute("PRAGMA wal_checkpoint(PASSIVE)")
 
     # --- reads --------------------------------------------------------------------------
     def accounts(self) -> Iterator[StoredAccount]:

@@ -221,3 +221,15 @@ def test_inflight_transaction_survives_restart_of_node_and_worker(tmp_path, sett
         worker.stop()
         node.stop()
         route_tasks_to(celery_worker_process.queue)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_wait_returns_once_the_level_is_reached(celery_worker_process, tenant, chain):
+    from transactions.responses import wait_for
+
+    source = funded(chain, 10**9)
+    signer = managed(source)
+    tx = prepare(tenant, [transfer(TransferParams(from_pubkey=source.pubkey(), to_pubkey=Keypair().pubkey(), lamports=1))], [signer])
+    assert wait_for(tx, "confirmed", timeout=30).status in (TransactionStatus.CONFIRMED, TransactionStatus.FINALIZED)
+    held = prepare(tenant, [transfer(TransferParams(from_pubkey=source.pubkey(), to_pubkey=Keypair().pubkey(), lamports=2))], [signer], submit=False)
+    assert wait_for(held, "confirmed", timeout=5).status == TransactionStatus.SIGNED  # held: returns at once

@@ -1,0 +1,20 @@
+"""make bench: run every benchmark in bench/ and print one JSON line each."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+BENCHES = ["bench_api.py", "bench_localnet.py"]
+
+failed = 0
+for name in BENCHES:
+    result = subprocess.run([sys.executable, str(HERE / name)], capture_output=True, text=True)
+    lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
+    if result.returncode != 0 or not lines:
+        failed += 1
+        print(f'{{"bench": "{name}", "error": "exit {result.returncode}"}}')
+        sys.stderr.write(result.stderr[-2000:])
+    for line in lines:
+        print(line, flush=True)
+sys.exit(1 if failed else 0)

@@ -9,7 +9,6 @@ it must commit their data: ``@pytest.mark.django_db(transaction=True)``.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -18,6 +17,8 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import connection
+
+from transactions.localnet.testing import ChildProcess
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -32,7 +33,7 @@ def database_url() -> str:
     return f"postgres://{auth}{cfg.get('HOST') or '127.0.0.1'}:{cfg.get('PORT') or 5432}/{cfg['NAME']}"
 
 
-class WorkerProcess:
+class WorkerProcess(ChildProcess):
     def __init__(self, queue: str, extra_env: dict[str, str] | None = None):
         self.queue = queue
         self.extra_env = extra_env or {}
@@ -49,20 +50,6 @@ class WorkerProcess:
              "--without-gossip", "--without-mingle", "--without-heartbeat", "-n", f"{self.queue}@%h", "--loglevel", "INFO"],
             cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )
-
-    def kill(self) -> None:
-        """SIGKILL, as a crash would: no clean shutdown, unacknowledged tasks stay queued."""
-        if self.proc and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(10)
-
-    def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.kill()
 
     def restart(self) -> None:
         self.stop()

@@ -28,7 +28,27 @@ def rpc_call(url: str, method: str, params=None, timeout: float = 2.0):
         return json.loads(resp.read())
 
 
-class LocalnetProcess:
+class ChildProcess:
+    """A subprocess in its own session, stoppable gently or killed as in a crash."""
+
+    proc: subprocess.Popen | None = None
+
+    def kill(self) -> None:
+        """SIGKILL: no clean shutdown, as in a crash."""
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+class LocalnetProcess(ChildProcess):
     def __init__(self, data_dir: Path, port: int | None = None, log_path: Path | None = None):
         self.data_dir = Path(data_dir)
         self.port = port or free_port()
@@ -54,20 +74,6 @@ class LocalnetProcess:
                 pass
             time.sleep(0.05)
         raise RuntimeError(f"localnet did not answer within {timeout}s; see {self.log_path}")
-
-    def kill(self) -> None:
-        """SIGKILL: no clean shutdown, as in a crash."""
-        if self.proc and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(10)
-
-    def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.kill()
 
     def restart(self) -> "LocalnetProcess":
         self.stop()

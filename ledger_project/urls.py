@@ -7,6 +7,7 @@ from ledger_project.health import healthz
 api_v1 = [
     path("", include("tenancy.urls")),
     path("", include("transactions.urls")),
+    path("", include("accounts.urls")),
 ]
 
 urlpatterns = [

@@ -272,6 +272,12 @@ def _finish(tx: Transaction, status: str, **fields) -> None:
         if updated:
             NonceAccount.objects.filter(leased_by_id=tx.pk).update(leased_by=None)
             _event(tx, status, **{k: v for k, v in fields.items() if k in ("error_message",)})
+            if status in (TransactionStatus.FAILED, TransactionStatus.EXPIRED):
+                # Undo what the operation recorded ahead (e.g. a PENDING account): once.
+                if Transaction.objects.filter(pk=tx.pk, effects_applied_at__isnull=True).update(effects_applied_at=timezone.now()):
+                    tx.refresh_from_db()
+                    effects.apply_failure(tx)
+                    _event(tx, "FAILURE_EFFECTS_APPLIED")
 
 
 def transaction_confirm(*, transaction_id: int) -> bool:

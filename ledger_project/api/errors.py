@@ -132,6 +132,8 @@ def flatten_validation(detail: Any, prefix: str = "") -> list[dict[str, Any]]:
         for key, value in detail.items():
             if key == "non_field_errors":
                 out.extend(flatten_validation(value, prefix))
+            elif isinstance(key, int):  # ListField reports child errors by index
+                out.extend(flatten_validation(value, f"{prefix}[{key}]"))
             else:
                 out.extend(flatten_validation(value, f"{prefix}.{key}" if prefix else str(key)))
     elif isinstance(detail, list):

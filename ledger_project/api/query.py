@@ -33,6 +33,7 @@ class QueryField:
     path: str
     nullable: bool = False
     sortable: bool = True
+    blank_is_null: bool = False  # text columns that store "absent" as ""
 
 
 @dataclass(frozen=True)
@@ -131,7 +132,8 @@ def _condition(fv: dict, qf: QueryField, where: str) -> Q:
     if kind in ("IS_NULL", "IS_NOT_NULL"):
         if not qf.nullable:
             raise _bad(f"{kind} applies only to nullable fields.", f"{where}.filterType", "INVALID_FILTER_TYPE")
-        return Q(**{f"{path}__isnull": kind == "IS_NULL"})
+        is_null = Q(**{f"{path}__isnull": True}) | (Q(**{path: ""}) if qf.blank_is_null else Q(pk__in=[]))
+        return is_null if kind == "IS_NULL" else ~is_null
     if kind == "IN" or (kind == "EQUALS" and fv.get("valuesString") and fv.get("valueString") is None and qf.data_type != "NUMBER"):
         values = fv.get("valuesString")
         if not values:

@@ -1,0 +1,101 @@
+"""The Lookup resolver: one answer, for every area, to "which account does this name?"
+
+Rules (docs/accounts.md, Lookups):
+- A lookup names a record by ``onchainId``, ``offchainId`` and/or ``offchainReferences``
+  (``alId``, ``code``, ``accountNumber`` with optional ``organizationExternalId``,
+  narrowed by ``type``). Every field given must match the same record; fields naming
+  different records → 400 ``CONFLICTING_LOOKUP``.
+- It searches the acting tenant's records of the request's cluster. With
+  ``otherTenantOrganizationExternalId`` it searches that organization's records shared
+  across tenants instead; shared records are never writable by others.
+- Nothing found → 404 ``NOT_FOUND`` (another tenant's unshared record is indistinguishable
+  from a missing one). With ``offPlatform: true`` and an ``onchainId``, where the operation
+  allows an off-platform address, an unknown address resolves to ``OffPlatform``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db.models import QuerySet
+
+from ledger_project.api.errors import LedgerError, NotFoundError
+
+from .models import Account
+
+
+@dataclass(frozen=True)
+class OffPlatform:
+    """An address the service does not manage (lookup with offPlatform: true)."""
+
+    address: str
+
+
+def _references_filter(refs: dict, field: str) -> dict:
+    filters: dict = {}
+    if refs.get("alId"):
+        filters["al_id"] = refs["alId"]
+    if refs.get("code"):
+        filters["code"] = refs["code"]
+    if refs.get("accountNumber"):
+        filters["account_number"] = refs["accountNumber"]
+        if refs.get("organizationExternalId"):
+            filters["organization_external_id"] = refs["organizationExternalId"]
+    if not filters:
+        raise LedgerError("offchainReferences must name alId, code or accountNumber to find a record.", field=f"{field}.offchainReferences", code="INVALID_LOOKUP")
+    if refs.get("type"):
+        filters["type"] = refs["type"]
+    return filters
+
+
+def _base(tenant, cluster: str, lookup: dict, field: str, writable: bool) -> QuerySet:
+    other = lookup.get("otherTenantOrganizationExternalId")
+    if other and other != tenant.external_id:
+        if writable:
+            raise LedgerError("Records of another organization cannot be changed or used to sign.", field=f"{field}.otherTenantOrganizationExternalId", code="NOT_WRITABLE")
+        return Account.objects.filter(tenant__external_id=other, shared_across_tenants=True, cluster=cluster)
+    queryset = Account.objects.for_tenant(tenant) if writable else Account.objects.visible_to(tenant)
+    return queryset.filter(cluster=cluster)
+
+
+def resolve_account(tenant, cluster: str, lookup: dict | None, *, field: str, writable: bool = False, allow_off_platform: bool = False) -> Account | OffPlatform:
+    if lookup is None:
+        raise LedgerError("A lookup is required.", field=field, code="REQUIRED")
+    onchain_id, offchain_id, refs = lookup.get("onchainId"), lookup.get("offchainId"), lookup.get("offchainReferences")
+    if not (onchain_id or offchain_id or refs):
+        raise LedgerError("A lookup needs onchainId, offchainId or offchainReferences.", field=field, code="INVALID_LOOKUP")
+    queryset = _base(tenant, cluster, lookup, field, writable).select_related("managed_key")
+    matches: list[tuple[str, Account | None]] = []
+    if offchain_id:
+        matches.append(("offchainId", queryset.filter(offchain_id=offchain_id).first()))
+    if onchain_id:
+        # Own records first: a shared record of another tenant may carry the same address.
+        own = [a for a in queryset.filter(address=onchain_id)[:2]]
+        own.sort(key=lambda a: a.tenant_id != tenant.pk)
+        matches.append(("onchainId", own[0] if own else None))
+    if refs:
+        found = list(queryset.filter(**_references_filter(refs, field))[:2])
+        if len(found) > 1:
+            raise LedgerError("offchainReferences match more than one record; add type or organizationExternalId.", field=f"{field}.offchainReferences", code="AMBIGUOUS_LOOKUP")
+        matches.append(("offchainReferences", found[0] if found else None))
+
+    records = {m.pk for _, m in matches if m is not None}
+    if len(records) > 1:
+        raise LedgerError("The lookup's fields name different records.", field=field, code="CONFLICTING_LOOKUP")
+    if records and any(m is None for _, m in matches):
+        missing = next(name for name, m in matches if m is None)
+        raise LedgerError(f"The lookup's {missing} does not match the record its other fields name.", field=f"{field}.{missing}", code="CONFLICTING_LOOKUP")
+    if not records:
+        if lookup.get("offPlatform") and onchain_id and not offchain_id and not refs:
+            if not allow_off_platform:
+                raise LedgerError("An off-platform address is not allowed here.", field=f"{field}.offPlatform", code="OFF_PLATFORM_NOT_ALLOWED")
+            return OffPlatform(onchain_id)
+        raise NotFoundError("No such account.", field=field)
+    return next(m for _, m in matches if m is not None)
+
+
+def resolve_own_account(tenant, cluster: str, lookup: dict | None, *, field: str) -> Account:
+    """An account of the acting tenant itself (for changes and signing)."""
+    account = resolve_account(tenant, cluster, lookup, field=field, writable=True)
+    assert isinstance(account, Account)
+    return account

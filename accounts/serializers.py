@@ -1,0 +1,323 @@
+"""Accounts API shapes, with the spec's field names (misspellings included)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from rest_framework import serializers
+
+from ledger_project.api.envelope import (
+    AddressField,
+    EnvelopeSerializer,
+    LookupSerializer,
+    StrictSerializer,
+    TransactionEnvelopeSerializer,
+)
+from ledger_project.api.query import ItemQuerySerializer
+from transactions.serializers import TransactionResultOutput
+
+from .models import AccountType, KeyLocation
+
+LAMPORTS_PER_SOL = 10**9
+U64_MAX = 2**64 - 1
+
+
+class ValueSerializer(StrictSerializer):
+    """Spec "Value": {amount (network currency units), lamports}. lamports wins when both
+    are given and they must agree; amount alone must be a whole number of lamports."""
+
+    amount = serializers.DecimalField(max_digits=30, decimal_places=9, required=False, allow_null=True, min_value=Decimal(0))
+    lamports = serializers.IntegerField(required=False, allow_null=True, min_value=0, max_value=U64_MAX)
+
+    def validate(self, attrs):
+        amount, lamports = attrs.get("amount"), attrs.get("lamports")
+        if amount is None and lamports is None:
+            raise serializers.ValidationError({"lamports": [serializers.ErrorDetail("Give lamports or amount.", code="required")]})
+        from_amount = None
+        if amount is not None:
+            scaled = amount * LAMPORTS_PER_SOL
+            if scaled != scaled.to_integral_value():
+                raise serializers.ValidationError({"amount": [serializers.ErrorDetail("amount has more than 9 decimals.", code="invalid")]})
+            from_amount = int(scaled)
+        if lamports is not None and from_amount is not None and lamports != from_amount:
+            raise serializers.ValidationError({"amount": [serializers.ErrorDetail("amount and lamports disagree.", code="invalid")]})
+        value = lamports if lamports is not None else from_amount
+        if value > U64_MAX:
+            raise serializers.ValidationError({"amount": [serializers.ErrorDetail("Too large.", code="max_value")]})
+        return value
+
+
+def value_output(lamports) -> dict:
+    lamports = int(lamports or 0)
+    return {"amount": float(Decimal(lamports) / LAMPORTS_PER_SOL), "lamports": lamports}
+
+
+class AccountReferencesSerializer(StrictSerializer):
+    alId = serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=32)
+    organizationExternalId = serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=64)
+    accountNumber = serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=64)
+    code = serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=64)
+    type = serializers.ChoiceField(choices=AccountType.choices, required=False, allow_null=True)
+    name = serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=200)
+    newAlId = serializers.DictField(required=False, allow_null=True)
+
+
+class DkgKeySerializer(StrictSerializer):
+    keyUsage = serializers.CharField(required=False)
+    useBackendPlayersCodes = serializers.ListField(child=serializers.CharField(), required=False)
+    isDefault = serializers.BooleanField(required=False)
+    session = serializers.DictField(required=False)
+
+
+class PrivateKeyDetailsSerializer(StrictSerializer):
+    location = serializers.ListField(child=serializers.ChoiceField(choices=KeyLocation.choices), required=False, allow_null=True, max_length=2)
+    publickKey = AddressField(required=False, allow_null=True)  # spelling as in the spec
+    privateKey = serializers.CharField(required=False, allow_null=True, max_length=400, trim_whitespace=True)
+    dkgKeys = serializers.ListField(child=DkgKeySerializer(), required=False, allow_null=True)
+
+
+class DebitLimitSerializer(StrictSerializer):
+    destinationType = serializers.ChoiceField(choices=["OFF_PLATFORM", "NON_MANAGED", "MANAGED"])
+    limitType = serializers.ChoiceField(choices=["PER_TRANSACTION", "DURATION"])
+    maxAmountWithoutApproval = serializers.IntegerField(required=False, allow_null=True, min_value=0, max_value=U64_MAX, help_text="Base units (lamports or token base units); null = unlimited.")
+    durationHours = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=24 * 366)
+
+    def validate(self, attrs):
+        if attrs["limitType"] == "DURATION" and not attrs.get("durationHours"):
+            attrs["durationHours"] = 24
+        if attrs["limitType"] == "PER_TRANSACTION" and attrs.get("durationHours"):
+            raise serializers.ValidationError({"durationHours": [serializers.ErrorDetail("Only DURATION limits have a duration.", code="invalid")]})
+        return attrs
+
+
+class NewAccountSerializer(StrictSerializer):
+    """Spec "New account definition"."""
+
+    managed = serializers.BooleanField(required=False, default=True)
+    alreadyOnchain = serializers.BooleanField(required=False, default=False)
+    onchainId = AddressField(required=False, allow_null=True)
+    offchainReferences = AccountReferencesSerializer(required=False, allow_null=True)
+    privateKeyDetails = PrivateKeyDetailsSerializer(required=False, allow_null=True)
+    dataLength = serializers.IntegerField(required=False, default=0, min_value=0, max_value=10 * 1024 * 1024)
+    seed = ValueSerializer(required=False, allow_null=True)
+    subscribeToNetworkEvents = serializers.BooleanField(required=False, default=False)
+    orgsAllowedToSignWithPrivateKey = serializers.ListField(child=serializers.CharField(max_length=64), required=False, default=list, max_length=100)
+    shareAcrossTenants = serializers.BooleanField(required=False, default=False)
+    tokenVersion = serializers.ChoiceField(choices=["SPL", "TOKEN_2022"], required=False, allow_null=True)
+    comments = serializers.CharField(required=False, allow_blank=True, default="", max_length=2000)
+    isGenesis = serializers.BooleanField(required=False, default=False)
+    domain = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
+    skipBlockchainExistenceVerification = serializers.BooleanField(required=False, default=False)
+    networkCurrencyDebitApiKeys = serializers.ListField(child=serializers.CharField(max_length=64), required=False, allow_null=True, max_length=100)
+    tokenDebitApiKeys = serializers.ListField(child=serializers.CharField(max_length=64), required=False, allow_null=True, max_length=100)
+    networkCurrencyDebitLimits = serializers.ListField(child=DebitLimitSerializer(), required=False, allow_null=True, max_length=20)
+    tokenDebitLimits = serializers.ListField(child=DebitLimitSerializer(), required=False, allow_null=True, max_length=20)
+
+
+class CreateAccountInput(TransactionEnvelopeSerializer):
+    itemData = NewAccountSerializer()
+
+
+class LookupInput(EnvelopeSerializer):
+    itemData = LookupSerializer()
+
+
+class BalanceItem(StrictSerializer):
+    account = LookupSerializer()
+    at = serializers.DateTimeField(required=False, allow_null=True)
+
+
+class BalanceInput(EnvelopeSerializer):
+    itemData = BalanceItem()
+
+
+class BulkInput(EnvelopeSerializer):
+    itemQuery = ItemQuerySerializer(required=False, allow_null=True)
+
+
+class UpdateAccountItem(StrictSerializer):
+    """Patch: only the fields present change."""
+
+    account = LookupSerializer()
+    offchainReferences = AccountReferencesSerializer(required=False)
+    comments = serializers.CharField(required=False, allow_blank=True, max_length=2000)
+    domain = serializers.CharField(required=False, allow_blank=True, max_length=200)
+    subscribeToNetworkEvents = serializers.BooleanField(required=False)
+    shareAcrossTenants = serializers.BooleanField(required=False)
+    isGenesis = serializers.BooleanField(required=False)
+    orgsAllowedToSignWithPrivateKey = serializers.ListField(child=serializers.CharField(max_length=64), required=False, max_length=100)
+    networkCurrencyDebitApiKeys = serializers.ListField(child=serializers.CharField(max_length=64), required=False, allow_null=True, max_length=100)
+    tokenDebitApiKeys = serializers.ListField(child=serializers.CharField(max_length=64), required=False, allow_null=True, max_length=100)
+    networkCurrencyDebitLimits = serializers.ListField(child=DebitLimitSerializer(), required=False, allow_null=True, max_length=20)
+    tokenDebitLimits = serializers.ListField(child=DebitLimitSerializer(), required=False, allow_null=True, max_length=20)
+
+
+class UpdateAccountInput(EnvelopeSerializer):
+    itemData = UpdateAccountItem()
+
+
+class InactivateItem(StrictSerializer):
+    account = LookupSerializer()
+    refundDestination = LookupSerializer(required=False, allow_null=True)
+
+
+class InactivateInput(TransactionEnvelopeSerializer):
+    itemData = InactivateItem()
+
+
+# --- output -------------------------------------------------------------------------------
+
+
+def _ts(value):
+    return value.isoformat(timespec="milliseconds").replace("+00:00", "Z") if value else None
+
+
+class AccountOnchainOutput(serializers.Serializer):
+    id = serializers.CharField(source="address")
+    lastTransactionId = serializers.SerializerMethodField()
+    lastTransactionAt = serializers.SerializerMethodField()
+    creationTransactionId = serializers.SerializerMethodField()
+    creationTransactionAt = serializers.SerializerMethodField()
+
+    def get_lastTransactionId(self, a) -> str | None:
+        return a.last_transaction.onchain_id if a.last_transaction_id else None
+
+    def get_lastTransactionAt(self, a) -> str | None:
+        return _ts(a.last_transaction_at)
+
+    def get_creationTransactionId(self, a) -> str | None:
+        return a.creation_transaction.onchain_id if a.creation_transaction_id else None
+
+    def get_creationTransactionAt(self, a) -> str | None:
+        return _ts(a.creation_transaction_at)
+
+
+class AccountOffchainOutput(serializers.Serializer):
+    id = serializers.UUIDField(source="offchain_id")
+    type = serializers.CharField()
+    code = serializers.CharField()
+    alId = serializers.CharField(source="al_id")
+    organizationExternalId = serializers.CharField(source="organization_external_id")
+    accountNumber = serializers.CharField(source="account_number")
+    name = serializers.CharField()
+    lamportsBalance = serializers.IntegerField(source="lamports_balance")
+    tokenBalance = serializers.IntegerField(source="token_balance", allow_null=True)
+    tokenDecimals = serializers.IntegerField(source="token_decimals", allow_null=True)
+    lastTransactionId = serializers.SerializerMethodField()
+    creationTransactionId = serializers.SerializerMethodField()
+
+    def get_lastTransactionId(self, a) -> str | None:
+        return str(a.last_transaction.offchain_id) if a.last_transaction_id else None
+
+    def get_creationTransactionId(self, a) -> str | None:
+        return str(a.creation_transaction.offchain_id) if a.creation_transaction_id else None
+
+
+class AccountOutput(serializers.Serializer):
+    """Spec "Account response" (detail level `detailed`)."""
+
+    onchain = AccountOnchainOutput(source="*")
+    offchain = AccountOffchainOutput(source="*")
+    managed = serializers.BooleanField()
+    status = serializers.CharField()
+    privateKeyLocation = serializers.ListField(source="private_key_location", child=serializers.CharField())
+    isDerived = serializers.BooleanField(source="is_derived")
+    comments = serializers.CharField()
+    subscribeToNetworkEvents = serializers.BooleanField(source="subscribe_to_network_events")
+    sharedAcrossTenants = serializers.BooleanField(source="shared_across_tenants")
+    wasOnchainAlready = serializers.BooleanField(source="was_onchain_already")
+    canPayFees = serializers.BooleanField(source="can_pay_fees")
+    globalFeePayerForOrgs = serializers.ListField(source="global_fee_payer_for_orgs", child=serializers.CharField())
+    solDebitApiKeys = serializers.ListField(source="network_currency_debit_api_keys", child=serializers.CharField())
+    tokenDebitApiKeys = serializers.ListField(source="token_debit_api_keys", child=serializers.CharField())
+    domain = serializers.CharField()
+    tenantOrganizationId = serializers.CharField(source="tenant.external_id")
+    # Beyond the spec's table (docs/accounts.md): what the service enforces.
+    networkCurrencyDebitLimits = serializers.SerializerMethodField()
+    tokenDebitLimits = serializers.SerializerMethodField()
+    orgsAllowedToSignWithPrivateKey = serializers.ListField(source="orgs_allowed_to_sign", child=serializers.CharField())
+    dataLength = serializers.IntegerField(source="data_length")
+
+    def get_networkCurrencyDebitLimits(self, a) -> list:
+        from .limits import effective_limits
+
+        return effective_limits(a, "networkCurrency")
+
+    def get_tokenDebitLimits(self, a) -> list:
+        from .limits import effective_limits
+
+        return effective_limits(a, "token")
+
+
+class AccountCompactOutput(serializers.Serializer):
+    """Detail level `compact`: identity, kind and state (docs/accounts.md)."""
+
+    onchain = serializers.SerializerMethodField()
+    offchain = serializers.SerializerMethodField()
+    managed = serializers.BooleanField()
+    status = serializers.CharField()
+    tenantOrganizationId = serializers.CharField(source="tenant.external_id")
+
+    def get_onchain(self, a) -> dict:
+        return {"id": a.address}
+
+    def get_offchain(self, a) -> dict:
+        return {"id": str(a.offchain_id), "type": a.type, "code": a.code, "alId": a.al_id, "accountNumber": a.account_number, "name": a.name, "lamportsBalance": int(a.lamports_balance)}
+
+
+class AccountIdentifiersOutput(serializers.Serializer):
+    onchainId = serializers.CharField(source="address")
+    offchainId = serializers.UUIDField(source="offchain_id")
+
+
+class IdentifiersOut(serializers.Serializer):
+    onchainId = serializers.CharField(allow_null=True)
+    offchainId = serializers.UUIDField()
+
+
+class CreateAccountOutput(serializers.Serializer):
+    newAccount = IdentifiersOut()
+    svmTransaction = TransactionResultOutput(allow_null=True)
+
+
+class UpdateAccountOutput(serializers.Serializer):
+    updatedAccount = IdentifiersOut()
+
+
+class InactivateAccountOutput(serializers.Serializer):
+    inactivatedAccount = IdentifiersOut()
+    svmTransaction = TransactionResultOutput(allow_null=True)
+
+
+class ValueOutput(serializers.Serializer):
+    amount = serializers.FloatField()
+    lamports = serializers.IntegerField()
+
+
+class BalanceOutput(serializers.Serializer):
+    account = IdentifiersOut()
+    at = serializers.CharField(allow_null=True)
+    offchain = ValueOutput()
+    onchain = ValueOutput(allow_null=True)
+
+
+class PrivateKeyOutput(serializers.Serializer):
+    onchainId = serializers.CharField()
+    offchainId = serializers.UUIDField()
+    privateKey = serializers.CharField()
+    encoding = serializers.CharField()
+
+
+class TenantInfoOutput(serializers.Serializer):
+    onchainId = serializers.CharField()
+    offchainId = serializers.UUIDField()
+    tenantOrganizationId = serializers.CharField()
+    tenantOrganizationName = serializers.CharField()
+    sharedAcrossTenants = serializers.BooleanField()
+    managed = serializers.BooleanField()
+    isOwnOrganization = serializers.BooleanField()
+
+
+class BulkAccountsOutput(serializers.Serializer):
+    count = serializers.IntegerField()
+    items = AccountOutput(many=True)

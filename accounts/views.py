@@ -1,0 +1,144 @@
+"""Blockchain accounts endpoints (spec: Blockchain accounts 1-8)."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status
+from rest_framework.response import Response
+from solders.pubkey import Pubkey
+
+from ledger_project.api.errors import LedgerError
+from ledger_project.api.idempotency import idempotent
+from ledger_project.api.viewsets import TenantScopedViewSet
+from transactions.chain.rpc import rpc_for
+from transactions.responses import attach_wait
+from transactions.serializers import TransactionResultOutput
+from transactions.views import validated
+
+from . import selectors, services
+from .lookup import OffPlatform, resolve_account, resolve_own_account
+from .models import Account
+from .serializers import (
+    AccountCompactOutput,
+    AccountIdentifiersOutput,
+    AccountOutput,
+    BalanceInput,
+    BalanceOutput,
+    BulkAccountsOutput,
+    BulkInput,
+    CreateAccountInput,
+    CreateAccountOutput,
+    InactivateAccountOutput,
+    InactivateInput,
+    LookupInput,
+    PrivateKeyOutput,
+    TenantInfoOutput,
+    UpdateAccountInput,
+    UpdateAccountOutput,
+    value_output,
+)
+
+TAG = ["Blockchain accounts"]
+WAIT = OpenApiParameter("wait", str, enum=["submitted", "confirmed", "finalized"], description="Wait (after commit) until the transaction reaches this status.")
+CLUSTER = OpenApiParameter("svmCluster", str, description="Cluster (default CHAIN_LOCALNET); older alias chainClusterId.")
+DETAIL_OUTPUT = {"detailed": AccountOutput, "compact": AccountCompactOutput, "identifiers": AccountIdentifiersOutput}
+
+
+def _ids(account: Account) -> dict:
+    return {"onchainId": account.address, "offchainId": str(account.offchain_id)}
+
+
+def _tx(tx) -> dict | None:
+    return TransactionResultOutput(tx).data if tx is not None else None
+
+
+class AccountViewSet(TenantScopedViewSet):
+    model = Account
+
+    @extend_schema(operation_id="createAccount", summary="Create Account", request=CreateAccountInput, responses={201: CreateAccountOutput}, parameters=[WAIT, CLUSTER], tags=TAG)
+    @idempotent
+    def create(self, request):
+        body = validated(CreateAccountInput, request)
+        result = services.account_create(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, data=body["itemData"], svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id)
+        response = Response({"newAccount": _ids(result.account), "svmTransaction": _tx(result.transaction)}, status=status.HTTP_201_CREATED)
+        if result.transaction is not None:
+            attach_wait(response, request, result.transaction, _tx, path=("svmTransaction",))
+        return response
+
+    @extend_schema(operation_id="fetchAccountDetails", summary="Fetch Account Details", description="Creates no transaction.", request=LookupInput, responses={200: AccountOutput}, parameters=[CLUSTER], tags=TAG)
+    def details(self, request):
+        lookup = validated(LookupInput, request)["itemData"]
+        return Response(AccountOutput(selectors.account_get(tenant=self.tenant, cluster=self.cluster, lookup=lookup)).data)
+
+    @extend_schema(operation_id="fetchAccountPrivateKey", summary="Fetch Account Private Key", description="Needs role PLATFORM_SENSITIVE_DATA_ACCESS; every call is audited.", request=LookupInput, responses={200: PrivateKeyOutput}, parameters=[CLUSTER], tags=TAG)
+    def private_key(self, request):
+        lookup = validated(LookupInput, request)["itemData"]
+        account = resolve_own_account(self.tenant, self.cluster, lookup, field="itemData")
+        secret = services.account_private_key_export(tenant=self.tenant, api_key=self.api_key, account=account, request_id=request.request_id)
+        response = Response({**_ids(account), "privateKey": secret, "encoding": "base58"})
+        response["Cache-Control"] = "no-store"
+        return response
+
+    @extend_schema(operation_id="fetchAccountBalance", summary="Fetch Account Balance", description="Creates no transaction. Current offchain and onchain balances, or the offchain balance at a past time (`at`).", request=BalanceInput, responses={200: BalanceOutput}, parameters=[CLUSTER], tags=TAG)
+    def balance(self, request):
+        data = validated(BalanceInput, request)["itemData"]
+        account = selectors.account_get(tenant=self.tenant, cluster=self.cluster, lookup=data["account"], field="itemData.account")
+        at = data.get("at")
+        if at is not None:
+            offchain, onchain = selectors.balance_at(account=account, at=at), None
+        else:
+            chain_account = rpc_for(self.cluster).account(Pubkey.from_string(account.address))
+            offchain, onchain = int(account.lamports_balance), value_output(chain_account.lamports if chain_account else 0)
+        return Response({"account": _ids(account), "at": at.isoformat(timespec="milliseconds").replace("+00:00", "Z") if at else None, "offchain": value_output(offchain), "onchain": onchain})
+
+    @extend_schema(operation_id="fetchAccounts", summary="Fetch Accounts", description="Creates no transaction. detail-level: detailed, compact, identifiers.", request=BulkInput, responses={200: BulkAccountsOutput}, parameters=[CLUSTER], tags=TAG)
+    def bulk(self, request, detail_level: str):
+        output = DETAIL_OUTPUT.get(detail_level)
+        if output is None:
+            raise LedgerError("detail-level must be detailed, compact or identifiers.", field="detail-level", code="INVALID_ENUM")
+        body = validated(BulkInput, request)
+        items, count = selectors.account_list(tenant=self.tenant, cluster=self.cluster, item_query=body.get("itemQuery"))
+        return Response({"count": count, "items": output(items, many=True).data})
+
+    @extend_schema(operation_id="updateAccount", summary="Update Account", description="Patch semantics: only fields present change.", request=UpdateAccountInput, responses={200: UpdateAccountOutput}, parameters=[CLUSTER], tags=TAG)
+    @idempotent
+    def update(self, request):
+        data = validated(UpdateAccountInput, request)["itemData"]
+        raw = request.data.get("itemData") or {}
+        changes = {k: v for k, v in data.items() if k in raw and k != "account"}
+        if "offchainReferences" in changes:
+            changes["offchainReferences"] = {k: v for k, v in changes["offchainReferences"].items() if k in (raw.get("offchainReferences") or {})}
+        account = resolve_own_account(self.tenant, self.cluster, data["account"], field="itemData.account")
+        account = services.account_update(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, account=account, changes=changes)
+        return Response({"updatedAccount": _ids(account)})
+
+    @extend_schema(operation_id="inactivateAccount", summary="Inactivate Account", description="Closes the account on the network (lamports to refundDestination) and inactivates it.", request=InactivateInput, responses={200: InactivateAccountOutput}, parameters=[WAIT, CLUSTER], tags=TAG)
+    @idempotent
+    def inactivate(self, request):
+        body = validated(InactivateInput, request)
+        data = body["itemData"]
+        account = resolve_own_account(self.tenant, self.cluster, data["account"], field="itemData.account")
+        refund = None
+        if data.get("refundDestination"):
+            refund = resolve_account(self.tenant, self.cluster, data["refundDestination"], field="itemData.refundDestination", allow_off_platform=True)
+        result = services.account_inactivate(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, account=account, refund_to=refund, svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id)
+        response = Response({"inactivatedAccount": _ids(result.account), "svmTransaction": _tx(result.transaction)})
+        if result.transaction is not None:
+            attach_wait(response, request, result.transaction, _tx, path=("svmTransaction",))
+        return response
+
+    @extend_schema(operation_id="fetchAccountTenantInfo", summary="Fetch Account Tenant Info", description="Creates no transaction. Which organization owns an account you can see.", request=LookupInput, responses={200: TenantInfoOutput}, parameters=[CLUSTER], tags=TAG)
+    def tenant_info(self, request):
+        lookup = validated(LookupInput, request)["itemData"]
+        account = selectors.account_get(tenant=self.tenant, cluster=self.cluster, lookup=lookup)
+        return Response({
+            **_ids(account),
+            "tenantOrganizationId": account.tenant.external_id,
+            "tenantOrganizationName": account.tenant.name,
+            "sharedAcrossTenants": account.shared_across_tenants,
+            "managed": account.managed,
+            "isOwnOrganization": account.tenant_id == self.tenant.pk,
+        })
+
+
+__all__ = ["AccountViewSet", "OffPlatform"]

@@ -351,3 +351,41 @@ def test_inactivate_unfunded_account_is_immediate(api, tenant, localnet_url):
     assert response.status_code == 200 and response.json()["svmTransaction"] is None
     account.refresh_from_db()
     assert account.status == AccountStatus.INACTIVE
+
+
+# --- Fee payers and signing across organizations ---------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_fee_payer_from_svm_transaction_config(api, celery_worker_process, chain):
+    payer = create(api, {"managed": True, "seed": {"lamports": 50_000_000}, "offchainReferences": {"code": "PAYER"}}, wait=True).json()["newAccount"]
+    response = create(api, {"managed": True, "seed": {"lamports": 1_000_000}}, wait=True, svmTransactionConfig={"feePayer": {"offchainReferences": {"code": "PAYER"}}, "transactionVersion": "LEGACY"})
+    assert response.status_code == 201, response.json()
+    # The payer paid the seed (a plain transfer: only the payer signs) and its fee.
+    assert chain.get_balance(Pubkey.from_string(payer["onchainId"])).value == 50_000_000 - 1_000_000 - 5_000
+
+
+@pytest.mark.django_db(transaction=True)
+def test_shared_key_signs_only_for_allowed_orgs(api, other_api, celery_worker_process, chain):
+    allowed = create(api, {"managed": True, "seed": {"lamports": 50_000_000}, "shareAcrossTenants": True, "orgsAllowedToSignWithPrivateKey": ["GLOBEX"]}, wait=True).json()["newAccount"]
+    private = create(api, {"managed": True, "seed": {"lamports": 50_000_000}, "shareAcrossTenants": True}, wait=True).json()["newAccount"]
+    ok = create(other_api, {"managed": True, "seed": {"lamports": 1_000_000}}, wait=True, svmTransactionConfig={"feePayer": {"onchainId": allowed["onchainId"]}})
+    assert ok.json()["svmTransaction"]["status"] in ("CONFIRMED", "FINALIZED")
+    held = create(other_api, {"managed": True, "seed": {"lamports": 1_000_000}}, svmTransactionConfig={"feePayer": {"onchainId": private["onchainId"]}})
+    assert held.status_code == 201 and held.json()["svmTransaction"]["status"] == "PARTIALLY_SIGNED"
+
+
+@pytest.mark.django_db
+def test_update_and_inactivate_replay(api, tenant, localnet_url):
+    account = AccountFactory(tenant=tenant)
+    rid = uuid.uuid4()
+    body = {"itemData": {"account": {"offchainId": str(account.offchain_id)}, "comments": "once"}}
+    first = api.call("patch", ACCOUNTS, body, request_id=rid)
+    second = api.call("patch", ACCOUNTS, body, request_id=rid)
+    assert first.status_code == second.status_code == 200 and second["x-idempotent-replay"] == "true"
+    rid = uuid.uuid4()
+    body = {"itemData": {"account": {"offchainId": str(account.offchain_id)}}}
+    first = api.call("patch", ACCOUNTS + "/inactivate", body, request_id=rid)
+    second = api.call("patch", ACCOUNTS + "/inactivate", body, request_id=rid)
+    assert first.status_code == second.status_code == 200 and first.json() == second.json()
+    assert api.call("patch", ACCOUNTS + "/inactivate", body).status_code == 400  # a new request: already inactive

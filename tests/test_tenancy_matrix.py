@@ -1,0 +1,61 @@
+"""Tenancy over every endpoint: no key → 401; another tenant's record fails exactly like a
+missing one and changes nothing. New endpoints join ENDPOINTS as their areas land."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from django.urls import get_resolver
+
+from accounts.models import Account
+from accounts.tests.factories import AccountFactory
+from conftest import assert_error
+
+# (method, path, body builder given a lookup of the target record, or None for no target)
+ENDPOINTS = [
+    ("post", "/api/v1/auth/whoami", None),
+    ("post", "/api/v1/accounts", None),
+    ("post", "/api/v1/accounts/single", lambda lk: {"itemData": lk}),
+    ("post", "/api/v1/accounts/single/private-key", lambda lk: {"itemData": lk}),
+    ("post", "/api/v1/accounts/single/balance", lambda lk: {"itemData": {"account": lk}}),
+    ("post", "/api/v1/accounts/single/tenant-info", lambda lk: {"itemData": lk}),
+    ("post", "/api/v1/accounts/bulk/detailed", None),
+    ("patch", "/api/v1/accounts", lambda lk: {"itemData": {"account": lk, "comments": "x"}}),
+    ("patch", "/api/v1/accounts/inactivate", lambda lk: {"itemData": {"account": lk}}),
+    ("post", "/api/v1/transactions/single/status", None),
+]
+PUBLIC = {"/api/v1/auth/token"}
+
+
+def test_every_api_url_is_in_the_matrix():
+    """A new endpoint without tenancy cases fails here until it is added above."""
+    listed = {path[len("/api/v1/"):] for _, path, _ in ENDPOINTS}
+    routes = set()
+    for pattern in get_resolver().url_patterns:
+        if str(pattern.pattern) == "api/v1/":
+            for inc in pattern.url_patterns:
+                for p in getattr(inc, "url_patterns", [inc]):
+                    routes.add(str(p.pattern).replace("<str:detail_level>", "detailed"))
+    missing = {r for r in routes if f"/api/v1/{r}" not in PUBLIC and r not in listed}
+    assert not missing, f"endpoints without tenancy cases: {missing}"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("method, path, body", ENDPOINTS, ids=[f"{m} {p}" for m, p, _ in ENDPOINTS])
+def test_no_key_is_401(anon, method, path, body):
+    response = anon.call(method, path, body(({"onchainId": "11111111111111111111111111111111"})) if body else {})
+    assert_error(response, 401, "UNAUTHENTICATED")
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("method, path, body", [e for e in ENDPOINTS if e[2] is not None], ids=[f"{m} {p}" for m, p, b in ENDPOINTS if b is not None])
+def test_other_tenants_record_is_like_missing_and_unchanged(api, other_tenant, localnet_url, method, path, body):
+    theirs = AccountFactory(tenant=other_tenant, comments="theirs")
+    before = Account.objects.values().get(pk=theirs.pk)
+    hidden = api.call(method, path, body({"offchainId": str(theirs.offchain_id)}))
+    missing = api.call(method, path, body({"offchainId": str(uuid.uuid4())}))
+    assert hidden.status_code == missing.status_code, (hidden.json(), missing.json())
+    assert hidden.status_code in (403, 404)
+    assert hidden.json()["errors"] == missing.json()["errors"]
+    assert Account.objects.values().get(pk=theirs.pk) == before

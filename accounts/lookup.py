@@ -58,13 +58,17 @@ def _base(tenant, cluster: str, lookup: dict, field: str, writable: bool) -> Que
     return queryset.filter(cluster=cluster)
 
 
-def resolve_account(tenant, cluster: str, lookup: dict | None, *, field: str, writable: bool = False, allow_off_platform: bool = False) -> Account | OffPlatform:
+def resolve_account(tenant, cluster: str, lookup: dict | None, *, field: str, writable: bool = False, allow_off_platform: bool = False, display: bool = False) -> Account | OffPlatform:
     if lookup is None:
         raise LedgerError("A lookup is required.", field=field, code="REQUIRED")
     onchain_id, offchain_id, refs = lookup.get("onchainId"), lookup.get("offchainId"), lookup.get("offchainReferences")
     if not (onchain_id or offchain_id or refs):
         raise LedgerError("A lookup needs onchainId, offchainId or offchainReferences.", field=field, code="INVALID_LOOKUP")
-    queryset = _base(tenant, cluster, lookup, field, writable).select_related("managed_key")
+    queryset = _base(tenant, cluster, lookup, field, writable).select_related("managed_key").order_by()
+    if display:
+        from .selectors import for_display
+
+        queryset = for_display(queryset)
     matches: list[tuple[str, Account | None]] = []
     if offchain_id:
         matches.append(("offchainId", queryset.filter(offchain_id=offchain_id).first()))

@@ -137,7 +137,7 @@ class Account(TenantOwnedModel):
             models.Index(fields=["tenant", "cluster", "type", "-id"], name="acct_tenant_type"),
             models.Index(fields=["tenant", "-creation_transaction_at"], name="acct_tenant_created"),
             models.Index(fields=["tenant", "-last_transaction_at"], name="acct_tenant_lasttx"),
-            models.Index(fields=["address"], name="acct_address"),
+            models.Index(fields=["address", "cluster"], name="acct_address_cluster"),
         ]
         constraints = [
             models.UniqueConstraint(fields=["tenant", "cluster", "address"], name="acct_unique_address", violation_error_message="This address is already recorded for the organization."),

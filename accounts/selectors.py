@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from django.db.models import QuerySet
+from types import SimpleNamespace
+
+from django.db.models import F, QuerySet
 
 from ledger_project.api.query import QueryField, QuerySpec, apply_item_query
 
@@ -44,19 +46,39 @@ ACCOUNT_QUERY = QuerySpec(
 )
 
 
-def _with_relations(queryset: QuerySet) -> QuerySet:
-    return queryset.select_related("tenant", "last_transaction", "creation_transaction")
+def for_display(queryset: QuerySet) -> QuerySet:
+    """What responses show of related rows, as columns of the same query: the owner's
+    external id and the two transactions' ids (never whole Transaction rows)."""
+    return queryset.annotate(
+        tenant_external_id=F("tenant__external_id"),
+        last_tx_signature=F("last_transaction__onchain_id"),
+        last_tx_offchain=F("last_transaction__offchain_id"),
+        creation_tx_signature=F("creation_transaction__onchain_id"),
+        creation_tx_offchain=F("creation_transaction__offchain_id"),
+    )
 
 
 def account_get(*, tenant, cluster: str, lookup: dict, field: str = "itemData") -> Account:
-    account = resolve_account(tenant, cluster, lookup, field=field)
-    return _with_relations(Account.objects.filter(pk=account.pk)).get()
+    return resolve_account(tenant, cluster, lookup, field=field, display=True)
 
 
-def account_list(*, tenant, cluster: str, item_query: dict | None) -> tuple[list[Account], int]:
-    queryset = _with_relations(Account.objects.for_tenant(tenant).filter(cluster=cluster))
+#: Columns the renderers read (accounts/render.py); the page is read as rows, not models:
+#: instantiating 100 wide Account objects costs more than the query itself.
+DISPLAY_COLUMNS = (
+    "address", "offchain_id", "type", "code", "al_id", "organization_external_id", "account_number", "name",
+    "lamports_balance", "token_balance", "token_decimals", "managed", "status", "private_key_location", "is_derived",
+    "comments", "subscribe_to_network_events", "shared_across_tenants", "was_onchain_already", "can_pay_fees",
+    "global_fee_payer_for_orgs", "network_currency_debit_api_keys", "token_debit_api_keys", "domain",
+    "last_transaction_at", "creation_transaction_at", "orgs_allowed_to_sign", "data_length",
+    "network_currency_debit_limits", "token_debit_limits",
+    "tenant_external_id", "last_tx_signature", "last_tx_offchain", "creation_tx_signature", "creation_tx_offchain",
+)
+
+
+def account_list(*, tenant, cluster: str, item_query: dict | None) -> tuple[list[SimpleNamespace], int]:
+    queryset = for_display(Account.objects.for_tenant(tenant).filter(cluster=cluster))
     page, count = apply_item_query(queryset, item_query, ACCOUNT_QUERY)
-    return list(page), count
+    return [SimpleNamespace(**row) for row in page.values(*DISPLAY_COLUMNS)], count
 
 
 def balance_at(*, account: Account, at) -> int:

@@ -15,12 +15,10 @@ from transactions.responses import attach_wait
 from transactions.serializers import TransactionResultOutput
 from transactions.views import validated
 
-from . import selectors, services
+from . import render, selectors, services
 from .lookup import OffPlatform, resolve_account, resolve_own_account
 from .models import Account
 from .serializers import (
-    AccountCompactOutput,
-    AccountIdentifiersOutput,
     AccountOutput,
     BalanceInput,
     BalanceOutput,
@@ -41,7 +39,6 @@ from .serializers import (
 TAG = ["Blockchain accounts"]
 WAIT = OpenApiParameter("wait", str, enum=["submitted", "confirmed", "finalized"], description="Wait (after commit) until the transaction reaches this status.")
 CLUSTER = OpenApiParameter("svmCluster", str, description="Cluster (default CHAIN_LOCALNET); older alias chainClusterId.")
-DETAIL_OUTPUT = {"detailed": AccountOutput, "compact": AccountCompactOutput, "identifiers": AccountIdentifiersOutput}
 
 
 def _ids(account: Account) -> dict:
@@ -68,7 +65,7 @@ class AccountViewSet(TenantScopedViewSet):
     @extend_schema(operation_id="fetchAccountDetails", summary="Fetch Account Details", description="Creates no transaction.", request=LookupInput, responses={200: AccountOutput}, parameters=[CLUSTER], tags=TAG)
     def details(self, request):
         lookup = validated(LookupInput, request)["itemData"]
-        return Response(AccountOutput(selectors.account_get(tenant=self.tenant, cluster=self.cluster, lookup=lookup)).data)
+        return Response(render.account_detailed(selectors.account_get(tenant=self.tenant, cluster=self.cluster, lookup=lookup)))
 
     @extend_schema(operation_id="fetchAccountPrivateKey", summary="Fetch Account Private Key", description="Needs role PLATFORM_SENSITIVE_DATA_ACCESS; every call is audited.", request=LookupInput, responses={200: PrivateKeyOutput}, parameters=[CLUSTER], tags=TAG)
     def private_key(self, request):
@@ -93,12 +90,12 @@ class AccountViewSet(TenantScopedViewSet):
 
     @extend_schema(operation_id="fetchAccounts", summary="Fetch Accounts", description="Creates no transaction. detail-level: detailed, compact, identifiers.", request=BulkInput, responses={200: BulkAccountsOutput}, parameters=[CLUSTER], tags=TAG)
     def bulk(self, request, detail_level: str):
-        output = DETAIL_OUTPUT.get(detail_level)
+        output = render.RENDERERS.get(detail_level)
         if output is None:
             raise LedgerError("detail-level must be detailed, compact or identifiers.", field="detail-level", code="INVALID_ENUM")
         body = validated(BulkInput, request)
         items, count = selectors.account_list(tenant=self.tenant, cluster=self.cluster, item_query=body.get("itemQuery"))
-        return Response({"count": count, "items": output(items, many=True).data})
+        return Response({"count": count, "items": [output(a) for a in items]})
 
     @extend_schema(operation_id="updateAccount", summary="Update Account", description="Patch semantics: only fields present change.", request=UpdateAccountInput, responses={200: UpdateAccountOutput}, parameters=[CLUSTER], tags=TAG)
     @idempotent

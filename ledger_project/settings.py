@@ -157,6 +157,7 @@ SPECTACULAR_SETTINGS = {
 
 # Requests per minute per API key unless the key carries its own limit (docs/api.md).
 LEDGER_RATE_LIMIT_PER_MINUTE = env.int("LEDGER_RATE_LIMIT_PER_MINUTE", default=1200)
+LEDGER_API_KEY_CACHE_SECONDS = env.float("LEDGER_API_KEY_CACHE_SECONDS", default=5.0)
 LEDGER_ACCESS_TOKEN_LIFETIME_SECONDS = env.int("LEDGER_ACCESS_TOKEN_LIFETIME_SECONDS", default=3600)
 LEDGER_IDEMPOTENCY_RETENTION_HOURS = env.int("LEDGER_IDEMPOTENCY_RETENTION_HOURS", default=48)
 # How long a request waits for a concurrent request with the same x-request-id to finish.

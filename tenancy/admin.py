@@ -17,7 +17,18 @@ class TenantOrganizationAdmin(admin.ModelAdmin):
     list_display = ("external_id", "name", "is_active", "created_at")
     list_filter = ("is_active",)
     search_fields = ("external_id", "name")
-    readonly_fields = ("offchain_id", "created_at")
+    readonly_fields = ("offchain_id", "created_at", "is_active")
+    actions = ["deactivate", "activate"]
+
+    @admin.action(description="Deactivate: their API keys stop working")
+    def deactivate(self, request, queryset):
+        for tenant in queryset:
+            services.tenant_set_active(tenant=tenant, active=False)
+
+    @admin.action(description="Activate")
+    def activate(self, request, queryset):
+        for tenant in queryset:
+            services.tenant_set_active(tenant=tenant, active=True)
 
 
 class ApiKeyForm(forms.ModelForm):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+import threading
+import time
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -51,6 +53,13 @@ def tenant_create(*, external_id: str, name: str) -> TenantOrganization:
     return TenantOrganization.objects.create(external_id=external_id, name=name.strip() or external_id)
 
 
+def tenant_set_active(*, tenant: TenantOrganization, active: bool) -> None:
+    """(De)activate an organization: its keys stop (or resume) authenticating."""
+    TenantOrganization.objects.filter(pk=tenant.pk).update(is_active=active)
+    tenant.is_active = active
+    _key_cache_clear()
+
+
 def roles_validate(roles: list[str]) -> list[str]:
     unknown = sorted(set(roles) - ALL_ROLES)
     if unknown:
@@ -73,6 +82,34 @@ def api_key_create(*, organization: TenantOrganization, roles: list[str] | None 
 
 def api_key_deactivate(*, api_key: ApiKey) -> None:
     ApiKey.objects.filter(pk=api_key.pk).update(is_active=False)
+    _key_cache_clear()
+
+
+# Resolved keys are cached per process for LEDGER_API_KEY_CACHE_SECONDS (default 5): the
+# key query is a third of a small request's cost. Deactivation clears this process's
+# cache at once; other processes notice within the TTL (docs/auth.md).
+_key_cache: dict[str, tuple[float, ApiKey]] = {}
+_key_cache_lock = threading.Lock()
+
+
+def _key_cache_clear() -> None:
+    with _key_cache_lock:
+        _key_cache.clear()
+
+
+def _cached_key(cache_key: str, load) -> ApiKey | None:
+    ttl = settings.LEDGER_API_KEY_CACHE_SECONDS
+    now = time.monotonic()
+    hit = _key_cache.get(cache_key)
+    if hit is not None and now - hit[0] < ttl:
+        return hit[1]
+    api_key = load()
+    if api_key is not None and ttl > 0:
+        with _key_cache_lock:
+            if len(_key_cache) > 10_000:
+                _key_cache.clear()
+            _key_cache[cache_key] = (now, api_key)
+    return api_key
 
 
 # Access tokens are signed (HMAC with SECRET_KEY), not stored: they name the key and a
@@ -100,11 +137,12 @@ def api_key_for_token(token: str) -> ApiKey:
             raise NotAuthenticatedError("The access token has expired; request a new one at /api/v1/auth/token.", code="TOKEN_EXPIRED")
         except signing.BadSignature:
             raise NotAuthenticatedError("The bearer token is not valid.")
-        api_key = ApiKey.objects.select_related("organization").filter(key_id=claims.get("k")).first()
+        api_key = _cached_key("id:" + str(claims.get("k")), lambda: ApiKey.objects.select_related("organization").filter(key_id=claims.get("k")).first())
         if api_key is None or not api_key.secret_hash.startswith(str(claims.get("h"))):
             raise NotAuthenticatedError("The bearer token is not valid.")
     else:
-        api_key = ApiKey.objects.select_related("organization").filter(secret_hash=hash_secret(token)).first()
+        secret_hash = hash_secret(token)
+        api_key = _cached_key("h:" + secret_hash, lambda: ApiKey.objects.select_related("organization").filter(secret_hash=secret_hash).first())
         if api_key is None:
             raise NotAuthenticatedError("The bearer token is not valid.")
     if not api_key.is_active or not api_key.organization.is_active:

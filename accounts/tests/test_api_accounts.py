@@ -389,3 +389,19 @@ def test_update_and_inactivate_replay(api, tenant, localnet_url):
     second = api.call("patch", ACCOUNTS + "/inactivate", body, request_id=rid)
     assert first.status_code == second.status_code == 200 and first.json() == second.json()
     assert api.call("patch", ACCOUNTS + "/inactivate", body).status_code == 400  # a new request: already inactive
+
+
+@pytest.mark.django_db
+def test_fast_renderers_match_the_documented_serializers(tenant):
+    from accounts import render
+    from accounts.selectors import for_display
+    from accounts.serializers import AccountCompactOutput, AccountIdentifiersOutput, AccountOutput
+
+    account = for_display(Account.objects.filter(pk=AccountFactory(tenant=tenant).pk)).get()
+    for renderer, serializer in ((render.account_detailed, AccountOutput), (render.account_compact, AccountCompactOutput), (render.account_identifiers, AccountIdentifiersOutput)):
+        fast, documented = renderer(account), serializer(account).data
+        assert set(fast) == set(documented)
+        for key, value in documented.items():
+            if isinstance(value, dict):
+                assert set(fast[key]) == set(value), key
+    assert render.account_detailed(account)["onchain"] == dict(AccountOutput(account).data)["onchain"]

@@ -48,8 +48,7 @@ def test_inactive_key_is_401(api, api_key):
 
 
 def test_inactive_organization_is_401(api, tenant):
-    tenant.is_active = False
-    tenant.save()
+    services.tenant_set_active(tenant=tenant, active=False)
     assert_error(api.get(WHOAMI), 401, "API_KEY_INACTIVE")
 
 

@@ -1,0 +1,185 @@
+"""Accounts at scale: 200,000 accounts in PostgreSQL across 20 tenants.
+
+Through the HTTP API under gunicorn at concurrency 8: Fetch Account Details (p99 target
+< 15 ms) and a filtered, sorted Fetch Accounts page of 100 (p50 target < 50 ms), next to
+the raw SQL time of the same page query. Uses a throwaway database on the PostgreSQL
+server of DATABASE_URL (default: the local one). Prints one JSON line per measurement.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+from urllib.parse import urlparse
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from transactions.localnet.testing import free_port  # noqa: E402
+
+ACCOUNTS = int(os.environ.get("BENCH_ACCOUNTS", "200000"))
+TENANTS = 20
+CONCURRENCY = 8
+DURATION = 8.0
+PAGE_QUERY = {"itemQuery": {"limit": 100, "filter": [
+    {"fieldName": "type", "operator": "AND", "filterValues": [{"dataType": "TEXT", "filterType": "EQUALS", "valueString": "ASSETS_WALLET"}]},
+    {"fieldName": "managed", "operator": "AND", "filterValues": [{"dataType": "BOOLEAN", "filterType": "EQUALS", "valueBoolean": False}]}],
+    "sort": [{"fieldName": "creationTransactionAt", "sortDirection": "DESC"}]}}
+
+
+def server_url() -> str:
+    base = os.environ.get("DATABASE_URL") or "postgres://postgres@127.0.0.1:5432/postgres"
+    if not base.startswith("postgres"):
+        raise SystemExit("bench_accounts needs PostgreSQL (DATABASE_URL=postgres://...)")
+    return base
+
+
+def seed(env: dict) -> dict:
+    """Tenants, keys and accounts, inserted in bulk through the ORM; returns keys and addresses."""
+    code = f"""
+import json, random, uuid, datetime
+import django; django.setup()
+from django.utils import timezone
+from solders.keypair import Keypair
+from accounts.models import Account
+from tenancy.models import TenantOrganization
+from tenancy.services import api_key_create
+out = {{"keys": {{}}, "addresses": {{}}}}
+types = ["WALLET", "ASSETS_WALLET", "CURRENCIES_WALLET", "DEFI_SETTLEMENT_WALLET", "TOKEN_MANAGEMENT_AUTHORITY"]
+now = timezone.now()
+per = {ACCOUNTS} // {TENANTS}
+for t in range({TENANTS}):
+    tenant = TenantOrganization.objects.create(external_id=f"T{{t:02d}}", name=f"Tenant {{t}}")
+    out["keys"][tenant.external_id] = api_key_create(organization=tenant, rate_limit_per_minute=0).secret
+    rows = []
+    for i in range(per):
+        rows.append(Account(tenant=tenant, cluster="CHAIN_LOCALNET", address=str(Keypair().pubkey()), managed=False, type=types[i % 5], shared_across_tenants=bool(i % 7 == 0),
+                            code=f"C{{t}}-{{i}}", name=f"account {{i}}", lamports_balance=random.randint(0, 10**12),
+                            creation_transaction_at=now - datetime.timedelta(seconds=i), last_transaction_at=now - datetime.timedelta(seconds=i // 2)))
+    Account.objects.bulk_create(rows, batch_size=5000)
+    out["addresses"][tenant.external_id] = [r.address for r in random.sample(rows, 2000)]
+print(json.dumps(out))
+"""
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, check=True, capture_output=True, text=True)
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def raw_sql_ms(env: dict, secret_tenant: str) -> float:
+    code = f"""
+import json, os, time
+import django; django.setup()
+from django.db import connection
+from accounts.selectors import account_list
+from tenancy.models import TenantOrganization
+from ledger_project.api.query import ItemQuerySerializer
+tenant = TenantOrganization.objects.get(external_id="{secret_tenant}")
+s = ItemQuerySerializer(data=json.loads(os.environ["BENCH_QUERY"])); s.is_valid(raise_exception=True)
+times = []
+for _ in range(30):
+    t = time.perf_counter(); items, count = account_list(tenant=tenant, cluster="CHAIN_LOCALNET", item_query=s.validated_data); times.append(time.perf_counter() - t)
+times.sort()
+print(times[len(times)//2] * 1000)
+"""
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**env, "BENCH_QUERY": json.dumps(PAGE_QUERY["itemQuery"])}, check=True, capture_output=True, text=True)
+    return float(result.stdout.strip().splitlines()[-1])
+
+
+def load(port: int, requests_for, concurrency: int, duration: float) -> dict:
+    latencies: list[float] = []
+    errors = [0]
+    lock = threading.Lock()
+    stop_at = time.monotonic() + duration
+
+    def client(n: int):
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        mine = []
+        rnd = random.Random(n)
+        while time.monotonic() < stop_at:
+            method, path, body, headers = requests_for(rnd)
+            started = time.perf_counter()
+            conn.request(method, path, body, headers)
+            response = conn.getresponse()
+            response.read()
+            mine.append(time.perf_counter() - started)
+            if response.status != 200:
+                errors[0] += 1
+        with lock:
+            latencies.extend(mine)
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(concurrency)]
+    began = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - began
+    q = statistics.quantiles(latencies, n=100)
+    return {"requests": len(latencies), "errors": errors[0], "rps": round(len(latencies) / elapsed, 1), "p50_ms": round(q[49] * 1000, 2), "p99_ms": round(q[98] * 1000, 2)}
+
+
+def main() -> None:
+    base = urlparse(server_url())
+    name = f"ledger_bench_{uuid.uuid4().hex[:8]}"
+    admin_url = base._replace(path="/postgres").geturl()
+    db_url = base._replace(path=f"/{name}").geturl()
+    subprocess.run(["psql", admin_url, "-q", "-c", f"CREATE DATABASE {name}"], check=True)
+    env = {**os.environ, "DATABASE_URL": db_url, "LOG_LEVEL": "WARNING", "DJANGO_SETTINGS_MODULE": "ledger_project.settings"}
+    env.pop("REDIS_URL", None)
+    server = None
+    try:
+        subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v0"], cwd=ROOT, env=env, check=True)
+        started = time.perf_counter()
+        data = seed(env)
+        seed_seconds = time.perf_counter() - started
+        # A bulk load leaves no planner statistics; a live database has them.
+        subprocess.run(["psql", db_url, "-q", "-c", "ANALYZE"], check=True)
+        port = free_port()
+        server = subprocess.Popen([sys.executable, "-m", "gunicorn", "ledger_project.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "2", "--threads", "4", "--log-level", "warning"],
+                                  cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        tenants = list(data["keys"])
+
+        def details(rnd):
+            tenant = rnd.choice(tenants)
+            body = json.dumps({"itemData": {"onchainId": rnd.choice(data["addresses"][tenant])}})
+            return "POST", "/api/v1/accounts/single", body, {"Authorization": f"Bearer {data['keys'][tenant]}", "Content-Type": "application/json"}
+
+        def page(rnd):
+            tenant = rnd.choice(tenants)
+            return "POST", "/api/v1/accounts/bulk/detailed", json.dumps(PAGE_QUERY), {"Authorization": f"Bearer {data['keys'][tenant]}", "Content-Type": "application/json"}
+
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+                conn.request(*details(random.Random(0)))
+                if conn.getresponse().status == 200:
+                    break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("gunicorn did not start")
+            time.sleep(0.2)
+        load(port, details, CONCURRENCY, 2.0)  # warm-up: connections, caches
+        fetch = load(port, details, CONCURRENCY, DURATION)
+        bulk = load(port, page, CONCURRENCY, DURATION)
+        sql_ms = raw_sql_ms(env, tenants[0])
+        common = {"accounts": ACCOUNTS, "tenants": TENANTS, "concurrency": CONCURRENCY, "database": "postgresql", "server": "gunicorn 2 workers x 4 threads", "seed_seconds": round(seed_seconds, 1)}
+        print(json.dumps({"bench": "accounts_fetch_details", **common, **fetch, "target_p99_ms": 15}))
+        print(json.dumps({"bench": "accounts_bulk_page_100", **common, **bulk, "target_p50_ms": 50, "raw_sql_p50_ms": round(sql_ms, 2)}))
+    finally:
+        if server is not None:
+            server.terminate()
+            server.wait(10)
+        subprocess.run(["psql", admin_url, "-q", "-c", f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"], check=False)
+
+
+if __name__ == "__main__":
+    main()

@@ -64,11 +64,13 @@ def resolve_account(tenant, cluster: str, lookup: dict | None, *, field: str, wr
     onchain_id, offchain_id, refs = lookup.get("onchainId"), lookup.get("offchainId"), lookup.get("offchainReferences")
     if not (onchain_id or offchain_id or refs):
         raise LedgerError("A lookup needs onchainId, offchainId or offchainReferences.", field=field, code="INVALID_LOOKUP")
-    queryset = _base(tenant, cluster, lookup, field, writable).select_related("managed_key").order_by()
-    if display:
+    queryset = _base(tenant, cluster, lookup, field, writable).order_by()
+    if display:  # responses never need the key row
         from .selectors import for_display
 
         queryset = for_display(queryset)
+    else:
+        queryset = queryset.select_related("managed_key")
     matches: list[tuple[str, Account | None]] = []
     if offchain_id:
         matches.append(("offchainId", queryset.filter(offchain_id=offchain_id).first()))

@@ -33,7 +33,9 @@ test: venv
 test-embedded: venv
 	env -u DATABASE_URL -u REDIS_URL LEDGER_VAR_DIR=$(CURDIR)/var/test-embedded $(BIN)/python scripts/with_localnet.py $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -q $(PYTEST_ARGS)
 
+# wrk (Debian) measures HTTP endpoints without taking the cores from the server.
 bench: venv
+	@command -v wrk >/dev/null || (apt-get install -y -q wrk >/dev/null 2>&1 || (apt-get update -q >/dev/null && apt-get install -y -q wrk >/dev/null)) || echo "wrk unavailable: benchmarks use the Python load generator"
 	$(BIN)/python bench/run.py
 
 clean:

@@ -28,6 +28,7 @@ from transactions.localnet.testing import free_port  # noqa: E402
 ACCOUNTS = int(os.environ.get("BENCH_ACCOUNTS", "200000"))
 TENANTS = 20
 CONCURRENCY = 8
+GUNICORN = f"{os.environ.get('GUNICORN_WORKERS', 'auto')} workers x {os.environ.get('GUNICORN_THREADS', 'auto')} threads"
 DURATION = 8.0
 PAGE_QUERY = {"itemQuery": {"limit": 100, "filter": [
     {"fieldName": "type", "operator": "AND", "filterValues": [{"dataType": "TEXT", "filterType": "EQUALS", "valueString": "ASSETS_WALLET"}]},
@@ -125,6 +126,52 @@ def load(port: int, requests_for, concurrency: int, duration: float) -> dict:
     return {"requests": len(latencies), "errors": errors[0], "rps": round(len(latencies) / elapsed, 1), "p50_ms": round(q[49] * 1000, 2), "p99_ms": round(q[98] * 1000, 2)}
 
 
+def wrk_load(port: int, script: str, path: str, concurrency: int, duration: float) -> dict | None:
+    """The same measurement with wrk (C; leaves the cores to the server). None without wrk."""
+    import shutil
+    import tempfile
+
+    if shutil.which("wrk") is None:
+        return None
+    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as fh:
+        fh.write(script)
+    out = subprocess.run(["wrk", "-t2", f"-c{concurrency}", f"-d{int(duration)}s", "--latency", "-s", fh.name, f"http://127.0.0.1:{port}{path}"], capture_output=True, text=True).stdout
+    os.unlink(fh.name)
+
+    def ms(label):
+        units = {"us": 0.001, "ms": 1.0, "s": 1000.0}
+        for line in out.splitlines():
+            parts = line.split()
+            if parts and parts[0] == label:
+                value = parts[1]
+                unit = next(u for u in ("us", "ms", "s") if value.endswith(u))
+                return round(float(value[: -len(unit)]) * units[unit], 2)
+        return None
+
+    rps = next((float(line.split()[1]) for line in out.splitlines() if line.startswith("Requests/sec")), 0.0)
+    non2xx = next((int(line.split()[-1]) for line in out.splitlines() if "Non-2xx" in line), 0)
+    return {"load_generator": "wrk", "rps": round(rps, 1), "p50_ms": ms("50%"), "p99_ms": ms("99%"), "errors": non2xx}
+
+
+def _lua_details(data: dict) -> str:
+    pairs = [(data["keys"][t], a) for t in data["keys"] for a in data["addresses"][t][:200]]
+    random.Random(1).shuffle(pairs)
+    rows = "".join(f'reqs[{i + 1}] = {{"{k}", "{a}"}}\n' for i, (k, a) in enumerate(pairs))
+    return ("local reqs = {}\n" + rows + """
+local n = 0
+request = function()
+  n = n % #reqs + 1
+  local r = reqs[n]
+  return wrk.format("POST", "/api/v1/accounts/single", {["Authorization"]="Bearer " .. r[1], ["Content-Type"]="application/json"}, '{"itemData":{"onchainId":"' .. r[2] .. '"}}')
+end
+""")
+
+
+def _lua_page(secret: str) -> str:
+    body = json.dumps(PAGE_QUERY).replace('"', '\\"')
+    return f'wrk.method = "POST"\nwrk.body = "{body}"\nwrk.headers["Content-Type"] = "application/json"\nwrk.headers["Authorization"] = "Bearer {secret}"\n'
+
+
 def main() -> None:
     base = urlparse(server_url())
     name = f"ledger_bench_{uuid.uuid4().hex[:8]}"
@@ -142,7 +189,7 @@ def main() -> None:
         # A bulk load leaves no planner statistics; a live database has them.
         subprocess.run(["psql", db_url, "-q", "-c", "ANALYZE"], check=True)
         port = free_port()
-        server = subprocess.Popen([sys.executable, "-m", "gunicorn", "ledger_project.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "2", "--threads", "4", "--log-level", "warning"],
+        server = subprocess.Popen([sys.executable, "-m", "gunicorn", "ledger_project.wsgi", "--config", "gunicorn.conf.py", "--bind", f"127.0.0.1:{port}", "--log-level", "warning"],
                                   cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         tenants = list(data["keys"])
 
@@ -167,11 +214,11 @@ def main() -> None:
             if time.monotonic() > deadline:
                 raise RuntimeError("gunicorn did not start")
             time.sleep(0.2)
-        load(port, details, CONCURRENCY, 2.0)  # warm-up: connections, caches
-        fetch = load(port, details, CONCURRENCY, DURATION)
-        bulk = load(port, page, CONCURRENCY, DURATION)
+        load(port, details, CONCURRENCY, 2.0)  # warm-up: connections, caches, prepared statements
+        fetch = wrk_load(port, _lua_details(data), "/api/v1/accounts/single", CONCURRENCY, DURATION) or {"load_generator": "python", **load(port, details, CONCURRENCY, DURATION)}
+        bulk = wrk_load(port, _lua_page(data["keys"][tenants[0]]), "/api/v1/accounts/bulk/detailed", CONCURRENCY, DURATION) or {"load_generator": "python", **load(port, page, CONCURRENCY, DURATION)}
         sql_ms = raw_sql_ms(env, tenants[0])
-        common = {"accounts": ACCOUNTS, "tenants": TENANTS, "concurrency": CONCURRENCY, "database": "postgresql", "server": "gunicorn 2 workers x 4 threads", "seed_seconds": round(seed_seconds, 1)}
+        common = {"accounts": ACCOUNTS, "tenants": TENANTS, "concurrency": CONCURRENCY, "database": "postgresql", "server": f"gunicorn {GUNICORN}", "seed_seconds": round(seed_seconds, 1)}
         print(json.dumps({"bench": "accounts_fetch_details", **common, **fetch, "target_p99_ms": 15}))
         print(json.dumps({"bench": "accounts_bulk_page_100", **common, **bulk, "target_p50_ms": 50, "raw_sql_p50_ms": round(sql_ms, 2)}))
     finally:

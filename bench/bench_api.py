@@ -40,7 +40,7 @@ def main() -> None:
         manage(env, "create_tenant", "--external-id", "BENCH", "--name", "Bench")
         key = json.loads(manage(env, "create_api_key", "--org", "BENCH", "--rate-limit", "0"))
         port = free_port()
-        server = subprocess.Popen([PY, "-m", "gunicorn", "ledger_project.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "2", "--threads", "8", "--log-level", "warning"],
+        server = subprocess.Popen([PY, "-m", "gunicorn", "ledger_project.wsgi", "--bind", f"127.0.0.1:{port}", "--config", "gunicorn.conf.py", "--log-level", "warning"],
                                   cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             headers = {"Authorization": f"Bearer {key['secret']}", "Content-Type": "application/json"}
@@ -85,7 +85,7 @@ def main() -> None:
             elapsed = time.perf_counter() - began
             latencies.sort()
             q = statistics.quantiles(latencies, n=100)
-            print(json.dumps({"bench": "api_whoami_authenticated", "server": "gunicorn 2 workers x 8 threads", "database": "postgresql" if os.environ.get("DATABASE_URL") else "sqlite",
+            print(json.dumps({"bench": "api_whoami_authenticated", "server": "gunicorn (gunicorn.conf.py)", "database": "postgresql" if os.environ.get("DATABASE_URL") else "sqlite",
                               "concurrency": CONCURRENCY, "requests": len(latencies), "errors": errors[0], "rps": round(len(latencies) / elapsed, 1),
                               "p50_ms": round(q[49] * 1000, 2), "p99_ms": round(q[98] * 1000, 2)}))
         finally:

@@ -40,6 +40,6 @@ cat <<BANNER
 
 BANNER
 
-$BIN/gunicorn ledger_project.wsgi --bind "127.0.0.1:${PORT}" --workers 2 --threads 4 --access-logfile - &
+$BIN/gunicorn ledger_project.wsgi --config gunicorn.conf.py --bind "127.0.0.1:${PORT}" --access-logfile - &
 pids+=($!)
 wait -n "${pids[@]}"

@@ -116,9 +116,30 @@ def test_metadata_pointer_to_the_mint_itself(chain, payer):
     assert read(chain, mint)[0].extensions["METADATA_POINTER"]["metadataAddress"] == str(other)
 
 
+def test_metadata_pointer_and_token_metadata_with_custom_keys(chain, payer):
+    extensions = {ExtensionType.METADATA_POINTER, ExtensionType.TOKEN_METADATA}
+    metadata = {"name": "Acme Bond 2030", "symbol": "ACB30", "uri": "https://example.com/acb30.json", "additional": {"isin": "US0000000001", "coupon": "4.25"}}
+    mint = make_mint(chain, payer, extensions, lambda m: [t22.initialize_metadata_pointer(mint=m, authority=payer.pubkey(), metadata_address=m)], metadata=metadata,
+                     post_ixs=lambda m: [
+                         t22.initialize_token_metadata(mint=m, update_authority=payer.pubkey(), mint_authority=payer.pubkey(), name=metadata["name"], symbol=metadata["symbol"], uri=metadata["uri"]),
+                         *[t22.update_token_metadata_field(mint=m, update_authority=payer.pubkey(), field=k, value=v) for k, v in metadata["additional"].items()],
+                     ])
+    decoded, size = read(chain, mint)
+    meta = decoded.extensions["TOKEN_METADATA"]
+    assert (meta["name"], meta["symbol"], meta["uri"], meta["additionalMetadata"]) == (metadata["name"], metadata["symbol"], metadata["uri"], metadata["additional"])
+    assert meta["updateAuthority"] == str(payer.pubkey()) and meta["mint"] == str(mint)
+    assert size == mint_size(extensions, metadata)
+    send(chain, payer, [t22.update_token_metadata_field(mint=mint, update_authority=payer.pubkey(), field=t22.FIELD_NAME, value="Renamed"),
+                        t22.remove_token_metadata_key(mint=mint, update_authority=payer.pubkey(), key="coupon")])
+    meta = read(chain, mint)[0].extensions["TOKEN_METADATA"]
+    assert meta["name"] == "Renamed" and meta["additionalMetadata"] == {"isin": "US0000000001"}
+    new_authority = Keypair().pubkey()
+    send(chain, payer, [t22.update_token_metadata_authority(mint=mint, current_authority=payer.pubkey(), new_authority=new_authority)])
+    assert read(chain, mint)[0].extensions["TOKEN_METADATA"]["updateAuthority"] == str(new_authority)
+
+
 def test_token_metadata_encoding_and_sizes():
-    """Encoder bytes and the TLV size arithmetic, checked offline (on-chain creation of
-    token metadata is blocked on the embedded node, see docs/localnet.md)."""
+    """Encoder bytes and the TLV size arithmetic, independently of the program."""
     from instruments.token2022.sizes import token_metadata_size
     from instruments.token2022.tlv import decode_token_metadata
 

@@ -38,6 +38,7 @@ LAMPORTS_PER_SIGNATURE = 5000
 FAUCET_LAMPORTS = 500_000_000 * 10**9
 SYSTEM_PROGRAM = Pubkey.from_string("11111111111111111111111111111111")
 COMPUTE_BUDGET = Pubkey.from_string("ComputeBudget111111111111111111111111111111")
+ADDRESS_LOOKUP_TABLE_PROGRAM = Pubkey.from_string("AddressLookupTab1e1111111111111111111111111")
 ADVANCE_NONCE = (4).to_bytes(4, "little")
 
 
@@ -78,7 +79,18 @@ class Node:
         self.defer_commits = False
         self.lock = threading.RLock()
         self.slot_seconds = slot_seconds
-        self.svm = LiteSVM().with_transaction_history(0).with_blockhash_check(False)
+        # Two LiteSVM runtimes holding the same state (every write is mirrored). LiteSVM
+        # 0.27.1's full runtime configuration (LiteSVM()) makes Token-2022 fail to
+        # reallocate mints (token metadata: InvalidRealloc); one assembled from parts runs
+        # Token-2022 correctly but cannot run the Address Lookup Table program, and solders
+        # exposes no feature-set control. Transactions invoking the lookup-table program
+        # run on the full runtime, all others on the assembled one (docs/localnet.md).
+        self.svm = (
+            LiteSVM.default().with_sysvars().with_builtins().with_default_programs()
+            .with_sigverify(True).with_transaction_history(0).with_blockhash_check(False)
+        )
+        self.svm_alt = LiteSVM().with_transaction_history(0).with_blockhash_check(False)
+        self.runtimes = (self.svm, self.svm_alt)
         self.recent: dict[str, int] = {}  # blockhash → slot it was issued in
         self.recent_order: deque[str] = deque()
         self.fees: deque[tuple[int, int, frozenset[str]]] = deque(maxlen=5000)  # (slot, price, writable)
@@ -94,18 +106,21 @@ class Node:
             store.meta_set("genesis_hash", genesis)
             store.meta_set("faucet", str(faucet))
             store.meta_set("blockhash_generation", "0")
-            self.svm.set_account(faucet.pubkey(), Account(FAUCET_LAMPORTS, b"", SYSTEM_PROGRAM, False, 0))
+            for runtime in self.runtimes:
+                runtime.set_account(faucet.pubkey(), Account(FAUCET_LAMPORTS, b"", SYSTEM_PROGRAM, False, 0))
             store.commit_transaction(accounts=[StoredAccount(str(faucet.pubkey()), FAUCET_LAMPORTS, str(SYSTEM_PROGRAM), False, 0, b"")], deleted=[], tx=None, addresses=[], slot=0)
         self.genesis_hash = genesis
         self.faucet = Keypair.from_base58_string(store.meta_get("faucet"))
         for acc in store.accounts():
-            self.svm.set_account(Pubkey.from_string(acc.pubkey), Account(acc.lamports, acc.data, Pubkey.from_string(acc.owner), acc.executable, acc.rent_epoch))
+            for runtime in self.runtimes:
+                runtime.set_account(Pubkey.from_string(acc.pubkey), Account(acc.lamports, acc.data, Pubkey.from_string(acc.owner), acc.executable, acc.rent_epoch))
         # LiteSVM derives each new blockhash from the previous one, starting from the same
         # seed on every boot: skip past every blockhash already handed out so none repeats
         # (a repeat would make a stored durable nonce look current).
         self.generation = int(store.meta_get("blockhash_generation") or 0)
         for _ in range(self.generation):
-            self.svm.expire_blockhash()
+            for runtime in self.runtimes:
+                runtime.expire_blockhash()
         self.slot_hashes: deque[tuple[int, Hash]] = deque(maxlen=512)
         for blockhash, slot in store.blockhashes():
             self.recent[blockhash] = slot
@@ -118,14 +133,17 @@ class Node:
     def _advance_slot(self) -> None:
         with self.lock:
             self.slot += 1
-            self.svm.set_clock(Clock(self.slot, 0, self.slot // 432_000, self.slot // 432_000 + 1, int(time.time())))
-            self.svm.expire_blockhash()
+            clock = Clock(self.slot, 0, self.slot // 432_000, self.slot // 432_000 + 1, int(time.time()))
+            for runtime in self.runtimes:
+                runtime.set_clock(clock)
+                runtime.expire_blockhash()
             self.generation += 1
             latest = self.svm.latest_blockhash()
             blockhash = str(latest)
             # SlotHashes sysvar: the Address Lookup Table program checks recent slots in it.
             self.slot_hashes.appendleft((self.slot, latest))
-            self.svm.set_slot_hashes(list(self.slot_hashes))
+            for runtime in self.runtimes:
+                runtime.set_slot_hashes(list(self.slot_hashes))
             self.recent[blockhash] = self.slot
             self.recent_order.append(blockhash)
             while self.recent_order and self.slot - self.recent[self.recent_order[0]] > MAX_PROCESSING_AGE + 50:
@@ -226,8 +244,9 @@ class Node:
             if not self.blockhash_valid(blockhash) and not self._nonce_ok(message, blockhash):
                 return self._refuse("BlockhashNotFound", "Blockhash not found", preflight, signature)
             keys, writable, loaded = self._account_keys(message)
-            before = {k: self.svm.get_account(k) for k in keys}
-            result = self.svm.send_transaction(tx)
+            runtime = self._runtime_for(message)
+            before = {k: runtime.get_account(k) for k in keys}
+            result = runtime.send_transaction(tx)
             failed = isinstance(result, FailedTransactionMetadata)
             meta = result.meta() if failed else result
             logs = list(meta.logs())
@@ -236,13 +255,13 @@ class Node:
             if failed and (preflight or err == "SignatureFailure"):
                 for key, acc in before.items():  # undo the fee (and any nonce advance)
                     if acc is not None and writable[keys.index(key)]:
-                        self.svm.set_account(key, acc)
+                        runtime.set_account(key, acc)
                 if err == "SignatureFailure":
                     raise RpcError(-32003, "Transaction signature verification failure")
                 raise RpcError(-32002, f"Transaction simulation failed: {_describe(err)}", {"err": err, "logs": logs, "accounts": None, "unitsConsumed": units, "returnData": None})
             if failed and not record_failure:
                 return Outcome(signature, self.slot, err, logs, units)
-            outcome = self._record(tx, raw, signature, keys, writable, loaded, before, err, logs, units, meta)
+            outcome = self._record(runtime, tx, raw, signature, keys, writable, loaded, before, err, logs, units, meta)
             if not self.defer_commits:
                 self.commits.flush()
         return outcome
@@ -253,8 +272,20 @@ class Node:
         # Without preflight a real node accepts the bytes and drops them; so do we.
         return Outcome(signature, self.slot, err, [], 0)
 
-    def _record(self, tx, raw, signature, keys, writable, loaded, before, err, logs, units, meta) -> Outcome:
-        after = {k: self.svm.get_account(k) for k in keys}
+    def _runtime_for(self, message):
+        programs = {message.account_keys[ix.program_id_index] for ix in message.instructions}
+        return self.svm_alt if ADDRESS_LOOKUP_TABLE_PROGRAM in programs else self.svm
+
+    def _mirror(self, runtime, after: dict, writable_keys) -> None:
+        """Copy what a transaction wrote into the other runtime."""
+        other = self.svm_alt if runtime is self.svm else self.svm
+        for key in writable_keys:
+            acc = after[key]
+            other.set_account(key, acc if acc is not None else Account(0, b"", SYSTEM_PROGRAM, False, 0))
+
+    def _record(self, runtime, tx, raw, signature, keys, writable, loaded, before, err, logs, units, meta) -> Outcome:
+        after = {k: runtime.get_account(k) for k in keys}
+        self._mirror(runtime, after, [k for k, w in zip(keys, writable) if w])
         changed, deleted = [], []
         for key, is_writable in zip(keys, writable):
             if not is_writable:
@@ -292,8 +323,6 @@ class Node:
         with self.lock:
             if sig_verify and not all(tx.verify_with_results()):
                 raise RpcError(-32003, "Transaction signature verification failure")
-            if not sig_verify:
-                self.svm.with_sigverify(False)
             message = tx.message
             replacement = None
             if replace_blockhash:
@@ -301,11 +330,14 @@ class Node:
                 replacement = {"blockhash": blockhash, "lastValidBlockHeight": last_valid}
             elif not self.blockhash_valid(str(message.recent_blockhash)) and not self._nonce_ok(message, str(message.recent_blockhash)):
                 return {"err": "BlockhashNotFound", "logs": [], "accounts": None, "unitsConsumed": 0, "returnData": None, "replacementBlockhash": None}
+            runtime = self._runtime_for(message)
+            if not sig_verify:
+                runtime.with_sigverify(False)
             try:
-                result = self.svm.simulate_transaction(tx)
+                result = runtime.simulate_transaction(tx)
             finally:
                 if not sig_verify:
-                    self.svm.with_sigverify(True)
+                    runtime.with_sigverify(True)
             failed = isinstance(result, FailedTransactionMetadata)
             meta = result.meta() if failed else result.meta()
             return {

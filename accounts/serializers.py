@@ -10,6 +10,9 @@ from ledger_project.api.envelope import (
     AddressField,
     EnvelopeSerializer,
     LookupSerializer,
+    StrictBooleanField,
+    StrictCharField,
+    StrictIntegerField,
     StrictSerializer,
     TransactionEnvelopeSerializer,
 )
@@ -27,7 +30,7 @@ class ValueSerializer(StrictSerializer):
     are given and they must agree; amount alone must be a whole number of lamports."""
 
     amount = serializers.DecimalField(max_digits=30, decimal_places=9, required=False, allow_null=True, min_value=Decimal(0))
-    lamports = serializers.IntegerField(required=False, allow_null=True, min_value=0, max_value=U64_MAX)
+    lamports = StrictIntegerField(required=False, allow_null=True, min_value=0, max_value=U64_MAX)
 
     def validate(self, attrs):
         amount, lamports = attrs.get("amount"), attrs.get("lamports")
@@ -53,34 +56,34 @@ def value_output(lamports) -> dict:
 
 
 class AccountReferencesSerializer(StrictSerializer):
-    alId = serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=32)
-    organizationExternalId = serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=64)
-    accountNumber = serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=64)
-    code = serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=64)
+    alId = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=32)
+    organizationExternalId = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=64)
+    accountNumber = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=64)
+    code = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=64)
     type = serializers.ChoiceField(choices=AccountType.choices, required=False, allow_null=True)
-    name = serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=200)
+    name = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=200)
     newAlId = serializers.DictField(required=False, allow_null=True)
 
 
 class DkgKeySerializer(StrictSerializer):
-    keyUsage = serializers.CharField(required=False)
-    useBackendPlayersCodes = serializers.ListField(child=serializers.CharField(), required=False)
-    isDefault = serializers.BooleanField(required=False)
+    keyUsage = StrictCharField(required=False)
+    useBackendPlayersCodes = serializers.ListField(child=StrictCharField(), required=False)
+    isDefault = StrictBooleanField(required=False)
     session = serializers.DictField(required=False)
 
 
 class PrivateKeyDetailsSerializer(StrictSerializer):
     location = serializers.ListField(child=serializers.ChoiceField(choices=KeyLocation.choices), required=False, allow_null=True, max_length=2)
     publickKey = AddressField(required=False, allow_null=True)  # spelling as in the spec
-    privateKey = serializers.CharField(required=False, allow_null=True, max_length=400, trim_whitespace=True)
+    privateKey = StrictCharField(required=False, allow_null=True, max_length=400, trim_whitespace=True)
     dkgKeys = serializers.ListField(child=DkgKeySerializer(), required=False, allow_null=True)
 
 
 class DebitLimitSerializer(StrictSerializer):
     destinationType = serializers.ChoiceField(choices=["OFF_PLATFORM", "NON_MANAGED", "MANAGED"])
     limitType = serializers.ChoiceField(choices=["PER_TRANSACTION", "DURATION"])
-    maxAmountWithoutApproval = serializers.IntegerField(required=False, allow_null=True, min_value=0, max_value=U64_MAX, help_text="Base units (lamports or token base units); null = unlimited.")
-    durationHours = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=24 * 366)
+    maxAmountWithoutApproval = StrictIntegerField(required=False, allow_null=True, min_value=0, max_value=U64_MAX, help_text="Base units (lamports or token base units); null = unlimited.")
+    durationHours = StrictIntegerField(required=False, allow_null=True, min_value=1, max_value=24 * 366)
 
     def validate(self, attrs):
         if attrs["limitType"] == "DURATION" and not attrs.get("durationHours"):
@@ -93,23 +96,23 @@ class DebitLimitSerializer(StrictSerializer):
 class NewAccountSerializer(StrictSerializer):
     """Spec "New account definition"."""
 
-    managed = serializers.BooleanField(required=False, default=True)
-    alreadyOnchain = serializers.BooleanField(required=False, default=False)
+    managed = StrictBooleanField(required=False, default=True)
+    alreadyOnchain = StrictBooleanField(required=False, default=False)
     onchainId = AddressField(required=False, allow_null=True)
     offchainReferences = AccountReferencesSerializer(required=False, allow_null=True)
     privateKeyDetails = PrivateKeyDetailsSerializer(required=False, allow_null=True)
-    dataLength = serializers.IntegerField(required=False, default=0, min_value=0, max_value=10 * 1024 * 1024)
+    dataLength = StrictIntegerField(required=False, default=0, min_value=0, max_value=10 * 1024 * 1024)
     seed = ValueSerializer(required=False, allow_null=True)
-    subscribeToNetworkEvents = serializers.BooleanField(required=False, default=False)
-    orgsAllowedToSignWithPrivateKey = serializers.ListField(child=serializers.CharField(max_length=64), required=False, default=list, max_length=100)
-    shareAcrossTenants = serializers.BooleanField(required=False, default=False)
+    subscribeToNetworkEvents = StrictBooleanField(required=False, default=False)
+    orgsAllowedToSignWithPrivateKey = serializers.ListField(child=StrictCharField(max_length=64), required=False, default=list, max_length=100)
+    shareAcrossTenants = StrictBooleanField(required=False, default=False)
     tokenVersion = serializers.ChoiceField(choices=["SPL", "TOKEN_2022"], required=False, allow_null=True)
-    comments = serializers.CharField(required=False, allow_blank=True, default="", max_length=2000)
-    isGenesis = serializers.BooleanField(required=False, default=False)
-    domain = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
-    skipBlockchainExistenceVerification = serializers.BooleanField(required=False, default=False)
-    networkCurrencyDebitApiKeys = serializers.ListField(child=serializers.CharField(max_length=64), required=False, allow_null=True, max_length=100)
-    tokenDebitApiKeys = serializers.ListField(child=serializers.CharField(max_length=64), required=False, allow_null=True, max_length=100)
+    comments = StrictCharField(required=False, allow_blank=True, default="", max_length=2000)
+    isGenesis = StrictBooleanField(required=False, default=False)
+    domain = StrictCharField(required=False, allow_blank=True, default="", max_length=200)
+    skipBlockchainExistenceVerification = StrictBooleanField(required=False, default=False)
+    networkCurrencyDebitApiKeys = serializers.ListField(child=StrictCharField(max_length=64), required=False, allow_null=True, max_length=100)
+    tokenDebitApiKeys = serializers.ListField(child=StrictCharField(max_length=64), required=False, allow_null=True, max_length=100)
     networkCurrencyDebitLimits = serializers.ListField(child=DebitLimitSerializer(), required=False, allow_null=True, max_length=20)
     tokenDebitLimits = serializers.ListField(child=DebitLimitSerializer(), required=False, allow_null=True, max_length=20)
 
@@ -140,14 +143,14 @@ class UpdateAccountItem(StrictSerializer):
 
     account = LookupSerializer()
     offchainReferences = AccountReferencesSerializer(required=False)
-    comments = serializers.CharField(required=False, allow_blank=True, max_length=2000)
-    domain = serializers.CharField(required=False, allow_blank=True, max_length=200)
-    subscribeToNetworkEvents = serializers.BooleanField(required=False)
-    shareAcrossTenants = serializers.BooleanField(required=False)
-    isGenesis = serializers.BooleanField(required=False)
-    orgsAllowedToSignWithPrivateKey = serializers.ListField(child=serializers.CharField(max_length=64), required=False, max_length=100)
-    networkCurrencyDebitApiKeys = serializers.ListField(child=serializers.CharField(max_length=64), required=False, allow_null=True, max_length=100)
-    tokenDebitApiKeys = serializers.ListField(child=serializers.CharField(max_length=64), required=False, allow_null=True, max_length=100)
+    comments = StrictCharField(required=False, allow_blank=True, max_length=2000)
+    domain = StrictCharField(required=False, allow_blank=True, max_length=200)
+    subscribeToNetworkEvents = StrictBooleanField(required=False)
+    shareAcrossTenants = StrictBooleanField(required=False)
+    isGenesis = StrictBooleanField(required=False)
+    orgsAllowedToSignWithPrivateKey = serializers.ListField(child=StrictCharField(max_length=64), required=False, max_length=100)
+    networkCurrencyDebitApiKeys = serializers.ListField(child=StrictCharField(max_length=64), required=False, allow_null=True, max_length=100)
+    tokenDebitApiKeys = serializers.ListField(child=StrictCharField(max_length=64), required=False, allow_null=True, max_length=100)
     networkCurrencyDebitLimits = serializers.ListField(child=DebitLimitSerializer(), required=False, allow_null=True, max_length=20)
     tokenDebitLimits = serializers.ListField(child=DebitLimitSerializer(), required=False, allow_null=True, max_length=20)
 

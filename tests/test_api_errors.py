@@ -89,3 +89,14 @@ def test_unexpected_exception_is_500_without_trace_and_rolls_back(api, caplog):
     assert body["requestId"] == str(rid)
     assert not TenantOrganization.objects.filter(external_id="CRASH1").exists()
     assert any(getattr(r, "request_id", None) == str(rid) or "unhandled" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("item, field", [({"externalId": "X", "count": "5"}, "itemData.count"), ({"externalId": "X", "count": 5.5}, "itemData.count"), ({"externalId": 5}, "itemData.externalId"), ({"externalId": "X", "count": True}, "itemData.count")])
+def test_json_types_are_strict(api, item, field):
+    """"5" is not an integer and 5 is not a string: wrong JSON types are named, not coerced."""
+    assert_error(api.call("post", PROBE, {"itemData": item}), 400, "INVALID", field)
+
+
+def test_booleans_are_json_booleans(api, localnet_url):
+    response = api.call("post", "/api/v1/accounts", {"itemData": {"managed": "yes"}})
+    assert_error(response, 400, "INVALID", "itemData.managed")

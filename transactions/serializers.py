@@ -1,6 +1,6 @@
 from rest_framework import serializers
 
-from ledger_project.api.envelope import EnvelopeSerializer, StrictSerializer
+from ledger_project.api.envelope import EnvelopeSerializer, StrictCharField, StrictSerializer
 
 
 class TransactionResultOutput(serializers.Serializer):
@@ -28,7 +28,7 @@ class TransactionResultOutput(serializers.Serializer):
 
 
 class TransactionIdentifier(StrictSerializer):
-    onchainId = serializers.CharField(required=False, allow_null=True, max_length=100)
+    onchainId = StrictCharField(required=False, allow_null=True, max_length=100)
     offchainId = serializers.UUIDField(required=False, allow_null=True)
 
     def validate(self, attrs):

@@ -9,6 +9,39 @@ from __future__ import annotations
 from rest_framework import serializers
 
 
+class StrictBooleanField(serializers.BooleanField):
+    """JSON true/false only (DRF also takes "yes", "on", 1, …)."""
+
+    default_error_messages = {"invalid": "Must be true or false."}
+
+    def to_internal_value(self, data):
+        if not isinstance(data, bool):
+            self.fail("invalid")
+        return data
+
+
+class StrictIntegerField(serializers.IntegerField):
+    """JSON integers only (DRF also takes "5", 5.0 and true)."""
+
+    default_error_messages = {"invalid": "Must be an integer."}
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, int):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictCharField(serializers.CharField):
+    """JSON strings only (DRF also turns numbers into strings)."""
+
+    default_error_messages = {"invalid": "Must be a string."}
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
 class StrictSerializer(serializers.Serializer):
     def to_internal_value(self, data):
         if isinstance(data, dict):
@@ -19,7 +52,7 @@ class StrictSerializer(serializers.Serializer):
 
 
 class TenancyConfigSerializer(StrictSerializer):
-    overrideOrganizationExternalId = serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=64)
+    overrideOrganizationExternalId = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=64)
 
 
 class EnvelopeSerializer(StrictSerializer):
@@ -31,11 +64,11 @@ class EnvelopeSerializer(StrictSerializer):
 class IdentifiersSerializer(serializers.Serializer):
     """``{onchainId, offchainId}`` as mutating responses name a record."""
 
-    onchainId = serializers.CharField(allow_null=True)
+    onchainId = StrictCharField(allow_null=True)
     offchainId = serializers.UUIDField()
 
 
-class AddressField(serializers.CharField):
+class AddressField(StrictCharField):
     """A base58 network address (32-byte public key)."""
 
     default_error_messages = {"invalid_address": "Not a valid base58 network address."}
@@ -58,12 +91,12 @@ class AddressField(serializers.CharField):
 
 
 class OffchainReferencesSerializer(StrictSerializer):
-    alId = serializers.CharField(required=False, allow_null=True, max_length=32)
-    organizationExternalId = serializers.CharField(required=False, allow_null=True, max_length=64)
-    accountNumber = serializers.CharField(required=False, allow_null=True, max_length=64)
-    code = serializers.CharField(required=False, allow_null=True, max_length=64)
-    type = serializers.CharField(required=False, allow_null=True, max_length=40)
-    name = serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=200)
+    alId = StrictCharField(required=False, allow_null=True, max_length=32)
+    organizationExternalId = StrictCharField(required=False, allow_null=True, max_length=64)
+    accountNumber = StrictCharField(required=False, allow_null=True, max_length=64)
+    code = StrictCharField(required=False, allow_null=True, max_length=64)
+    type = StrictCharField(required=False, allow_null=True, max_length=40)
+    name = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=200)
     newAlId = serializers.DictField(required=False, allow_null=True)
 
 
@@ -73,9 +106,9 @@ class LookupSerializer(StrictSerializer):
     onchainId = AddressField(required=False, allow_null=True)
     offchainId = serializers.UUIDField(required=False, allow_null=True)
     offchainReferences = OffchainReferencesSerializer(required=False, allow_null=True)
-    autoSign = serializers.BooleanField(required=False, allow_null=True)
-    otherTenantOrganizationExternalId = serializers.CharField(required=False, allow_null=True, max_length=64)
-    offPlatform = serializers.BooleanField(required=False, allow_null=True)
+    autoSign = StrictBooleanField(required=False, allow_null=True)
+    otherTenantOrganizationExternalId = StrictCharField(required=False, allow_null=True, max_length=64)
+    offPlatform = StrictBooleanField(required=False, allow_null=True)
 
 
 class PriceEstimateSerializer(StrictSerializer):
@@ -85,9 +118,9 @@ class PriceEstimateSerializer(StrictSerializer):
 
 
 class ComputeUnitConfigSerializer(StrictSerializer):
-    enable = serializers.BooleanField(required=False, default=True)
-    limit = serializers.IntegerField(required=False, allow_null=True, min_value=1, max_value=1_400_000)
-    price = serializers.IntegerField(required=False, allow_null=True, min_value=0, max_value=10**12)
+    enable = StrictBooleanField(required=False, default=True)
+    limit = StrictIntegerField(required=False, allow_null=True, min_value=1, max_value=1_400_000)
+    price = StrictIntegerField(required=False, allow_null=True, min_value=0, max_value=10**12)
     priceEstimate = PriceEstimateSerializer(required=False, allow_null=True)
 
 

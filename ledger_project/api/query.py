@@ -16,7 +16,7 @@ from django.db.models import Q, QuerySet
 from django.utils.dateparse import parse_datetime
 from rest_framework import serializers
 
-from ledger_project.api.envelope import StrictSerializer
+from ledger_project.api.envelope import StrictBooleanField, StrictCharField, StrictIntegerField, StrictSerializer
 from ledger_project.api.errors import LedgerError
 
 DATA_TYPES = ("TEXT", "NUMBER", "BOOLEAN", "TIMESTAMP", "ONCHAIN_ADDRESS_ID", "OFFCHAIN_ID")
@@ -49,30 +49,30 @@ class QuerySpec:
 class FilterValueSerializer(StrictSerializer):
     dataType = serializers.ChoiceField(choices=DATA_TYPES)
     filterType = serializers.ChoiceField(choices=FILTER_TYPES, required=False, default="EQUALS")
-    valueString = serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=500)
+    valueString = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=500)
     valueNumber = serializers.DecimalField(required=False, allow_null=True, max_digits=40, decimal_places=12)
-    valueBoolean = serializers.BooleanField(required=False, allow_null=True)
-    valuesString = serializers.ListField(child=serializers.CharField(max_length=500, allow_blank=True), required=False, allow_null=True, max_length=500)
-    valueFromString = serializers.CharField(required=False, allow_null=True, max_length=500)
-    valueToString = serializers.CharField(required=False, allow_null=True, max_length=500)
+    valueBoolean = StrictBooleanField(required=False, allow_null=True)
+    valuesString = serializers.ListField(child=StrictCharField(max_length=500, allow_blank=True), required=False, allow_null=True, max_length=500)
+    valueFromString = StrictCharField(required=False, allow_null=True, max_length=500)
+    valueToString = StrictCharField(required=False, allow_null=True, max_length=500)
     valueFromNumber = serializers.DecimalField(required=False, allow_null=True, max_digits=40, decimal_places=12)
     valueToNumber = serializers.DecimalField(required=False, allow_null=True, max_digits=40, decimal_places=12)
 
 
 class FilterSerializer(StrictSerializer):
-    fieldName = serializers.CharField(max_length=80)
+    fieldName = StrictCharField(max_length=80)
     operator = serializers.ChoiceField(choices=OPERATORS, required=False, default="AND")
     filterValues = serializers.ListField(child=FilterValueSerializer(), min_length=1, max_length=100)
 
 
 class SortSerializer(StrictSerializer):
-    fieldName = serializers.CharField(max_length=80)
+    fieldName = StrictCharField(max_length=80)
     sortDirection = serializers.ChoiceField(choices=["ASC", "DESC"], required=False, default="ASC")
 
 
 class ItemQuerySerializer(StrictSerializer):
-    limit = serializers.IntegerField(required=False, allow_null=True, min_value=1)
-    skip = serializers.IntegerField(required=False, allow_null=True, min_value=0, max_value=MAX_SKIP)
+    limit = StrictIntegerField(required=False, allow_null=True, min_value=1)
+    skip = StrictIntegerField(required=False, allow_null=True, min_value=0, max_value=MAX_SKIP)
     filter = serializers.ListField(child=FilterSerializer(), required=False, allow_null=True, max_length=50)
     sort = serializers.ListField(child=SortSerializer(), required=False, allow_null=True, max_length=10)
 

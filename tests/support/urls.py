@@ -9,7 +9,7 @@ from django.urls import include, path
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
-from ledger_project.api.envelope import EnvelopeSerializer, StrictSerializer
+from ledger_project.api.envelope import EnvelopeSerializer, StrictCharField, StrictIntegerField, StrictSerializer
 from ledger_project.api.errors import ConflictError, ValidationFailed, flatten_validation
 from ledger_project.api.idempotency import idempotent
 from ledger_project.api.viewsets import TenantScopedViewSet
@@ -18,8 +18,8 @@ from tenancy.models import TenantOrganization
 
 
 class ProbeItem(StrictSerializer):
-    externalId = serializers.CharField(max_length=64)
-    count = serializers.IntegerField(min_value=0, max_value=10, required=False)
+    externalId = StrictCharField(max_length=64)
+    count = StrictIntegerField(min_value=0, max_value=10, required=False)
     kind = serializers.ChoiceField(choices=["A", "B"], required=False)
     ref = serializers.UUIDField(required=False)
 

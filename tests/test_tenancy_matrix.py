@@ -59,3 +59,31 @@ def test_other_tenants_record_is_like_missing_and_unchanged(api, other_tenant, l
     assert hidden.status_code in (403, 404)
     assert hidden.json()["errors"] == missing.json()["errors"]
     assert Account.objects.values().get(pk=theirs.pk) == before
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("method, path, body", ENDPOINTS, ids=[f"{m} {p}" for m, p, _ in ENDPOINTS])
+def test_rate_limit_is_429_everywhere(tenant, localnet_url, method, path, body):
+    from conftest import make_client
+    from tenancy.tests.factories import issue_key
+
+    client = make_client(issue_key(tenant, rate_limit_per_minute=1).secret)
+    payload = body({"offchainId": str(uuid.uuid4())}) if body else {}
+    client.call(method, path, payload)
+    response = client.call(method, path, payload)
+    assert_error(response, 429, "RATE_LIMITED")
+    assert int(response["Retry-After"]) >= 1
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("method, path, body", ENDPOINTS, ids=[f"{m} {p}" for m, p, _ in ENDPOINTS])
+def test_unexpected_failure_is_500_in_error_shape(api, localnet_url, monkeypatch, method, path, body):
+    import ledger_project.api.viewsets as viewsets
+
+    def broken(request):
+        raise RuntimeError("database exploded: secret detail")
+
+    monkeypatch.setattr(viewsets, "cluster_from_request", broken)
+    response = api.call(method, path, body({"offchainId": str(uuid.uuid4())}) if body else {})
+    body_json = assert_error(response, 500, "INTERNAL_ERROR")
+    assert "secret detail" not in response.content.decode() and body_json["requestId"]

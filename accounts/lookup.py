@@ -100,6 +100,53 @@ def resolve_account(tenant, cluster: str, lookup: dict | None, *, field: str, wr
     return next(m for _, m in matches if m is not None)
 
 
+_DISPLAY_SQL: dict[tuple[str, str], str] = {}
+
+
+def _display_sql(key: str) -> str:
+    """SQL of the display lookup by one identifier, built once per process: the ORM would
+    compile the same four-table query on every request (~1 ms of a ~3 ms request)."""
+    from django.db import connection
+
+    cached = _DISPLAY_SQL.get((connection.vendor, key))
+    if cached is None:
+        q = connection.ops.quote_name
+        a, t, x = Account._meta.db_table, "tenancy_tenantorganization", "transactions_transaction"
+        columns = ", ".join(f"a.{q(f.column)}" for f in Account._meta.concrete_fields)
+        column = q(Account._meta.get_field(key).column)
+        cached = (
+            f"SELECT {columns}, t.{q('external_id')} AS tenant_external_id, "
+            f"lt.{q('onchain_id')} AS last_tx_signature, lt.{q('offchain_id')} AS last_tx_offchain, "
+            f"ct.{q('onchain_id')} AS creation_tx_signature, ct.{q('offchain_id')} AS creation_tx_offchain "
+            f"FROM {q(a)} a JOIN {q(t)} t ON t.{q('id')} = a.{q('tenant_id')} "
+            f"LEFT JOIN {q(x)} lt ON lt.{q('id')} = a.{q('last_transaction_id')} "
+            f"LEFT JOIN {q(x)} ct ON ct.{q('id')} = a.{q('creation_transaction_id')} "
+            f"WHERE a.{column} = %s AND a.{q('cluster')} = %s AND (a.{q('tenant_id')} = %s OR a.{q('shared_across_tenants')}) "
+            f"ORDER BY CASE WHEN a.{q('tenant_id')} = %s THEN 0 ELSE 1 END LIMIT 1"
+        )
+        _DISPLAY_SQL[(connection.vendor, key)] = cached
+    return cached
+
+
+def display_account(tenant, cluster: str, lookup: dict, *, field: str):
+    """The account a read-only lookup names, with the related ids responses show.
+
+    Single-identifier lookups (the common case) use one precompiled query with the same
+    rules as resolve_account (own record before a shared one); anything else goes
+    through resolve_account."""
+    from django.db import connection
+
+    keys = {k for k, v in lookup.items() if v not in (None, "", False)}
+    if keys == {"onchainId"} or keys == {"offchainId"}:
+        name, column = ("address", "onchainId") if keys == {"onchainId"} else ("offchain_id", "offchainId")
+        value = Account._meta.get_field(name).get_db_prep_value(lookup[column], connection)
+        found = list(Account.objects.raw(_display_sql(name), [value, cluster, tenant.pk, tenant.pk]))
+        if not found:
+            raise NotFoundError("No such account.", field=field)
+        return found[0]
+    return resolve_account(tenant, cluster, lookup, field=field, display=True)
+
+
 def resolve_own_account(tenant, cluster: str, lookup: dict | None, *, field: str) -> Account:
     """An account of the acting tenant itself (for changes and signing)."""
     account = resolve_account(tenant, cluster, lookup, field=field, writable=True)

@@ -7,11 +7,18 @@ documented schema, and a test keeps both in step.
 
 from __future__ import annotations
 
+import uuid
+
 from .limits import effective_limits
 
 
 def _ts(value):
     return value.isoformat(timespec="milliseconds").replace("+00:00", "Z") if value else None
+
+
+def _uuid(value) -> str | None:
+    # Raw rows carry UUIDs as the backend gives them (SQLite: 32 hex digits).
+    return str(uuid.UUID(str(value))) if value else None
 
 
 def _opt_int(value):
@@ -40,8 +47,8 @@ def account_detailed(a) -> dict:
             "lamportsBalance": int(a.lamports_balance),
             "tokenBalance": _opt_int(a.token_balance),
             "tokenDecimals": a.token_decimals,
-            "lastTransactionId": str(last_id) if last_id else None,
-            "creationTransactionId": str(creation_id) if creation_id else None,
+            "lastTransactionId": _uuid(last_id),
+            "creationTransactionId": _uuid(creation_id),
         },
         "managed": a.managed,
         "status": a.status,

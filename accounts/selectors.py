@@ -8,7 +8,7 @@ from django.db.models import F, QuerySet
 
 from ledger_project.api.query import QueryField, QuerySpec, apply_item_query
 
-from .lookup import resolve_account
+from .lookup import display_account
 from .models import Account, BalanceSnapshot
 
 _TEXT_NULL = {"nullable": True, "blank_is_null": True}
@@ -59,7 +59,7 @@ def for_display(queryset: QuerySet) -> QuerySet:
 
 
 def account_get(*, tenant, cluster: str, lookup: dict, field: str = "itemData") -> Account:
-    return resolve_account(tenant, cluster, lookup, field=field, display=True)
+    return display_account(tenant, cluster, lookup, field=field)
 
 
 #: Columns the renderers read (accounts/render.py); the page is read as rows, not models:

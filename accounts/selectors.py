@@ -77,8 +77,8 @@ DISPLAY_COLUMNS = (
 
 def account_list(*, tenant, cluster: str, item_query: dict | None) -> tuple[list[SimpleNamespace], int]:
     queryset = for_display(Account.objects.for_tenant(tenant).filter(cluster=cluster))
-    rows, count = apply_item_query(queryset, item_query, ACCOUNT_QUERY, columns=DISPLAY_COLUMNS)
-    return [SimpleNamespace(**row) for row in rows], count
+    page, count = apply_item_query(queryset, item_query, ACCOUNT_QUERY)
+    return [SimpleNamespace(**row) for row in page.values(*DISPLAY_COLUMNS)], count
 
 
 def balance_at(*, account: Account, at) -> int:

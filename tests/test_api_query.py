@@ -30,8 +30,6 @@ def run(query):
     serializer = ItemQuerySerializer(data=query)
     assert serializer.is_valid(), serializer.errors
     page, count = apply_item_query(TenantOrganization.objects.filter(external_id__startswith="Q"), serializer.validated_data, SPEC)
-    rows, same = apply_item_query(TenantOrganization.objects.filter(external_id__startswith="Q"), serializer.validated_data, SPEC, columns=("external_id",))
-    assert same == count and [r["external_id"] for r in rows] == [o.external_id for o in page]
     return [o.external_id for o in page], count
 
 
@@ -83,8 +81,3 @@ def test_bad_queries_are_400_naming_the_field(orgs, query, field):
 def test_is_null_on_nullable(orgs):
     _, count = run({"filter": [{"fieldName": "name", "filterValues": [{"dataType": "TEXT", "filterType": "IS_NOT_NULL"}]}]})
     assert count == 8
-
-
-def test_count_beyond_the_last_page(orgs):
-    ids, count = run({"skip": 100})
-    assert ids == [] and count == 8

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
 
-from django.db.models import Count, Q, QuerySet, Window
+from django.db.models import Q, QuerySet
 from django.utils.dateparse import parse_datetime
 from rest_framework import serializers
 
@@ -168,13 +168,8 @@ def _field(spec: QuerySpec, name: str, where: str) -> QueryField:
     return qf
 
 
-def apply_item_query(queryset: QuerySet, item_query: dict | None, spec: QuerySpec, *, prefix: str = "itemQuery", columns: tuple[str, ...] | None = None) -> tuple[list, int]:
-    """The page the itemQuery asks for (model instances, or dicts of ``columns``) and the
-    total count of matches.
-
-    The total rides on the page query as ``COUNT(*) OVER ()``: one round trip and one SQL
-    compilation instead of two; only an empty page needs a separate COUNT.
-    """
+def apply_item_query(queryset: QuerySet, item_query: dict | None, spec: QuerySpec, *, prefix: str = "itemQuery") -> tuple[QuerySet, int]:
+    """The page of ``queryset`` the itemQuery asks for, and the total count of matches."""
     item_query = item_query or {}
     for i, flt in enumerate(item_query.get("filter") or []):
         where = f"{prefix}.filter[{i}]"
@@ -199,10 +194,5 @@ def apply_item_query(queryset: QuerySet, item_query: dict | None, spec: QuerySpe
     if limit > spec.max_limit:
         raise _bad(f"limit may be at most {spec.max_limit}.", f"{prefix}.limit", "OUT_OF_RANGE")
     skip = item_query.get("skip") or 0
-    page = queryset.order_by(*order).annotate(_total=Window(Count("pk")))[skip: skip + limit]
-    rows = list(page.values(*columns, "_total")) if columns is not None else list(page)
-    if not rows:
-        return rows, (queryset.count() if skip else 0)
-    first = rows[0]
-    count = first["_total"] if columns is not None else first._total
-    return rows, count
+    count = queryset.count()
+    return queryset.order_by(*order)[skip: skip + limit], count

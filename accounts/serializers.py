@@ -93,7 +93,16 @@ class DebitLimitSerializer(StrictSerializer):
         return attrs
 
 
-class NewAccountSerializer(StrictSerializer):
+class DebitSettingsSerializer(StrictSerializer):
+    """Debit API keys (role-gated) and debit limits: shared by create and update."""
+
+    networkCurrencyDebitApiKeys = serializers.ListField(child=StrictCharField(max_length=64), required=False, allow_null=True, max_length=100)
+    tokenDebitApiKeys = serializers.ListField(child=StrictCharField(max_length=64), required=False, allow_null=True, max_length=100)
+    networkCurrencyDebitLimits = serializers.ListField(child=DebitLimitSerializer(), required=False, allow_null=True, max_length=20)
+    tokenDebitLimits = serializers.ListField(child=DebitLimitSerializer(), required=False, allow_null=True, max_length=20)
+
+
+class NewAccountSerializer(DebitSettingsSerializer):
     """Spec "New account definition"."""
 
     managed = StrictBooleanField(required=False, default=True)
@@ -111,10 +120,6 @@ class NewAccountSerializer(StrictSerializer):
     isGenesis = StrictBooleanField(required=False, default=False)
     domain = StrictCharField(required=False, allow_blank=True, default="", max_length=200)
     skipBlockchainExistenceVerification = StrictBooleanField(required=False, default=False)
-    networkCurrencyDebitApiKeys = serializers.ListField(child=StrictCharField(max_length=64), required=False, allow_null=True, max_length=100)
-    tokenDebitApiKeys = serializers.ListField(child=StrictCharField(max_length=64), required=False, allow_null=True, max_length=100)
-    networkCurrencyDebitLimits = serializers.ListField(child=DebitLimitSerializer(), required=False, allow_null=True, max_length=20)
-    tokenDebitLimits = serializers.ListField(child=DebitLimitSerializer(), required=False, allow_null=True, max_length=20)
 
 
 class CreateAccountInput(TransactionEnvelopeSerializer):
@@ -138,7 +143,7 @@ class BulkInput(EnvelopeSerializer):
     itemQuery = ItemQuerySerializer(required=False, allow_null=True)
 
 
-class UpdateAccountItem(StrictSerializer):
+class UpdateAccountItem(DebitSettingsSerializer):
     """Patch: only the fields present change."""
 
     account = LookupSerializer()
@@ -149,10 +154,6 @@ class UpdateAccountItem(StrictSerializer):
     shareAcrossTenants = StrictBooleanField(required=False)
     isGenesis = StrictBooleanField(required=False)
     orgsAllowedToSignWithPrivateKey = serializers.ListField(child=StrictCharField(max_length=64), required=False, max_length=100)
-    networkCurrencyDebitApiKeys = serializers.ListField(child=StrictCharField(max_length=64), required=False, allow_null=True, max_length=100)
-    tokenDebitApiKeys = serializers.ListField(child=StrictCharField(max_length=64), required=False, allow_null=True, max_length=100)
-    networkCurrencyDebitLimits = serializers.ListField(child=DebitLimitSerializer(), required=False, allow_null=True, max_length=20)
-    tokenDebitLimits = serializers.ListField(child=DebitLimitSerializer(), required=False, allow_null=True, max_length=20)
 
 
 class UpdateAccountInput(EnvelopeSerializer):

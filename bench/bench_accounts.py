@@ -8,14 +8,11 @@ server of DATABASE_URL (default: the local one). Prints one JSON line per measur
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
 import random
-import statistics
 import subprocess
 import sys
-import threading
 import time
 import uuid
 from pathlib import Path
@@ -23,6 +20,8 @@ from urllib.parse import urlparse
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from bench.loadgen import closed_loop as load  # noqa: E402
+from bench.loadgen import wait_until_up  # noqa: E402
 from transactions.localnet.testing import free_port  # noqa: E402
 
 ACCOUNTS = int(os.environ.get("BENCH_ACCOUNTS", "200000"))
@@ -91,39 +90,6 @@ print(times[len(times)//2] * 1000)
 """
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**env, "BENCH_QUERY": json.dumps(PAGE_QUERY["itemQuery"])}, check=True, capture_output=True, text=True)
     return float(result.stdout.strip().splitlines()[-1])
-
-
-def load(port: int, requests_for, concurrency: int, duration: float) -> dict:
-    latencies: list[float] = []
-    errors = [0]
-    lock = threading.Lock()
-    stop_at = time.monotonic() + duration
-
-    def client(n: int):
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-        mine = []
-        rnd = random.Random(n)
-        while time.monotonic() < stop_at:
-            method, path, body, headers = requests_for(rnd)
-            started = time.perf_counter()
-            conn.request(method, path, body, headers)
-            response = conn.getresponse()
-            response.read()
-            mine.append(time.perf_counter() - started)
-            if response.status != 200:
-                errors[0] += 1
-        with lock:
-            latencies.extend(mine)
-
-    threads = [threading.Thread(target=client, args=(i,)) for i in range(concurrency)]
-    began = time.perf_counter()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    elapsed = time.perf_counter() - began
-    q = statistics.quantiles(latencies, n=100)
-    return {"requests": len(latencies), "errors": errors[0], "rps": round(len(latencies) / elapsed, 1), "p50_ms": round(q[49] * 1000, 2), "p99_ms": round(q[98] * 1000, 2)}
 
 
 def wrk_load(port: int, script: str, path: str, concurrency: int, duration: float) -> dict | None:
@@ -202,18 +168,7 @@ def main() -> None:
             tenant = rnd.choice(tenants)
             return "POST", "/api/v1/accounts/bulk/detailed", json.dumps(PAGE_QUERY), {"Authorization": f"Bearer {data['keys'][tenant]}", "Content-Type": "application/json"}
 
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-                conn.request(*details(random.Random(0)))
-                if conn.getresponse().status == 200:
-                    break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("gunicorn did not start")
-            time.sleep(0.2)
+        wait_until_up(port, details(random.Random(0)))
         load(port, details, CONCURRENCY, 2.0)  # warm-up: connections, caches, prepared statements
         fetch = wrk_load(port, _lua_details(data), "/api/v1/accounts/single", CONCURRENCY, DURATION) or {"load_generator": "python", **load(port, details, CONCURRENCY, DURATION)}
         bulk = wrk_load(port, _lua_page(data["keys"][tenants[0]]), "/api/v1/accounts/bulk/detailed", CONCURRENCY, DURATION) or {"load_generator": "python", **load(port, page, CONCURRENCY, DURATION)}

@@ -65,7 +65,7 @@ for t in range({TENANTS}):
                             code=f"C{{t}}-{{i}}", name=f"account {{i}}", lamports_balance=random.randint(0, 10**12),
                             creation_transaction_at=now - datetime.timedelta(seconds=i), last_transaction_at=now - datetime.timedelta(seconds=i // 2)))
     Account.objects.bulk_create(rows, batch_size=5000)
-    out["addresses"][tenant.external_id] = [r.address for r in random.sample(rows, 2000)]
+    out["addresses"][tenant.external_id] = [r.address for r in random.sample(rows, min(2000, len(rows)))]
 print(json.dumps(out))
 """
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, check=True, capture_output=True, text=True)

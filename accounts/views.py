@@ -7,13 +7,13 @@ from rest_framework import status
 from rest_framework.response import Response
 from solders.pubkey import Pubkey
 
+from ledger_project.api.envelope import validated
 from ledger_project.api.errors import LedgerError
 from ledger_project.api.idempotency import idempotent
 from ledger_project.api.viewsets import TenantScopedViewSet
 from transactions.chain.rpc import rpc_for
 from transactions.responses import attach_wait
 from transactions.serializers import TransactionResultOutput
-from transactions.views import validated
 
 from . import render, selectors, services
 from .lookup import OffPlatform, resolve_account, resolve_own_account

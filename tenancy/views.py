@@ -13,7 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from ledger_project.api.clusters import configured_clusters
-from ledger_project.api.errors import ValidationFailed, flatten_validation
+from ledger_project.api.envelope import validated
 from ledger_project.api.viewsets import TenantScopedViewSet
 
 from . import services
@@ -52,10 +52,8 @@ class AccessTokenView(APIView):
         data = {**_basic_credentials(request), **{k: v for k, v in dict(request.data).items()}}
         # Form bodies arrive as lists of values.
         data = {k: (v[0] if isinstance(v, list) and len(v) == 1 else v) for k, v in data.items()}
-        serializer = AccessTokenInput(data=data)
-        if not serializer.is_valid():
-            raise ValidationFailed(flatten_validation(serializer.errors))
-        token = services.access_token_issue(client_id=serializer.validated_data["client_id"], client_secret=serializer.validated_data["client_secret"])
+        credentials = validated(AccessTokenInput, data)
+        token = services.access_token_issue(client_id=credentials["client_id"], client_secret=credentials["client_secret"])
         response = Response(token)
         response["Cache-Control"] = "no-store"
         return response
@@ -78,9 +76,7 @@ class WhoAmIViewSet(TenantScopedViewSet):
         return self._whoami(request)
 
     def _whoami(self, request):
-        serializer = WhoAmIInput(data=request.data if request.method == "POST" else {})
-        if not serializer.is_valid():
-            raise ValidationFailed(flatten_validation(serializer.errors))
+        validated(WhoAmIInput, request if request.method == "POST" else {})
         key = self.api_key
         limit = key.rate_limit_per_minute if key.rate_limit_per_minute is not None else settings.LEDGER_RATE_LIMIT_PER_MINUTE
         payload = {

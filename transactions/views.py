@@ -5,19 +5,12 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
-from ledger_project.api.errors import ValidationFailed, flatten_validation
+from ledger_project.api.envelope import validated
 from ledger_project.api.viewsets import TenantScopedViewSet
 
 from . import selectors
 from .models import Transaction
 from .serializers import TransactionResultOutput, TransactionStatusInput
-
-
-def validated(serializer_class, request):
-    serializer = serializer_class(data=request.data)
-    if not serializer.is_valid():
-        raise ValidationFailed(flatten_validation(serializer.errors))
-    return serializer.validated_data
 
 
 class TransactionViewSet(TenantScopedViewSet):

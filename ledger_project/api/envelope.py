@@ -143,3 +143,15 @@ class TransactionEnvelopeSerializer(EnvelopeSerializer):
     """Envelope of operations that build a network transaction."""
 
     svmTransactionConfig = SvmTransactionConfigSerializer(required=False, allow_null=True)
+
+
+def validated(serializer_class, request_or_data) -> dict:
+    """Validate a request body (or a dict) with ``serializer_class``; 400 naming every bad
+    field otherwise."""
+    from ledger_project.api.errors import ValidationFailed, flatten_validation
+
+    data = request_or_data.data if hasattr(request_or_data, "data") else request_or_data
+    serializer = serializer_class(data=data)
+    if not serializer.is_valid():
+        raise ValidationFailed(flatten_validation(serializer.errors))
+    return serializer.validated_data

@@ -9,8 +9,8 @@ from django.urls import include, path
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
-from ledger_project.api.envelope import EnvelopeSerializer, StrictCharField, StrictIntegerField, StrictSerializer
-from ledger_project.api.errors import ConflictError, ValidationFailed, flatten_validation
+from ledger_project.api.envelope import EnvelopeSerializer, StrictCharField, StrictIntegerField, StrictSerializer, validated
+from ledger_project.api.errors import ConflictError
 from ledger_project.api.idempotency import idempotent
 from ledger_project.api.viewsets import TenantScopedViewSet
 from ledger_project.urls import urlpatterns as real_urlpatterns
@@ -31,10 +31,7 @@ class ProbeInput(EnvelopeSerializer):
 class ProbeViewSet(TenantScopedViewSet):
     @idempotent
     def create(self, request):
-        serializer = ProbeInput(data=request.data)
-        if not serializer.is_valid():
-            raise ValidationFailed(flatten_validation(serializer.errors))
-        external_id = serializer.validated_data["itemData"]["externalId"]
+        external_id = validated(ProbeInput, request)["itemData"]["externalId"]
         if TenantOrganization.objects.filter(external_id=external_id).exists():
             raise ConflictError("exists", field="itemData.externalId")
         org = TenantOrganization.objects.create(external_id=external_id, name="probe")

@@ -12,11 +12,10 @@ from ledger_project.api.errors import LedgerError
 from ledger_project.api.idempotency import idempotent
 from ledger_project.api.viewsets import TenantScopedViewSet
 from transactions.chain.rpc import rpc_for
-from transactions.responses import attach_wait
-from transactions.serializers import TransactionResultOutput
+from transactions.responses import mutation_response
 
 from . import render, selectors, services
-from .lookup import OffPlatform, resolve_account, resolve_own_account
+from .lookup import resolve_account, resolve_own_account
 from .models import Account
 from .serializers import (
     AccountOutput,
@@ -45,10 +44,6 @@ def _ids(account: Account) -> dict:
     return {"onchainId": account.address, "offchainId": str(account.offchain_id)}
 
 
-def _tx(tx) -> dict | None:
-    return TransactionResultOutput(tx).data if tx is not None else None
-
-
 class AccountViewSet(TenantScopedViewSet):
     model = Account
 
@@ -57,10 +52,7 @@ class AccountViewSet(TenantScopedViewSet):
     def create(self, request):
         body = validated(CreateAccountInput, request)
         result = services.account_create(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, data=body["itemData"], svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id)
-        response = Response({"newAccount": _ids(result.account), "svmTransaction": _tx(result.transaction)}, status=status.HTTP_201_CREATED)
-        if result.transaction is not None:
-            attach_wait(response, request, result.transaction, _tx, path=("svmTransaction",))
-        return response
+        return mutation_response(request, "newAccount", _ids(result.account), result.transaction, status=status.HTTP_201_CREATED)
 
     @extend_schema(operation_id="fetchAccountDetails", summary="Fetch Account Details", description="Creates no transaction.", request=LookupInput, responses={200: AccountOutput}, parameters=[CLUSTER], tags=TAG)
     def details(self, request):
@@ -119,10 +111,7 @@ class AccountViewSet(TenantScopedViewSet):
         if data.get("refundDestination"):
             refund = resolve_account(self.tenant, self.cluster, data["refundDestination"], field="itemData.refundDestination", allow_off_platform=True)
         result = services.account_inactivate(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, account=account, refund_to=refund, svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id)
-        response = Response({"inactivatedAccount": _ids(result.account), "svmTransaction": _tx(result.transaction)})
-        if result.transaction is not None:
-            attach_wait(response, request, result.transaction, _tx, path=("svmTransaction",))
-        return response
+        return mutation_response(request, "inactivatedAccount", _ids(result.account), result.transaction)
 
     @extend_schema(operation_id="fetchAccountTenantInfo", summary="Fetch Account Tenant Info", description="Creates no transaction. Which organization owns an account you can see.", request=LookupInput, responses={200: TenantInfoOutput}, parameters=[CLUSTER], tags=TAG)
     def tenant_info(self, request):
@@ -137,5 +126,3 @@ class AccountViewSet(TenantScopedViewSet):
             "isOwnOrganization": account.tenant_id == self.tenant.pk,
         })
 
-
-__all__ = ["AccountViewSet", "OffPlatform"]

@@ -52,7 +52,3 @@ def apply_failure(tx) -> None:
     handler = _FAILURE_HANDLERS.get(tx.operation)
     if handler is not None:
         handler(tx)
-
-
-def registered() -> frozenset[str]:
-    return frozenset(_HANDLERS)

@@ -64,3 +64,20 @@ def attach_wait(response, request, tx: Transaction, render, *, path: tuple[str, 
             node[path[-1]] = fresh
 
     response.after_commit = refresh
+
+
+def transaction_result(tx) -> dict | None:
+    from .serializers import TransactionResultOutput
+
+    return TransactionResultOutput(tx).data if tx is not None else None
+
+
+def mutation_response(request, name: str, identifiers: dict, tx, *, status: int = 200):
+    """The spec's mutating answer: ``{<name>: {onchainId, offchainId}, svmTransaction}``,
+    waiting after commit when the request asks ``?wait=`` (and there is a transaction)."""
+    from rest_framework.response import Response
+
+    response = Response({name: identifiers, "svmTransaction": transaction_result(tx)}, status=status)
+    if tx is not None:
+        attach_wait(response, request, tx, transaction_result, path=("svmTransaction",))
+    return response

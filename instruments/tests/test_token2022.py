@@ -7,7 +7,6 @@ and checks the decoded configuration and that its size equals the calculator's.
 from __future__ import annotations
 
 import itertools
-import struct
 
 import pytest
 from solana.rpc.core import RPCException
@@ -174,7 +173,6 @@ def test_pause_blocks_transfers_and_resume_allows_them(chain, payer):
 
 
 def test_set_authority_for_mint_authorities(chain, payer):
-    closer = Keypair()
     mint = make_mint(chain, payer, {ExtensionType.MINT_CLOSE_AUTHORITY, ExtensionType.PAUSABLE},
                      lambda m: [t22.initialize_mint_close_authority(mint=m, close_authority=payer.pubkey()), t22.initialize_pausable(mint=m, authority=payer.pubkey())], freeze=payer.pubkey())
     new = Keypair().pubkey()

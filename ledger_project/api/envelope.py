@@ -61,12 +61,6 @@ class EnvelopeSerializer(StrictSerializer):
     tenancyConfig = TenancyConfigSerializer(required=False, allow_null=True)
 
 
-class IdentifiersSerializer(serializers.Serializer):
-    """``{onchainId, offchainId}`` as mutating responses name a record."""
-
-    onchainId = StrictCharField(allow_null=True)
-    offchainId = serializers.UUIDField()
-
 
 class AddressField(StrictCharField):
     """A base58 network address (32-byte public key)."""

@@ -9,7 +9,7 @@ from django.core import signing
 from conftest import assert_error, make_client
 from tenancy import services
 from tenancy.roles import Role
-from tenancy.tests.factories import TenantFactory, issue_key
+from tenancy.tests.factories import issue_key
 
 WHOAMI = "/api/v1/auth/whoami"
 TOKEN = "/api/v1/auth/token"

@@ -5,7 +5,7 @@ the envelope and error handling can be tested before every area has its own endp
 It exists only in tests.
 """
 
-from django.urls import include, path
+from django.urls import path
 from rest_framework import serializers, status
 from rest_framework.response import Response
 

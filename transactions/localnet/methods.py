@@ -11,7 +11,7 @@ from solders.transaction import VersionedTransaction
 from ledger_project.base58 import b58decode, b58encode
 
 from . import tokens
-from .node import FINALIZED_DEPTH, LAMPORTS_PER_SIGNATURE, MAX_PROCESSING_AGE, Node, RpcError
+from .node import Node, RpcError
 
 VERSION = {"solana-core": "2.2.0", "feature-set": 3294202862}
 SLOTS_PER_EPOCH = 432_000
@@ -341,5 +341,3 @@ def _ui_transaction(tx: VersionedTransaction) -> dict:
         ui["addressTableLookups"] = [{"accountKey": str(lk.account_key), "writableIndexes": list(lk.writable_indexes), "readonlyIndexes": list(lk.readonly_indexes)} for lk in message.address_table_lookups]
     return {"signatures": [str(s) for s in tx.signatures], "message": ui}
 
-
-__all__ = ["Methods", "FINALIZED_DEPTH", "LAMPORTS_PER_SIGNATURE", "MAX_PROCESSING_AGE"]

@@ -13,7 +13,7 @@ import secrets
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from solders.account import Account
@@ -58,7 +58,6 @@ class Outcome:
     logs: list[str]
     units: int
     return_data: object = None
-    accounts_after: dict = field(default_factory=dict)
 
 
 def err_json(err) -> object:
@@ -108,7 +107,7 @@ class Node:
             store.meta_set("blockhash_generation", "0")
             for runtime in self.runtimes:
                 runtime.set_account(faucet.pubkey(), Account(FAUCET_LAMPORTS, b"", SYSTEM_PROGRAM, False, 0))
-            store.commit_transaction(accounts=[StoredAccount(str(faucet.pubkey()), FAUCET_LAMPORTS, str(SYSTEM_PROGRAM), False, 0, b"")], deleted=[], tx=None, addresses=[], slot=0)
+            store.commit_transaction(accounts=[StoredAccount(str(faucet.pubkey()), FAUCET_LAMPORTS, str(SYSTEM_PROGRAM), False, 0, b"")], deleted=[], tx=None, addresses=[])
         self.genesis_hash = genesis
         self.faucet = Keypair.from_base58_string(store.meta_get("faucet"))
         for acc in store.accounts():
@@ -228,7 +227,7 @@ class Node:
                     price = int.from_bytes(data[1:9], "little")
         return LAMPORTS_PER_SIGNATURE * message.header.num_required_signatures, price
 
-    def execute(self, raw: bytes, *, preflight: bool, record_failure: bool = True) -> Outcome:
+    def execute(self, raw: bytes, *, preflight: bool) -> Outcome:
         """Run one transaction. With preflight a failing transaction changes nothing and
         raises the -32002 preflight error; without it a failure is recorded (fee paid)."""
         try:
@@ -259,8 +258,6 @@ class Node:
                 if err == "SignatureFailure":
                     raise RpcError(-32003, "Transaction signature verification failure")
                 raise RpcError(-32002, f"Transaction simulation failed: {_describe(err)}", {"err": err, "logs": logs, "accounts": None, "unitsConsumed": units, "returnData": None})
-            if failed and not record_failure:
-                return Outcome(signature, self.slot, err, logs, units)
             outcome = self._record(runtime, tx, raw, signature, keys, writable, loaded, before, err, logs, units, meta)
             if not self.defer_commits:
                 self.commits.flush()
@@ -313,7 +310,7 @@ class Node:
         self.transaction_count += 1
         if price:
             self.fees.append((self.slot, price, frozenset(str(k) for k, w in zip(keys, writable) if w)))
-        return Outcome(signature, self.slot, err, logs, units, accounts_after=after)
+        return Outcome(signature, self.slot, err, logs, units)
 
     def simulate(self, raw: bytes, *, sig_verify: bool, replace_blockhash: bool) -> dict:
         try:

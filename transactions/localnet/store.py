@@ -131,7 +131,7 @@ class Store:
             conn.execute("ROLLBACK")
             raise
 
-    def commit_transaction(self, *, accounts: Iterable[StoredAccount], deleted: Iterable[str], tx: StoredTransaction | None, addresses: Iterable[str], slot: int) -> None:
+    def commit_transaction(self, *, accounts: Iterable[StoredAccount], deleted: Iterable[str], tx: StoredTransaction | None, addresses: Iterable[str]) -> None:
         self.commit_batch([PendingWrite(list(accounts), list(deleted), tx, list(addresses))])
 
     @staticmethod

@@ -9,7 +9,7 @@ from solders.keypair import Keypair
 from solders.pubkey import Pubkey
 from solders.signature import Signature
 from solders.system_program import TransferParams, transfer
-from spl.token.instructions import TransferCheckedParams, get_associated_token_address, transfer_checked
+from spl.token.instructions import TransferCheckedParams, transfer_checked
 
 from accounts.custody import managed_key_import
 from ledger_project.api.errors import LedgerError

@@ -1,7 +1,6 @@
 """The local node through an unmodified SDK (solana-py Client), as a user would call it."""
 
 import json
-import time
 import urllib.request
 
 import pytest
@@ -11,7 +10,7 @@ from solana.rpc.types import MemcmpOpts, TokenAccountOpts, TxOpts
 from solders.address_lookup_table_account import AddressLookupTable, AddressLookupTableAccount
 from solders.hash import Hash
 from solders.keypair import Keypair
-from solders.message import Message, MessageV0
+from solders.message import Message
 from solders.system_program import AdvanceNonceAccountParams, TransferParams, advance_nonce_account, transfer
 from solders.transaction import VersionedTransaction
 from spl.token.constants import TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db import models
 from django.db.models import Q
 
+from ledger_project.fields import JSONField
 from tenancy.scoping import TenantOwnedModel
 
 
@@ -115,13 +116,13 @@ class Account(TenantOwnedModel):
     shared_across_tenants = models.BooleanField(default=False)
     was_onchain_already = models.BooleanField(default=False)
     can_pay_fees = models.BooleanField(default=False)
-    private_key_location = models.JSONField(default=list, blank=True)
-    orgs_allowed_to_sign = models.JSONField(default=list, blank=True)
-    global_fee_payer_for_orgs = models.JSONField(default=list, blank=True)
-    network_currency_debit_api_keys = models.JSONField(default=list, blank=True)
-    token_debit_api_keys = models.JSONField(default=list, blank=True)
-    network_currency_debit_limits = models.JSONField(null=True, blank=True)
-    token_debit_limits = models.JSONField(null=True, blank=True)
+    private_key_location = JSONField(default=list, blank=True)
+    orgs_allowed_to_sign = JSONField(default=list, blank=True)
+    global_fee_payer_for_orgs = JSONField(default=list, blank=True)
+    network_currency_debit_api_keys = JSONField(default=list, blank=True)
+    token_debit_api_keys = JSONField(default=list, blank=True)
+    network_currency_debit_limits = JSONField(null=True, blank=True)
+    token_debit_limits = JSONField(null=True, blank=True)
     data_length = models.PositiveIntegerField(default=0)
     lamports_balance = models.DecimalField(max_digits=20, decimal_places=0, default=0)
     token_balance = models.DecimalField(max_digits=20, decimal_places=0, null=True, blank=True)
@@ -134,7 +135,8 @@ class Account(TenantOwnedModel):
     class Meta:
         ordering = ["-pk"]
         indexes = [
-            models.Index(fields=["tenant", "cluster", "type", "-id"], name="acct_tenant_type"),
+            # Covers the common filters so page totals count from the index alone.
+            models.Index(fields=["tenant", "cluster", "type", "-id"], include=["managed", "status"], name="acct_tenant_type"),
             models.Index(fields=["tenant", "-creation_transaction_at"], name="acct_tenant_created"),
             models.Index(fields=["tenant", "-last_transaction_at"], name="acct_tenant_lasttx"),
             models.Index(fields=["address", "cluster"], name="acct_address_cluster"),

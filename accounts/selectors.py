@@ -76,8 +76,8 @@ DISPLAY_COLUMNS = (
 
 
 def account_list(*, tenant, cluster: str, item_query: dict | None) -> tuple[list[SimpleNamespace], int]:
-    queryset = for_display(Account.objects.for_tenant(tenant).filter(cluster=cluster))
-    page, count = apply_item_query(queryset, item_query, ACCOUNT_QUERY)
+    queryset = Account.objects.for_tenant(tenant).filter(cluster=cluster)
+    page, count = apply_item_query(queryset, item_query, ACCOUNT_QUERY, present=for_display)
     return [SimpleNamespace(**row) for row in page.values(*DISPLAY_COLUMNS)], count
 
 

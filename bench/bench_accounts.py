@@ -27,7 +27,6 @@ from transactions.localnet.testing import free_port  # noqa: E402
 ACCOUNTS = int(os.environ.get("BENCH_ACCOUNTS", "200000"))
 TENANTS = 20
 CONCURRENCY = 8
-GUNICORN = f"{os.environ.get('GUNICORN_WORKERS', 'auto')} workers x {os.environ.get('GUNICORN_THREADS', 'auto')} threads"
 DURATION = 8.0
 PAGE_QUERY = {"itemQuery": {"limit": 100, "filter": [
     {"fieldName": "type", "operator": "AND", "filterValues": [{"dataType": "TEXT", "filterType": "EQUALS", "valueString": "ASSETS_WALLET"}]},
@@ -138,6 +137,32 @@ def _lua_page(secret: str) -> str:
     return f'wrk.method = "POST"\nwrk.body = "{body}"\nwrk.headers["Content-Type"] = "application/json"\nwrk.headers["Authorization"] = "Bearer {secret}"\n'
 
 
+def _server_label(env: dict) -> str:
+    import multiprocessing
+
+    workers = env.get("GUNICORN_WORKERS") or multiprocessing.cpu_count() * 2
+    return f"gunicorn {workers} workers x {env.get('GUNICORN_THREADS') or 2} threads"
+
+
+def measure(port: int, data: dict, tenants: list, common: dict, sql_ms: float) -> None:
+    def details(rnd):
+        tenant = rnd.choice(tenants)
+        body = json.dumps({"itemData": {"onchainId": rnd.choice(data["addresses"][tenant])}})
+        return "POST", "/api/v1/accounts/single", body, {"Authorization": f"Bearer {data['keys'][tenant]}", "Content-Type": "application/json"}
+
+    def page(rnd):
+        tenant = rnd.choice(tenants)
+        return "POST", "/api/v1/accounts/bulk/detailed", json.dumps(PAGE_QUERY), {"Authorization": f"Bearer {data['keys'][tenant]}", "Content-Type": "application/json"}
+
+    wait_until_up(port, details(random.Random(0)))
+    load(port, details, CONCURRENCY, 2.0)  # warm-up: connections, caches, prepared statements
+    fetch = wrk_load(port, _lua_details(data), "/api/v1/accounts/single", CONCURRENCY, DURATION) or {"load_generator": "python", **load(port, details, CONCURRENCY, DURATION)}
+    bulk = wrk_load(port, _lua_page(data["keys"][tenants[0]]), "/api/v1/accounts/bulk/detailed", CONCURRENCY, DURATION) or {"load_generator": "python", **load(port, page, CONCURRENCY, DURATION)}
+    common = {"accounts": ACCOUNTS, "tenants": TENANTS, "concurrency": CONCURRENCY, "database": "postgresql", **common}
+    print(json.dumps({"bench": "accounts_fetch_details", **common, **fetch, "target_p99_ms": 15}), flush=True)
+    print(json.dumps({"bench": "accounts_bulk_page_100", **common, **bulk, "target_p50_ms": 50, "raw_sql_p50_ms": round(sql_ms, 2)}), flush=True)
+
+
 def main() -> None:
     base = urlparse(server_url())
     name = f"ledger_bench_{uuid.uuid4().hex[:8]}"
@@ -146,40 +171,29 @@ def main() -> None:
     subprocess.run(["psql", admin_url, "-q", "-c", f"CREATE DATABASE {name}"], check=True)
     env = {**os.environ, "DATABASE_URL": db_url, "LOG_LEVEL": "WARNING", "DJANGO_SETTINGS_MODULE": "ledger_project.settings"}
     env.pop("REDIS_URL", None)
-    server = None
     try:
         subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v0"], cwd=ROOT, env=env, check=True)
         started = time.perf_counter()
         data = seed(env)
         seed_seconds = time.perf_counter() - started
-        # A bulk load leaves no planner statistics; a live database has them.
-        subprocess.run(["psql", db_url, "-q", "-c", "ANALYZE"], check=True)
-        port = free_port()
-        server = subprocess.Popen([sys.executable, "-m", "gunicorn", "ledger_project.wsgi", "--config", "gunicorn.conf.py", "--bind", f"127.0.0.1:{port}", "--log-level", "warning"],
-                                  cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        # A bulk load leaves no planner statistics or visibility map; a live database has both (autovacuum).
+        subprocess.run(["psql", db_url, "-q", "-c", "VACUUM ANALYZE"], check=True)
         tenants = list(data["keys"])
-
-        def details(rnd):
-            tenant = rnd.choice(tenants)
-            body = json.dumps({"itemData": {"onchainId": rnd.choice(data["addresses"][tenant])}})
-            return "POST", "/api/v1/accounts/single", body, {"Authorization": f"Bearer {data['keys'][tenant]}", "Content-Type": "application/json"}
-
-        def page(rnd):
-            tenant = rnd.choice(tenants)
-            return "POST", "/api/v1/accounts/bulk/detailed", json.dumps(PAGE_QUERY), {"Authorization": f"Bearer {data['keys'][tenant]}", "Content-Type": "application/json"}
-
-        wait_until_up(port, details(random.Random(0)))
-        load(port, details, CONCURRENCY, 2.0)  # warm-up: connections, caches, prepared statements
-        fetch = wrk_load(port, _lua_details(data), "/api/v1/accounts/single", CONCURRENCY, DURATION) or {"load_generator": "python", **load(port, details, CONCURRENCY, DURATION)}
-        bulk = wrk_load(port, _lua_page(data["keys"][tenants[0]]), "/api/v1/accounts/bulk/detailed", CONCURRENCY, DURATION) or {"load_generator": "python", **load(port, page, CONCURRENCY, DURATION)}
         sql_ms = raw_sql_ms(env, tenants[0])
-        common = {"accounts": ACCOUNTS, "tenants": TENANTS, "concurrency": CONCURRENCY, "database": "postgresql", "server": f"gunicorn {GUNICORN}", "seed_seconds": round(seed_seconds, 1)}
-        print(json.dumps({"bench": "accounts_fetch_details", **common, **fetch, "target_p99_ms": 15}))
-        print(json.dumps({"bench": "accounts_bulk_page_100", **common, **bulk, "target_p50_ms": 50, "raw_sql_p50_ms": round(sql_ms, 2)}))
+        # BENCH_SERVER_CONFIGS="4x2,8x1" compares gunicorn workers x threads in one run.
+        for config in (os.environ.get("BENCH_SERVER_CONFIGS") or "default").split(","):
+            server_env = dict(env)
+            if config != "default":
+                server_env["GUNICORN_WORKERS"], server_env["GUNICORN_THREADS"] = config.split("x")
+            port = free_port()
+            server = subprocess.Popen([sys.executable, "-m", "gunicorn", "ledger_project.wsgi", "--config", "gunicorn.conf.py", "--bind", f"127.0.0.1:{port}", "--log-level", "warning"],
+                                      cwd=ROOT, env=server_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                measure(port, data, tenants, {"seed_seconds": round(seed_seconds, 1), "server": _server_label(server_env)}, sql_ms)
+            finally:
+                server.terminate()
+                server.wait(10)
     finally:
-        if server is not None:
-            server.terminate()
-            server.wait(10)
         subprocess.run(["psql", admin_url, "-q", "-c", f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"], check=False)
 
 

@@ -168,8 +168,11 @@ def _field(spec: QuerySpec, name: str, where: str) -> QueryField:
     return qf
 
 
-def apply_item_query(queryset: QuerySet, item_query: dict | None, spec: QuerySpec, *, prefix: str = "itemQuery") -> tuple[QuerySet, int]:
-    """The page of ``queryset`` the itemQuery asks for, and the total count of matches."""
+def apply_item_query(queryset: QuerySet, item_query: dict | None, spec: QuerySpec, *, prefix: str = "itemQuery", present=None) -> tuple[QuerySet, int]:
+    """The page of ``queryset`` the itemQuery asks for, and the total count of matches.
+
+    ``present`` (queryset → queryset) adds what only the page needs, such as joined display
+    columns: the count runs without it, so it scans no joins it does not filter on."""
     item_query = item_query or {}
     for i, flt in enumerate(item_query.get("filter") or []):
         where = f"{prefix}.filter[{i}]"
@@ -195,4 +198,6 @@ def apply_item_query(queryset: QuerySet, item_query: dict | None, spec: QuerySpe
         raise _bad(f"limit may be at most {spec.max_limit}.", f"{prefix}.limit", "OUT_OF_RANGE")
     skip = item_query.get("skip") or 0
     count = queryset.count()
+    if present is not None:
+        queryset = present(queryset)
     return queryset.order_by(*order)[skip: skip + limit], count

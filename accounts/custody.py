@@ -264,3 +264,24 @@ def master_key_rotate(*, new_key: bytes | None = None) -> tuple[int, str]:
     if not settings.LEDGER_MASTER_KEY:
         _write_private_file(Path(settings.LEDGER_MASTER_KEY_FILE), encode_master_key(current) + "\n")
     return count, current_id
+
+
+# --- other secrets (webhook credentials) --------------------------------------------------
+
+_SECRET_AAD = b"ledger-secret-v1:"
+
+
+def secret_seal(*, value: str, purpose: str) -> dict:
+    """Encrypt a non-key secret (a webhook API key, an OAuth client secret) under the
+    current master key; ``purpose`` binds the ciphertext to where it is stored."""
+    master = keyring()[0]
+    nonce = secrets.token_bytes(12)
+    ciphertext = AESGCM(master).encrypt(nonce, value.encode(), _SECRET_AAD + purpose.encode())
+    return {"kid": master_key_id(master), "nonce": nonce.hex(), "ciphertext": ciphertext.hex()}
+
+
+def secret_open(*, sealed: dict, purpose: str) -> str:
+    try:
+        return AESGCM(_master_by_id(sealed["kid"])).decrypt(bytes.fromhex(sealed["nonce"]), bytes.fromhex(sealed["ciphertext"]), _SECRET_AAD + purpose.encode()).decode()
+    except (InvalidTag, KeyError, ValueError):
+        raise CustodyError("A stored secret does not decrypt: it was altered or moved.")

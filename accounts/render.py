@@ -12,11 +12,11 @@ import uuid
 from .limits import effective_limits
 
 
-def _ts(value):
+def timestamp_text(value):
     return value.isoformat(timespec="milliseconds").replace("+00:00", "Z") if value else None
 
 
-def _uuid(value) -> str | None:
+def uuid_text(value) -> str | None:
     # Raw rows carry UUIDs as the backend gives them (SQLite: 32 hex digits).
     return str(uuid.UUID(str(value))) if value else None
 
@@ -32,9 +32,9 @@ def account_detailed(a) -> dict:
         "onchain": {
             "id": a.address,
             "lastTransactionId": last_sig,
-            "lastTransactionAt": _ts(a.last_transaction_at),
+            "lastTransactionAt": timestamp_text(a.last_transaction_at),
             "creationTransactionId": creation_sig,
-            "creationTransactionAt": _ts(a.creation_transaction_at),
+            "creationTransactionAt": timestamp_text(a.creation_transaction_at),
         },
         "offchain": {
             "id": str(a.offchain_id),
@@ -47,8 +47,8 @@ def account_detailed(a) -> dict:
             "lamportsBalance": int(a.lamports_balance),
             "tokenBalance": _opt_int(a.token_balance),
             "tokenDecimals": a.token_decimals,
-            "lastTransactionId": _uuid(last_id),
-            "creationTransactionId": _uuid(creation_id),
+            "lastTransactionId": uuid_text(last_id),
+            "creationTransactionId": uuid_text(creation_id),
         },
         "managed": a.managed,
         "status": a.status,

@@ -48,17 +48,17 @@ def _check_debit_settings(api_key, data: dict, account_type: str, prefix: str) -
             raise LedgerError(f"{name} apply only to WALLET, ASSETS_WALLET, CURRENCIES_WALLET and DEFI_SETTLEMENT_WALLET accounts.", field=f"{prefix}.{name}", code="LIMITS_NOT_APPLICABLE")
 
 
-def _conflicts(tenant, cluster: str, address: str, refs: dict, exclude_pk=None) -> None:
+def _conflicts(tenant, cluster: str, address: str, refs: dict, exclude_pk=None, prefix: str = "itemData") -> None:
     queryset = Account.objects.for_tenant(tenant).filter(cluster=cluster)
     if exclude_pk:
         queryset = queryset.exclude(pk=exclude_pk)
     if address and queryset.filter(address=address).exists():
-        raise ConflictError("An account with this onchainId is already recorded.", field="itemData.onchainId", code="DUPLICATE_ACCOUNT")
+        raise ConflictError("An account with this onchainId is already recorded.", field=f"{prefix}.onchainId", code="DUPLICATE_ACCOUNT")
     for key, column in (("code", "code"), ("alId", "al_id")):
         if refs.get(key) and queryset.filter(**{column: refs[key]}).exists():
-            raise ConflictError(f"An account with this {key} already exists.", field=f"itemData.offchainReferences.{key}", code="DUPLICATE_REFERENCE")
+            raise ConflictError(f"An account with this {key} already exists.", field=f"{prefix}.offchainReferences.{key}", code="DUPLICATE_REFERENCE")
     if refs.get("accountNumber") and queryset.filter(account_number=refs["accountNumber"], organization_external_id=refs.get("organizationExternalId") or "").exists():
-        raise ConflictError("An account with this accountNumber already exists.", field="itemData.offchainReferences.accountNumber", code="DUPLICATE_REFERENCE")
+        raise ConflictError("An account with this accountNumber already exists.", field=f"{prefix}.offchainReferences.accountNumber", code="DUPLICATE_REFERENCE")
 
 
 def _managed_key(data: dict, prefix: str):
@@ -79,11 +79,14 @@ def _managed_key(data: dict, prefix: str):
     return custody.managed_key_generate(location=location)
 
 
-def account_create(*, tenant, cluster: str, api_key, data: dict, svm_config: dict | None = None, request_id=None) -> AccountResult:
-    """Create Account (spec, Blockchain accounts 1)."""
-    prefix = "itemData"
+def account_record(*, tenant, cluster: str, api_key, data: dict, prefix: str = "itemData", default_type: str = AccountType.WALLET, allowed_types=None) -> Account:
+    """Validate a New account definition and save its record (no transaction): the key is
+    generated or imported, onboarding checks the network. Shared by Create Account and the
+    areas whose records are accounts too (a financial instrument's mint)."""
     refs = data.get("offchainReferences") or {}
-    account_type = refs.get("type") or AccountType.WALLET
+    account_type = refs.get("type") or default_type
+    if allowed_types is not None and account_type not in allowed_types:
+        raise LedgerError(f"type must be one of {', '.join(sorted(allowed_types))} here.", field=f"{prefix}.offchainReferences.type", code="INVALID_ACCOUNT_TYPE")
     if account_type in SPECIALIZED_TYPES:
         raise LedgerError(f"{account_type} accounts are created with {_SPECIALIZED_ENDPOINT[account_type]}.", field=f"{prefix}.offchainReferences.type", code="USE_SPECIALIZED_ENDPOINT")
     _check_debit_settings(api_key, data, account_type, prefix)
@@ -103,16 +106,15 @@ def account_create(*, tenant, cluster: str, api_key, data: dict, svm_config: dic
         raise LedgerError("tokenVersion applies to mint accounts (FUNDS_TOKEN, ASSET_TOKEN, CURRENCY_TOKEN).", field=f"{prefix}.tokenVersion", code="INVALID")
 
     address_hint = data.get("onchainId") or (data.get("privateKeyDetails") or {}).get("publickKey") or ""
-    _conflicts(tenant, cluster, address_hint, refs)
+    _conflicts(tenant, cluster, address_hint, refs, prefix=prefix)
     key = _managed_key(data, prefix) if managed else None
     address = key.public_key if key else data["onchainId"]
     if key is not None:
-        _conflicts(tenant, cluster, address, {})
-    rpc = rpc_for(cluster)
+        _conflicts(tenant, cluster, address, {}, prefix=prefix)
 
     onchain = None
     if already and not data.get("skipBlockchainExistenceVerification"):
-        onchain = rpc.account(Pubkey.from_string(address))
+        onchain = rpc_for(cluster).account(Pubkey.from_string(address))
         if onchain is None:
             raise LedgerError("No such account on the network; create it instead, or set skipBlockchainExistenceVerification.", field=f"{prefix}.onchainId", code="ACCOUNT_NOT_ONCHAIN")
 
@@ -129,6 +131,21 @@ def account_create(*, tenant, cluster: str, api_key, data: dict, svm_config: dic
         token_debit_limits=normalize(data["tokenDebitLimits"]) if data.get("tokenDebitLimits") is not None else None,
         data_length=data_length, lamports_balance=onchain.lamports if onchain else 0, can_pay_fees=managed,
     )
+    try:
+        with transaction.atomic():
+            account.save()
+    except IntegrityError:
+        raise ConflictError("An account with this onchainId or reference already exists.", field=f"{prefix}.onchainId", code="DUPLICATE_ACCOUNT")
+    return account
+
+
+def account_create(*, tenant, cluster: str, api_key, data: dict, svm_config: dict | None = None, request_id=None) -> AccountResult:
+    """Create Account (spec, Blockchain accounts 1)."""
+    prefix = "itemData"
+    account = account_record(tenant=tenant, cluster=cluster, api_key=api_key, data=data, prefix=prefix)
+    account_type, address = account.type, account.address
+    already, seed, data_length = data.get("alreadyOnchain", False), data.get("seed"), data.get("dataLength") or 0
+    rpc = rpc_for(cluster)
 
     instructions = []
     if not already:
@@ -144,11 +161,6 @@ def account_create(*, tenant, cluster: str, api_key, data: dict, svm_config: dic
             if seed < minimum:
                 raise LedgerError(f"A new account needs at least {minimum} lamports to be rent exempt.", field=f"{prefix}.seed", code="SEED_BELOW_RENT")
             instructions.append(("transfer", seed, None))
-    try:
-        with transaction.atomic():
-            account.save()
-    except IntegrityError:
-        raise ConflictError("An account with this onchainId or reference already exists.", field=f"{prefix}.onchainId", code="DUPLICATE_ACCOUNT")
 
     tx = None
     if instructions:

@@ -8,6 +8,7 @@ api_v1 = [
     path("", include("tenancy.urls")),
     path("", include("transactions.urls")),
     path("", include("accounts.urls")),
+    path("", include("instruments.urls")),
 ]
 
 urlpatterns = [

@@ -11,6 +11,8 @@ from django.urls import get_resolver
 from accounts.models import Account
 from accounts.tests.factories import AccountFactory
 from conftest import assert_error
+from instruments.models import FinancialInstrument
+from instruments.tests.factories import FinancialInstrumentFactory
 
 # (method, path, body builder given a lookup of the target record, or None for no target)
 ENDPOINTS = [
@@ -24,6 +26,15 @@ ENDPOINTS = [
     ("patch", "/api/v1/accounts", lambda lk: {"itemData": {"account": lk, "comments": "x"}}),
     ("patch", "/api/v1/accounts/inactivate", lambda lk: {"itemData": {"account": lk}}),
     ("post", "/api/v1/transactions/single/status", None),
+    ("post", "/api/v1/financial-instruments", None),
+    ("post", "/api/v1/financial-instruments/single", lambda lk: {"itemData": lk}),
+    ("post", "/api/v1/financial-instruments/single/circulating-supply", lambda lk: {"itemData": lk}),
+    ("post", "/api/v1/financial-instruments/bulk/detailed", None),
+    ("patch", "/api/v1/financial-instruments", lambda lk: {"itemData": {"mintAccount": lk, "offchainData": {"description": "x"}}}),
+    ("patch", "/api/v1/financial-instruments/pause", lambda lk: {"itemData": {"financialInstrument": lk}}),
+    ("patch", "/api/v1/financial-instruments/unpause", lambda lk: {"itemData": {"financialInstrument": lk}}),
+    ("patch", "/api/v1/financial-instruments/close", lambda lk: {"itemData": {"financialInstrumentToClose": lk}}),
+    ("post", "/api/v1/financial-instruments/token-extensions-calculator", None),
 ]
 PUBLIC = {"/api/v1/auth/token"}
 
@@ -51,14 +62,18 @@ def test_no_key_is_401(anon, method, path, body):
 @pytest.mark.django_db
 @pytest.mark.parametrize("method, path, body", [e for e in ENDPOINTS if e[2] is not None], ids=[f"{m} {p}" for m, p, b in ENDPOINTS if b is not None])
 def test_other_tenants_record_is_like_missing_and_unchanged(api, other_tenant, localnet_url, method, path, body):
-    theirs = AccountFactory(tenant=other_tenant, comments="theirs")
-    before = Account.objects.values().get(pk=theirs.pk)
+    if "/financial-instruments" in path:
+        theirs = FinancialInstrumentFactory(tenant=other_tenant, comments="theirs")
+        model = FinancialInstrument
+    else:
+        theirs, model = AccountFactory(tenant=other_tenant, comments="theirs"), Account
+    before = model.objects.values().get(pk=theirs.pk)
     hidden = api.call(method, path, body({"offchainId": str(theirs.offchain_id)}))
     missing = api.call(method, path, body({"offchainId": str(uuid.uuid4())}))
     assert hidden.status_code == missing.status_code, (hidden.json(), missing.json())
     assert hidden.status_code in (403, 404)
     assert hidden.json()["errors"] == missing.json()["errors"]
-    assert Account.objects.values().get(pk=theirs.pk) == before
+    assert model.objects.values().get(pk=theirs.pk) == before
 
 
 @pytest.mark.django_db

@@ -170,3 +170,14 @@ def remove_token_metadata_key(*, mint: Pubkey, update_authority: Pubkey, key: st
 def update_token_metadata_authority(*, mint: Pubkey, current_authority: Pubkey, new_authority: Pubkey | None) -> Instruction:
     data = discriminator("spl_token_metadata_interface:update_the_authority") + _nonzero(new_authority)
     return _ix(data, [_w(mint), _signer(current_authority)])
+
+
+# --- closing ------------------------------------------------------------------------------
+
+CLOSE_ACCOUNT = 9
+
+
+def close_account(*, account: Pubkey, destination: Pubkey, authority: Pubkey, program: Pubkey = TOKEN_2022_PROGRAM_ID) -> Instruction:
+    """CloseAccount: a token account, or a Token-2022 mint with MINT_CLOSE_AUTHORITY and
+    supply 0 (the close authority signs); the rent goes to ``destination``."""
+    return _ix(bytes([CLOSE_ACCOUNT]), [_w(account), _w(destination), _signer(authority)], program)

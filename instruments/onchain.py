@@ -1,0 +1,122 @@
+"""The chain's view of a mint, and copying it onto the instrument record.
+
+Onchain fields of a FinancialInstrument (authorities, extensions and their state, token
+metadata, supply) are never edited by the service directly: they are read back from the
+mint account after every confirmed transaction that touches it (instruments/effects.py)
+and when a mint is onboarded.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from django.utils import timezone
+from solders.pubkey import Pubkey
+
+from transactions.chain.rpc import rpc_for
+
+from .models import FinancialInstrument, PositionState, TokenVersion
+from .token2022.constants import TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID, API_EXTENSIONS
+from .token2022.tlv import DecodedMint, decode_mint
+
+PROGRAMS = {TokenVersion.SPL: TOKEN_PROGRAM_ID, TokenVersion.TOKEN_2022: TOKEN_2022_PROGRAM_ID}
+_API_NAME = {ext.name: api for api, ext in API_EXTENSIONS.items()}
+
+
+@dataclass(frozen=True)
+class ChainMint:
+    version: str
+    lamports: int
+    mint: DecodedMint
+
+
+def version_of_owner(owner: Pubkey) -> str | None:
+    return next((v for v, p in PROGRAMS.items() if p == owner), None)
+
+
+def read_mint(cluster: str, address: str) -> ChainMint | None:
+    """The mint as the chain has it; None when the account is absent or not a mint."""
+    account = rpc_for(cluster).account(Pubkey.from_string(address))
+    if account is None:
+        return None
+    version = version_of_owner(account.owner)
+    if version is None:
+        return None
+    try:
+        decoded = decode_mint(bytes(account.data))
+    except ValueError:
+        return None
+    if not decoded.is_initialized:
+        return None
+    return ChainMint(version=version, lamports=account.lamports, mint=decoded)
+
+
+def effective_multiplier(scaled: dict, now: float | None = None) -> float:
+    """The multiplier in force: the new one once its effective timestamp has passed."""
+    now = time.time() if now is None else now
+    if scaled.get("newMultiplierEffectiveTimestamp", 0) <= now:
+        return scaled.get("newMultiplier") or scaled.get("multiplier") or 1.0
+    return scaled.get("multiplier") or 1.0
+
+
+def chain_fields(chain: ChainMint) -> dict:
+    """Model field values the chain determines."""
+    m, ext = chain.mint, chain.mint.extensions
+    metadata = ext.get("TOKEN_METADATA")
+    pointer = ext.get("METADATA_POINTER") or {}
+    scaled = ext.get("SCALED_UI_AMOUNT")
+    hook = ext.get("TRANSFER_HOOK")
+    pausable = ext.get("PAUSABLE")
+    default_state = ext.get("DEFAULT_ACCOUNT_STATE")
+    fields = {
+        "version": chain.version,
+        "decimals": m.decimals,
+        "supply_onchain": m.supply,
+        "data_length": m.data_length,
+        "extensions": sorted(_API_NAME[name] for name in ext if name in _API_NAME),
+        "default_position_state": PositionState.FROZEN if default_state and default_state["state"] == "FROZEN" else PositionState.INITIALIZED,
+        "paused": pausable["paused"] if pausable else None,
+        "scaled_ui_multiplier": effective_multiplier(scaled) if scaled else None,
+        "transfer_hook_program_address": (hook or {}).get("programId") or "",
+        "addresses": {
+            "mint": m.mint_authority,
+            "freeze": m.freeze_authority,
+            "update": (metadata or {}).get("updateAuthority") or pointer.get("authority"),
+            "permanentDelegate": (ext.get("PERMANENT_DELEGATE") or {}).get("delegate"),
+            "closing": (ext.get("MINT_CLOSE_AUTHORITY") or {}).get("closeAuthority"),
+            "pausable": (pausable or {}).get("authority"),
+            "scaledUiAmount": (scaled or {}).get("authority"),
+            "transferHook": (hook or {}).get("authority"),
+            "confidentialTransfer": (ext.get("CONFIDENTIAL_TRANSFER_MINT") or {}).get("authority"),
+        },
+    }
+    if metadata is not None:
+        fields.update(name=metadata["name"], symbol=metadata["symbol"], uri=metadata["uri"], onchain_metadata=dict(metadata["additionalMetadata"]))
+    return fields
+
+
+def apply_chain_state(instrument: FinancialInstrument, chain: ChainMint) -> list[str]:
+    """Copy the chain's state onto ``instrument`` (not saved); returns the changed field names.
+
+    Authorities become FKs when the tenant records the address on this cluster."""
+    from accounts.models import Account
+
+    from .models import authority_column
+
+    values = chain_fields(chain)
+    addresses = values.pop("addresses")
+    known = {a.address: a for a in Account.objects.for_tenant(instrument.tenant).filter(cluster=instrument.cluster, address__in=[a for a in addresses.values() if a] + ([values["transfer_hook_program_address"]] if values["transfer_hook_program_address"] else []))}
+    changed = []
+    for name, value in values.items():
+        setattr(instrument, name, value)
+        changed.append(name)
+    for role, address in addresses.items():
+        column = authority_column(role)
+        setattr(instrument, f"{column}_address", address or "")
+        setattr(instrument, column, known.get(address) if address else None)
+        changed += [f"{column}_address", column]
+    instrument.transfer_hook_program = known.get(values["transfer_hook_program_address"]) if values["transfer_hook_program_address"] else None
+    instrument.synced_at = timezone.now()
+    changed += ["transfer_hook_program", "synced_at"]
+    return changed

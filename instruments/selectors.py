@@ -1,0 +1,102 @@
+"""Reads of the financial instruments area, scoped to the acting tenant."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from django.db.models import F, QuerySet
+
+from accounts.models import Account
+from accounts.selectors import DISPLAY_COLUMNS, for_display
+from ledger_project.api.query import QueryField, QuerySpec, apply_item_query
+
+from .lookup import resolve_instrument
+from .models import AUTHORITY_ROLES, FinancialInstrument, authority_column
+
+_TEXT_NULL = {"nullable": True, "blank_is_null": True}
+
+
+def _authority_fields() -> dict[str, QueryField]:
+    fields = {}
+    for role in AUTHORITY_ROLES:
+        column = authority_column(role)
+        fields[f"{role}AuthorityOnchainId"] = QueryField("ONCHAIN_ADDRESS_ID", f"{column}_address", **_TEXT_NULL)
+        # The spec spells the update role's offchain field "udpate"; kept, with the right spelling as an alias.
+        name = "udpateAuthorityOffchainId" if role == "update" else f"{role}AuthorityOffchainId"
+        fields[name] = QueryField("OFFCHAIN_ID", f"{column}__offchain_id")
+    return fields
+
+
+#: Fetch Financial Instruments fieldNames (spec table; docs/instruments.md): all filter and sort.
+INSTRUMENT_QUERY = QuerySpec(
+    fields={
+        "managed": QueryField("BOOLEAN", "managed"),
+        "version": QueryField("TEXT", "version"),
+        "alId": QueryField("TEXT", "al_id"),
+        "offchainReferenceName": QueryField("TEXT", "mint_account__name", **_TEXT_NULL),
+        "lastTransactionAt": QueryField("TIMESTAMP", "last_transaction_at", nullable=True),
+        "creationTransactionAt": QueryField("TIMESTAMP", "creation_transaction_at", nullable=True),
+        "wasAlreadyOnchain": QueryField("BOOLEAN", "was_onchain_already"),
+        "sharedAccrossTenants": QueryField("BOOLEAN", "shared_across_tenants"),
+        "comments": QueryField("TEXT", "comments", **_TEXT_NULL),
+        "tenantOrganizationId": QueryField("TEXT", "tenant__external_id"),
+        "defaultPositionState": QueryField("TEXT", "default_position_state", nullable=True),
+        "paused": QueryField("BOOLEAN", "paused", nullable=True),
+        "transferHookProgramOnchainId": QueryField("ONCHAIN_ADDRESS_ID", "transfer_hook_program_address", **_TEXT_NULL),
+        "transferHookProgramOffchainId": QueryField("OFFCHAIN_ID", "transfer_hook_program__offchain_id"),
+        **_authority_fields(),
+        # Added (docs/instruments.md): the mint itself, status, symbol.
+        "onchainId": QueryField("ONCHAIN_ADDRESS_ID", "address"),
+        "offchainId": QueryField("OFFCHAIN_ID", "offchain_id"),
+        "status": QueryField("TEXT", "status"),
+        "symbol": QueryField("TEXT", "symbol", **_TEXT_NULL),
+    },
+    default_sort=(("managed", "DESC"), ("version", "DESC")),
+    tiebreak="-id",
+    default_limit=50,
+    max_limit=500,
+    aliases={"updateAuthorityOffchainId": "udpateAuthorityOffchainId", "sharedAcrossTenants": "sharedAccrossTenants"},
+)
+
+_COLUMNS = tuple(
+    f.attname for f in FinancialInstrument._meta.concrete_fields if f.attname not in ("post_transaction_submit_webhooks",)
+) + ("tenant_external_id", "last_tx_signature", "last_tx_offchain", "creation_tx_signature", "creation_tx_offchain", "transfer_hook_program_offchain_id")
+
+
+def _present(queryset: QuerySet) -> QuerySet:
+    return queryset.annotate(
+        tenant_external_id=F("tenant__external_id"),
+        last_tx_signature=F("last_transaction__onchain_id"),
+        last_tx_offchain=F("last_transaction__offchain_id"),
+        creation_tx_signature=F("creation_transaction__onchain_id"),
+        creation_tx_offchain=F("creation_transaction__offchain_id"),
+        transfer_hook_program_offchain_id=F("transfer_hook_program__offchain_id"),
+    )
+
+
+def rows(queryset: QuerySet) -> list[SimpleNamespace]:
+    return [SimpleNamespace(**row) for row in queryset.values(*_COLUMNS)]
+
+
+def related_accounts(items: list[SimpleNamespace]) -> dict[int, SimpleNamespace]:
+    """The mint and authority account records of ``items``, ready for the account renderer
+    (one query for a whole page)."""
+    ids = set()
+    for item in items:
+        ids.add(item.mint_account_id)
+        ids.update(getattr(item, f"{authority_column(role)}_id") for role in AUTHORITY_ROLES)
+    ids.discard(None)
+    if not ids:
+        return {}
+    return {row["id"]: SimpleNamespace(**row) for row in for_display(Account.objects.filter(pk__in=ids)).values("id", *DISPLAY_COLUMNS)}
+
+
+def instrument_get(*, tenant, cluster: str, lookup: dict, field: str = "itemData") -> SimpleNamespace:
+    instrument = resolve_instrument(tenant, cluster, lookup, field=field)
+    return rows(_present(FinancialInstrument.objects.filter(pk=instrument.pk)))[0]
+
+
+def instrument_list(*, tenant, cluster: str, item_query: dict | None) -> tuple[list[SimpleNamespace], int]:
+    queryset = FinancialInstrument.objects.for_tenant(tenant).filter(cluster=cluster)
+    page, count = apply_item_query(queryset, item_query, INSTRUMENT_QUERY, present=_present)
+    return rows(page), count

@@ -1,0 +1,612 @@
+"""Writes of the financial instruments area (docs/instruments.md)."""
+
+from __future__ import annotations
+
+import base64
+import math
+from dataclasses import dataclass, replace
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+from solders.pubkey import Pubkey
+from solders.system_program import CreateAccountParams, TransferParams, create_account, transfer
+
+from accounts.lookup import OffPlatform, resolve_account, resolve_own_account
+from accounts.models import Account, AccountStatus
+from accounts.services import account_record, account_update
+from accounts.signers import ensure_usable, signer_for, transaction_config
+from ledger_project.api.errors import ConflictError, LedgerError
+from transactions.chain.errors import TransactionTooLarge
+from transactions.chain.rpc import rpc_for
+from transactions.models import Transaction
+from transactions.services import SignerSpec, transaction_prepare
+
+from . import alid, webhooks
+from .models import FinancialInstrument, InstrumentStatus, PositionState, TokenVersion, authority_column
+from .onchain import PROGRAMS, apply_chain_state, read_mint
+from .token2022 import instructions as t22
+from .token2022.constants import API_EXTENSIONS, AccountState, AuthorityType, ExtensionType
+from .token2022.sizes import mint_size, mint_space
+
+#: Create/Update body authority fields → role (models.AUTHORITY_ROLES).
+AUTHORITY_FIELDS = {
+    "mintAuthority": "mint", "updateAuthority": "update", "freezeAuthority": "freeze",
+    "permanentDelegateAuthority": "permanentDelegate", "closingAuthority": "closing", "pausableAuthority": "pausable",
+    "scaledUiAmountAuthority": "scaledUiAmount", "transferHookAuthority": "transferHook",
+    "confidentialTransferAuthority": "confidentialTransfer", "confidentialMintBurnAuthority": "confidentialMintBurn",
+}
+#: Fields that imply a Token-2022 extension (docs/instruments.md, "Extensions follow from the fields").
+EXTENSION_FIELDS = {
+    "permanentDelegateAuthority": "PERMANENT_DELEGATE", "closingAuthority": "MINT_CLOSE_AUTHORITY", "pausableAuthority": "PAUSABLE",
+    "scaledUiAmountAuthority": "SCALED_UI_AMOUNT", "scaledUiAmountMultiplier": "SCALED_UI_AMOUNT",
+    "transferHookAuthority": "TRANSFER_HOOK", "transferHookProgram": "TRANSFER_HOOK",
+    "confidentialTransfer": "CONFIDENTIAL_TRANSFER", "confidentialTransferAuthority": "CONFIDENTIAL_TRANSFER",
+    "confidentialMintBurn": "CONFIDENTIAL_MINT_BURN", "confidentialMintBurnAuthority": "CONFIDENTIAL_MINT_BURN",
+}
+TOO_LARGE = (
+    "The creation transaction exceeds the network's maximum transaction size. Either create the mint account first "
+    "(Create Account with dataLength from the Token Extensions Calculator, type ASSET_TOKEN or CURRENCY_TOKEN, "
+    "tokenVersion TOKEN_2022) and pass it as itemData.existingMintAccount, or omit onchainData.simpleCustomMetadata "
+    "and add it afterwards with Update Financial Instrument."
+)
+DEFAULT_DECIMALS = 6
+
+
+@dataclass
+class InstrumentResult:
+    instrument: FinancialInstrument
+    transaction: Transaction | None
+
+
+@dataclass(frozen=True)
+class Authority:
+    """A resolved authority lookup: the record when the service knows the address."""
+
+    address: str
+    account: Account | None
+
+    @property
+    def pubkey(self) -> Pubkey:
+        return Pubkey.from_string(self.address)
+
+
+def _authority(tenant, cluster: str, lookup: dict | None, field: str) -> Authority | None:
+    if not lookup:
+        return None
+    resolved = resolve_account(tenant, cluster, lookup, field=field, allow_off_platform=True)
+    if isinstance(resolved, OffPlatform):
+        return Authority(resolved.address, None)
+    ensure_usable(resolved, field=field)
+    return Authority(resolved.address, resolved)
+
+
+def _signer(authority: Authority, tenant, field: str) -> SignerSpec:
+    if authority.account is None:
+        return SignerSpec(authority.pubkey, None)  # signs off platform (Sign Transaction)
+    return signer_for(authority.account, tenant, field=field)
+
+
+def _b64(value: str, size: int, field: str) -> bytes:
+    try:
+        raw = base64.b64decode(value, validate=True)
+    except (ValueError, TypeError):
+        raw = b""
+    if len(raw) != size:
+        raise LedgerError(f"Must be {size} bytes, base64-encoded.", field=field, code="INVALID")
+    return raw
+
+
+def requested_extensions(data: dict, version: str, prefix: str = "itemData") -> list[str]:
+    """The Token-2022 extensions a Create body asks for, in the calculator's spelling."""
+    onchain = data.get("onchainData") or {}
+    wants: dict[str, str] = {}
+    for name, extension in EXTENSION_FIELDS.items():
+        if data.get(name) is not None:
+            wants.setdefault(extension, name)
+    if data.get("defaultPositionState") is not None:
+        wants.setdefault("DEFAULT_ACCOUNT_STATE", "defaultPositionState")
+    if version == TokenVersion.SPL:
+        if onchain.get("simpleCustomMetadata"):
+            raise LedgerError("SPL mints carry no onchain metadata; use TOKEN_2022 for simpleCustomMetadata.", field=f"{prefix}.onchainData.simpleCustomMetadata", code="SPL_NO_EXTENSIONS")
+        if wants:
+            extension, name = next(iter(wants.items()))
+            raise LedgerError(f"{name} needs the Token-2022 {extension} extension; SPL mints have no extensions (an SPL freeze authority freezes positions one by one).", field=f"{prefix}.{name}", code="SPL_NO_EXTENSIONS")
+        return []
+    if onchain.get("name") or onchain.get("symbol") or onchain.get("uri") or onchain.get("simpleCustomMetadata"):
+        wants.setdefault("METADATA_POINTER", "onchainData")
+        wants.setdefault("TOKEN_METADATA", "onchainData")
+    if "CONFIDENTIAL_MINT_BURN" in wants and "CONFIDENTIAL_TRANSFER" not in wants:
+        raise LedgerError("Confidential mint and burn requires confidentialTransfer.", field=f"{prefix}.confidentialMintBurn", code="EXTENSION_REQUIRES")
+    return sorted(wants)
+
+
+def metadata_of(onchain: dict) -> dict:
+    """onchainData → the token metadata sizing/creation fields."""
+    return {"name": onchain.get("name") or "", "symbol": onchain.get("symbol") or "", "uri": onchain.get("uri") or "",
+            "additional": {k: v for k, v in (onchain.get("simpleCustomMetadata") or {}).items() if v is not None}}
+
+
+def calculate(extensions: list[str], metadata: dict | None) -> int:
+    """Token Extensions Calculator: the mint account size for these extensions and metadata."""
+    types = {API_EXTENSIONS[e] for e in extensions}
+    return mint_size(types, metadata if ExtensionType.TOKEN_METADATA in types else None)
+
+
+# --- Create -----------------------------------------------------------------------------
+
+
+def _al_id(data: dict, mint_refs: dict, prefix: str) -> tuple[alid.InstrumentKind, str | None]:
+    """The instrument's kind and given alId (None: generate one)."""
+    new = (data.get("offchainReferences") or {}).get("newAlId") or mint_refs.get("newAlId") or {}
+    given = mint_refs.get("alId")
+    kind_new = None
+    if new.get("financialInstrumentType"):
+        kind_new = alid.kind_for_type(new["financialInstrumentType"], field=f"{prefix}.offchainReferences.newAlId.financialInstrumentType")
+    if given:
+        kind, _ = alid.parse(given, field=f"{prefix}.mintAccount.offchainReferences.alId")
+        if kind_new is not None and kind_new != kind:
+            raise LedgerError("newAlId.financialInstrumentType disagrees with the given alId.", field=f"{prefix}.offchainReferences.newAlId.financialInstrumentType", code="CONFLICTING_AL_ID")
+        return kind, given
+    if kind_new is None:
+        raise LedgerError("The instrument has no alId: give mintAccount.offchainReferences.alId or offchainReferences.newAlId.financialInstrumentType.", field=f"{prefix}.offchainReferences.newAlId.financialInstrumentType", code="REQUIRED")
+    return kind_new, None
+
+
+def _check_existing_mint(account: Account, version: str, space: int, field: str) -> int:
+    """An existingMintAccount must be an uninitialized account of the right program and size;
+    returns its lamports."""
+    onchain = rpc_for(account.cluster).account(Pubkey.from_string(account.address))
+    if onchain is None:
+        raise LedgerError("The existing mint account is not on the network (yet).", field=field, code="ACCOUNT_NOT_ONCHAIN")
+    if onchain.owner != PROGRAMS[version]:
+        raise LedgerError(f"The existing mint account must be owned by the {version} token program (Create Account with tokenVersion {version}).", field=field, code="INVALID_MINT_ACCOUNT")
+    if len(onchain.data) != space:
+        raise LedgerError(f"The existing mint account has {len(onchain.data)} bytes; these extensions need {space} (Token Extensions Calculator, without metadata).", field=field, code="INVALID_MINT_ACCOUNT")
+    if any(bytes(onchain.data)):
+        raise LedgerError("The existing mint account is already initialized.", field=field, code="INVALID_MINT_ACCOUNT")
+    return onchain.lamports
+
+
+def instrument_create(*, tenant, cluster: str, api_key, data: dict, svm_config: dict | None = None, request_id=None) -> InstrumentResult:
+    """Create Financial Instrument (spec: Financial instruments 1)."""
+    prefix = "itemData"
+    if "alreadyOnChain" in data and "alreadyOnchain" in data and data["alreadyOnChain"] != data["alreadyOnchain"]:
+        raise LedgerError("alreadyOnchain and alreadyOnChain disagree.", field=f"{prefix}.alreadyOnchain", code="CONFLICTING_FIELDS")
+    already = bool(data.get("alreadyOnchain", data.get("alreadyOnChain", False)))
+    mint_data = dict(data.get("mintAccount") or {})
+    mint_refs = mint_data.get("offchainReferences") or {}
+    kind, given_al_id = _al_id(data, mint_refs, prefix)
+    reference_type = alid.check_reference_type(kind, mint_refs.get("type"), field=f"{prefix}.mintAccount.offchainReferences.type")
+    if given_al_id and FinancialInstrument.objects.for_tenant(tenant).filter(cluster=cluster, al_id=given_al_id).exists():
+        raise ConflictError("A financial instrument with this alId already exists.", field=f"{prefix}.mintAccount.offchainReferences.alId", code="DUPLICATE_AL_ID")
+    if data.get("mintAccount") and data.get("existingMintAccount"):
+        raise LedgerError("Give mintAccount (a new account) or existingMintAccount, not both.", field=f"{prefix}.existingMintAccount", code="CONFLICTING_FIELDS")
+    if already:
+        return _onboard(tenant=tenant, cluster=cluster, api_key=api_key, data=data, mint_data=mint_data, kind=kind, al_id=given_al_id, reference_type=reference_type, prefix=prefix)
+
+    version = data.get("version") or TokenVersion.TOKEN_2022
+    extensions = requested_extensions(data, version, prefix)
+    types = {API_EXTENSIONS[e] for e in extensions}
+    onchain_data = data.get("onchainData") or {}
+    metadata = metadata_of(onchain_data) if "TOKEN_METADATA" in extensions else None
+    decimals = onchain_data.get("decimals", DEFAULT_DECIMALS)
+    default_state = data.get("defaultPositionState")
+
+    auth = {role: _authority(tenant, cluster, data.get(name), f"{prefix}.{name}") for name, role in AUTHORITY_FIELDS.items()}
+    if auth["mint"] is None:
+        raise LedgerError("A new mint needs its mintAuthority.", field=f"{prefix}.mintAuthority", code="REQUIRED")
+    if auth["update"] is None and metadata is not None:
+        auth["update"] = auth["mint"]  # the metadata's update authority defaults to the mint authority
+    if default_state == PositionState.FROZEN and auth["freeze"] is None:
+        raise LedgerError("Positions can start FROZEN only with a freezeAuthority (it unfreezes them).", field=f"{prefix}.defaultPositionState", code="REQUIRES_FREEZE_AUTHORITY")
+    hook_program = _authority(tenant, cluster, data.get("transferHookProgram"), f"{prefix}.transferHookProgram")
+    if hook_program is not None:
+        program = rpc_for(cluster).account(hook_program.pubkey)
+        if program is None or not program.executable:
+            raise LedgerError("transferHookProgram must be an executable program on the network.", field=f"{prefix}.transferHookProgram", code="NOT_A_PROGRAM")
+    multiplier = data.get("scaledUiAmountMultiplier")
+    if multiplier is not None and (not math.isfinite(multiplier) or multiplier <= 0):
+        raise LedgerError("scaledUiAmountMultiplier must be a positive number.", field=f"{prefix}.scaledUiAmountMultiplier", code="OUT_OF_RANGE")
+    confidential = data.get("confidentialTransfer") or {}
+    mint_burn = data.get("confidentialMintBurn") or {}
+    if "CONFIDENTIAL_MINT_BURN" in extensions:
+        supply_key = _b64(mint_burn.get("supplyElgamalPubkey") or "", 32, f"{prefix}.confidentialMintBurn.supplyElgamalPubkey")
+        decryptable = _b64(mint_burn.get("decryptableSupply") or "", 36, f"{prefix}.confidentialMintBurn.decryptableSupply")
+    auditor = _b64(confidential["auditorElgamalPubkey"], 32, f"{prefix}.confidentialTransfer.auditorElgamalPubkey") if confidential.get("auditorElgamalPubkey") else None
+
+    space = mint_space(types) if types else 82
+    rpc = rpc_for(cluster)
+    rent = rpc.minimum_balance_for_rent_exemption(mint_size(types, metadata) if types else 82)
+    existing = None
+    if data.get("existingMintAccount"):
+        field = f"{prefix}.existingMintAccount"
+        existing = resolve_own_account(tenant, cluster, data["existingMintAccount"], field=field)
+        ensure_usable(existing, field=field)
+        if existing.type != reference_type:
+            raise LedgerError(f"The existing mint account's type is {existing.type}; this instrument's mint is {reference_type}.", field=field, code="INVALID_ACCOUNT_TYPE")
+        if FinancialInstrument.objects.filter(mint_account=existing).exists():
+            raise ConflictError("This mint account already belongs to a financial instrument.", field=field, code="DUPLICATE_MINT")
+        lamports = _check_existing_mint(existing, version, space, field)
+        mint_account = existing
+    else:
+        if mint_data.get("dataLength") or mint_data.get("seed"):
+            raise LedgerError("A mint's size and rent follow from its extensions; omit dataLength and seed.", field=f"{prefix}.mintAccount.dataLength", code="INVALID")
+        if mint_data.get("managed") is False:
+            raise LedgerError("A new mint account is created by the service and signs its creation: it must be managed.", field=f"{prefix}.mintAccount.managed", code="INVALID")
+        mint_account = account_record(tenant=tenant, cluster=cluster, api_key=api_key, data={**mint_data, "offchainReferences": {**mint_refs, "type": reference_type, "alId": None}}, prefix=f"{prefix}.mintAccount", allowed_types={reference_type})
+        lamports = None
+    mint = Pubkey.from_string(mint_account.address)
+    program = PROGRAMS[version]
+
+    config = transaction_config(tenant, cluster, svm_config)
+    from transactions.fee_payers import platform_fee_payer
+
+    payer = config.fee_payer or platform_fee_payer(cluster)
+    ixs = []
+    signers: list[SignerSpec] = []
+    if existing is None:
+        ixs.append(create_account(CreateAccountParams(from_pubkey=payer.pubkey, to_pubkey=mint, lamports=rent, space=space, owner=program)))
+        signers.append(signer_for(mint_account, tenant, field=f"{prefix}.mintAccount"))
+    elif lamports < rent:
+        ixs.append(transfer(TransferParams(from_pubkey=payer.pubkey, to_pubkey=mint, lamports=rent - lamports)))
+
+    def key(role):
+        return auth[role].pubkey if auth[role] is not None else None
+
+    for extension in extensions:  # every extension is initialized before the mint itself
+        if extension == "METADATA_POINTER":
+            ixs.append(t22.initialize_metadata_pointer(mint=mint, authority=key("update"), metadata_address=mint))
+        elif extension == "MINT_CLOSE_AUTHORITY":
+            ixs.append(t22.initialize_mint_close_authority(mint=mint, close_authority=key("closing")))
+        elif extension == "PERMANENT_DELEGATE":
+            ixs.append(t22.initialize_permanent_delegate(mint=mint, delegate=key("permanentDelegate")))
+        elif extension == "DEFAULT_ACCOUNT_STATE":
+            ixs.append(t22.initialize_default_account_state(mint=mint, state=AccountState.FROZEN if default_state == PositionState.FROZEN else AccountState.INITIALIZED))
+        elif extension == "PAUSABLE":
+            ixs.append(t22.initialize_pausable(mint=mint, authority=key("pausable")))
+        elif extension == "SCALED_UI_AMOUNT":
+            ixs.append(t22.initialize_scaled_ui_amount(mint=mint, authority=key("scaledUiAmount"), multiplier=float(multiplier if multiplier is not None else 1.0)))
+        elif extension == "TRANSFER_HOOK":
+            ixs.append(t22.initialize_transfer_hook(mint=mint, authority=key("transferHook"), program_id=hook_program.pubkey if hook_program else None))
+        elif extension == "CONFIDENTIAL_TRANSFER":
+            ixs.append(t22.initialize_confidential_transfer_mint(mint=mint, authority=key("confidentialTransfer"), auto_approve_new_accounts=bool(confidential.get("autoApproveNewPositions", False)), auditor_elgamal_pubkey=auditor))
+        elif extension == "CONFIDENTIAL_MINT_BURN":
+            ixs.append(t22.initialize_confidential_mint_burn(mint=mint, supply_elgamal_pubkey=supply_key, decryptable_supply=decryptable))
+    ixs.append(t22.initialize_mint2(mint=mint, decimals=decimals, mint_authority=key("mint"), freeze_authority=key("freeze"), program=program))
+    if metadata is not None:
+        ixs.append(t22.initialize_token_metadata(mint=mint, update_authority=key("update"), mint_authority=key("mint"), name=metadata["name"], symbol=metadata["symbol"], uri=metadata["uri"]))
+        signers.append(_signer(auth["mint"], tenant, f"{prefix}.mintAuthority"))
+        if metadata["additional"]:
+            signers.append(_signer(auth["update"], tenant, f"{prefix}.updateAuthority"))
+        ixs += [t22.update_token_metadata_field(mint=mint, update_authority=key("update"), field=k, value=v) for k, v in metadata["additional"].items()]
+
+    if given_al_id is None:
+        al_id = alid.next_al_id(kind)
+    else:
+        al_id = given_al_id
+    instrument = FinancialInstrument(
+        tenant=tenant, cluster=cluster, mint_account=mint_account, address=mint_account.address, version=version,
+        status=InstrumentStatus.PENDING, managed=True, was_onchain_already=False,
+        shared_across_tenants=bool(mint_data.get("shareAcrossTenants", False)), al_id=al_id, al_category=kind.category, al_type=kind.instrument_type,
+        name=onchain_data.get("name") or mint_refs.get("name") or "", symbol=onchain_data.get("symbol") or "", uri=onchain_data.get("uri") or "",
+        decimals=decimals, onchain_metadata=(metadata or {}).get("additional") or {}, offchain_data=data.get("offchainData") or {},
+        extensions=extensions, default_position_state=default_state or PositionState.INITIALIZED,
+        paused=False if "PAUSABLE" in extensions else None,
+        scaled_ui_multiplier=float(multiplier if multiplier is not None else 1.0) if "SCALED_UI_AMOUNT" in extensions else None,
+        transfer_hook_program=hook_program.account if hook_program else None, transfer_hook_program_address=hook_program.address if hook_program else "",
+        data_length=mint_size(types, metadata) if types else 82, comments=mint_data.get("comments") or "",
+    )
+    for role, authority in auth.items():
+        if authority is not None:
+            setattr(instrument, authority_column(role), authority.account)
+            setattr(instrument, f"{authority_column(role)}_address", authority.address)
+    try:
+        with transaction.atomic():
+            instrument.save()
+    except IntegrityError:
+        raise ConflictError("This mint or alId is already recorded.", field=f"{prefix}.mintAccount", code="DUPLICATE_INSTRUMENT")
+    Account.objects.filter(pk=mint_account.pk).update(al_id=al_id, status=AccountStatus.PENDING if existing is None else mint_account.status)
+
+    try:
+        tx = transaction_prepare(
+            tenant=tenant, cluster=cluster, operation="instruments.create", instructions=ixs, signers=signers,
+            config=replace(config, fee_payer=payer), effects_data={"instrument": str(instrument.offchain_id)}, api_key=api_key, request_id=request_id,
+        )
+    except TransactionTooLarge as exc:
+        raise LedgerError(f"{TOO_LARGE} ({exc})", field=prefix, code="TRANSACTION_TOO_LARGE") from exc
+    FinancialInstrument.objects.filter(pk=instrument.pk).update(creation_transaction=tx, last_transaction=tx)
+    if existing is None:
+        Account.objects.filter(pk=mint_account.pk).update(creation_transaction=tx, last_transaction=tx)
+    instrument.creation_transaction = instrument.last_transaction = tx
+    return InstrumentResult(instrument, tx)
+
+
+def _onboard(*, tenant, cluster, api_key, data, mint_data, kind, al_id, reference_type, prefix) -> InstrumentResult:
+    """alreadyOnchain: record a mint that exists, as the chain describes it; no transaction."""
+    address = mint_data.get("onchainId")
+    existing = None
+    if data.get("existingMintAccount"):
+        existing = resolve_own_account(tenant, cluster, data["existingMintAccount"], field=f"{prefix}.existingMintAccount")
+        address = existing.address
+    if not address:
+        raise LedgerError("Onboarding needs the mint's address: mintAccount.onchainId (or existingMintAccount).", field=f"{prefix}.mintAccount.onchainId", code="REQUIRED")
+    chain = read_mint(cluster, address)
+    if chain is None:
+        raise LedgerError("No initialized mint of either token program at this address.", field=f"{prefix}.mintAccount.onchainId", code="MINT_NOT_ONCHAIN")
+    if data.get("version") and data["version"] != chain.version:
+        raise LedgerError(f"The mint on the network is {chain.version}.", field=f"{prefix}.version", code="VERSION_MISMATCH")
+    if FinancialInstrument.objects.for_tenant(tenant).filter(cluster=cluster, address=address).exists():
+        raise ConflictError("This mint is already recorded as a financial instrument.", field=f"{prefix}.mintAccount.onchainId", code="DUPLICATE_MINT")
+    if existing is None:
+        existing = Account.objects.for_tenant(tenant).filter(cluster=cluster, address=address).first()
+    if existing is None:
+        account_data = {"managed": bool(mint_data.get("privateKeyDetails")), **mint_data, "alreadyOnchain": True, "onchainId": address,
+                        "offchainReferences": {**(mint_data.get("offchainReferences") or {}), "type": reference_type, "alId": None}}
+        existing = account_record(tenant=tenant, cluster=cluster, api_key=api_key, data=account_data, prefix=f"{prefix}.mintAccount", allowed_types={reference_type})
+    elif existing.type != reference_type:
+        raise LedgerError(f"The recorded mint account's type is {existing.type}; this instrument's mint is {reference_type}.", field=f"{prefix}.mintAccount", code="INVALID_ACCOUNT_TYPE")
+    for name, role in AUTHORITY_FIELDS.items():
+        given = _authority(tenant, cluster, data.get(name), f"{prefix}.{name}")
+        onchain = dict(chain_addresses(chain)).get(role)
+        if given is not None and role != "confidentialMintBurn" and given.address != onchain:
+            raise LedgerError(f"The mint's {name} on the network is {onchain or 'none'}.", field=f"{prefix}.{name}", code="AUTHORITY_MISMATCH")
+    onchain_data = data.get("onchainData") or {}
+    instrument = FinancialInstrument(
+        tenant=tenant, cluster=cluster, mint_account=existing, address=address, version=chain.version,
+        status=InstrumentStatus.ACTIVE, managed=False, was_onchain_already=True,
+        shared_across_tenants=bool(mint_data.get("shareAcrossTenants", False)), al_id=al_id or alid.next_al_id(kind), al_category=kind.category, al_type=kind.instrument_type,
+        name=onchain_data.get("name") or "", symbol=onchain_data.get("symbol") or "", offchain_data=data.get("offchainData") or {},
+        comments=mint_data.get("comments") or "", creation_transaction_at=None,
+    )
+    apply_chain_state(instrument, chain)
+    instrument.supply_offchain = instrument.supply_onchain  # onboarding starts from the chain's figure
+    try:
+        with transaction.atomic():
+            instrument.save()
+    except IntegrityError:
+        raise ConflictError("This mint or alId is already recorded.", field=f"{prefix}.mintAccount", code="DUPLICATE_INSTRUMENT")
+    Account.objects.filter(pk=existing.pk).update(al_id=instrument.al_id)
+    return InstrumentResult(instrument, None)
+
+
+def chain_addresses(chain) -> dict:
+    from .onchain import chain_fields
+
+    return chain_fields(chain)["addresses"]
+
+
+# --- Update, pause, close ----------------------------------------------------------------
+
+
+def _require_extension(instrument: FinancialInstrument, extension: str, field: str) -> None:
+    if extension not in (instrument.extensions or []):
+        raise LedgerError(f"The mint was created without the {extension} extension; extensions cannot be added afterwards.", field=field, code="EXTENSION_MISSING")
+
+
+def _current(instrument: FinancialInstrument, role: str, given: Authority | None, field: str) -> Authority:
+    """The current authority of ``role``: as recorded, and equal to ``given`` when given."""
+    column = authority_column(role)
+    address = getattr(instrument, f"{column}_address")
+    if not address:
+        raise LedgerError(f"The mint has no {role} authority.", field=field, code="NO_AUTHORITY")
+    if given is not None and given.address != address:
+        raise LedgerError(f"The current {role} authority is {address}.", field=field, code="AUTHORITY_MISMATCH")
+    return given or Authority(address, getattr(instrument, column))
+
+
+def _usable_instrument(instrument: FinancialInstrument, field: str) -> FinancialInstrument:
+    if instrument.status == InstrumentStatus.CLOSED:
+        raise LedgerError("The financial instrument is closed.", field=field, code="INSTRUMENT_CLOSED")
+    if instrument.status == InstrumentStatus.FAILED:
+        raise LedgerError("The financial instrument was never created on the network.", field=field, code="INSTRUMENT_NOT_ONCHAIN")
+    return instrument
+
+
+def _prepare(instrument, *, tenant, cluster, api_key, operation, ixs, signers, svm_config, request_id, effects=None):
+    config = transaction_config(tenant, cluster, svm_config)
+    tx = transaction_prepare(
+        tenant=tenant, cluster=cluster, operation=operation, instructions=ixs, signers=signers, config=config,
+        effects_data={"instrument": str(instrument.offchain_id), **(effects or {})}, api_key=api_key, request_id=request_id,
+    )
+    FinancialInstrument.objects.filter(pk=instrument.pk).update(last_transaction=tx)
+    return tx
+
+
+def instrument_update(*, tenant, cluster: str, api_key, instrument: FinancialInstrument, changes: dict, svm_config: dict | None = None, request_id=None) -> InstrumentResult:
+    """Update Financial Instrument: patch semantics. Offchain fields change now; onchain
+    ones through one transaction whose confirmation re-reads the mint."""
+    p = "itemData"
+    instrument = FinancialInstrument.objects.select_for_update().get(pk=instrument.pk)
+    _usable_instrument(instrument, f"{p}.mintAccount")
+    mint = Pubkey.from_string(instrument.address)
+    program = PROGRAMS[instrument.version]
+    ixs: list = []
+    signers: dict[str, SignerSpec] = {}
+
+    def sign(authority: Authority, field: str) -> Pubkey:
+        signers.setdefault(authority.address, _signer(authority, tenant, field))
+        return authority.pubkey
+
+    def lookup(name):
+        return _authority(tenant, cluster, changes.get(name), f"{p}.{name}")
+
+    onchain = changes.get("onchainData")
+    if onchain:
+        if instrument.version == TokenVersion.SPL or "TOKEN_METADATA" not in instrument.extensions:
+            if instrument.version == TokenVersion.SPL and not onchain.get("simpleCustomMetadata"):
+                for name in ("name", "symbol"):  # SPL: the service's copy is all there is
+                    if onchain.get(name) is not None:
+                        setattr(instrument, name, onchain[name])
+            else:
+                _require_extension(instrument, "TOKEN_METADATA", f"{p}.onchainData")
+        else:
+            authority = sign(_current(instrument, "update", None, f"{p}.onchainData"), f"{p}.onchainData")
+            metadata = {"name": instrument.name, "symbol": instrument.symbol, "uri": instrument.uri, "additional": dict(instrument.onchain_metadata or {})}
+            for name, tag in (("name", t22.FIELD_NAME), ("symbol", t22.FIELD_SYMBOL), ("uri", t22.FIELD_URI)):
+                if onchain.get(name) is not None and onchain[name] != metadata[name]:
+                    ixs.append(t22.update_token_metadata_field(mint=mint, update_authority=authority, field=tag, value=onchain[name]))
+                    metadata[name] = onchain[name]
+            for key, value in (onchain.get("simpleCustomMetadata") or {}).items():
+                if value is None:
+                    if key in metadata["additional"]:
+                        ixs.append(t22.remove_token_metadata_key(mint=mint, update_authority=authority, key=key))
+                        del metadata["additional"][key]
+                elif metadata["additional"].get(key) != value:
+                    ixs.append(t22.update_token_metadata_field(mint=mint, update_authority=authority, field=key, value=value))
+                    metadata["additional"][key] = value
+            # The program reallocates the mint for longer metadata but does not fund it.
+            types = {API_EXTENSIONS[e] for e in instrument.extensions}
+            needed = rpc_for(cluster).minimum_balance_for_rent_exemption(mint_size(types, metadata))
+            have = rpc_for(cluster).balance(mint)
+            if ixs and needed > have:
+                from transactions.fee_payers import platform_fee_payer
+
+                payer = transaction_config(tenant, cluster, svm_config).fee_payer or platform_fee_payer(cluster)
+                ixs.insert(0, transfer(TransferParams(from_pubkey=payer.pubkey, to_pubkey=mint, lamports=needed - have)))
+    if "decimals" in (onchain or {}) and onchain["decimals"] is not None and onchain["decimals"] != instrument.decimals:
+        raise LedgerError("A mint's decimals cannot change.", field=f"{p}.onchainData.decimals", code="IMMUTABLE")
+
+    if "updateAuthority" in changes and changes["updateAuthority"] is not None:
+        new = lookup("updateAuthority")
+        current = _current(instrument, "update", None, f"{p}.updateAuthority")
+        if new.address != current.address:
+            signer = sign(current, f"{p}.updateAuthority")
+            if "TOKEN_METADATA" in instrument.extensions:
+                ixs.append(t22.update_token_metadata_authority(mint=mint, current_authority=signer, new_authority=new.pubkey))
+            if "METADATA_POINTER" in instrument.extensions:
+                ixs.append(t22.set_authority(target=mint, current=signer, authority_type=AuthorityType.METADATA_POINTER, new_authority=new.pubkey))
+            if not instrument.extensions or not ({"TOKEN_METADATA", "METADATA_POINTER"} & set(instrument.extensions)):
+                raise LedgerError("The mint has no metadata whose update authority could change.", field=f"{p}.updateAuthority", code="EXTENSION_MISSING")
+    if changes.get("freezeAuthority") is not None:
+        new = lookup("freezeAuthority")
+        current = _current(instrument, "freeze", None, f"{p}.freezeAuthority")
+        if new.address != current.address:
+            ixs.append(t22.set_authority(target=mint, current=sign(current, f"{p}.freezeAuthority"), authority_type=AuthorityType.FREEZE_ACCOUNT, new_authority=new.pubkey, program=program))
+    if changes.get("defaultPositionState") is not None and changes["defaultPositionState"] != instrument.default_position_state:
+        _require_extension(instrument, "DEFAULT_ACCOUNT_STATE", f"{p}.defaultPositionState")
+        current = _current(instrument, "freeze", None, f"{p}.defaultPositionState")
+        state = AccountState.FROZEN if changes["defaultPositionState"] == PositionState.FROZEN else AccountState.INITIALIZED
+        ixs.append(t22.update_default_account_state(mint=mint, freeze_authority=sign(current, f"{p}.defaultPositionState"), state=state))
+    if changes.get("paused") is not None and changes["paused"] != instrument.paused:
+        _require_extension(instrument, "PAUSABLE", f"{p}.paused")
+        current = sign(_current(instrument, "pausable", None, f"{p}.paused"), f"{p}.paused")
+        ixs.append(t22.pause(mint=mint, authority=current) if changes["paused"] else t22.resume(mint=mint, authority=current))
+    for role, extension, authority_type, new_name, current_name in (
+        ("closing", "MINT_CLOSE_AUTHORITY", AuthorityType.CLOSE_MINT, "newClosingAuthority", "currentClosingAuthority"),
+        ("pausable", "PAUSABLE", AuthorityType.PAUSE, "newPausableAuthority", "currentPausableAuthority"),
+        ("scaledUiAmount", "SCALED_UI_AMOUNT", AuthorityType.SCALED_UI_AMOUNT, "newScaledUiAmountAuthority", "currentScaledUiAmountAuthority"),
+        ("transferHook", "TRANSFER_HOOK", AuthorityType.TRANSFER_HOOK_PROGRAM_ID, "newTransferHookAuthority", "currentTransferHookAuthority"),
+    ):
+        if changes.get(new_name) is None:
+            if changes.get(current_name) is not None:
+                raise LedgerError(f"{current_name} goes with {new_name}.", field=f"{p}.{new_name}", code="REQUIRED")
+            continue
+        _require_extension(instrument, extension, f"{p}.{new_name}")
+        current = _current(instrument, role, lookup(current_name), f"{p}.{current_name}")
+        new = lookup(new_name)
+        ixs.append(t22.set_authority(target=mint, current=sign(current, f"{p}.{current_name}"), authority_type=authority_type, new_authority=new.pubkey))
+    if changes.get("scaledUiAmountMultiplier") is not None:
+        multiplier = changes["scaledUiAmountMultiplier"]
+        _require_extension(instrument, "SCALED_UI_AMOUNT", f"{p}.scaledUiAmountMultiplier")
+        if not math.isfinite(multiplier) or multiplier <= 0:
+            raise LedgerError("scaledUiAmountMultiplier must be a positive number.", field=f"{p}.scaledUiAmountMultiplier", code="OUT_OF_RANGE")
+        current = _current(instrument, "scaledUiAmount", None, f"{p}.scaledUiAmountMultiplier")
+        ixs.append(t22.update_scaled_ui_multiplier(mint=mint, authority=sign(current, f"{p}.scaledUiAmountMultiplier"), multiplier=float(multiplier), effective_timestamp=0))
+    if changes.get("transferHookProgram") is not None:
+        _require_extension(instrument, "TRANSFER_HOOK", f"{p}.transferHookProgram")
+        program_auth = lookup("transferHookProgram")
+        onchain_program = rpc_for(cluster).account(program_auth.pubkey)
+        if onchain_program is None or not onchain_program.executable:
+            raise LedgerError("transferHookProgram must be an executable program on the network.", field=f"{p}.transferHookProgram", code="NOT_A_PROGRAM")
+        current = _current(instrument, "transferHook", None, f"{p}.transferHookProgram")
+        ixs.append(t22.update_transfer_hook(mint=mint, authority=sign(current, f"{p}.transferHookProgram"), program_id=program_auth.pubkey))
+
+    # Offchain changes apply now.
+    if "offchainData" in changes:
+        instrument.offchain_data = changes["offchainData"] or {}
+    if changes.get("mintAccountOffchainReferences") is not None:
+        refs = {k: v for k, v in changes["mintAccountOffchainReferences"].items() if k not in ("alId", "type")}
+        account_update(tenant=tenant, cluster=cluster, api_key=api_key, account=instrument.mint_account, changes={"offchainReferences": refs})
+        if refs.get("name") is not None and instrument.version == TokenVersion.SPL:
+            instrument.name = refs["name"]
+    if changes.get("reconcileCirculatingSupply"):
+        chain = read_mint(cluster, instrument.address)
+        if chain is not None:
+            instrument.supply_onchain = instrument.supply_offchain = chain.mint.supply
+    if "postTransactionSubmitWebhooks" in changes:
+        instrument.post_transaction_submit_webhooks = webhooks.sealed(changes["postTransactionSubmitWebhooks"] or [])
+    instrument.save()
+
+    tx = None
+    if ixs:
+        tx = _prepare(instrument, tenant=tenant, cluster=cluster, api_key=api_key, operation="instruments.update", ixs=ixs, signers=list(signers.values()), svm_config=svm_config, request_id=request_id)
+    return InstrumentResult(instrument, tx)
+
+
+def instrument_set_paused(*, tenant, cluster: str, api_key, instrument: FinancialInstrument, paused: bool, authority_lookup: dict | None = None, svm_config: dict | None = None, request_id=None) -> InstrumentResult:
+    """Pause / Unpause Financial Instrument: while paused, the Token-2022 program refuses
+    transfers, mints and burns of the mint."""
+    p = "itemData"
+    instrument = FinancialInstrument.objects.select_for_update().get(pk=instrument.pk)
+    _usable_instrument(instrument, f"{p}.financialInstrument")
+    _require_extension(instrument, "PAUSABLE", f"{p}.financialInstrument")
+    if instrument.paused == paused:
+        raise LedgerError(f"The financial instrument is already {'paused' if paused else 'unpaused'}.", field=f"{p}.financialInstrument", code="ALREADY_PAUSED" if paused else "NOT_PAUSED")
+    given = _authority(tenant, cluster, authority_lookup, f"{p}.pausableAuthority")
+    current = _current(instrument, "pausable", given, f"{p}.pausableAuthority")
+    mint = Pubkey.from_string(instrument.address)
+    ix = t22.pause(mint=mint, authority=current.pubkey) if paused else t22.resume(mint=mint, authority=current.pubkey)
+    tx = _prepare(instrument, tenant=tenant, cluster=cluster, api_key=api_key, operation="instruments.pause" if paused else "instruments.unpause",
+                  ixs=[ix], signers=[_signer(current, tenant, f"{p}.pausableAuthority")], svm_config=svm_config, request_id=request_id)
+    return InstrumentResult(instrument, tx)
+
+
+def instrument_close(*, tenant, cluster: str, api_key, instrument: FinancialInstrument, refund_lookup: dict | None, authority_lookup: dict | None, svm_config: dict | None = None, request_id=None) -> InstrumentResult:
+    """Close Financial Instrument (spec: States): only with a close authority and a
+    circulating supply of 0. Managed: the mint closes on the network, rent to
+    refundDestination. Onboarded (alreadyOnchain): closed in the service only."""
+    p = "itemData"
+    instrument = FinancialInstrument.objects.select_for_update().get(pk=instrument.pk)
+    _usable_instrument(instrument, f"{p}.financialInstrumentToClose")
+    chain = read_mint(cluster, instrument.address)
+    if chain is None:
+        raise LedgerError("The mint is not on the network.", field=f"{p}.financialInstrumentToClose", code="MINT_NOT_ONCHAIN")
+    close_authority = chain_addresses(chain).get("closing")
+    if not close_authority:
+        raise LedgerError("The mint has no close authority (Token-2022 MINT_CLOSE_AUTHORITY); it cannot be closed.", field=f"{p}.financialInstrumentToClose", code="NOT_CLOSABLE")
+    if chain.mint.supply != 0:
+        raise LedgerError(f"The circulating supply is {chain.mint.supply}; a financial instrument can be closed only at 0 (burn it first).", field=f"{p}.financialInstrumentToClose", code="SUPPLY_NOT_ZERO")
+    given = _authority(tenant, cluster, authority_lookup, f"{p}.closeAuthority")
+    if given is not None and given.address != close_authority:
+        raise LedgerError(f"The mint's close authority is {close_authority}.", field=f"{p}.closeAuthority", code="AUTHORITY_MISMATCH")
+    if not instrument.managed:
+        instrument.status = InstrumentStatus.CLOSED
+        instrument.save(update_fields=["status", "updated_at"])
+        return InstrumentResult(instrument, None)
+    if not refund_lookup:
+        raise LedgerError("Closing returns the mint's rent to refundDestination.", field=f"{p}.refundDestination", code="REQUIRED")
+    refund = _authority(tenant, cluster, refund_lookup, f"{p}.refundDestination")
+    if refund.account is not None and refund.account.status == AccountStatus.INACTIVE:
+        raise LedgerError("The refund destination is inactive.", field=f"{p}.refundDestination", code="ACCOUNT_INACTIVE")
+    authority = given or Authority(close_authority, Account.objects.for_tenant(tenant).filter(cluster=cluster, address=close_authority).first())
+    ix = t22.close_account(account=Pubkey.from_string(instrument.address), destination=refund.pubkey, authority=authority.pubkey)
+    tx = _prepare(instrument, tenant=tenant, cluster=cluster, api_key=api_key, operation="instruments.close", ixs=[ix],
+                  signers=[_signer(authority, tenant, f"{p}.closeAuthority")], svm_config=svm_config, request_id=request_id)
+    return InstrumentResult(instrument, tx)
+
+
+# --- Sync (workers) ----------------------------------------------------------------------
+
+
+def instrument_sync(*, instrument: FinancialInstrument, tx: Transaction | None = None) -> FinancialInstrument:
+    """Re-read the mint from the chain onto the record (after a confirmed transaction)."""
+    chain = read_mint(instrument.cluster, instrument.address)
+    if chain is None:
+        return instrument
+    fields = apply_chain_state(instrument, chain)
+    if tx is not None:
+        instrument.last_transaction = tx
+        instrument.last_transaction_at = tx.confirmed_at or timezone.now()
+        fields += ["last_transaction", "last_transaction_at"]
+    instrument.save(update_fields=fields + ["updated_at"])
+    return instrument

@@ -1,0 +1,152 @@
+"""Financial instruments endpoints (spec: Financial instruments 1-8)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from django.utils import timezone
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status
+from rest_framework.response import Response
+
+from accounts.serializers import BulkInput, LookupInput, value_output
+from ledger_project.api.envelope import validated
+from ledger_project.api.errors import LedgerError
+from ledger_project.api.idempotency import idempotent
+from ledger_project.api.viewsets import TenantScopedViewSet
+from transactions.chain.rpc import rpc_for
+from transactions.responses import mutation_response
+
+from . import render, selectors, services
+from .lookup import resolve_instrument
+from .models import FinancialInstrument
+from .onchain import read_mint
+from .serializers import (
+    BulkInstrumentsOutput,
+    CalculatorInput,
+    CalculatorOutput,
+    CirculatingSupplyOutput,
+    CloseInput,
+    CloseInstrumentOutput,
+    CreateInstrumentInput,
+    CreateInstrumentOutput,
+    InstrumentOutput,
+    PauseInput,
+    PauseInstrumentOutput,
+    UnpauseInstrumentOutput,
+    UpdateInstrumentInput,
+    UpdateInstrumentOutput,
+)
+
+TAG = ["Financial instruments"]
+WAIT = OpenApiParameter("wait", str, enum=["submitted", "confirmed", "finalized"], description="Wait (after commit) until the transaction reaches this status.")
+CLUSTER = OpenApiParameter("svmCluster", str, description="Cluster (default CHAIN_LOCALNET); older alias chainClusterId.")
+RENDERERS = {"compact": render.instrument_compact, "identifiers": render.instrument_identifiers}
+
+
+def _ids(instrument) -> dict:
+    return {"onchainId": instrument.address, "offchainId": str(instrument.offchain_id)}
+
+
+@lru_cache(maxsize=4096)
+def _rent(cluster: str, size: int) -> int:
+    # Rent parameters are fixed per cluster; one RPC per size and process.
+    return rpc_for(cluster).minimum_balance_for_rent_exemption(size)
+
+
+class FinancialInstrumentViewSet(TenantScopedViewSet):
+    model = FinancialInstrument
+
+    @extend_schema(operation_id="createFinancialInstrument", summary="Create Financial Instrument", request=CreateInstrumentInput, responses={201: CreateInstrumentOutput}, parameters=[WAIT, CLUSTER], tags=TAG)
+    @idempotent
+    def create(self, request):
+        body = validated(CreateInstrumentInput, request)
+        result = services.instrument_create(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, data=body["itemData"], svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id)
+        return mutation_response(request, "newFinancialInstrument", _ids(result.instrument), result.transaction, status=status.HTTP_201_CREATED)
+
+    @extend_schema(operation_id="fetchFinancialInstrumentDetails", summary="Fetch Financial Instrument Details", description="Creates no transaction. Onchain fields are read from the network.", request=LookupInput, responses={200: InstrumentOutput}, parameters=[CLUSTER], tags=TAG)
+    def details(self, request):
+        lookup = validated(LookupInput, request)["itemData"]
+        item = selectors.instrument_get(tenant=self.tenant, cluster=self.cluster, lookup=lookup)
+        chain = read_mint(self.cluster, item.address) if item.status != "CLOSED" else None
+        return Response(render.instrument_detailed(item, selectors.related_accounts([item]), chain))
+
+    @extend_schema(operation_id="fetchFinancialInstrumentCirculatingSupply", summary="Fetch Financial Instrument Circulating Supply", description="Creates no transaction. The mint's supply on the network next to the service's own figure.", request=LookupInput, responses={200: CirculatingSupplyOutput}, parameters=[CLUSTER], tags=TAG)
+    def circulating_supply(self, request):
+        lookup = validated(LookupInput, request)["itemData"]
+        item = selectors.instrument_get(tenant=self.tenant, cluster=self.cluster, lookup=lookup)
+        chain = read_mint(self.cluster, item.address)
+        onchain = chain.mint.supply if chain is not None else 0
+        decimals = chain.mint.decimals if chain is not None else item.decimals
+        return Response({
+            "financialInstrument": _ids(item),
+            "onchain": render.token_value(onchain, decimals),
+            "offchain": render.token_value(item.supply_offchain, decimals),
+            "inAgreement": int(item.supply_offchain) == onchain,
+            "decimals": decimals,
+            "at": render.timestamp_text(timezone.now()),
+        })
+
+    @extend_schema(operation_id="fetchFinancialInstruments", summary="Fetch Financial Instruments", description="Creates no transaction. detail-level: detailed, compact, identifiers.", request=BulkInput, responses={200: BulkInstrumentsOutput}, parameters=[CLUSTER], tags=TAG)
+    def bulk(self, request, detail_level: str):
+        if detail_level not in ("detailed", "compact", "identifiers"):
+            raise LedgerError("detail-level must be detailed, compact or identifiers.", field="detail-level", code="INVALID_ENUM")
+        body = validated(BulkInput, request)
+        items, count = selectors.instrument_list(tenant=self.tenant, cluster=self.cluster, item_query=body.get("itemQuery"))
+        if detail_level == "detailed":
+            accounts = selectors.related_accounts(items)
+            return Response({"count": count, "items": [render.instrument_detailed(i, accounts) for i in items]})
+        output = RENDERERS[detail_level]
+        return Response({"count": count, "items": [output(i) for i in items]})
+
+    @extend_schema(operation_id="updateFinancialInstrument", summary="Update Financial Instrument", description="Patch semantics: only fields present change.", request=UpdateInstrumentInput, responses={200: UpdateInstrumentOutput}, parameters=[WAIT, CLUSTER], tags=TAG)
+    @idempotent
+    def update(self, request):
+        body = validated(UpdateInstrumentInput, request)
+        data = body["itemData"]
+        raw = request.data.get("itemData") or {}
+        changes = {k: v for k, v in data.items() if k in raw and k != "mintAccount"}
+        instrument = resolve_instrument(self.tenant, self.cluster, data["mintAccount"], field="itemData.mintAccount", writable=True)
+        result = services.instrument_update(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, instrument=instrument, changes=changes, svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id)
+        return mutation_response(request, "updatedFinancialInstrument", _ids(result.instrument), result.transaction)
+
+    def _set_paused(self, request, paused: bool):
+        body = validated(PauseInput, request)
+        data = body["itemData"]
+        instrument = resolve_instrument(self.tenant, self.cluster, data["financialInstrument"], field="itemData.financialInstrument", writable=True)
+        result = services.instrument_set_paused(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, instrument=instrument, paused=paused, authority_lookup=data.get("pausableAuthority"), svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id)
+        return mutation_response(request, "pausedFinancialInstrument" if paused else "unpausedFinancialInstrument", _ids(result.instrument), result.transaction)
+
+    @extend_schema(operation_id="pauseFinancialInstrument", summary="Pause Financial Instrument", description="Token-2022 PAUSABLE: transfers, mints and burns stop until unpaused.", request=PauseInput, responses={200: PauseInstrumentOutput}, parameters=[WAIT, CLUSTER], tags=TAG)
+    @idempotent
+    def pause(self, request):
+        return self._set_paused(request, True)
+
+    @extend_schema(operation_id="unpauseFinancialInstrument", summary="Unpause Financial Instrument", request=PauseInput, responses={200: UnpauseInstrumentOutput}, parameters=[WAIT, CLUSTER], tags=TAG)
+    @idempotent
+    def unpause(self, request):
+        return self._set_paused(request, False)
+
+    @extend_schema(operation_id="closeFinancialInstrument", summary="Close Financial Instrument", description="Needs a close authority and circulating supply 0; rent goes to refundDestination.", request=CloseInput, responses={200: CloseInstrumentOutput}, parameters=[WAIT, CLUSTER], tags=TAG)
+    @idempotent
+    def close(self, request):
+        body = validated(CloseInput, request)
+        data = body["itemData"]
+        instrument = resolve_instrument(self.tenant, self.cluster, data["financialInstrumentToClose"], field="itemData.financialInstrumentToClose", writable=True)
+        result = services.instrument_close(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, instrument=instrument, refund_lookup=data.get("refundDestination"), authority_lookup=data.get("closeAuthority"), svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id)
+        return mutation_response(request, "closedFinancialInstrument", _ids(result.instrument), result.transaction)
+
+    @extend_schema(operation_id="tokenExtensionsCalculator", summary="Token Extensions Calculator", description="Creates no transaction. The mint account size for extensions and metadata, and its rent.", request=CalculatorInput, responses={200: CalculatorOutput}, parameters=[CLUSTER], tags=TAG)
+    def calculator(self, request):
+        body = validated(CalculatorInput, request)
+        extensions = set(body["extensions"])
+        metadata = body.get("metadata")
+        if "TOKEN_METADATA" in extensions and "METADATA_POINTER" not in extensions:
+            raise LedgerError("TOKEN_METADATA requires METADATA_POINTER (pointing at the mint itself).", field="extensions", code="EXTENSION_REQUIRES")
+        if "CONFIDENTIAL_MINT_BURN" in extensions and "CONFIDENTIAL_TRANSFER" not in extensions:
+            raise LedgerError("CONFIDENTIAL_MINT_BURN requires CONFIDENTIAL_TRANSFER.", field="extensions", code="EXTENSION_REQUIRES")
+        if metadata and "TOKEN_METADATA" not in extensions:
+            raise LedgerError("metadata is stored by the TOKEN_METADATA extension; add it to extensions.", field="metadata", code="EXTENSION_REQUIRES")
+        size = services.calculate(sorted(extensions), services.metadata_of(metadata or {}))
+        rent = value_output(_rent(self.cluster, size))
+        return Response({"mintAccountSize": size, "estimatedRent": rent, "estimatedRentAmount": rent["amount"]})

@@ -129,7 +129,7 @@ class FinancialInstrument(TenantOwnedModel):
         ordering = ["-pk"]
         indexes = [
             models.Index(fields=["tenant", "cluster", "-managed", "-version", "-id"], name="instr_default_sort"),
-            models.Index(fields=["tenant", "cluster", "version", "-creation_transaction_at"], name="instr_version_created"),
+            models.Index(fields=["tenant", "cluster", "version", "-creation_transaction_at"], include=["paused", "managed"], name="instr_version_created"),
             models.Index(fields=["address", "cluster"], name="instr_address"),
         ]
         constraints = [

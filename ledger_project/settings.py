@@ -121,7 +121,10 @@ if not REDIS_URL:
     # the web process and the worker; no server to run (docs/operations.md).
     _broker_dir = VAR_DIR / "broker"
     _broker_dir.mkdir(exist_ok=True)
-    CELERY_BROKER_TRANSPORT_OPTIONS = {"data_folder_in": str(_broker_dir), "data_folder_out": str(_broker_dir), "processed_folder": str(_broker_dir / "processed"), "store_processed": False, "control_folder": str(_broker_dir / "control")}
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"data_folder_in": str(_broker_dir), "data_folder_out": str(_broker_dir), "processed_folder": str(_broker_dir / "processed"), "store_processed": False, "control_folder": str(_broker_dir / "control"),
+                                      # kombu polls the folder once a second by default: a transaction
+                                      # then waits ~1 s per hop (submit, confirm) on the embedded stack.
+                                      "polling_interval": 0.1}
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True

@@ -22,16 +22,22 @@ def token_value(base_units, decimals: int) -> dict:
     return {"amount": float(Decimal(units) / (Decimal(10) ** decimals)), "lamports": units}
 
 
+def account_responses(rows: dict) -> dict[int, dict]:
+    """Account responses of a page's mint and authority records, each rendered once: a
+    page of 100 instruments usually shares a handful of authorities."""
+    return {pk: account_detailed(row) for pk, row in rows.items()}
+
+
 def _authority(i, role: str, accounts: dict) -> dict | None:
     column = authority_column(role)
     account_id, address = getattr(i, f"{column}_id"), getattr(i, f"{column}_address")
     if account_id is not None and account_id in accounts:
-        return account_detailed(accounts[account_id])
+        return accounts[account_id]
     return unrecorded_account(address) if address else None
 
 
 def instrument_detailed(i, accounts: dict, chain: ChainMint | None = None) -> dict:
-    """``chain``: the mint as just read from the network (details); pages show the copy
+    """``accounts``: account_responses() of the related records. ``chain``: the mint as just read from the network (details); pages show the copy
     stored at the last confirmation."""
     name, symbol, uri, custom = i.name, i.symbol, i.uri, i.onchain_metadata
     decimals, paused, multiplier = i.decimals, i.paused, i.scaled_ui_multiplier
@@ -58,7 +64,7 @@ def instrument_detailed(i, accounts: dict, chain: ChainMint | None = None) -> di
             "creationTransactionId": uuid_text(i.creation_tx_offchain),
         },
         "alId": i.al_id,
-        "mintAccount": account_detailed(accounts[i.mint_account_id]) if i.mint_account_id in accounts else unrecorded_account(i.address),
+        "mintAccount": accounts[i.mint_account_id] if i.mint_account_id in accounts else unrecorded_account(i.address),
         "version": i.version,
     }
     for role in AUTHORITY_ROLES:

@@ -58,9 +58,14 @@ INSTRUMENT_QUERY = QuerySpec(
     aliases={"updateAuthorityOffchainId": "udpateAuthorityOffchainId", "sharedAcrossTenants": "sharedAccrossTenants"},
 )
 
-_COLUMNS = tuple(
-    f.attname for f in FinancialInstrument._meta.concrete_fields if f.attname not in ("post_transaction_submit_webhooks",)
-) + ("tenant_external_id", "last_tx_signature", "last_tx_offchain", "creation_tx_signature", "creation_tx_offchain", "transfer_hook_program_offchain_id")
+#: What the renderers read (render.py): rows, not models, and no column a page never shows.
+_COLUMNS = (
+    "id", "offchain_id", "address", "mint_account_id", "version", "status", "managed", "was_onchain_already", "shared_across_tenants",
+    "al_id", "al_category", "al_type", "name", "symbol", "uri", "decimals", "onchain_metadata", "offchain_data", "extensions",
+    "default_position_state", "paused", "scaled_ui_multiplier", "transfer_hook_program_address", "supply_onchain", "supply_offchain",
+    "data_length", "comments", "creation_transaction_at", "last_transaction_at",
+    *(f"{authority_column(role)}{suffix}" for role in AUTHORITY_ROLES for suffix in ("_id", "_address")),
+    "tenant_external_id", "last_tx_signature", "last_tx_offchain", "creation_tx_signature", "creation_tx_offchain", "transfer_hook_program_offchain_id")
 
 
 def _present(queryset: QuerySet) -> QuerySet:

@@ -340,7 +340,9 @@ def _onboard(*, tenant, cluster, api_key, data, mint_data, kind, al_id, referenc
     if existing is None:
         existing = Account.objects.for_tenant(tenant).filter(cluster=cluster, address=address).first()
     if existing is None:
-        account_data = {"managed": bool(mint_data.get("privateKeyDetails")), **mint_data, "alreadyOnchain": True, "onchainId": address,
+        # Onboarded mints are not managed unless their key is imported with them.
+        imported = bool((mint_data.get("privateKeyDetails") or {}).get("privateKey"))
+        account_data = {**mint_data, "managed": imported and mint_data.get("managed", True), "alreadyOnchain": True, "onchainId": address,
                         "offchainReferences": {**(mint_data.get("offchainReferences") or {}), "type": reference_type, "alId": None}}
         existing = account_record(tenant=tenant, cluster=cluster, api_key=api_key, data=account_data, prefix=f"{prefix}.mintAccount", allowed_types={reference_type})
     elif existing.type != reference_type:

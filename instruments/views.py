@@ -92,7 +92,8 @@ class FinancialInstrumentViewSet(TenantScopedViewSet):
         if detail_level not in ("detailed", "compact", "identifiers"):
             raise LedgerError("detail-level must be detailed, compact or identifiers.", field="detail-level", code="INVALID_ENUM")
         body = validated(BulkInput, request)
-        items, count = selectors.instrument_list(tenant=self.tenant, cluster=self.cluster, item_query=body.get("itemQuery"))
+        columns = {"compact": selectors.COMPACT_COLUMNS, "identifiers": selectors.IDENTIFIER_COLUMNS}.get(detail_level, selectors.DETAILED_COLUMNS)
+        items, count = selectors.instrument_list(tenant=self.tenant, cluster=self.cluster, item_query=body.get("itemQuery"), columns=columns)
         if detail_level == "detailed":
             accounts = render.account_responses(selectors.related_accounts(items))
             return Response({"count": count, "items": [render.instrument_detailed(i, accounts) for i in items]})

@@ -252,11 +252,12 @@ def test_already_onchain_mint_is_read_from_the_chain_without_a_transaction(api, 
     ], [mint])
     for spelling in ("alreadyOnChain", "alreadyOnchain"):
         FinancialInstrument.objects.all().delete()
-        response = create(api, {**BOND, spelling: True, "mintAccount": {"managed": False, "onchainId": str(mint.pubkey())}}, wait=False)
+        response = create(api, {**BOND, spelling: True, "mintAccount": {"onchainId": str(mint.pubkey())}}, wait=False)
         assert response.status_code == 201, response.json()
         assert response.json()["svmTransaction"] is None
     shown = details(api, {"onchainId": str(mint.pubkey())}).json()
     assert shown["managed"] is False and shown["wasAlreadyOnchain"] is True and shown["extensions"] == ["PAUSABLE"]
+    assert shown["mintAccount"]["managed"] is False and shown["mintAccount"]["offchain"]["type"] == "ASSET_TOKEN"
     assert shown["onchainData"]["decimals"] == 4 and shown["pausableAuthority"]["onchain"]["id"] == str(payer.pubkey())
     assert shown["pausableAuthority"]["offchain"] is None  # not recorded in the service
     assert_error(create(api, {**BOND, "alreadyOnchain": True, "mintAccount": {"managed": False, "onchainId": str(mint.pubkey())}}), 409)

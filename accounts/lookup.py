@@ -128,22 +128,60 @@ def _display_sql(key: str) -> str:
     return cached
 
 
+_DISPLAY_EXTRA = ("tenant_external_id", "last_tx_signature", "last_tx_offchain", "creation_tx_signature", "creation_tx_offchain")
+_DISPLAY_CONVERTERS: dict[str, tuple] = {}
+
+
+def _display_converters(connection) -> tuple:
+    """Per database vendor, once: the attnames of Account's columns and, for every column
+    of the display query that needs one, the converters Django itself would apply."""
+    cached = _DISPLAY_CONVERTERS.get(connection.vendor)
+    if cached is None:
+        from django.db.models.expressions import Col
+
+        from tenancy.models import TenantOrganization
+        from transactions.models import Transaction
+
+        fields = list(Account._meta.concrete_fields)
+        tx_id, tx_offchain = Transaction._meta.get_field("onchain_id"), Transaction._meta.get_field("offchain_id")
+        extra = [TenantOrganization._meta.get_field("external_id"), tx_id, tx_offchain, tx_id, tx_offchain]
+        converters = []
+        for index, field in enumerate(fields + extra):
+            column = Col("a", field)
+            functions = connection.ops.get_db_converters(column) + field.get_db_converters(connection)
+            if functions:
+                converters.append((index, functions, column))
+        cached = _DISPLAY_CONVERTERS[connection.vendor] = ([f.attname for f in fields], converters)
+    return cached
+
+
 def display_account(tenant, cluster: str, lookup: dict, *, field: str):
     """The account a read-only lookup names, with the related ids responses show.
 
     Single-identifier lookups (the common case) use one precompiled query with the same
-    rules as resolve_account (own record before a shared one); anything else goes
-    through resolve_account."""
+    rules as resolve_account (own record before a shared one), read through a bare cursor
+    with the converters Django would apply (a RawQuerySet re-derived them on every call);
+    anything else goes through resolve_account."""
     from django.db import connection
 
     keys = {k for k, v in lookup.items() if v not in (None, "", False)}
     if keys == {"onchainId"} or keys == {"offchainId"}:
         name, column = ("address", "onchainId") if keys == {"onchainId"} else ("offchain_id", "offchainId")
         value = Account._meta.get_field(name).get_db_prep_value(lookup[column], connection)
-        found = list(Account.objects.raw(_display_sql(name), [value, cluster, tenant.pk, tenant.pk]))
-        if not found:
+        with connection.cursor() as cursor:
+            cursor.execute(_display_sql(name), [value, cluster, tenant.pk, tenant.pk])
+            row = cursor.fetchone()
+        if row is None:
             raise NotFoundError("No such account.", field=field)
-        return found[0]
+        attnames, converters = _display_converters(connection)
+        values = list(row)
+        for index, functions, expression in converters:
+            for function in functions:
+                values[index] = function(values[index], expression, connection)
+        account = Account.from_db(connection.alias, attnames, values[: len(attnames)])
+        for attribute, extra in zip(_DISPLAY_EXTRA, values[len(attnames):]):
+            setattr(account, attribute, extra)
+        return account
     return resolve_account(tenant, cluster, lookup, field=field, display=True)
 
 

@@ -129,6 +129,15 @@ class CreateAccountInput(TransactionEnvelopeSerializer):
 class LookupInput(EnvelopeSerializer):
     itemData = LookupSerializer()
 
+    @classmethod
+    def quick(cls, data):
+        """``{"itemData": <one-identifier lookup>}`` validated without the serializer
+        (ledger_project.api.envelope.validated); None → the full path."""
+        if isinstance(data, dict) and len(data) == 1 and "itemData" in data:
+            item = LookupSerializer.quick(data["itemData"])
+            return {"itemData": item} if item is not None else None
+        return None
+
 
 class BalanceItem(StrictSerializer):
     account = LookupSerializer()

@@ -99,7 +99,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     )
 else:
     DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("DATABASE_CONN_MAX_AGE", default=60))
-    DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
+    # Off by default: the check is a round trip before every request. Without it, a
+    # connection broken by a database restart fails one request per process (503, safe to
+    # retry with the same x-request-id) and is then replaced (docs/configuration.md).
+    DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", env.bool("DATABASE_CONN_HEALTH_CHECKS", default=False))
     # Server-side parameters let psycopg prepare statements it sees repeatedly: the hot
     # lookups then skip PostgreSQL's planner (2 ms of a 4 ms request, measured).
     _options = DATABASES["default"].setdefault("OPTIONS", {})

@@ -6,6 +6,8 @@ names it instead of being silently ignored.
 
 from __future__ import annotations
 
+import uuid
+
 from rest_framework import serializers
 
 
@@ -62,6 +64,18 @@ class EnvelopeSerializer(StrictSerializer):
 
 
 
+def _is_address(value: str) -> bool:
+    from solders.pubkey import Pubkey
+
+    if not 32 <= len(value) <= 44:
+        return False
+    try:
+        Pubkey.from_string(value)
+    except ValueError:
+        return False
+    return True
+
+
 class AddressField(StrictCharField):
     """A base58 network address (32-byte public key)."""
 
@@ -73,13 +87,7 @@ class AddressField(StrictCharField):
 
     def to_internal_value(self, data):
         value = super().to_internal_value(data)
-        from solders.pubkey import Pubkey
-
-        try:
-            if len(value) < 32:
-                raise ValueError
-            Pubkey.from_string(value)
-        except ValueError:
+        if not _is_address(value):
             self.fail("invalid_address")
         return value
 
@@ -96,6 +104,25 @@ class OffchainReferencesSerializer(StrictSerializer):
 
 class LookupSerializer(StrictSerializer):
     """Spec "Lookup": a reference to an account, instrument, position, authority, …"""
+
+    @classmethod
+    def quick(cls, data):
+        """The validated form of the most common lookup — one onchainId or offchainId —
+        without building the serializer (DRF deep-copies every declared field per
+        instance); None for anything else, which then takes the full path."""
+        if not isinstance(data, dict) or len(data) != 1:
+            return None
+        (name, value), = data.items()
+        if not isinstance(value, str):
+            return None
+        if name == "onchainId":
+            return {"onchainId": value} if _is_address(value) else None
+        if name == "offchainId":
+            try:
+                return {"offchainId": uuid.UUID(value)} if len(value) == 36 else None
+            except ValueError:
+                return None
+        return None
 
     onchainId = AddressField(required=False, allow_null=True)
     offchainId = serializers.UUIDField(required=False, allow_null=True)
@@ -145,6 +172,11 @@ def validated(serializer_class, request_or_data) -> dict:
     from ledger_project.api.errors import ValidationFailed, flatten_validation
 
     data = request_or_data.data if hasattr(request_or_data, "data") else request_or_data
+    quick = getattr(serializer_class, "quick", None)
+    if quick is not None:
+        result = quick(data)
+        if result is not None:
+            return result
     serializer = serializer_class(data=data)
     if not serializer.is_valid():
         raise ValidationFailed(flatten_validation(serializer.errors))

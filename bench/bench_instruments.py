@@ -169,8 +169,9 @@ def main() -> None:
             manage(env, "migrate", "--noinput", "-v0")
             manage(env, "create_tenant", "--external-id", "BENCH", "--name", "Bench")
             key = json.loads(manage(env, "create_api_key", "--org", "BENCH", "--rate-limit", "0"))["secret"]
-            worker = subprocess.Popen([sys.executable, "-m", "celery", "-A", "ledger_project", "worker", "--pool", "threads", "--concurrency", "4", "--loglevel", "WARNING"],
-                                      cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            log = open(os.environ["BENCH_WORKER_LOG"], "w") if os.environ.get("BENCH_WORKER_LOG") else subprocess.DEVNULL
+            worker = subprocess.Popen([sys.executable, "-m", "celery", "-A", "ledger_project", "worker", "--pool", "threads", "--concurrency", "4", "--loglevel", "INFO" if log is not subprocess.DEVNULL else "WARNING"],
+                                      cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
             procs.append(worker)
             port = free_port()
             procs.append(gunicorn(env, port))

@@ -120,6 +120,7 @@ else:
 
 CELERY_BROKER_URL = REDIS_URL or "filesystem://"
 if not REDIS_URL:
+    CELERY_BROKER_TRANSPORT = "ledger_project.broker:Transport"  # atomic writes (broker.py)
     # Embedded broker: kombu's filesystem transport, a queue folder under var/ shared by
     # the web process and the worker; no server to run (docs/operations.md).
     _broker_dir = VAR_DIR / "broker"

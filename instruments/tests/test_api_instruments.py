@@ -472,3 +472,23 @@ def test_create_errors(api, celery_worker_process):
     assert_error(create(api, {**BOND, "mintAuthority": authority, "mintAccount": {"managed": False, "onchainId": str(Keypair().pubkey())}}), 400, "INVALID", "itemData.mintAccount.managed")
     assert_error(create(api, {**BOND, "mintAuthority": authority, "version": "TOKEN_2023"}), 400, None, "itemData.version")
     assert FinancialInstrument.objects.count() == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_debit_keys_on_the_mint_account_need_their_role(api, celery_worker_process):
+    authority = wallet(api)
+    response = create(api, {**BOND, "mintAuthority": authority, "mintAccount": {"tokenDebitApiKeys": ["ak_x"]}})
+    assert_error(response, 403, "MISSING_ROLE", "itemData.mintAccount.tokenDebitApiKeys")
+    assert FinancialInstrument.objects.count() == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_other_tenant_reads_a_shared_instrument_but_cannot_change_it(api, other_api, other_tenant, celery_worker_process):
+    authority = wallet(api)
+    body = created(api, {**BOND, "mintAuthority": authority, "pausableAuthority": authority, "mintAccount": {"shareAcrossTenants": True}})
+    owner = FinancialInstrument.objects.get(offchain_id=body["newFinancialInstrument"]["offchainId"]).tenant.external_id
+    shared = {"onchainId": body["newFinancialInstrument"]["onchainId"], "otherTenantOrganizationExternalId": owner}
+    shown = other_api.call("post", BASE + "/single", {"itemData": shared})
+    assert shown.status_code == 200 and shown.json()["tenantOrganizationId"] == owner
+    assert_error(other_api.call("patch", BASE + "/pause", {"itemData": {"financialInstrument": shared}}), 400, "NOT_WRITABLE")
+    assert_error(other_api.call("patch", BASE + "/pause", {"itemData": {"financialInstrument": {"onchainId": shared["onchainId"]}}}), 404, "NOT_FOUND")

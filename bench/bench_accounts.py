@@ -92,7 +92,11 @@ print(times[len(times)//2] * 1000)
 
 
 def wrk_load(port: int, script: str, path: str, concurrency: int, duration: float) -> dict | None:
-    """The same measurement with wrk (C; leaves the cores to the server). None without wrk."""
+    """The same measurement with wrk (C; leaves the cores to the server). None without wrk.
+
+    One wrk thread drives the 8 connections at these rates; a second one only competes with
+    the server and the database for the two cores (p99 16-23 ms with -t2 against
+    13-16 ms with -t1 in paired runs). BENCH_WRK_THREADS overrides it."""
     import shutil
     import tempfile
 
@@ -100,7 +104,7 @@ def wrk_load(port: int, script: str, path: str, concurrency: int, duration: floa
         return None
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as fh:
         fh.write(script)
-    out = subprocess.run(["wrk", "-t2", f"-c{concurrency}", f"-d{int(duration)}s", "--latency", "-s", fh.name, f"http://127.0.0.1:{port}{path}"], capture_output=True, text=True).stdout
+    out = subprocess.run(["wrk", f"-t{os.environ.get('BENCH_WRK_THREADS', '1')}", f"-c{concurrency}", f"-d{int(duration)}s", "--latency", "-s", fh.name, f"http://127.0.0.1:{port}{path}"], capture_output=True, text=True).stdout
     os.unlink(fh.name)
 
     def ms(label):

@@ -71,23 +71,25 @@ print(json.dumps(out))
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def raw_sql_ms(env: dict, secret_tenant: str) -> float:
+def orm_page_ms(env: dict, tenant: str, selector: str, item_query: dict) -> float:
+    """p50 of ``selector`` ("module:function", e.g. accounts.selectors:account_list) for one
+    page, in a fresh process, without HTTP: the query and row conversion alone."""
+    module, function = selector.split(":")
     code = f"""
 import json, os, time
 import django; django.setup()
-from django.db import connection
-from accounts.selectors import account_list
+from {module} import {function} as page
 from tenancy.models import TenantOrganization
 from ledger_project.api.query import ItemQuerySerializer
-tenant = TenantOrganization.objects.get(external_id="{secret_tenant}")
+tenant = TenantOrganization.objects.get(external_id="{tenant}")
 s = ItemQuerySerializer(data=json.loads(os.environ["BENCH_QUERY"])); s.is_valid(raise_exception=True)
 times = []
 for _ in range(30):
-    t = time.perf_counter(); items, count = account_list(tenant=tenant, cluster="CHAIN_LOCALNET", item_query=s.validated_data); times.append(time.perf_counter() - t)
+    t = time.perf_counter(); page(tenant=tenant, cluster="CHAIN_LOCALNET", item_query=s.validated_data); times.append(time.perf_counter() - t)
 times.sort()
 print(times[len(times)//2] * 1000)
 """
-    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**env, "BENCH_QUERY": json.dumps(PAGE_QUERY["itemQuery"])}, check=True, capture_output=True, text=True)
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**env, "BENCH_QUERY": json.dumps(item_query)}, check=True, capture_output=True, text=True)
     return float(result.stdout.strip().splitlines()[-1])
 
 
@@ -183,7 +185,7 @@ def main() -> None:
         # A bulk load leaves no planner statistics or visibility map; a live database has both (autovacuum).
         subprocess.run(["psql", db_url, "-q", "-c", "VACUUM ANALYZE"], check=True)
         tenants = list(data["keys"])
-        sql_ms = raw_sql_ms(env, tenants[0])
+        sql_ms = orm_page_ms(env, tenants[0], "accounts.selectors:account_list", PAGE_QUERY["itemQuery"])
         # BENCH_SERVER_CONFIGS="4x2,8x1" compares gunicorn workers x threads in one run.
         for config in (os.environ.get("BENCH_SERVER_CONFIGS") or "default").split(","):
             server_env = dict(env)

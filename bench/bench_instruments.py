@@ -27,7 +27,7 @@ from urllib.parse import urlparse
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from bench.bench_accounts import server_url, wrk_load  # noqa: E402
+from bench.bench_accounts import orm_page_ms, server_url, wrk_load  # noqa: E402
 from bench.loadgen import closed_loop, wait_until_up  # noqa: E402
 from transactions.localnet.testing import LocalnetProcess, free_port  # noqa: E402
 
@@ -119,25 +119,6 @@ print(json.dumps(out))
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def raw_sql_ms(env: dict, tenant: str) -> float:
-    code = f"""
-import json, os, time
-import django; django.setup()
-from instruments.selectors import instrument_list
-from tenancy.models import TenantOrganization
-from ledger_project.api.query import ItemQuerySerializer
-tenant = TenantOrganization.objects.get(external_id="{tenant}")
-s = ItemQuerySerializer(data=json.loads(os.environ["BENCH_QUERY"])); s.is_valid(raise_exception=True)
-times = []
-for _ in range(30):
-    t = time.perf_counter(); instrument_list(tenant=tenant, cluster="CHAIN_LOCALNET", item_query=s.validated_data); times.append(time.perf_counter() - t)
-times.sort()
-print(times[len(times)//2] * 1000)
-"""
-    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**env, "BENCH_QUERY": json.dumps(PAGE_QUERY["itemQuery"])}, check=True, capture_output=True, text=True)
-    return float(result.stdout.strip().splitlines()[-1])
-
-
 def page_load(port: int, key: str, level: str) -> dict:
     body = json.dumps(PAGE_QUERY)
     path = f"/api/v1/financial-instruments/bulk/{level}"
@@ -191,7 +172,7 @@ def main() -> None:
             seed_seconds = round(time.perf_counter() - started, 1)
             subprocess.run(["psql", db_url, "-q", "-c", "VACUUM ANALYZE"], check=True)
             tenant = sorted(data["keys"])[0]
-            sql_ms = round(raw_sql_ms(env, tenant), 2)
+            sql_ms = round(orm_page_ms(env, tenant, "instruments.selectors:instrument_list", PAGE_QUERY["itemQuery"]), 2)
             for level in ("detailed", "compact"):
                 result = page_load(port, data["keys"][tenant], level)
                 print(json.dumps({"bench": f"instruments_bulk_page_100_{level}", **common, "instruments": INSTRUMENTS, "tenants": TENANTS, "concurrency": CONCURRENCY,

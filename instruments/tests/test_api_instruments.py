@@ -10,12 +10,14 @@ import pytest
 from solana.rpc.core import RPCException
 from solders.keypair import Keypair
 from solders.pubkey import Pubkey
+from solders.system_program import CreateAccountParams, create_account
 from spl.token.instructions import BurnCheckedParams, MintToCheckedParams, TransferCheckedParams, burn_checked, create_associated_token_account, get_associated_token_address, mint_to_checked, transfer_checked
 
 from conftest import assert_error
 from instruments.models import AlIdSequence, FinancialInstrument, InstrumentStatus
 from instruments.token2022 import instructions as t22
-from instruments.token2022.constants import TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID
+from instruments.token2022.constants import TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID, ExtensionType
+from instruments.token2022.sizes import mint_size, mint_space
 from instruments.token2022.tlv import decode_mint
 from instruments.webhooks import opened
 from transactions.tests.chainkit import funded, send
@@ -235,21 +237,22 @@ def test_al_id_sequence_is_gap_free_under_concurrency():
 # --- Onboarding -------------------------------------------------------------------------
 
 
+def mint_outside_the_service(chain, extension: ExtensionType, init, decimals: int = 0) -> tuple[Keypair, Keypair]:
+    """A Token-2022 mint with one extension, created directly on the node (the payer is
+    every authority)."""
+    payer, mint = funded(chain), Keypair()
+    lamports = chain.get_minimum_balance_for_rent_exemption(mint_size({extension})).value
+    send(chain, payer, [
+        create_account(CreateAccountParams(from_pubkey=payer.pubkey(), to_pubkey=mint.pubkey(), lamports=lamports, space=mint_space({extension}), owner=TOKEN_2022_PROGRAM_ID)),
+        init(mint.pubkey(), payer.pubkey()),
+        t22.initialize_mint2(mint=mint.pubkey(), decimals=decimals, mint_authority=payer.pubkey(), freeze_authority=None),
+    ], [mint])
+    return payer, mint
+
+
 @pytest.mark.django_db(transaction=True)
 def test_already_onchain_mint_is_read_from_the_chain_without_a_transaction(api, celery_worker_process, chain):
-    payer = funded(chain)
-    mint = Keypair()
-    from solders.system_program import CreateAccountParams, create_account
-
-    from instruments.token2022.constants import ExtensionType
-    from instruments.token2022.sizes import mint_size, mint_space
-
-    exts = {ExtensionType.PAUSABLE}
-    send(chain, payer, [
-        create_account(CreateAccountParams(from_pubkey=payer.pubkey(), to_pubkey=mint.pubkey(), lamports=chain.get_minimum_balance_for_rent_exemption(mint_size(exts)).value, space=mint_space(exts), owner=TOKEN_2022_PROGRAM_ID)),
-        t22.initialize_pausable(mint=mint.pubkey(), authority=payer.pubkey()),
-        t22.initialize_mint2(mint=mint.pubkey(), decimals=4, mint_authority=payer.pubkey(), freeze_authority=None),
-    ], [mint])
+    payer, mint = mint_outside_the_service(chain, ExtensionType.PAUSABLE, lambda m, p: t22.initialize_pausable(mint=m, authority=p), decimals=4)
     for spelling in ("alreadyOnChain", "alreadyOnchain"):
         FinancialInstrument.objects.all().delete()
         response = create(api, {**BOND, spelling: True, "mintAccount": {"onchainId": str(mint.pubkey())}}, wait=False)
@@ -390,19 +393,7 @@ def test_close_needs_a_close_authority(api, celery_worker_process):
 
 @pytest.mark.django_db(transaction=True)
 def test_onboarded_instrument_closes_in_the_service_only(api, celery_worker_process, chain):
-    payer = funded(chain)
-    mint = Keypair()
-    from solders.system_program import CreateAccountParams, create_account
-
-    from instruments.token2022.constants import ExtensionType
-    from instruments.token2022.sizes import mint_size, mint_space
-
-    exts = {ExtensionType.MINT_CLOSE_AUTHORITY}
-    send(chain, payer, [
-        create_account(CreateAccountParams(from_pubkey=payer.pubkey(), to_pubkey=mint.pubkey(), lamports=chain.get_minimum_balance_for_rent_exemption(mint_size(exts)).value, space=mint_space(exts), owner=TOKEN_2022_PROGRAM_ID)),
-        t22.initialize_mint_close_authority(mint=mint.pubkey(), close_authority=payer.pubkey()),
-        t22.initialize_mint2(mint=mint.pubkey(), decimals=0, mint_authority=payer.pubkey(), freeze_authority=None),
-    ], [mint])
+    _, mint = mint_outside_the_service(chain, ExtensionType.MINT_CLOSE_AUTHORITY, lambda m, p: t22.initialize_mint_close_authority(mint=m, close_authority=p))
     assert create(api, {**BOND, "alreadyOnchain": True, "mintAccount": {"managed": False, "onchainId": str(mint.pubkey())}}, wait=False).status_code == 201
     response = api.call("patch", BASE + "/close", {"itemData": {"financialInstrumentToClose": {"onchainId": str(mint.pubkey())}}})
     assert response.status_code == 200 and response.json()["svmTransaction"] is None, response.json()

@@ -92,9 +92,10 @@ def rows(queryset: QuerySet, columns: tuple[str, ...] = DETAILED_COLUMNS) -> lis
     return [SimpleNamespace(**row) for row in queryset.values(*columns)]
 
 
-def related_accounts(items: list[SimpleNamespace]) -> dict[int, SimpleNamespace]:
-    """The mint and authority account records of ``items``, ready for the account renderer
-    (one query for a whole page)."""
+def related_accounts(items: list[SimpleNamespace], *, tenant) -> dict[int, SimpleNamespace]:
+    """The mint and authority account records of ``items`` that ``tenant`` may see, ready
+    for the account renderer (one query for a whole page). A shared instrument's authority
+    accounts that are not themselves shared then show as addresses only."""
     ids = set()
     for item in items:
         ids.add(item.mint_account_id)
@@ -102,7 +103,7 @@ def related_accounts(items: list[SimpleNamespace]) -> dict[int, SimpleNamespace]
     ids.discard(None)
     if not ids:
         return {}
-    return {row["id"]: SimpleNamespace(**row) for row in for_display(Account.objects.filter(pk__in=ids)).values("id", *DISPLAY_COLUMNS)}
+    return {row["id"]: SimpleNamespace(**row) for row in for_display(Account.objects.visible_to(tenant).filter(pk__in=ids)).values("id", *DISPLAY_COLUMNS)}
 
 
 def instrument_get(*, tenant, cluster: str, lookup: dict, field: str = "itemData") -> SimpleNamespace:

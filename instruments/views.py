@@ -69,7 +69,7 @@ class FinancialInstrumentViewSet(TenantScopedViewSet):
         lookup = validated(LookupInput, request)["itemData"]
         item = selectors.instrument_get(tenant=self.tenant, cluster=self.cluster, lookup=lookup)
         chain = read_mint(self.cluster, item.address) if item.status != "CLOSED" else None
-        return Response(render.instrument_detailed(item, render.account_responses(selectors.related_accounts([item])), chain))
+        return Response(render.instrument_detailed(item, render.account_responses(selectors.related_accounts([item], tenant=self.tenant)), chain))
 
     @extend_schema(operation_id="fetchFinancialInstrumentCirculatingSupply", summary="Fetch Financial Instrument Circulating Supply", description="Creates no transaction. The mint's supply on the network next to the service's own figure.", request=LookupInput, responses={200: CirculatingSupplyOutput}, parameters=[CLUSTER], tags=TAG)
     def circulating_supply(self, request):
@@ -95,7 +95,7 @@ class FinancialInstrumentViewSet(TenantScopedViewSet):
         columns = {"compact": selectors.COMPACT_COLUMNS, "identifiers": selectors.IDENTIFIER_COLUMNS}.get(detail_level, selectors.DETAILED_COLUMNS)
         items, count = selectors.instrument_list(tenant=self.tenant, cluster=self.cluster, item_query=body.get("itemQuery"), columns=columns)
         if detail_level == "detailed":
-            accounts = render.account_responses(selectors.related_accounts(items))
+            accounts = render.account_responses(selectors.related_accounts(items, tenant=self.tenant))
             return Response({"count": count, "items": [render.instrument_detailed(i, accounts) for i in items]})
         output = RENDERERS[detail_level]
         return Response({"count": count, "items": [output(i) for i in items]})

@@ -481,5 +481,8 @@ def test_other_tenant_reads_a_shared_instrument_but_cannot_change_it(api, other_
     shared = {"onchainId": body["newFinancialInstrument"]["onchainId"], "otherTenantOrganizationExternalId": owner}
     shown = other_api.call("post", BASE + "/single", {"itemData": shared})
     assert shown.status_code == 200 and shown.json()["tenantOrganizationId"] == owner
+    # The owner's (unshared) authority account shows as an address only, its settings stay private.
+    assert shown.json()["mintAuthority"]["offchain"] is None and shown.json()["mintAuthority"]["onchain"]["id"]
+    assert api.call("post", BASE + "/single", {"itemData": {"onchainId": shared["onchainId"]}}).json()["mintAuthority"]["offchain"]["id"] == authority["offchainId"]
     assert_error(other_api.call("patch", BASE + "/pause", {"itemData": {"financialInstrument": shared}}), 400, "NOT_WRITABLE")
     assert_error(other_api.call("patch", BASE + "/pause", {"itemData": {"financialInstrument": {"onchainId": shared["onchainId"]}}}), 404, "NOT_FOUND")

@@ -48,14 +48,29 @@ def _references_filter(refs: dict, field: str) -> dict:
     return filters
 
 
-def _base(tenant, cluster: str, lookup: dict, field: str, writable: bool) -> QuerySet:
+def lookup_scope(model, tenant, cluster: str, lookup: dict, field: str, writable: bool) -> QuerySet:
+    """Where a lookup searches, for any tenant-owned model with shared_across_tenants: the
+    acting tenant's records (and records shared with it, for reads), or another
+    organization's shared records with otherTenantOrganizationExternalId (never writable)."""
     other = lookup.get("otherTenantOrganizationExternalId")
     if other and other != tenant.external_id:
         if writable:
             raise LedgerError("Records of another organization cannot be changed or used to sign.", field=f"{field}.otherTenantOrganizationExternalId", code="NOT_WRITABLE")
-        return Account.objects.filter(tenant__external_id=other, shared_across_tenants=True, cluster=cluster)
-    queryset = Account.objects.for_tenant(tenant) if writable else Account.objects.visible_to(tenant)
+        return model.objects.filter(tenant__external_id=other, shared_across_tenants=True, cluster=cluster)
+    queryset = model.objects.for_tenant(tenant) if writable else model.objects.visible_to(tenant)
     return queryset.filter(cluster=cluster)
+
+
+def single_match(matches: list[tuple[str, object | None]], field: str):
+    """The one record every field of a lookup names (None when none names any); 400
+    CONFLICTING_LOOKUP when they name different records or one names none."""
+    records = {m.pk for _, m in matches if m is not None}
+    if len(records) > 1:
+        raise LedgerError("The lookup's fields name different records.", field=field, code="CONFLICTING_LOOKUP")
+    if records and any(m is None for _, m in matches):
+        missing = next(name for name, m in matches if m is None)
+        raise LedgerError(f"The lookup's {missing} does not match the record its other fields name.", field=f"{field}.{missing}", code="CONFLICTING_LOOKUP")
+    return next((m for _, m in matches if m is not None), None)
 
 
 def resolve_account(tenant, cluster: str, lookup: dict | None, *, field: str, writable: bool = False, allow_off_platform: bool = False, display: bool = False) -> Account | OffPlatform:
@@ -64,7 +79,7 @@ def resolve_account(tenant, cluster: str, lookup: dict | None, *, field: str, wr
     onchain_id, offchain_id, refs = lookup.get("onchainId"), lookup.get("offchainId"), lookup.get("offchainReferences")
     if not (onchain_id or offchain_id or refs):
         raise LedgerError("A lookup needs onchainId, offchainId or offchainReferences.", field=field, code="INVALID_LOOKUP")
-    queryset = _base(tenant, cluster, lookup, field, writable).order_by()
+    queryset = lookup_scope(Account, tenant, cluster, lookup, field, writable).order_by()
     if display:  # responses never need the key row
         from .selectors import for_display
 
@@ -85,19 +100,14 @@ def resolve_account(tenant, cluster: str, lookup: dict | None, *, field: str, wr
             raise LedgerError("offchainReferences match more than one record; add type or organizationExternalId.", field=f"{field}.offchainReferences", code="AMBIGUOUS_LOOKUP")
         matches.append(("offchainReferences", found[0] if found else None))
 
-    records = {m.pk for _, m in matches if m is not None}
-    if len(records) > 1:
-        raise LedgerError("The lookup's fields name different records.", field=field, code="CONFLICTING_LOOKUP")
-    if records and any(m is None for _, m in matches):
-        missing = next(name for name, m in matches if m is None)
-        raise LedgerError(f"The lookup's {missing} does not match the record its other fields name.", field=f"{field}.{missing}", code="CONFLICTING_LOOKUP")
-    if not records:
+    account = single_match(matches, field)
+    if account is None:
         if lookup.get("offPlatform") and onchain_id and not offchain_id and not refs:
             if not allow_off_platform:
                 raise LedgerError("An off-platform address is not allowed here.", field=f"{field}.offPlatform", code="OFF_PLATFORM_NOT_ALLOWED")
             return OffPlatform(onchain_id)
         raise NotFoundError("No such account.", field=field)
-    return next(m for _, m in matches if m is not None)
+    return account
 
 
 _DISPLAY_SQL: dict[tuple[str, str], str] = {}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -165,9 +165,7 @@ def account_create(*, tenant, cluster: str, api_key, data: dict, svm_config: dic
     tx = None
     if instructions:
         config = transaction_config(tenant, cluster, svm_config)
-        from transactions.fee_payers import platform_fee_payer
-
-        payer = config.fee_payer or platform_fee_payer(cluster)
+        payer = config.fee_payer
         kind, lamports, owner = instructions[0]
         target = Pubkey.from_string(address)
         if kind == "create":
@@ -178,7 +176,7 @@ def account_create(*, tenant, cluster: str, api_key, data: dict, svm_config: dic
             signers = []
         tx = transaction_prepare(
             tenant=tenant, cluster=cluster, operation="accounts.create", instructions=[ix], signers=signers,
-            config=replace(config, fee_payer=payer), effects_data={"account": str(account.offchain_id)}, api_key=api_key, request_id=request_id,
+            config=config, effects_data={"account": str(account.offchain_id)}, api_key=api_key, request_id=request_id,
         )
         account.status = AccountStatus.PENDING
         account.creation_transaction = tx

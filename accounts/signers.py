@@ -44,7 +44,7 @@ def signer_for(account: Account, tenant, *, field: str, require_platform: bool =
 
 
 def transaction_config(tenant, cluster: str, data: dict | None) -> TxConfig:
-    """svmTransactionConfig → TxConfig, resolving feePayer to a signer."""
+    """svmTransactionConfig → TxConfig, resolving feePayer to a signer (default: the platform's)."""
     data = data or {}
     fee_payer = None
     if data.get("feePayer"):
@@ -52,4 +52,10 @@ def transaction_config(tenant, cluster: str, data: dict | None) -> TxConfig:
         if isinstance(resolved, OffPlatform):  # pragma: no cover - resolve_account refuses it here
             raise LedgerError("The fee payer must be an account the service knows.", field="svmTransactionConfig.feePayer")
         fee_payer = signer_for(resolved, tenant, field="svmTransactionConfig.feePayer")
+    if fee_payer is None:
+        # The platform pays when the request names no fee payer; resolved here so that
+        # instructions needing the payer's address (create_account, top-ups) can use it.
+        from transactions.fee_payers import platform_fee_payer
+
+        fee_payer = platform_fee_payer(cluster)
     return TxConfig.from_validated(data, fee_payer=fee_payer)

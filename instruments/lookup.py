@@ -12,6 +12,7 @@ import uuid
 
 from django.db.models import Q
 
+from accounts.lookup import lookup_scope, single_match
 from ledger_project.api.errors import LedgerError, NotFoundError
 
 from .models import FinancialInstrument
@@ -23,14 +24,7 @@ def resolve_instrument(tenant, cluster: str, lookup: dict | None, *, field: str,
     onchain_id, offchain_id, refs = lookup.get("onchainId"), lookup.get("offchainId"), lookup.get("offchainReferences") or {}
     if not (onchain_id or offchain_id or refs.get("alId") or refs.get("code")):
         raise LedgerError("A lookup needs onchainId, offchainId or offchainReferences (alId or code).", field=field, code="INVALID_LOOKUP")
-    other = lookup.get("otherTenantOrganizationExternalId")
-    if other and other != tenant.external_id:
-        if writable:
-            raise LedgerError("Records of another organization cannot be changed.", field=f"{field}.otherTenantOrganizationExternalId", code="NOT_WRITABLE")
-        queryset = FinancialInstrument.objects.filter(tenant__external_id=other, shared_across_tenants=True)
-    else:
-        queryset = FinancialInstrument.objects.for_tenant(tenant) if writable else FinancialInstrument.objects.visible_to(tenant)
-    queryset = queryset.filter(cluster=cluster).select_related("mint_account", "tenant")
+    queryset = lookup_scope(FinancialInstrument, tenant, cluster, lookup, field, writable).select_related("mint_account", "tenant")
     conditions = []
     if onchain_id:
         conditions.append(("onchainId", Q(address=onchain_id)))
@@ -41,16 +35,11 @@ def resolve_instrument(tenant, cluster: str, lookup: dict | None, *, field: str,
         conditions.append(("offchainReferences", Q(al_id=refs["alId"])))
     elif refs.get("code"):
         conditions.append(("offchainReferences", Q(mint_account__code=refs["code"])))
-    found = {}
+    matches = []
     for name, condition in conditions:
         rows = sorted(queryset.filter(condition)[:2], key=lambda i: i.tenant_id != tenant.pk)  # own records first
-        found[name] = rows[0] if rows else None
-    records = {i.pk for i in found.values() if i is not None}
-    if len(records) > 1:
-        raise LedgerError("The lookup's fields name different records.", field=field, code="CONFLICTING_LOOKUP")
-    if not records:
+        matches.append((name, rows[0] if rows else None))
+    instrument = single_match(matches, field)
+    if instrument is None:
         raise NotFoundError("No such financial instrument.", field=field)
-    missing = next((name for name, i in found.items() if i is None), None)
-    if missing:
-        raise LedgerError(f"The lookup's {missing} does not match the record its other fields name.", field=f"{field}.{missing}", code="CONFLICTING_LOOKUP")
-    return next(iter(found.values()))
+    return instrument

@@ -69,14 +69,8 @@ DETAILED_COLUMNS = (
 
 
 def _present(queryset: QuerySet) -> QuerySet:
-    return queryset.annotate(
-        tenant_external_id=F("tenant__external_id"),
-        last_tx_signature=F("last_transaction__onchain_id"),
-        last_tx_offchain=F("last_transaction__offchain_id"),
-        creation_tx_signature=F("creation_transaction__onchain_id"),
-        creation_tx_offchain=F("creation_transaction__offchain_id"),
-        transfer_hook_program_offchain_id=F("transfer_hook_program__offchain_id"),
-    )
+    # The same owner and transaction columns as account responses (same FK names).
+    return for_display(queryset).annotate(transfer_hook_program_offchain_id=F("transfer_hook_program__offchain_id"))
 
 
 #: The columns of the smaller detail levels (render.instrument_compact / _identifiers).

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -23,7 +23,7 @@ from transactions.services import SignerSpec, transaction_prepare
 
 from . import alid, webhooks
 from .models import FinancialInstrument, InstrumentStatus, PositionState, TokenVersion, authority_column
-from .onchain import PROGRAMS, apply_chain_state, read_mint
+from .onchain import PROGRAMS, apply_chain_state, chain_fields, read_mint
 from .token2022 import instructions as t22
 from .token2022.constants import API_EXTENSIONS, AccountState, AuthorityType, ExtensionType
 from .token2022.sizes import mint_size, mint_space
@@ -86,6 +86,22 @@ def _signer(authority: Authority, tenant, field: str) -> SignerSpec:
     return signer_for(authority.account, tenant, field=field)
 
 
+def _multiplier(value: float, field: str) -> float:
+    if not math.isfinite(value) or value <= 0:
+        raise LedgerError("scaledUiAmountMultiplier must be a positive number.", field=field, code="OUT_OF_RANGE")
+    return float(value)
+
+
+def _hook_program(tenant, cluster: str, lookup: dict | None, field: str) -> Authority | None:
+    """transferHookProgram: any address, as long as the network has an executable program there."""
+    program = _authority(tenant, cluster, lookup, field)
+    if program is not None:
+        onchain = rpc_for(cluster).account(program.pubkey)
+        if onchain is None or not onchain.executable:
+            raise LedgerError("transferHookProgram must be an executable program on the network.", field=field, code="NOT_A_PROGRAM")
+    return program
+
+
 def _b64(value: str, size: int, field: str) -> bytes:
     try:
         raw = base64.b64decode(value, validate=True)
@@ -127,9 +143,16 @@ def metadata_of(onchain: dict) -> dict:
 
 
 def calculate(extensions: list[str], metadata: dict | None) -> int:
-    """Token Extensions Calculator: the mint account size for these extensions and metadata."""
+    """Token Extensions Calculator: the mint account size for these extensions and metadata
+    (``metadata``: the calculator's {name, symbol, uri, simpleCustomMetadata})."""
+    if "TOKEN_METADATA" in extensions and "METADATA_POINTER" not in extensions:
+        raise LedgerError("TOKEN_METADATA requires METADATA_POINTER (pointing at the mint itself).", field="extensions", code="EXTENSION_REQUIRES")
+    if "CONFIDENTIAL_MINT_BURN" in extensions and "CONFIDENTIAL_TRANSFER" not in extensions:
+        raise LedgerError("CONFIDENTIAL_MINT_BURN requires CONFIDENTIAL_TRANSFER.", field="extensions", code="EXTENSION_REQUIRES")
+    if metadata and "TOKEN_METADATA" not in extensions:
+        raise LedgerError("metadata is stored by the TOKEN_METADATA extension; add it to extensions.", field="metadata", code="EXTENSION_REQUIRES")
     types = {API_EXTENSIONS[e] for e in extensions}
-    return mint_size(types, metadata if ExtensionType.TOKEN_METADATA in types else None)
+    return mint_size(types, metadata_of(metadata or {}) if ExtensionType.TOKEN_METADATA in types else None)
 
 
 # --- Create -----------------------------------------------------------------------------
@@ -199,14 +222,8 @@ def instrument_create(*, tenant, cluster: str, api_key, data: dict, svm_config: 
         auth["update"] = auth["mint"]  # the metadata's update authority defaults to the mint authority
     if default_state == PositionState.FROZEN and auth["freeze"] is None:
         raise LedgerError("Positions can start FROZEN only with a freezeAuthority (it unfreezes them).", field=f"{prefix}.defaultPositionState", code="REQUIRES_FREEZE_AUTHORITY")
-    hook_program = _authority(tenant, cluster, data.get("transferHookProgram"), f"{prefix}.transferHookProgram")
-    if hook_program is not None:
-        program = rpc_for(cluster).account(hook_program.pubkey)
-        if program is None or not program.executable:
-            raise LedgerError("transferHookProgram must be an executable program on the network.", field=f"{prefix}.transferHookProgram", code="NOT_A_PROGRAM")
-    multiplier = data.get("scaledUiAmountMultiplier")
-    if multiplier is not None and (not math.isfinite(multiplier) or multiplier <= 0):
-        raise LedgerError("scaledUiAmountMultiplier must be a positive number.", field=f"{prefix}.scaledUiAmountMultiplier", code="OUT_OF_RANGE")
+    hook_program = _hook_program(tenant, cluster, data.get("transferHookProgram"), f"{prefix}.transferHookProgram")
+    multiplier = _multiplier(data["scaledUiAmountMultiplier"], f"{prefix}.scaledUiAmountMultiplier") if data.get("scaledUiAmountMultiplier") is not None else 1.0
     confidential = data.get("confidentialTransfer") or {}
     mint_burn = data.get("confidentialMintBurn") or {}
     if "CONFIDENTIAL_MINT_BURN" in extensions:
@@ -214,9 +231,8 @@ def instrument_create(*, tenant, cluster: str, api_key, data: dict, svm_config: 
         decryptable = _b64(mint_burn.get("decryptableSupply") or "", 36, f"{prefix}.confidentialMintBurn.decryptableSupply")
     auditor = _b64(confidential["auditorElgamalPubkey"], 32, f"{prefix}.confidentialTransfer.auditorElgamalPubkey") if confidential.get("auditorElgamalPubkey") else None
 
-    space = mint_space(types) if types else 82
-    rpc = rpc_for(cluster)
-    rent = rpc.minimum_balance_for_rent_exemption(mint_size(types, metadata) if types else 82)
+    space, size = mint_space(types), mint_size(types, metadata)  # created with the fixed part, funded for all
+    rent = rpc_for(cluster).minimum_balance_for_rent_exemption(size)
     existing = None
     if data.get("existingMintAccount"):
         field = f"{prefix}.existingMintAccount"
@@ -239,9 +255,7 @@ def instrument_create(*, tenant, cluster: str, api_key, data: dict, svm_config: 
     program = PROGRAMS[version]
 
     config = transaction_config(tenant, cluster, svm_config)
-    from transactions.fee_payers import platform_fee_payer
-
-    payer = config.fee_payer or platform_fee_payer(cluster)
+    payer = config.fee_payer
     ixs = []
     signers: list[SignerSpec] = []
     if existing is None:
@@ -265,7 +279,7 @@ def instrument_create(*, tenant, cluster: str, api_key, data: dict, svm_config: 
         elif extension == "PAUSABLE":
             ixs.append(t22.initialize_pausable(mint=mint, authority=key("pausable")))
         elif extension == "SCALED_UI_AMOUNT":
-            ixs.append(t22.initialize_scaled_ui_amount(mint=mint, authority=key("scaledUiAmount"), multiplier=float(multiplier if multiplier is not None else 1.0)))
+            ixs.append(t22.initialize_scaled_ui_amount(mint=mint, authority=key("scaledUiAmount"), multiplier=multiplier))
         elif extension == "TRANSFER_HOOK":
             ixs.append(t22.initialize_transfer_hook(mint=mint, authority=key("transferHook"), program_id=hook_program.pubkey if hook_program else None))
         elif extension == "CONFIDENTIAL_TRANSFER":
@@ -280,10 +294,7 @@ def instrument_create(*, tenant, cluster: str, api_key, data: dict, svm_config: 
             signers.append(_signer(auth["update"], tenant, f"{prefix}.updateAuthority"))
         ixs += [t22.update_token_metadata_field(mint=mint, update_authority=key("update"), field=k, value=v) for k, v in metadata["additional"].items()]
 
-    if given_al_id is None:
-        al_id = alid.next_al_id(kind)
-    else:
-        al_id = given_al_id
+    al_id = given_al_id or alid.next_al_id(kind)
     instrument = FinancialInstrument(
         tenant=tenant, cluster=cluster, mint_account=mint_account, address=mint_account.address, version=version,
         status=InstrumentStatus.PENDING, managed=True, was_onchain_already=False,
@@ -292,9 +303,9 @@ def instrument_create(*, tenant, cluster: str, api_key, data: dict, svm_config: 
         decimals=decimals, onchain_metadata=(metadata or {}).get("additional") or {}, offchain_data=data.get("offchainData") or {},
         extensions=extensions, default_position_state=default_state or PositionState.INITIALIZED,
         paused=False if "PAUSABLE" in extensions else None,
-        scaled_ui_multiplier=float(multiplier if multiplier is not None else 1.0) if "SCALED_UI_AMOUNT" in extensions else None,
+        scaled_ui_multiplier=multiplier if "SCALED_UI_AMOUNT" in extensions else None,
         transfer_hook_program=hook_program.account if hook_program else None, transfer_hook_program_address=hook_program.address if hook_program else "",
-        data_length=mint_size(types, metadata) if types else 82, comments=mint_data.get("comments") or "",
+        data_length=size, comments=mint_data.get("comments") or "",
     )
     for role, authority in auth.items():
         if authority is not None:
@@ -305,18 +316,18 @@ def instrument_create(*, tenant, cluster: str, api_key, data: dict, svm_config: 
             instrument.save()
     except IntegrityError:
         raise ConflictError("This mint or alId is already recorded.", field=f"{prefix}.mintAccount", code="DUPLICATE_INSTRUMENT")
-    Account.objects.filter(pk=mint_account.pk).update(al_id=al_id, status=AccountStatus.PENDING if existing is None else mint_account.status)
 
     try:
         tx = transaction_prepare(
             tenant=tenant, cluster=cluster, operation="instruments.create", instructions=ixs, signers=signers,
-            config=replace(config, fee_payer=payer), effects_data={"instrument": str(instrument.offchain_id)}, api_key=api_key, request_id=request_id,
+            config=config, effects_data={"instrument": str(instrument.offchain_id)}, api_key=api_key, request_id=request_id,
         )
     except TransactionTooLarge as exc:
         raise LedgerError(f"{TOO_LARGE} ({exc})", field=prefix, code="TRANSACTION_TOO_LARGE") from exc
     FinancialInstrument.objects.filter(pk=instrument.pk).update(creation_transaction=tx, last_transaction=tx)
-    if existing is None:
-        Account.objects.filter(pk=mint_account.pk).update(creation_transaction=tx, last_transaction=tx)
+    # A new mint account is created by this transaction; an existing one only gets the alId.
+    created = {"status": AccountStatus.PENDING, "creation_transaction": tx, "last_transaction": tx} if existing is None else {}
+    Account.objects.filter(pk=mint_account.pk).update(al_id=al_id, **created)
     instrument.creation_transaction = instrument.last_transaction = tx
     return InstrumentResult(instrument, tx)
 
@@ -347,9 +358,10 @@ def _onboard(*, tenant, cluster, api_key, data, mint_data, kind, al_id, referenc
         existing = account_record(tenant=tenant, cluster=cluster, api_key=api_key, data=account_data, prefix=f"{prefix}.mintAccount", allowed_types={reference_type})
     elif existing.type != reference_type:
         raise LedgerError(f"The recorded mint account's type is {existing.type}; this instrument's mint is {reference_type}.", field=f"{prefix}.mintAccount", code="INVALID_ACCOUNT_TYPE")
+    addresses = chain_fields(chain)["addresses"]
     for name, role in AUTHORITY_FIELDS.items():
         given = _authority(tenant, cluster, data.get(name), f"{prefix}.{name}")
-        onchain = dict(chain_addresses(chain)).get(role)
+        onchain = addresses.get(role)
         if given is not None and role != "confidentialMintBurn" and given.address != onchain:
             raise LedgerError(f"The mint's {name} on the network is {onchain or 'none'}.", field=f"{prefix}.{name}", code="AUTHORITY_MISMATCH")
     onchain_data = data.get("onchainData") or {}
@@ -358,7 +370,7 @@ def _onboard(*, tenant, cluster, api_key, data, mint_data, kind, al_id, referenc
         status=InstrumentStatus.ACTIVE, managed=False, was_onchain_already=True,
         shared_across_tenants=bool(mint_data.get("shareAcrossTenants", False)), al_id=al_id or alid.next_al_id(kind), al_category=kind.category, al_type=kind.instrument_type,
         name=onchain_data.get("name") or "", symbol=onchain_data.get("symbol") or "", offchain_data=data.get("offchainData") or {},
-        comments=mint_data.get("comments") or "", creation_transaction_at=None,
+        comments=mint_data.get("comments") or "",
     )
     apply_chain_state(instrument, chain)
     instrument.supply_offchain = instrument.supply_onchain  # onboarding starts from the chain's figure
@@ -369,12 +381,6 @@ def _onboard(*, tenant, cluster, api_key, data, mint_data, kind, al_id, referenc
         raise ConflictError("This mint or alId is already recorded.", field=f"{prefix}.mintAccount", code="DUPLICATE_INSTRUMENT")
     Account.objects.filter(pk=existing.pk).update(al_id=instrument.al_id)
     return InstrumentResult(instrument, None)
-
-
-def chain_addresses(chain) -> dict:
-    from .onchain import chain_fields
-
-    return chain_fields(chain)["addresses"]
 
 
 # --- Update, pause, close ----------------------------------------------------------------
@@ -404,11 +410,10 @@ def _usable_instrument(instrument: FinancialInstrument, field: str) -> Financial
     return instrument
 
 
-def _prepare(instrument, *, tenant, cluster, api_key, operation, ixs, signers, svm_config, request_id, effects=None):
-    config = transaction_config(tenant, cluster, svm_config)
+def _prepare(instrument, *, tenant, cluster, api_key, operation, ixs, signers, config, request_id):
     tx = transaction_prepare(
         tenant=tenant, cluster=cluster, operation=operation, instructions=ixs, signers=signers, config=config,
-        effects_data={"instrument": str(instrument.offchain_id), **(effects or {})}, api_key=api_key, request_id=request_id,
+        effects_data={"instrument": str(instrument.offchain_id)}, api_key=api_key, request_id=request_id,
     )
     FinancialInstrument.objects.filter(pk=instrument.pk).update(last_transaction=tx)
     return tx
@@ -422,6 +427,7 @@ def instrument_update(*, tenant, cluster: str, api_key, instrument: FinancialIns
     _usable_instrument(instrument, f"{p}.mintAccount")
     mint = Pubkey.from_string(instrument.address)
     program = PROGRAMS[instrument.version]
+    config = transaction_config(tenant, cluster, svm_config)
     ixs: list = []
     signers: dict[str, SignerSpec] = {}
 
@@ -456,15 +462,13 @@ def instrument_update(*, tenant, cluster: str, api_key, instrument: FinancialIns
                 elif metadata["additional"].get(key) != value:
                     ixs.append(t22.update_token_metadata_field(mint=mint, update_authority=authority, field=key, value=value))
                     metadata["additional"][key] = value
-            # The program reallocates the mint for longer metadata but does not fund it.
-            types = {API_EXTENSIONS[e] for e in instrument.extensions}
-            needed = rpc_for(cluster).minimum_balance_for_rent_exemption(mint_size(types, metadata))
-            have = rpc_for(cluster).balance(mint)
-            if ixs and needed > have:
-                from transactions.fee_payers import platform_fee_payer
-
-                payer = transaction_config(tenant, cluster, svm_config).fee_payer or platform_fee_payer(cluster)
-                ixs.insert(0, transfer(TransferParams(from_pubkey=payer.pubkey, to_pubkey=mint, lamports=needed - have)))
+            if ixs:
+                # The program reallocates the mint for longer metadata but does not fund it.
+                rpc = rpc_for(cluster)
+                needed = rpc.minimum_balance_for_rent_exemption(mint_size({API_EXTENSIONS[e] for e in instrument.extensions}, metadata))
+                have = rpc.balance(mint)
+                if needed > have:
+                    ixs.insert(0, transfer(TransferParams(from_pubkey=config.fee_payer.pubkey, to_pubkey=mint, lamports=needed - have)))
     if "decimals" in (onchain or {}) and onchain["decimals"] is not None and onchain["decimals"] != instrument.decimals:
         raise LedgerError("A mint's decimals cannot change.", field=f"{p}.onchainData.decimals", code="IMMUTABLE")
 
@@ -508,18 +512,13 @@ def instrument_update(*, tenant, cluster: str, api_key, instrument: FinancialIns
         new = lookup(new_name)
         ixs.append(t22.set_authority(target=mint, current=sign(current, f"{p}.{current_name}"), authority_type=authority_type, new_authority=new.pubkey))
     if changes.get("scaledUiAmountMultiplier") is not None:
-        multiplier = changes["scaledUiAmountMultiplier"]
         _require_extension(instrument, "SCALED_UI_AMOUNT", f"{p}.scaledUiAmountMultiplier")
-        if not math.isfinite(multiplier) or multiplier <= 0:
-            raise LedgerError("scaledUiAmountMultiplier must be a positive number.", field=f"{p}.scaledUiAmountMultiplier", code="OUT_OF_RANGE")
+        multiplier = _multiplier(changes["scaledUiAmountMultiplier"], f"{p}.scaledUiAmountMultiplier")
         current = _current(instrument, "scaledUiAmount", None, f"{p}.scaledUiAmountMultiplier")
-        ixs.append(t22.update_scaled_ui_multiplier(mint=mint, authority=sign(current, f"{p}.scaledUiAmountMultiplier"), multiplier=float(multiplier), effective_timestamp=0))
+        ixs.append(t22.update_scaled_ui_multiplier(mint=mint, authority=sign(current, f"{p}.scaledUiAmountMultiplier"), multiplier=multiplier, effective_timestamp=0))
     if changes.get("transferHookProgram") is not None:
         _require_extension(instrument, "TRANSFER_HOOK", f"{p}.transferHookProgram")
-        program_auth = lookup("transferHookProgram")
-        onchain_program = rpc_for(cluster).account(program_auth.pubkey)
-        if onchain_program is None or not onchain_program.executable:
-            raise LedgerError("transferHookProgram must be an executable program on the network.", field=f"{p}.transferHookProgram", code="NOT_A_PROGRAM")
+        program_auth = _hook_program(tenant, cluster, changes["transferHookProgram"], f"{p}.transferHookProgram")
         current = _current(instrument, "transferHook", None, f"{p}.transferHookProgram")
         ixs.append(t22.update_transfer_hook(mint=mint, authority=sign(current, f"{p}.transferHookProgram"), program_id=program_auth.pubkey))
 
@@ -541,7 +540,7 @@ def instrument_update(*, tenant, cluster: str, api_key, instrument: FinancialIns
 
     tx = None
     if ixs:
-        tx = _prepare(instrument, tenant=tenant, cluster=cluster, api_key=api_key, operation="instruments.update", ixs=ixs, signers=list(signers.values()), svm_config=svm_config, request_id=request_id)
+        tx = _prepare(instrument, tenant=tenant, cluster=cluster, api_key=api_key, operation="instruments.update", ixs=ixs, signers=list(signers.values()), config=config, request_id=request_id)
     return InstrumentResult(instrument, tx)
 
 
@@ -559,7 +558,7 @@ def instrument_set_paused(*, tenant, cluster: str, api_key, instrument: Financia
     mint = Pubkey.from_string(instrument.address)
     ix = t22.pause(mint=mint, authority=current.pubkey) if paused else t22.resume(mint=mint, authority=current.pubkey)
     tx = _prepare(instrument, tenant=tenant, cluster=cluster, api_key=api_key, operation="instruments.pause" if paused else "instruments.unpause",
-                  ixs=[ix], signers=[_signer(current, tenant, f"{p}.pausableAuthority")], svm_config=svm_config, request_id=request_id)
+                  ixs=[ix], signers=[_signer(current, tenant, f"{p}.pausableAuthority")], config=transaction_config(tenant, cluster, svm_config), request_id=request_id)
     return InstrumentResult(instrument, tx)
 
 
@@ -573,7 +572,7 @@ def instrument_close(*, tenant, cluster: str, api_key, instrument: FinancialInst
     chain = read_mint(cluster, instrument.address)
     if chain is None:
         raise LedgerError("The mint is not on the network.", field=f"{p}.financialInstrumentToClose", code="MINT_NOT_ONCHAIN")
-    close_authority = chain_addresses(chain).get("closing")
+    close_authority = chain_fields(chain)["addresses"]["closing"]
     if not close_authority:
         raise LedgerError("The mint has no close authority (Token-2022 MINT_CLOSE_AUTHORITY); it cannot be closed.", field=f"{p}.financialInstrumentToClose", code="NOT_CLOSABLE")
     if chain.mint.supply != 0:
@@ -593,7 +592,7 @@ def instrument_close(*, tenant, cluster: str, api_key, instrument: FinancialInst
     authority = given or Authority(close_authority, Account.objects.for_tenant(tenant).filter(cluster=cluster, address=close_authority).first())
     ix = t22.close_account(account=Pubkey.from_string(instrument.address), destination=refund.pubkey, authority=authority.pubkey)
     tx = _prepare(instrument, tenant=tenant, cluster=cluster, api_key=api_key, operation="instruments.close", ixs=[ix],
-                  signers=[_signer(authority, tenant, f"{p}.closeAuthority")], svm_config=svm_config, request_id=request_id)
+                  signers=[_signer(authority, tenant, f"{p}.closeAuthority")], config=transaction_config(tenant, cluster, svm_config), request_id=request_id)
     return InstrumentResult(instrument, tx)
 
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
@@ -46,12 +44,6 @@ RENDERERS = {"compact": render.instrument_compact, "identifiers": render.instrum
 
 def _ids(instrument) -> dict:
     return {"onchainId": instrument.address, "offchainId": str(instrument.offchain_id)}
-
-
-@lru_cache(maxsize=4096)
-def _rent(cluster: str, size: int) -> int:
-    # Rent parameters are fixed per cluster; one RPC per size and process.
-    return rpc_for(cluster).minimum_balance_for_rent_exemption(size)
 
 
 class FinancialInstrumentViewSet(TenantScopedViewSet):
@@ -140,14 +132,6 @@ class FinancialInstrumentViewSet(TenantScopedViewSet):
     @extend_schema(operation_id="tokenExtensionsCalculator", summary="Token Extensions Calculator", description="Creates no transaction. The mint account size for extensions and metadata, and its rent.", request=CalculatorInput, responses={200: CalculatorOutput}, parameters=[CLUSTER], tags=TAG)
     def calculator(self, request):
         body = validated(CalculatorInput, request)
-        extensions = set(body["extensions"])
-        metadata = body.get("metadata")
-        if "TOKEN_METADATA" in extensions and "METADATA_POINTER" not in extensions:
-            raise LedgerError("TOKEN_METADATA requires METADATA_POINTER (pointing at the mint itself).", field="extensions", code="EXTENSION_REQUIRES")
-        if "CONFIDENTIAL_MINT_BURN" in extensions and "CONFIDENTIAL_TRANSFER" not in extensions:
-            raise LedgerError("CONFIDENTIAL_MINT_BURN requires CONFIDENTIAL_TRANSFER.", field="extensions", code="EXTENSION_REQUIRES")
-        if metadata and "TOKEN_METADATA" not in extensions:
-            raise LedgerError("metadata is stored by the TOKEN_METADATA extension; add it to extensions.", field="metadata", code="EXTENSION_REQUIRES")
-        size = services.calculate(sorted(extensions), services.metadata_of(metadata or {}))
-        rent = value_output(_rent(self.cluster, size))
+        size = services.calculate(body["extensions"], body.get("metadata"))
+        rent = value_output(rpc_for(self.cluster).minimum_balance_for_rent_exemption(size))
         return Response({"mintAccountSize": size, "estimatedRent": rent, "estimatedRentAmount": rent["amount"]})

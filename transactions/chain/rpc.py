@@ -47,6 +47,7 @@ class ChainRpc:
         self.cluster = cluster
         self.url = url
         self.client = Client(url, timeout=timeout)
+        self._rent: dict[int, int] = {}
 
     def _call(self, fn, *args, **kwargs):
         try:
@@ -89,7 +90,11 @@ class ChainRpc:
         return out
 
     def minimum_balance_for_rent_exemption(self, size: int) -> int:
-        return self._call(self.client.get_minimum_balance_for_rent_exemption, size).value
+        # Rent parameters are fixed per cluster: one call per size and process.
+        lamports = self._rent.get(size)
+        if lamports is None:
+            lamports = self._rent[size] = self._call(self.client.get_minimum_balance_for_rent_exemption, size).value
+        return lamports
 
     def recent_prioritization_fees(self, addresses: Sequence[Pubkey] = ()) -> list[int]:
         return [fee.prioritization_fee for fee in self._request(GetRecentPrioritizationFees(list(addresses)), GetRecentPrioritizationFeesResp).value]

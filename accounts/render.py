@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import uuid
 
+from ledger_project.timestamps import timestamp_text
+
 from .limits import effective_limits
-
-
-def timestamp_text(value):
-    return value.isoformat(timespec="milliseconds").replace("+00:00", "Z") if value else None
 
 
 def uuid_text(value) -> str | None:

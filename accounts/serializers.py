@@ -17,6 +17,7 @@ from ledger_project.api.envelope import (
     TransactionEnvelopeSerializer,
 )
 from ledger_project.api.query import ItemQuerySerializer
+from ledger_project.timestamps import timestamp_text
 from transactions.serializers import TransactionResultOutput
 
 from .models import AccountType, KeyLocation
@@ -181,10 +182,6 @@ class InactivateInput(TransactionEnvelopeSerializer):
 # --- output -------------------------------------------------------------------------------
 
 
-def _ts(value):
-    return value.isoformat(timespec="milliseconds").replace("+00:00", "Z") if value else None
-
-
 class AccountOnchainOutput(serializers.Serializer):
     id = serializers.CharField(source="address")
     lastTransactionId = serializers.SerializerMethodField()
@@ -196,13 +193,13 @@ class AccountOnchainOutput(serializers.Serializer):
         return a.last_transaction.onchain_id if a.last_transaction_id else None
 
     def get_lastTransactionAt(self, a) -> str | None:
-        return _ts(a.last_transaction_at)
+        return timestamp_text(a.last_transaction_at)
 
     def get_creationTransactionId(self, a) -> str | None:
         return a.creation_transaction.onchain_id if a.creation_transaction_id else None
 
     def get_creationTransactionAt(self, a) -> str | None:
-        return _ts(a.creation_transaction_at)
+        return timestamp_text(a.creation_transaction_at)
 
 
 class AccountOffchainOutput(serializers.Serializer):

@@ -11,6 +11,7 @@ from ledger_project.api.envelope import validated
 from ledger_project.api.errors import LedgerError
 from ledger_project.api.idempotency import idempotent
 from ledger_project.api.viewsets import TenantScopedViewSet
+from ledger_project.timestamps import timestamp_text
 from transactions.chain.rpc import rpc_for
 from transactions.responses import mutation_response
 
@@ -40,9 +41,6 @@ WAIT = OpenApiParameter("wait", str, enum=["submitted", "confirmed", "finalized"
 CLUSTER = OpenApiParameter("svmCluster", str, description="Cluster (default CHAIN_LOCALNET); older alias chainClusterId.")
 
 
-def _ids(account: Account) -> dict:
-    return {"onchainId": account.address, "offchainId": str(account.offchain_id)}
-
 
 class AccountViewSet(TenantScopedViewSet):
     model = Account
@@ -52,7 +50,7 @@ class AccountViewSet(TenantScopedViewSet):
     def create(self, request):
         body = validated(CreateAccountInput, request)
         result = services.account_create(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, data=body["itemData"], svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id)
-        return mutation_response(request, "newAccount", _ids(result.account), result.transaction, status=status.HTTP_201_CREATED)
+        return mutation_response(request, "newAccount", render.account_identifiers(result.account), result.transaction, status=status.HTTP_201_CREATED)
 
     @extend_schema(operation_id="fetchAccountDetails", summary="Fetch Account Details", description="Creates no transaction.", request=LookupInput, responses={200: AccountOutput}, parameters=[CLUSTER], tags=TAG)
     def details(self, request):
@@ -64,7 +62,7 @@ class AccountViewSet(TenantScopedViewSet):
         lookup = validated(LookupInput, request)["itemData"]
         account = resolve_own_account(self.tenant, self.cluster, lookup, field="itemData")
         secret = services.account_private_key_export(tenant=self.tenant, api_key=self.api_key, account=account, request_id=request.request_id)
-        response = Response({**_ids(account), "privateKey": secret, "encoding": "base58"})
+        response = Response({**render.account_identifiers(account), "privateKey": secret, "encoding": "base58"})
         response["Cache-Control"] = "no-store"
         return response
 
@@ -78,7 +76,7 @@ class AccountViewSet(TenantScopedViewSet):
         else:
             chain_account = rpc_for(self.cluster).account(Pubkey.from_string(account.address))
             offchain, onchain = int(account.lamports_balance), value_output(chain_account.lamports if chain_account else 0)
-        return Response({"account": _ids(account), "at": at.isoformat(timespec="milliseconds").replace("+00:00", "Z") if at else None, "offchain": value_output(offchain), "onchain": onchain})
+        return Response({"account": render.account_identifiers(account), "at": timestamp_text(at), "offchain": value_output(offchain), "onchain": onchain})
 
     @extend_schema(operation_id="fetchAccounts", summary="Fetch Accounts", description="Creates no transaction. detail-level: detailed, compact, identifiers.", request=BulkInput, responses={200: BulkAccountsOutput}, parameters=[CLUSTER], tags=TAG)
     def bulk(self, request, detail_level: str):
@@ -99,7 +97,7 @@ class AccountViewSet(TenantScopedViewSet):
             changes["offchainReferences"] = {k: v for k, v in changes["offchainReferences"].items() if k in (raw.get("offchainReferences") or {})}
         account = resolve_own_account(self.tenant, self.cluster, data["account"], field="itemData.account")
         account = services.account_update(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, account=account, changes=changes)
-        return Response({"updatedAccount": _ids(account)})
+        return Response({"updatedAccount": render.account_identifiers(account)})
 
     @extend_schema(operation_id="inactivateAccount", summary="Inactivate Account", description="Closes the account on the network (lamports to refundDestination) and inactivates it.", request=InactivateInput, responses={200: InactivateAccountOutput}, parameters=[WAIT, CLUSTER], tags=TAG)
     @idempotent
@@ -111,14 +109,14 @@ class AccountViewSet(TenantScopedViewSet):
         if data.get("refundDestination"):
             refund = resolve_account(self.tenant, self.cluster, data["refundDestination"], field="itemData.refundDestination", allow_off_platform=True)
         result = services.account_inactivate(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, account=account, refund_to=refund, svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id)
-        return mutation_response(request, "inactivatedAccount", _ids(result.account), result.transaction)
+        return mutation_response(request, "inactivatedAccount", render.account_identifiers(result.account), result.transaction)
 
     @extend_schema(operation_id="fetchAccountTenantInfo", summary="Fetch Account Tenant Info", description="Creates no transaction. Which organization owns an account you can see.", request=LookupInput, responses={200: TenantInfoOutput}, parameters=[CLUSTER], tags=TAG)
     def tenant_info(self, request):
         lookup = validated(LookupInput, request)["itemData"]
         account = selectors.account_get(tenant=self.tenant, cluster=self.cluster, lookup=lookup)
         return Response({
-            **_ids(account),
+            **render.account_identifiers(account),
             "tenantOrganizationId": account.tenant.external_id,
             "tenantOrganizationName": account.tenant.name,
             "sharedAcrossTenants": account.shared_across_tenants,

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from accounts.render import account_detailed, timestamp_text, uuid_text
+from accounts.render import account_detailed, uuid_text
+from ledger_project.timestamps import timestamp_text
 
 from .models import AUTHORITY_ROLES, authority_column
 from .onchain import ChainMint, chain_fields

@@ -12,6 +12,7 @@ from ledger_project.api.envelope import validated
 from ledger_project.api.errors import LedgerError
 from ledger_project.api.idempotency import idempotent
 from ledger_project.api.viewsets import TenantScopedViewSet
+from ledger_project.timestamps import timestamp_text
 from transactions.chain.rpc import rpc_for
 from transactions.responses import mutation_response
 
@@ -42,9 +43,6 @@ CLUSTER = OpenApiParameter("svmCluster", str, description="Cluster (default CHAI
 RENDERERS = {"compact": render.instrument_compact, "identifiers": render.instrument_identifiers}
 
 
-def _ids(instrument) -> dict:
-    return {"onchainId": instrument.address, "offchainId": str(instrument.offchain_id)}
-
 
 class FinancialInstrumentViewSet(TenantScopedViewSet):
     model = FinancialInstrument
@@ -54,7 +52,7 @@ class FinancialInstrumentViewSet(TenantScopedViewSet):
     def create(self, request):
         body = validated(CreateInstrumentInput, request)
         result = services.instrument_create(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, data=body["itemData"], svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id)
-        return mutation_response(request, "newFinancialInstrument", _ids(result.instrument), result.transaction, status=status.HTTP_201_CREATED)
+        return mutation_response(request, "newFinancialInstrument", render.instrument_identifiers(result.instrument), result.transaction, status=status.HTTP_201_CREATED)
 
     @extend_schema(operation_id="fetchFinancialInstrumentDetails", summary="Fetch Financial Instrument Details", description="Creates no transaction. Onchain fields are read from the network.", request=LookupInput, responses={200: InstrumentOutput}, parameters=[CLUSTER], tags=TAG)
     def details(self, request):
@@ -71,12 +69,12 @@ class FinancialInstrumentViewSet(TenantScopedViewSet):
         onchain = chain.mint.supply if chain is not None else 0
         decimals = chain.mint.decimals if chain is not None else item.decimals
         return Response({
-            "financialInstrument": _ids(item),
+            "financialInstrument": render.instrument_identifiers(item),
             "onchain": render.token_value(onchain, decimals),
             "offchain": render.token_value(item.supply_offchain, decimals),
             "inAgreement": int(item.supply_offchain) == onchain,
             "decimals": decimals,
-            "at": render.timestamp_text(timezone.now()),
+            "at": timestamp_text(timezone.now()),
         })
 
     @extend_schema(operation_id="fetchFinancialInstruments", summary="Fetch Financial Instruments", description="Creates no transaction. detail-level: detailed, compact, identifiers.", request=BulkInput, responses={200: BulkInstrumentsOutput}, parameters=[CLUSTER], tags=TAG)
@@ -101,14 +99,14 @@ class FinancialInstrumentViewSet(TenantScopedViewSet):
         changes = {k: v for k, v in data.items() if k in raw and k != "mintAccount"}
         instrument = resolve_instrument(self.tenant, self.cluster, data["mintAccount"], field="itemData.mintAccount", writable=True)
         result = services.instrument_update(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, instrument=instrument, changes=changes, svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id)
-        return mutation_response(request, "updatedFinancialInstrument", _ids(result.instrument), result.transaction)
+        return mutation_response(request, "updatedFinancialInstrument", render.instrument_identifiers(result.instrument), result.transaction)
 
     def _set_paused(self, request, paused: bool):
         body = validated(PauseInput, request)
         data = body["itemData"]
         instrument = resolve_instrument(self.tenant, self.cluster, data["financialInstrument"], field="itemData.financialInstrument", writable=True)
         result = services.instrument_set_paused(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, instrument=instrument, paused=paused, authority_lookup=data.get("pausableAuthority"), svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id)
-        return mutation_response(request, "pausedFinancialInstrument" if paused else "unpausedFinancialInstrument", _ids(result.instrument), result.transaction)
+        return mutation_response(request, "pausedFinancialInstrument" if paused else "unpausedFinancialInstrument", render.instrument_identifiers(result.instrument), result.transaction)
 
     @extend_schema(operation_id="pauseFinancialInstrument", summary="Pause Financial Instrument", description="Token-2022 PAUSABLE: transfers, mints and burns stop until unpaused.", request=PauseInput, responses={200: PauseInstrumentOutput}, parameters=[WAIT, CLUSTER], tags=TAG)
     @idempotent
@@ -127,7 +125,7 @@ class FinancialInstrumentViewSet(TenantScopedViewSet):
         data = body["itemData"]
         instrument = resolve_instrument(self.tenant, self.cluster, data["financialInstrumentToClose"], field="itemData.financialInstrumentToClose", writable=True)
         result = services.instrument_close(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, instrument=instrument, refund_lookup=data.get("refundDestination"), authority_lookup=data.get("closeAuthority"), svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id)
-        return mutation_response(request, "closedFinancialInstrument", _ids(result.instrument), result.transaction)
+        return mutation_response(request, "closedFinancialInstrument", render.instrument_identifiers(result.instrument), result.transaction)
 
     @extend_schema(operation_id="tokenExtensionsCalculator", summary="Token Extensions Calculator", description="Creates no transaction. The mint account size for extensions and metadata, and its rent.", request=CalculatorInput, responses={200: CalculatorOutput}, parameters=[CLUSTER], tags=TAG)
     def calculator(self, request):

@@ -1,6 +1,7 @@
 from rest_framework import serializers
 
 from ledger_project.api.envelope import EnvelopeSerializer, StrictCharField, StrictSerializer
+from ledger_project.timestamps import timestamp_text
 
 
 class TransactionResultOutput(serializers.Serializer):
@@ -24,7 +25,7 @@ class TransactionResultOutput(serializers.Serializer):
         return base64.b64encode(bytes(tx.message)).decode()
 
     def get_txnTimestamp(self, tx) -> str:
-        return tx.txn_timestamp.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        return timestamp_text(tx.txn_timestamp)
 
 
 class TransactionIdentifier(StrictSerializer):

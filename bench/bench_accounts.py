@@ -14,12 +14,11 @@ import random
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
-from urllib.parse import urlparse
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from bench.common import gunicorn, manage, orm_page_ms, throwaway_database, vacuum_analyze, wrk_load  # noqa: E402
 from bench.loadgen import closed_loop as load  # noqa: E402
 from bench.loadgen import wait_until_up  # noqa: E402
 from transactions.localnet.testing import free_port  # noqa: E402
@@ -32,13 +31,6 @@ PAGE_QUERY = {"itemQuery": {"limit": 100, "filter": [
     {"fieldName": "type", "operator": "AND", "filterValues": [{"dataType": "TEXT", "filterType": "EQUALS", "valueString": "ASSETS_WALLET"}]},
     {"fieldName": "managed", "operator": "AND", "filterValues": [{"dataType": "BOOLEAN", "filterType": "EQUALS", "valueBoolean": False}]}],
     "sort": [{"fieldName": "creationTransactionAt", "sortDirection": "DESC"}]}}
-
-
-def server_url() -> str:
-    base = os.environ.get("DATABASE_URL") or "postgres://postgres@127.0.0.1:5432/postgres"
-    if not base.startswith("postgres"):
-        raise SystemExit("bench_accounts needs PostgreSQL (DATABASE_URL=postgres://...)")
-    return base
 
 
 def seed(env: dict) -> dict:
@@ -69,59 +61,6 @@ print(json.dumps(out))
 """
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, check=True, capture_output=True, text=True)
     return json.loads(result.stdout.strip().splitlines()[-1])
-
-
-def orm_page_ms(env: dict, tenant: str, selector: str, item_query: dict) -> float:
-    """p50 of ``selector`` ("module:function", e.g. accounts.selectors:account_list) for one
-    page, in a fresh process, without HTTP: the query and row conversion alone."""
-    module, function = selector.split(":")
-    code = f"""
-import json, os, time
-import django; django.setup()
-from {module} import {function} as page
-from tenancy.models import TenantOrganization
-from ledger_project.api.query import ItemQuerySerializer
-tenant = TenantOrganization.objects.get(external_id="{tenant}")
-s = ItemQuerySerializer(data=json.loads(os.environ["BENCH_QUERY"])); s.is_valid(raise_exception=True)
-times = []
-for _ in range(30):
-    t = time.perf_counter(); page(tenant=tenant, cluster="CHAIN_LOCALNET", item_query=s.validated_data); times.append(time.perf_counter() - t)
-times.sort()
-print(times[len(times)//2] * 1000)
-"""
-    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**env, "BENCH_QUERY": json.dumps(item_query)}, check=True, capture_output=True, text=True)
-    return float(result.stdout.strip().splitlines()[-1])
-
-
-def wrk_load(port: int, script: str, path: str, concurrency: int, duration: float) -> dict | None:
-    """The same measurement with wrk (C; leaves the cores to the server). None without wrk.
-
-    One wrk thread drives the 8 connections at these rates; a second one only competes with
-    the server and the database for the two cores (p99 16-23 ms with -t2 against
-    13-16 ms with -t1 in paired runs). BENCH_WRK_THREADS overrides it."""
-    import shutil
-    import tempfile
-
-    if shutil.which("wrk") is None:
-        return None
-    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as fh:
-        fh.write(script)
-    out = subprocess.run(["wrk", f"-t{os.environ.get('BENCH_WRK_THREADS', '1')}", f"-c{concurrency}", f"-d{int(duration)}s", "--latency", "-s", fh.name, f"http://127.0.0.1:{port}{path}"], capture_output=True, text=True).stdout
-    os.unlink(fh.name)
-
-    def ms(label):
-        units = {"us": 0.001, "ms": 1.0, "s": 1000.0}
-        for line in out.splitlines():
-            parts = line.split()
-            if parts and parts[0] == label:
-                value = parts[1]
-                unit = next(u for u in ("us", "ms", "s") if value.endswith(u))
-                return round(float(value[: -len(unit)]) * units[unit], 2)
-        return None
-
-    rps = next((float(line.split()[1]) for line in out.splitlines() if line.startswith("Requests/sec")), 0.0)
-    non2xx = next((int(line.split()[-1]) for line in out.splitlines() if "Non-2xx" in line), 0)
-    return {"load_generator": "wrk", "rps": round(rps, 1), "p50_ms": ms("50%"), "p99_ms": ms("99%"), "errors": non2xx}
 
 
 def _lua_details(data: dict) -> str:
@@ -170,20 +109,14 @@ def measure(port: int, data: dict, tenants: list, common: dict, sql_ms: float) -
 
 
 def main() -> None:
-    base = urlparse(server_url())
-    name = f"ledger_bench_{uuid.uuid4().hex[:8]}"
-    admin_url = base._replace(path="/postgres").geturl()
-    db_url = base._replace(path=f"/{name}").geturl()
-    subprocess.run(["psql", admin_url, "-q", "-c", f"CREATE DATABASE {name}"], check=True)
-    env = {**os.environ, "DATABASE_URL": db_url, "LOG_LEVEL": "WARNING", "DJANGO_SETTINGS_MODULE": "ledger_project.settings"}
-    env.pop("REDIS_URL", None)
-    try:
-        subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v0"], cwd=ROOT, env=env, check=True)
+    with throwaway_database() as db_url:
+        env = {**os.environ, "DATABASE_URL": db_url, "LOG_LEVEL": "WARNING", "DJANGO_SETTINGS_MODULE": "ledger_project.settings"}
+        env.pop("REDIS_URL", None)
+        manage(env, "migrate", "--noinput", "-v0")
         started = time.perf_counter()
         data = seed(env)
         seed_seconds = time.perf_counter() - started
-        # A bulk load leaves no planner statistics or visibility map; a live database has both (autovacuum).
-        subprocess.run(["psql", db_url, "-q", "-c", "VACUUM ANALYZE"], check=True)
+        vacuum_analyze(db_url)
         tenants = list(data["keys"])
         sql_ms = orm_page_ms(env, tenants[0], "accounts.selectors:account_list", PAGE_QUERY["itemQuery"])
         # BENCH_SERVER_CONFIGS="4x2,8x1" compares gunicorn workers x threads in one run.
@@ -192,15 +125,12 @@ def main() -> None:
             if config != "default":
                 server_env["GUNICORN_WORKERS"], server_env["GUNICORN_THREADS"] = config.split("x")
             port = free_port()
-            server = subprocess.Popen([sys.executable, "-m", "gunicorn", "ledger_project.wsgi", "--config", "gunicorn.conf.py", "--bind", f"127.0.0.1:{port}", "--log-level", "warning"],
-                                      cwd=ROOT, env=server_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            server = gunicorn(server_env, port)
             try:
                 measure(port, data, tenants, {"seed_seconds": round(seed_seconds, 1), "server": _server_label(server_env)}, sql_ms)
             finally:
                 server.terminate()
                 server.wait(10)
-    finally:
-        subprocess.run(["psql", admin_url, "-q", "-c", f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"], check=False)
 
 
 if __name__ == "__main__":

@@ -9,23 +9,18 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from bench.common import gunicorn, manage  # noqa: E402
 from bench.loadgen import closed_loop, wait_until_up  # noqa: E402
 from transactions.localnet.testing import free_port  # noqa: E402
 
 CONCURRENCY = 16
 DURATION = 8.0
-PY = sys.executable
-
-
-def manage(env, *args) -> str:
-    return subprocess.run([PY, "manage.py", *args], cwd=ROOT, env=env, check=True, capture_output=True, text=True).stdout
 
 
 def main() -> None:
@@ -37,8 +32,7 @@ def main() -> None:
         manage(env, "create_tenant", "--external-id", "BENCH", "--name", "Bench")
         key = json.loads(manage(env, "create_api_key", "--org", "BENCH", "--rate-limit", "0"))
         port = free_port()
-        server = subprocess.Popen([PY, "-m", "gunicorn", "ledger_project.wsgi", "--bind", f"127.0.0.1:{port}", "--config", "gunicorn.conf.py", "--log-level", "warning"],
-                                  cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        server = gunicorn(env, port)
         try:
             headers = {"Authorization": f"Bearer {key['secret']}", "Content-Type": "application/json"}
             body = json.dumps({"tenancyConfig": {"overrideOrganizationExternalId": "BENCH"}})

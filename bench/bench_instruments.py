@@ -21,13 +21,11 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
-from urllib.parse import urlparse
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from bench.bench_accounts import orm_page_ms, server_url, wrk_load  # noqa: E402
+from bench.common import gunicorn, manage, orm_page_ms, throwaway_database, vacuum_analyze, wrk_load  # noqa: E402
 from bench.loadgen import closed_loop, wait_until_up  # noqa: E402
 from transactions.localnet.testing import LocalnetProcess, free_port  # noqa: E402
 
@@ -40,10 +38,6 @@ PAGE_QUERY = {"itemQuery": {"limit": 100, "filter": [
     {"fieldName": "version", "operator": "AND", "filterValues": [{"dataType": "TEXT", "filterType": "EQUALS", "valueString": "TOKEN_2022"}]},
     {"fieldName": "paused", "operator": "AND", "filterValues": [{"dataType": "BOOLEAN", "filterType": "EQUALS", "valueBoolean": False}]}],
     "sort": [{"fieldName": "creationTransactionAt", "sortDirection": "DESC"}]}}
-
-
-def manage(env, *args) -> str:
-    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, check=True, capture_output=True, text=True).stdout
 
 
 def call(port: int, method: str, path: str, body: dict, key: str) -> tuple[int, dict, float]:
@@ -129,19 +123,9 @@ def page_load(port: int, key: str, level: str) -> dict:
     return wrk_load(port, script, path, CONCURRENCY, DURATION) or {"load_generator": "python", **closed_loop(port, lambda rnd: request, CONCURRENCY, DURATION)}
 
 
-def gunicorn(env: dict, port: int) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "gunicorn", "ledger_project.wsgi", "--config", "gunicorn.conf.py", "--bind", f"127.0.0.1:{port}", "--log-level", "warning"],
-                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-
 def main() -> None:
-    base = urlparse(server_url())
-    name = f"ledger_bench_{uuid.uuid4().hex[:8]}"
-    admin_url = base._replace(path="/postgres").geturl()
-    db_url = base._replace(path=f"/{name}").geturl()
-    subprocess.run(["psql", admin_url, "-q", "-c", f"CREATE DATABASE {name}"], check=True)
     procs: list = []
-    with tempfile.TemporaryDirectory(prefix="ledger-bench-") as tmp:
+    with throwaway_database() as db_url, tempfile.TemporaryDirectory(prefix="ledger-bench-") as tmp:
         node = LocalnetProcess(Path(tmp) / "localnet").start()
         env = {**os.environ, "DATABASE_URL": db_url, "LOG_LEVEL": "WARNING", "DJANGO_SETTINGS_MODULE": "ledger_project.settings",
                "LEDGER_VAR_DIR": tmp, "LEDGER_LOCALNET_RPC_URL": node.url}
@@ -170,7 +154,7 @@ def main() -> None:
             started = time.perf_counter()
             data = seed(env)
             seed_seconds = round(time.perf_counter() - started, 1)
-            subprocess.run(["psql", db_url, "-q", "-c", "VACUUM ANALYZE"], check=True)
+            vacuum_analyze(db_url)
             tenant = sorted(data["keys"])[0]
             sql_ms = round(orm_page_ms(env, tenant, "instruments.selectors:instrument_list", PAGE_QUERY["itemQuery"]), 2)
             for level in ("detailed", "compact"):
@@ -183,7 +167,6 @@ def main() -> None:
             for proc in procs:
                 proc.wait(15)
             node.stop()
-            subprocess.run(["psql", admin_url, "-q", "-c", f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"], check=False)
 
 
 if __name__ == "__main__":

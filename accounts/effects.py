@@ -5,9 +5,8 @@ from __future__ import annotations
 from django.utils import timezone
 from solders.pubkey import Pubkey
 
-from transactions.chain.builder import message_from_bytes
 from transactions.chain.rpc import rpc_for
-from transactions.effects import effect_handler, failure_handler, on_every_confirmation
+from transactions.effects import effect_handler, failure_handler, on_every_confirmation, touched_addresses
 
 from .models import Account, AccountStatus
 from .services import balances_record
@@ -47,7 +46,7 @@ def account_inactivated(tx) -> None:
 def balances_after(tx) -> None:
     """Balance history: every recorded account the transaction touched, as the chain now
     has it (one getMultipleAccounts call)."""
-    keys = [str(k) for k in message_from_bytes(bytes(tx.message)).account_keys]
+    keys = touched_addresses(tx)
     accounts = list(Account.objects.filter(cluster=tx.cluster, address__in=keys))
     if not accounts:
         return

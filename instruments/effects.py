@@ -10,8 +10,7 @@ from __future__ import annotations
 from django.utils import timezone
 
 from accounts.models import Account, AccountStatus
-from transactions.chain.builder import message_from_bytes
-from transactions.effects import effect_handler, failure_handler, on_every_confirmation
+from transactions.effects import effect_handler, failure_handler, on_every_confirmation, touched_addresses
 
 from .models import FinancialInstrument, InstrumentStatus
 from .services import instrument_sync
@@ -50,6 +49,6 @@ def instrument_closed(tx) -> None:
 @on_every_confirmation
 def mints_after(tx) -> None:
     """Re-read every recorded, open instrument whose mint the transaction names."""
-    keys = [str(k) for k in message_from_bytes(bytes(tx.message)).account_keys]
+    keys = touched_addresses(tx)
     for instrument in FinancialInstrument.objects.filter(cluster=tx.cluster, address__in=keys).exclude(status=InstrumentStatus.CLOSED):
         instrument_sync(instrument=instrument, tx=tx)

@@ -40,6 +40,17 @@ def on_every_confirmation(fn: Callable) -> Callable:
     return fn
 
 
+def touched_addresses(tx) -> list[str]:
+    """The addresses a transaction's message names, parsed once per transaction however
+    many confirmation hooks ask."""
+    cached = getattr(tx, "_touched_addresses", None)
+    if cached is None:
+        from .chain.builder import message_from_bytes
+
+        cached = tx._touched_addresses = [str(k) for k in message_from_bytes(bytes(tx.message)).account_keys]
+    return cached
+
+
 def apply(tx) -> None:
     handler = _HANDLERS.get(tx.operation)
     if handler is not None:

@@ -22,13 +22,13 @@ from ledger_project import base58
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 from solders.keypair import Keypair
 from solders.pubkey import Pubkey
 from solders.signature import Signature
 
-from .errors import CustodyError, InvalidPrivateKey
+from .errors import CustodyError, InvalidPrivateKey, ManagedKeyExists
 from .models import KeyLocation, ManagedKey
 
 _WRAP_AAD = b"ledger/custody/dek-wrap/v1:"
@@ -100,7 +100,9 @@ def _write_private_file(path: Path, content: str) -> None:
 
 
 def _secrets_path(public_key: str) -> Path:
-    return Path(settings.LEDGER_SECRETS_DIR) / f"{public_key}.json"
+    # A name of its own per sealing: a concurrent import of the same key (refused by the
+    # unique column) must not overwrite the file the committed row names.
+    return Path(settings.LEDGER_SECRETS_DIR) / f"{public_key}.{secrets.token_hex(4)}.json"
 
 
 def _store_ciphertext(key: ManagedKey, nonce: bytes, ciphertext: bytes) -> None:
@@ -195,10 +197,18 @@ def managed_key_import(*, secret: str, location: str = KeyLocation.DATABASE, exp
     public_key = str(Keypair.from_bytes(raw).pubkey())
     if expected_public_key and expected_public_key != public_key:
         raise InvalidPrivateKey(f"The private key belongs to {public_key}, not {expected_public_key}.")
+    # Checked before sealing (no secrets file is written for a duplicate) and again by the
+    # unique column, for an import of the same key committing concurrently.
     if ManagedKey.objects.filter(public_key=public_key).exists():
-        raise CustodyError(f"A managed key for {public_key} exists already.")
+        raise ManagedKeyExists(public_key)
     key = _seal(public_key, raw, location)
-    key.save()
+    try:
+        with transaction.atomic():
+            key.save()
+    except IntegrityError:
+        if key.secret_ref:
+            (Path(settings.LEDGER_SECRETS_DIR) / key.secret_ref).unlink(missing_ok=True)
+        raise ManagedKeyExists(public_key)
     return key
 
 

@@ -17,6 +17,7 @@ from transactions.models import Transaction
 from transactions.services import transaction_prepare
 
 from . import custody
+from .errors import ManagedKeyExists
 from .limits import normalize
 from .lookup import OffPlatform
 from .models import Account, AccountStatus, AccountType, BalanceSnapshot, KeyLocation, PrivateKeyDisclosure, SPECIALIZED_TYPES, WALLET_TYPES
@@ -61,7 +62,7 @@ def _conflicts(tenant, cluster: str, address: str, refs: dict, exclude_pk=None, 
         raise ConflictError("An account with this accountNumber already exists.", field=f"{prefix}.offchainReferences.accountNumber", code="DUPLICATE_REFERENCE")
 
 
-def _managed_key(data: dict, prefix: str):
+def _managed_key(data: dict, prefix: str, tenant=None):
     details = data.get("privateKeyDetails") or {}
     if details.get("dkgKeys"):
         raise LedgerError("DKG/MPC key shares are not supported by this service; omit dkgKeys.", field=f"{prefix}.privateKeyDetails.dkgKeys", code="NOT_SUPPORTED")
@@ -71,6 +72,14 @@ def _managed_key(data: dict, prefix: str):
     if details.get("privateKey"):
         try:
             return custody.managed_key_import(secret=details["privateKey"], location=location, expected_public_key=expected)
+        except ManagedKeyExists as exc:
+            # Name the record only when it is the caller's own (docs/custody.md, Imports).
+            holder = Account.objects.for_tenant(tenant).filter(managed_key__public_key=exc.public_key).first() if tenant is not None else None
+            if holder is not None:
+                exc.message = (f"The private key of {exc.public_key} is already held by account offchainId {holder.offchain_id} "
+                               f"(onchainId {holder.address}, svmCluster {holder.cluster}).")
+            exc.field = f"{prefix}.privateKeyDetails.privateKey"
+            raise
         except LedgerError as exc:
             exc.field = f"{prefix}.privateKeyDetails.privateKey"
             raise
@@ -107,7 +116,7 @@ def account_record(*, tenant, cluster: str, api_key, data: dict, prefix: str = "
 
     address_hint = data.get("onchainId") or (data.get("privateKeyDetails") or {}).get("publickKey") or ""
     _conflicts(tenant, cluster, address_hint, refs, prefix=prefix)
-    key = _managed_key(data, prefix) if managed else None
+    key = _managed_key(data, prefix, tenant) if managed else None
     address = key.public_key if key else data["onchainId"]
     if key is not None:
         _conflicts(tenant, cluster, address, {}, prefix=prefix)

@@ -99,6 +99,28 @@ def test_import_private_key(api, localnet_url):
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize("location", ["DATABASE", "SECRETS"])
+def test_importing_a_held_key_again_is_409_naming_the_record(api, other_api, localnet_url, location):
+    keypair = Keypair()
+    first = create(api, {"managed": True, "privateKeyDetails": {"location": [location], "privateKey": str(keypair)}})
+    assert first.status_code == 201, first.json()
+    offchain_id = first.json()["newAccount"]["offchainId"]
+    again = create(api, {"managed": True, "privateKeyDetails": {"location": [location], "privateKey": str(keypair)}})
+    body = assert_error(again, 409, "DUPLICATE_KEY", "itemData.privateKeyDetails.privateKey")
+    message = body["errors"][0]["message"]
+    assert offchain_id in message and str(keypair.pubkey()) in message
+    # Another organization learns only that the service holds the key it presented.
+    foreign = assert_error(create(other_api, {"managed": True, "privateKeyDetails": {"privateKey": str(keypair)}}), 409, "DUPLICATE_KEY")
+    assert offchain_id not in foreign["errors"][0]["message"]
+    assert Account.objects.count() == 1
+    account = Account.objects.get()
+    assert account.managed_key.public_key == str(keypair.pubkey())
+    from accounts.custody import managed_key_export
+
+    assert managed_key_export(key=account.managed_key) == str(keypair)  # the held key still opens
+
+
+@pytest.mark.django_db
 def test_onboard_existing_onchain_account(api, chain):
     existing = funded(chain, 3_000_000)
     response = create(api, {"managed": False, "alreadyOnchain": True, "onchainId": str(existing.pubkey()), "offchainReferences": {"type": "WALLET", "code": "EXT"}})

@@ -9,3 +9,19 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ledger_project.settings")
 app = Celery("ledger_project")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+def _redact_urls_on_handlers(logger=None, **kwargs):
+    # The worker installs its own handlers on the root and task loggers: give them the
+    # same URL redaction as settings.LOGGING's (ledger_project/logging.py).
+    from ledger_project.logging import RedactUrlsFilter
+
+    for handler in (logger.handlers if logger is not None else []):
+        if not any(isinstance(f, RedactUrlsFilter) for f in handler.filters):
+            handler.addFilter(RedactUrlsFilter())
+
+
+from celery import signals  # noqa: E402
+
+signals.after_setup_logger.connect(_redact_urls_on_handlers, weak=False)
+signals.after_setup_task_logger.connect(_redact_urls_on_handlers, weak=False)

@@ -3,6 +3,11 @@
 Secrets never reach a log: API key secrets, private keys and webhook credentials are not
 passed to loggers anywhere, and the formatter drops record attributes whose name looks
 like a secret as a second line of defence.
+
+URLs are redacted in every record (message, exception text, extras) before any handler
+writes it: RPC provider URLs carry API keys in the query (``?api-key=``), the path
+(``/v2/<key>``) or the user info, and webhook endpoints may too. Only the scheme, host
+and port stay (docs/configuration.md, Logging).
 """
 
 from __future__ import annotations
@@ -10,12 +15,58 @@ from __future__ import annotations
 import contextvars
 import json
 import logging
+import re
 from datetime import datetime, timezone
+from urllib.parse import urlsplit
 
 request_id_var: contextvars.ContextVar[str | None] = contextvars.ContextVar("ledger_request_id", default=None)
 
 _STANDARD_ATTRS = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime", "request_id"}
 _SECRET_WORDS = ("secret", "password", "private", "token", "authorization", "key_value", "keyvalue")
+
+
+_URL = re.compile(r"\b(?:https?|wss?)://[^\s'\"<>]+", re.IGNORECASE)
+
+
+def redact_url(url: str) -> str:
+    """``scheme://host[:port]`` of a URL, with ``/...`` when anything followed (path, query,
+    fragment): credentials can hide in every part but the host."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        return "<url>"
+    if ":" in host:
+        host = f"[{host}]"
+    rest = url.split("://", 1)[1][len(parts.netloc):] if "://" in url else ""
+    tail = "/..." if rest.strip("/") or parts.username or parts.password else ""
+    return f"{parts.scheme}://{host}{port}{tail}"
+
+
+def redact_urls(text: str) -> str:
+    return _URL.sub(lambda m: redact_url(m.group(0)), text) if "://" in text else text
+
+
+class RedactUrlsFilter(logging.Filter):
+    """Rewrites a record with every URL redacted (message, exception text, string extras),
+    whatever formatter writes it afterwards. On every handler: ours (settings.LOGGING) and
+    the Celery worker's (ledger_project/celery.py)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if getattr(record, "_urls_redacted", False):
+            return True
+        message = record.getMessage()
+        record.msg, record.args = redact_urls(message), ()
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = redact_urls(record.exc_text)
+        for key, value in list(vars(record).items()):
+            if key not in _STANDARD_ATTRS and isinstance(value, str) and "://" in value:
+                setattr(record, key, redact_urls(value))
+        record._urls_redacted = True
+        return True
 
 
 class RequestIdFilter(logging.Filter):
@@ -43,6 +94,8 @@ class JsonFormatter(logging.Formatter):
             if any(word in key.lower() for word in _SECRET_WORDS):
                 continue
             payload[key] = value if isinstance(value, (str, int, float, bool, type(None))) else repr(value)
-        if record.exc_info:
+        if record.exc_text:
+            payload["exception"] = record.exc_text
+        elif record.exc_info:
             payload["exception"] = self.formatException(record.exc_info)
         return json.dumps(payload, default=str)

@@ -212,18 +212,22 @@ AUTH_PASSWORD_VALIDATORS = [
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
 
-# --- Logging: JSON lines carrying the request id; secrets are never logged --------------
+# --- Logging: JSON lines carrying the request id; secrets and URLs are never logged -----
 LOG_LEVEL = env("LOG_LEVEL", default="INFO")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"request_id": {"()": "ledger_project.logging.RequestIdFilter"}},
+    "filters": {"request_id": {"()": "ledger_project.logging.RequestIdFilter"}, "redact_urls": {"()": "ledger_project.logging.RedactUrlsFilter"}},
     "formatters": {"json": {"()": "ledger_project.logging.JsonFormatter"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "json", "filters": ["request_id"]}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "json", "filters": ["request_id", "redact_urls"]}},
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
         "django.request": {"level": "ERROR"},
         "django.server": {"level": "WARNING"},
+        # httpx logs every request's full URL at INFO ("HTTP Request: POST https://…?api-key=…"),
+        # httpcore its connection details at DEBUG: provider URLs carry API keys.
+        "httpx": {"level": env("LEDGER_HTTP_CLIENT_LOG_LEVEL", default="WARNING")},
+        "httpcore": {"level": env("LEDGER_HTTP_CLIENT_LOG_LEVEL", default="WARNING")},
     },
 }
 

@@ -49,6 +49,12 @@ class ChainRpc:
         self.client = Client(url, timeout=timeout)
         self._rent: dict[int, int] = {}
 
+    def __repr__(self) -> str:
+        # The URL may carry a provider's API key: never in a repr that could reach a log.
+        from ledger_project.logging import redact_url
+
+        return f"<ChainRpc {self.cluster} {redact_url(self.url)}>"
+
     def _call(self, fn, *args, **kwargs):
         try:
             return fn(*args, **kwargs)

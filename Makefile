@@ -9,6 +9,10 @@ STAMP := $(VENV)/.requirements.stamp
 
 .PHONY: venv migrate run test test-embedded bench clean
 
+# Embedded mode for these targets only: without LEDGER_MASTER_KEY a master key file is
+# generated under var/ (docs/custody.md); production commands get no such default.
+migrate run test test-embedded bench: export LEDGER_EMBEDDED = 1
+
 $(STAMP): requirements.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --disable-pip-version-check -r requirements.txt

@@ -60,14 +60,16 @@ def encode_master_key(key: bytes) -> str:
 
 def _key_file_entries(path: Path) -> list[bytes]:
     if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
+        if not settings.LEDGER_EMBEDDED:
+            # Production never makes up a master key (settings refuse to start without one).
+            raise CustodyError(f"The master key file {path} does not exist and LEDGER_MASTER_KEY is not set.")
         _write_private_file(path, encode_master_key(secrets.token_bytes(32)) + "\n")
     return [_decode_master(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def keyring() -> list[bytes]:
     """Master keys, current first. From LEDGER_MASTER_KEY (comma-separated) or the key
-    file (one per line; created 0600 with a fresh key on first use)."""
+    file (one per line; in embedded mode only, created 0600 with a fresh key on first use)."""
     if settings.LEDGER_MASTER_KEY:
         return [_decode_master(part) for part in settings.LEDGER_MASTER_KEY.split(",") if part.strip()]
     return _key_file_entries(Path(settings.LEDGER_MASTER_KEY_FILE))

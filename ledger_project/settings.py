@@ -193,8 +193,21 @@ LEDGER_RPC_TIMEOUT_SECONDS = env.float("LEDGER_RPC_TIMEOUT_SECONDS", default=10.
 LEDGER_WAIT_TIMEOUT_SECONDS = env.float("LEDGER_WAIT_TIMEOUT_SECONDS", default=30.0)
 
 # --- Key custody ----------------------------------------------------------------------
+# The master key comes from LEDGER_MASTER_KEY or from an existing key file. Only the
+# embedded development mode (LEDGER_EMBEDDED=1: `make run`, scripts/run-embedded.sh, the
+# test harness) may generate the file on first use; any other start without a key fails
+# here, before a key could be made up next to the database and lost with it (docs/custody.md).
+LEDGER_EMBEDDED = env.bool("LEDGER_EMBEDDED", default=False)
 LEDGER_MASTER_KEY = env("LEDGER_MASTER_KEY", default="")
 LEDGER_MASTER_KEY_FILE = Path(env("LEDGER_MASTER_KEY_FILE", default=str(VAR_DIR / "master.key")))
+if not LEDGER_MASTER_KEY.strip(",") and not LEDGER_EMBEDDED and not LEDGER_MASTER_KEY_FILE.is_file():
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured(
+        f"No master key: LEDGER_MASTER_KEY is not set and the key file {LEDGER_MASTER_KEY_FILE} does not exist. "
+        "Set LEDGER_MASTER_KEY to the base64 of 32 random bytes (or LEDGER_MASTER_KEY_FILE to an existing key file); "
+        "only the embedded development mode (LEDGER_EMBEDDED=1, as `make run` and the tests set it) generates one. See docs/custody.md."
+    )
 LEDGER_SECRETS_DIR = Path(env("LEDGER_SECRETS_DIR", default=str(VAR_DIR / "secrets")))
 
 # --- Web, static, i18n ----------------------------------------------------------------

@@ -7,6 +7,9 @@ BIN=.venv/bin
 PORT=${PORT:-8000}
 LOCALNET_PORT=${LEDGER_LOCALNET_PORT:-8899}
 mkdir -p var/log
+# Embedded mode: without LEDGER_MASTER_KEY, a master key file is generated under var/ on
+# first use. Production never sets this (settings refuse to start without a key).
+export LEDGER_EMBEDDED=1
 
 pids=()
 cleanup() {

@@ -21,7 +21,9 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="ledger-localnet-") as tmp:
         node = LocalnetProcess(Path(tmp) / "data", log_path=Path(tmp) / "node.log").start()
         try:
-            env = {**os.environ, "LEDGER_TEST_LOCALNET_URL": node.url}
+            # Tests run in embedded mode (a generated master key file under var/) unless
+            # the caller says otherwise (docs/custody.md).
+            env = {"LEDGER_EMBEDDED": "1", **os.environ, "LEDGER_TEST_LOCALNET_URL": node.url}
             return subprocess.call(sys.argv[1:], env=env)
         finally:
             node.stop()

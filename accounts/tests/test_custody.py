@@ -147,3 +147,10 @@ def test_missing_master_key_is_a_clear_error(settings):
     settings.LEDGER_MASTER_KEY = custody.encode_master_key(b"\1" * 32)
     with pytest.raises(CustodyError, match="not in the keyring"):
         custody.managed_key_signer(key=key)
+
+
+def test_outside_embedded_mode_a_missing_key_file_is_never_generated(settings, isolated_keys):
+    settings.LEDGER_EMBEDDED = False
+    with pytest.raises(CustodyError, match="does not exist"):
+        custody.managed_key_generate()
+    assert not (isolated_keys / "master.key").exists()

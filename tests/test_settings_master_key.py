@@ -1,0 +1,42 @@
+"""Production settings never make up a master key (issue 9, item 12): without
+LEDGER_MASTER_KEY or an existing key file, and outside the embedded mode, the process
+refuses to start with a clear message, and no key file appears."""
+
+from __future__ import annotations
+
+import base64
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LOAD_SETTINGS = "import django; django.setup(); from django.conf import settings; print('ok', settings.LEDGER_EMBEDDED)"
+
+
+def _start(tmp_path: Path, **extra: str) -> subprocess.CompletedProcess:
+    """Load the settings in a process with a clean environment (plus ``extra``)."""
+    env = {"PATH": os.environ.get("PATH", ""), "DJANGO_SETTINGS_MODULE": "ledger_project.settings", "LEDGER_VAR_DIR": str(tmp_path / "var"), **extra}
+    return subprocess.run([sys.executable, "-c", LOAD_SETTINGS], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+
+
+def test_production_start_without_a_master_key_fails_clearly(tmp_path):
+    result = _start(tmp_path, DJANGO_DEBUG="false")
+    assert result.returncode != 0
+    assert "ImproperlyConfigured" in result.stderr and "LEDGER_MASTER_KEY" in result.stderr and "LEDGER_EMBEDDED" in result.stderr
+    assert not (tmp_path / "var" / "master.key").exists()
+
+
+def test_production_start_with_a_named_key_file_that_is_missing_fails(tmp_path):
+    result = _start(tmp_path, LEDGER_MASTER_KEY_FILE=str(tmp_path / "mounted" / "master.key"))
+    assert result.returncode != 0 and "does not exist" in result.stderr
+    assert not (tmp_path / "mounted").exists()
+
+
+def test_a_given_key_or_an_existing_key_file_or_embedded_mode_starts(tmp_path):
+    key = base64.urlsafe_b64encode(os.urandom(32)).decode()
+    assert _start(tmp_path, LEDGER_MASTER_KEY=key).stdout.strip() == "ok False"
+    key_file = tmp_path / "master.key"
+    key_file.write_text(key + "\n")
+    assert _start(tmp_path, LEDGER_MASTER_KEY_FILE=str(key_file)).stdout.strip() == "ok False"
+    assert _start(tmp_path, LEDGER_EMBEDDED="1").stdout.strip() == "ok True"

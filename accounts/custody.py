@@ -15,14 +15,17 @@ import json
 import os
 import secrets
 import tempfile
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from ledger_project import base58
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import Count
 from django.utils import timezone
 from solders.keypair import Keypair
 from solders.pubkey import Pubkey
@@ -243,14 +246,92 @@ def managed_key_export(*, key: ManagedKey) -> str:
     return base58.b58encode(_open(key))
 
 
-def master_key_rotate(*, new_key: bytes | None = None) -> tuple[int, str]:
-    """Re-wrap every data key under a new master key; returns (count, new key id).
+# --- rotation ------------------------------------------------------------------------------
+#
+# Every value sealed under a master key is either a managed key's wrapped DEK (rows of
+# ManagedKey) or a secret sealed with ``secret_seal`` and stored by an area (webhook
+# credentials of instruments, ...). Areas register their stores here (apps depend
+# downward: custody knows no area), so rotation re-seals all of them and retirement can
+# prove that no value still needs a key. Retiring is a separate, explicit step: a value
+# sealed concurrently under the old key (a process that read the keyring before the
+# rotation) must never be stranded by a key dropped automatically (docs/custody.md).
 
-    Key-file mode: a new key is generated (unless given), the file is rewritten as
-    [new, old...] first, every data key re-wrapped in one database transaction, then the
-    old keys are dropped from the file. Environment mode: the operator first puts the new
-    key first in LEDGER_MASTER_KEY with the old ones after it, runs this, then removes the
-    old ones (docs/custody.md).
+
+@dataclass(frozen=True)
+class SealedStore:
+    """Where an area keeps values sealed with ``secret_seal``.
+
+    ``references()`` counts stored values per master key id; ``reseal(current)`` re-seals
+    every value not under ``current`` (each row locked while it is rewritten, so a
+    concurrent edit is not lost) and returns how many it re-sealed."""
+
+    name: str
+    references: Callable[[], Counter]
+    reseal: Callable[[bytes], int]
+
+
+_STORES: dict[str, SealedStore] = {}
+_BATCH = 200
+
+
+def register_sealed_store(store: SealedStore) -> None:
+    _STORES[store.name] = store
+
+
+def _managed_key_references() -> Counter:
+    return Counter(dict(ManagedKey.objects.order_by().values("master_key_id").annotate(n=Count("pk")).values_list("master_key_id", "n")))
+
+
+def _rewrap_managed_keys(current: bytes) -> int:
+    current_id, count = master_key_id(current), 0
+    while True:
+        with transaction.atomic():
+            batch = list(ManagedKey.objects.select_for_update().exclude(master_key_id=current_id).order_by("pk")[:_BATCH])
+            for key in batch:
+                aad = _WRAP_AAD + key.public_key.encode()
+                dek = AESGCM(_master_by_id(key.master_key_id)).decrypt(bytes(key.wrap_nonce), bytes(key.wrapped_dek), aad)
+                key.wrap_nonce = secrets.token_bytes(12)
+                key.wrapped_dek = AESGCM(current).encrypt(key.wrap_nonce, dek, aad)
+                key.master_key_id = current_id
+                key.rotated_at = timezone.now()
+                key.save(update_fields=["wrap_nonce", "wrapped_dek", "master_key_id", "rotated_at"])
+        count += len(batch)
+        if len(batch) < _BATCH:
+            return count
+
+
+def sealed_references() -> Counter:
+    """How many stored sealed values each master key id wraps, over every store."""
+    total = _managed_key_references()
+    for store in _STORES.values():
+        total.update(store.references())
+    return total
+
+
+def _reseal_pass(current: bytes) -> tuple[int, int]:
+    """One pass over every store; returns (managed keys re-wrapped, secrets re-sealed)."""
+    return _rewrap_managed_keys(current), sum(store.reseal(current) for store in _STORES.values())
+
+
+@dataclass(frozen=True)
+class RotationResult:
+    rewrapped: int
+    resealed: int
+    master_key_id: str
+    #: master key id → values still sealed under it (empty once rotation is complete)
+    still_referenced: dict[str, int]
+
+
+def master_key_rotate(*, new_key: bytes | None = None, passes: int = 3) -> RotationResult:
+    """Re-seal every sealed value (managed keys' DEKs and registered secrets) under the
+    current master key. Old keys stay in the keyring: retire them with
+    ``master_key_retire`` once it proves nothing references them.
+
+    Key-file mode: a new key is generated (unless given) and written first in the file,
+    the old keys after it. Environment mode: the operator first puts the new key first in
+    LEDGER_MASTER_KEY, old ones after it (docs/custody.md). Passes repeat while values
+    sealed under an old key appear (a concurrent seal by a process that read the keyring
+    before the change), up to ``passes``; whatever remains is reported.
     """
     if settings.LEDGER_MASTER_KEY:
         ring = keyring()
@@ -263,19 +344,49 @@ def master_key_rotate(*, new_key: bytes | None = None) -> tuple[int, str]:
         current = new_key or secrets.token_bytes(32)
         _write_private_file(path, "\n".join(encode_master_key(k) for k in [current, *[k for k in old if k != current]]) + "\n")
     current_id = master_key_id(current)
-    count = 0
-    with transaction.atomic():
-        for key in ManagedKey.objects.select_for_update().exclude(master_key_id=current_id).order_by("pk"):
-            dek = AESGCM(_master_by_id(key.master_key_id)).decrypt(bytes(key.wrap_nonce), bytes(key.wrapped_dek), _WRAP_AAD + key.public_key.encode())
-            key.wrap_nonce = secrets.token_bytes(12)
-            key.wrapped_dek = AESGCM(current).encrypt(key.wrap_nonce, dek, _WRAP_AAD + key.public_key.encode())
-            key.master_key_id = current_id
-            key.rotated_at = timezone.now()
-            key.save(update_fields=["wrap_nonce", "wrapped_dek", "master_key_id", "rotated_at"])
-            count += 1
-    if not settings.LEDGER_MASTER_KEY:
-        _write_private_file(Path(settings.LEDGER_MASTER_KEY_FILE), encode_master_key(current) + "\n")
-    return count, current_id
+    rewrapped = resealed = 0
+    remaining: dict[str, int] = {}
+    for _ in range(max(1, passes)):
+        keys, values = _reseal_pass(current)
+        rewrapped, resealed = rewrapped + keys, resealed + values
+        remaining = {kid: n for kid, n in sealed_references().items() if kid != current_id and n}
+        if not remaining:
+            break
+    return RotationResult(rewrapped, resealed, current_id, remaining)
+
+
+def master_key_retire(*, key_id: str) -> int:
+    """Drop master key ``key_id`` from the key file once no stored value references it;
+    returns how many keys the keyring still holds. Environment mode: only verifies (the
+    operator then removes the key from LEDGER_MASTER_KEY). Never called by rotation."""
+    ring = keyring()
+    ids = [master_key_id(k) for k in ring]
+    if key_id not in ids:
+        raise CustodyError(f"Master key {key_id} is not in the keyring.")
+    if key_id == ids[0]:
+        raise CustodyError(f"Master key {key_id} is the current key; rotate to a new key first.")
+
+    def check() -> None:
+        count = sealed_references().get(key_id, 0)
+        if count:
+            raise CustodyError(f"{count} stored value(s) are still sealed under master key {key_id}; run rotate_master_key again, then retire.")
+
+    check()
+    if settings.LEDGER_MASTER_KEY:
+        return len(ring)
+    path = Path(settings.LEDGER_MASTER_KEY_FILE)
+    kept = [k for k in _key_file_entries(path) if master_key_id(k) != key_id]
+    before = path.read_text()
+    _write_private_file(path, "\n".join(encode_master_key(k) for k in kept) + "\n")
+    try:
+        # A process that read the keyring before the file changed may have sealed under the
+        # old key meanwhile: verify again now that no new seal can pick it, and put the key
+        # back if anything references it.
+        check()
+    except CustodyError:
+        _write_private_file(path, before)
+        raise
+    return len(kept)
 
 
 # --- other secrets (webhook credentials) --------------------------------------------------
@@ -290,6 +401,21 @@ def secret_seal(*, value: str, purpose: str) -> dict:
     nonce = secrets.token_bytes(12)
     ciphertext = AESGCM(master).encrypt(nonce, value.encode(), _SECRET_AAD + purpose.encode())
     return {"kid": master_key_id(master), "nonce": nonce.hex(), "ciphertext": ciphertext.hex()}
+
+
+def secret_key_id(sealed: dict) -> str | None:
+    """The master key id a sealed secret is under."""
+    return sealed.get("kid") if isinstance(sealed, dict) else None
+
+
+def secret_reseal(*, sealed: dict, purpose: str, current: bytes) -> dict:
+    """``sealed`` re-encrypted under ``current`` (unchanged if it is already)."""
+    if sealed.get("kid") == master_key_id(current):
+        return sealed
+    value = secret_open(sealed=sealed, purpose=purpose)
+    nonce = secrets.token_bytes(12)
+    ciphertext = AESGCM(current).encrypt(nonce, value.encode(), _SECRET_AAD + purpose.encode())
+    return {"kid": master_key_id(current), "nonce": nonce.hex(), "ciphertext": ciphertext.hex()}
 
 
 def secret_open(*, sealed: dict, purpose: str) -> str:

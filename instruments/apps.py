@@ -7,3 +7,4 @@ class InstrumentsConfig(AppConfig):
 
     def ready(self) -> None:
         from . import effects  # noqa: F401  (registers the area's transaction effects)
+        from . import webhooks  # noqa: F401  (registers the webhook credentials with custody's rotation)

@@ -1,12 +1,18 @@
 """postTransactionSubmitWebhooks of an instrument: stored with their credentials sealed.
 
 The delivery worker (the webhooks issue) opens them with ``accounts.custody.secret_open``;
-responses never show a credential, only that one is set.
+responses never show a credential, only that one is set. The stored credentials are a
+sealed store of custody's (registered below), so master-key rotation re-seals them and
+retirement counts them (docs/custody.md, Rotation).
 """
 
 from __future__ import annotations
 
-from accounts.custody import secret_open, secret_seal
+from collections import Counter
+
+from django.db import transaction
+
+from accounts.custody import SealedStore, master_key_id, register_sealed_store, secret_key_id, secret_open, secret_reseal, secret_seal
 
 #: (config object, secret field) pairs in a webhook definition.
 SECRET_FIELDS = (("apiKeyAuthConfig", "keyValue"), ("oauth2AuthConfig", "clientSecret"), ("oauth2AuthConfig", "password"))
@@ -49,3 +55,52 @@ def opened(hook: dict, config: str, field: str) -> str | None:
     if not value:
         return None
     return secret_open(sealed=value["sealed"], purpose=_purpose(hook, config, field))
+
+
+# --- rotation: the sealed store of webhook credentials ----------------------------------
+
+
+def _sealed_fields(hooks: list[dict]):
+    for hook in hooks or []:
+        for config, field in SECRET_FIELDS:
+            value = (hook.get(config) or {}).get(field)
+            if isinstance(value, dict) and "sealed" in value:
+                yield hook, config, field, value["sealed"]
+
+
+def _with_webhooks():
+    from .models import FinancialInstrument
+
+    return FinancialInstrument.objects.exclude(post_transaction_submit_webhooks=[])
+
+
+def _references() -> Counter:
+    counts: Counter = Counter()
+    for hooks in _with_webhooks().values_list("post_transaction_submit_webhooks", flat=True).iterator():
+        counts.update(secret_key_id(sealed) for *_, sealed in _sealed_fields(hooks))
+    return counts
+
+
+def _reseal(current: bytes) -> int:
+    """Re-seal every credential not under ``current``; each instrument row is locked and
+    re-read while its list is rewritten, so a concurrent update of the list is not lost."""
+    from .models import FinancialInstrument
+
+    current_id, count = master_key_id(current), 0
+    stale = [pk for pk, hooks in _with_webhooks().values_list("pk", "post_transaction_submit_webhooks").iterator()
+             if any(secret_key_id(sealed) != current_id for *_, sealed in _sealed_fields(hooks))]
+    for pk in stale:
+        with transaction.atomic():
+            hooks = FinancialInstrument.objects.select_for_update().filter(pk=pk).values_list("post_transaction_submit_webhooks", flat=True).first()
+            changed = 0
+            for hook, config, field, sealed in _sealed_fields(hooks):
+                if secret_key_id(sealed) != current_id:
+                    hook[config][field] = {"sealed": secret_reseal(sealed=sealed, purpose=_purpose(hook, config, field), current=current)}
+                    changed += 1
+            if changed:
+                FinancialInstrument.objects.filter(pk=pk).update(post_transaction_submit_webhooks=hooks)
+        count += changed
+    return count
+
+
+register_sealed_store(SealedStore("instruments.webhooks", references=_references, reseal=_reseal))

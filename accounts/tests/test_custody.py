@@ -120,12 +120,19 @@ def test_rotation_rewraps_and_keeps_keys_usable():
     out = io.StringIO()
     call_command("rotate_master_key", stdout=out)
     result = json.loads(out.getvalue())
-    assert result["rewrapped"] == 3 and result["masterKeyId"] != before
+    assert result["rewrapped"] == 3 and result["masterKeyId"] != before and result["stillReferenced"] == {}
     for key in keys:
         key.refresh_from_db()
         assert key.master_key_id == result["masterKeyId"]
         _verify(key)
-    assert len(custody.keyring()) == 1  # the old key is dropped after re-wrapping
+    # Rotation never retires: the old key stays until retirement proves it unreferenced.
+    assert [custody.master_key_id(k) for k in custody.keyring()] == [result["masterKeyId"], before]
+    out = io.StringIO()
+    call_command("rotate_master_key", "--retire", before, stdout=out)
+    assert json.loads(out.getvalue()) == {"retired": before, "keysInKeyring": 1}
+    assert len(custody.keyring()) == 1
+    for key in keys:
+        _verify(key)
 
 
 def test_environment_keyring_rotation(settings):
@@ -135,11 +142,84 @@ def test_environment_keyring_rotation(settings):
     settings.LEDGER_MASTER_KEY = custody.encode_master_key(old)
     key = custody.managed_key_generate()
     settings.LEDGER_MASTER_KEY = f"{custody.encode_master_key(new)},{custody.encode_master_key(old)}"
-    count, key_id = custody.master_key_rotate()
-    assert count == 1 and key_id == custody.master_key_id(new)
+    result = custody.master_key_rotate()
+    assert result.rewrapped == 1 and result.master_key_id == custody.master_key_id(new) and result.still_referenced == {}
+    assert custody.master_key_retire(key_id=custody.master_key_id(old)) == 2  # verified; the operator edits the variable
     settings.LEDGER_MASTER_KEY = custody.encode_master_key(new)
     key.refresh_from_db()
     _verify(key)
+
+
+def _sealed_under(key: bytes, make):
+    """Run ``make`` as a process whose keyring still has ``key`` first would (a request
+    that read the keyring before the rotation changed it)."""
+    from unittest import mock
+
+    with mock.patch.object(custody, "keyring", lambda: [key]):
+        return make()
+
+
+def _instrument_with_webhook_secret(value: str):
+    from instruments import webhooks
+    from instruments.tests.factories import FinancialInstrumentFactory
+
+    hooks = webhooks.sealed([{"endpointUrl": "https://hooks.example/tx", "name": "ops", "apiKeyAuthConfig": {"httpHeaderName": "X-Key", "keyValue": value}}])
+    return FinancialInstrumentFactory(post_transaction_submit_webhooks=hooks)
+
+
+def _webhook_secret(instrument) -> str:
+    from instruments import webhooks
+
+    instrument.refresh_from_db()
+    return webhooks.opened(instrument.post_transaction_submit_webhooks[0], "apiKeyAuthConfig", "keyValue")
+
+
+def test_rotation_reseals_webhook_secrets_and_values_sealed_concurrently(monkeypatch):
+    old = custody.keyring()[0]
+    old_id = custody.master_key_id(old)
+    key = custody.managed_key_generate()
+    instrument = _instrument_with_webhook_secret("hook-secret")
+    late: dict = {}
+    first_pass = custody._reseal_pass
+
+    def pass_then_concurrent_seal(current):
+        counts = first_pass(current)
+        if not late:  # between the rotation's scan and its end, another process seals under the old key
+            late["key"] = _sealed_under(old, custody.managed_key_generate)
+            late["instrument"] = _sealed_under(old, lambda: _instrument_with_webhook_secret("late-secret"))
+        return counts
+
+    monkeypatch.setattr(custody, "_reseal_pass", pass_then_concurrent_seal)
+    result = custody.master_key_rotate()
+    assert result.still_referenced == {} and result.rewrapped == 2 and result.resealed == 2
+    assert custody.sealed_references() == {result.master_key_id: 4}
+    assert old_id in [custody.master_key_id(k) for k in custody.keyring()]  # kept until retired
+    custody.master_key_retire(key_id=old_id)
+    assert [custody.master_key_id(k) for k in custody.keyring()] == [result.master_key_id]
+    for managed in (key, late["key"]):
+        managed.refresh_from_db()
+        _verify(managed)
+    assert _webhook_secret(instrument) == "hook-secret" and _webhook_secret(late["instrument"]) == "late-secret"
+
+
+def test_retirement_refuses_while_a_value_is_sealed_under_the_old_key():
+    old = custody.keyring()[0]
+    old_id = custody.master_key_id(old)
+    custody.master_key_rotate()
+    straggler = _sealed_under(old, lambda: _instrument_with_webhook_secret("straggler"))  # sealed after the rotation ended
+    with pytest.raises(CustodyError, match="still sealed under master key"):
+        custody.master_key_retire(key_id=old_id)
+    assert old_id in [custody.master_key_id(k) for k in custody.keyring()]
+    assert _webhook_secret(straggler) == "straggler"
+    custody.master_key_rotate()
+    custody.master_key_retire(key_id=old_id)
+    assert _webhook_secret(straggler) == "straggler"
+
+
+def test_the_current_key_is_never_retired():
+    custody.managed_key_generate()
+    with pytest.raises(CustodyError, match="current key"):
+        custody.master_key_retire(key_id=custody.master_key_id(custody.keyring()[0]))
 
 
 def test_missing_master_key_is_a_clear_error(settings):

@@ -1,9 +1,11 @@
 """Financial instrument identifier (spec: alId): AL{category}{type}{8-digit sequence}.
 
 A given alId must match the pattern with a type of its category. A generated one takes
-the next number of the (category, type) sequence, locked and incremented inside the
-request's database transaction, so numbers are gap-free: a request that fails rolls its
-number back with everything else.
+the next free number of the organization's own (cluster, category, type) sequence, locked
+and incremented inside the request's database transaction: a request that fails rolls its
+number back with everything else, numbers already taken by given alIds (of instruments or
+of any account of the organization) are skipped, and another organization's issuance is
+never visible in the numbers (docs/instruments.md, alId).
 """
 
 from __future__ import annotations
@@ -81,15 +83,31 @@ def check_reference_type(kind: InstrumentKind, reference_type: str | None, *, fi
     return kind.reference_type
 
 
-def next_al_id(kind: InstrumentKind) -> str:
-    """Issue the next alId of ``kind``. Call inside the transaction that records it."""
-    from .models import AlIdSequence
+def next_al_id(kind: InstrumentKind, *, tenant, cluster: str, given: str | None = None) -> str:
+    """The alId a new instrument of ``kind`` takes: ``given`` as is, else the next free
+    number of the organization's sequence. Call inside the transaction that records it.
 
-    AlIdSequence.objects.get_or_create(category=kind.category_code, instrument_type=kind.type_code)
-    row = AlIdSequence.objects.select_for_update().get(category=kind.category_code, instrument_type=kind.type_code)
-    row.last_value += 1
-    if row.last_value > 99_999_999:
+    Both cases lock the organization's (cluster, category, type) row, so a generated alId
+    is chosen only after a given one committing concurrently is visible: they never collide."""
+    from accounts.models import Account
+
+    from .models import AlIdSequence, FinancialInstrument
+
+    where = {"tenant": tenant, "cluster": cluster, "category": kind.category_code, "instrument_type": kind.type_code}
+    AlIdSequence.objects.get_or_create(**where)
+    row = AlIdSequence.objects.select_for_update().get(**where)
+    if given:
+        return given
+    # Ids of this kind above the sequence, given by the organization: skipped, in one read.
+    prefix, floor = kind.al_id(0)[:-8], kind.al_id(row.last_value)
+    taken = set()
+    for model in (FinancialInstrument, Account):
+        taken.update(model.objects.filter(tenant=tenant, cluster=cluster, al_id__startswith=prefix, al_id__gt=floor).values_list("al_id", flat=True))
+    value = row.last_value + 1
+    while kind.al_id(value) in taken:
+        value += 1
+    if value > 99_999_999:
         raise LedgerError(f"The alId sequence of {kind.category}/{kind.instrument_type} is exhausted.", code="AL_ID_EXHAUSTED")
+    row.last_value = value
     row.save(update_fields=["last_value"])
-    return kind.al_id(row.last_value)
-
+    return kind.al_id(value)

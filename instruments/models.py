@@ -46,15 +46,19 @@ def authority_column(role: str) -> str:
 
 
 class AlIdSequence(models.Model):
-    """The last alId sequence number issued per category and type (gap-free: the row is
-    locked and incremented in the same database transaction that records the instrument)."""
+    """The last alId sequence number issued per organization, cluster, category and type
+    (alIds are unique per organization and cluster; a sequence of its own per organization
+    reveals nothing of another's issuance). The row is locked and incremented in the same
+    database transaction that records the instrument (instruments/alid.py)."""
 
+    tenant = models.ForeignKey("tenancy.TenantOrganization", on_delete=models.CASCADE, related_name="+")
+    cluster = models.CharField(max_length=40)
     category = models.CharField(max_length=8)
     instrument_type = models.CharField(max_length=8)
     last_value = models.PositiveBigIntegerField(default=0)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["category", "instrument_type"], name="alid_sequence_unique")]
+        constraints = [models.UniqueConstraint(fields=["tenant", "cluster", "category", "instrument_type"], name="alid_sequence_unique_per_tenant")]
 
     def __str__(self) -> str:
         return f"AL{self.category}{self.instrument_type} @ {self.last_value}"

@@ -294,7 +294,7 @@ def instrument_create(*, tenant, cluster: str, api_key, data: dict, svm_config: 
             signers.append(_signer(auth["update"], tenant, f"{prefix}.updateAuthority"))
         ixs += [t22.update_token_metadata_field(mint=mint, update_authority=key("update"), field=k, value=v) for k, v in metadata["additional"].items()]
 
-    al_id = given_al_id or alid.next_al_id(kind)
+    al_id = alid.next_al_id(kind, tenant=tenant, cluster=cluster, given=given_al_id)
     instrument = FinancialInstrument(
         tenant=tenant, cluster=cluster, mint_account=mint_account, address=mint_account.address, version=version,
         status=InstrumentStatus.PENDING, managed=True, was_onchain_already=False,
@@ -368,7 +368,7 @@ def _onboard(*, tenant, cluster, api_key, data, mint_data, kind, al_id, referenc
     instrument = FinancialInstrument(
         tenant=tenant, cluster=cluster, mint_account=existing, address=address, version=chain.version,
         status=InstrumentStatus.ACTIVE, managed=False, was_onchain_already=True,
-        shared_across_tenants=bool(mint_data.get("shareAcrossTenants", False)), al_id=al_id or alid.next_al_id(kind), al_category=kind.category, al_type=kind.instrument_type,
+        shared_across_tenants=bool(mint_data.get("shareAcrossTenants", False)), al_id=alid.next_al_id(kind, tenant=tenant, cluster=cluster, given=al_id), al_category=kind.category, al_type=kind.instrument_type,
         name=onchain_data.get("name") or "", symbol=onchain_data.get("symbol") or "", offchain_data=data.get("offchainData") or {},
         comments=mint_data.get("comments") or "",
     )

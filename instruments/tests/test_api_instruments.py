@@ -202,7 +202,24 @@ def test_al_ids_are_generated_in_sequence_and_validated(api, celery_worker_proce
 
 
 @pytest.mark.django_db(transaction=True)
-def test_al_id_sequence_is_gap_free_under_concurrency():
+def test_generated_al_ids_skip_given_ones_and_count_per_organization(api, other_api, celery_worker_process):
+    authority = wallet(api, alId="ALFICBD00000003")  # an account of the organization holds a number too
+
+    def al_id_of(response) -> str:
+        assert response.status_code == 201, response.json()
+        return FinancialInstrument.objects.get(offchain_id=response.json()["newFinancialInstrument"]["offchainId"]).al_id
+
+    for given in ("ALFICBD00000001", "ALFICBD00000002"):  # given ahead of the sequence
+        assert al_id_of(create(api, {"mintAccount": {"offchainReferences": {"alId": given}}, "mintAuthority": authority}, wait=False)) == given
+    assert al_id_of(create(api, {**BOND, "mintAuthority": authority}, wait=False)) == "ALFICBD00000004"
+    assert al_id_of(create(api, {"mintAccount": {"offchainReferences": {"alId": "ALFICBD00000005"}}, "mintAuthority": authority}, wait=False)) == "ALFICBD00000005"
+    assert al_id_of(create(api, {**BOND, "mintAuthority": authority}, wait=False)) == "ALFICBD00000006"
+    # Another organization's numbers start at its own first: they reveal nothing of ACME's issuance.
+    assert al_id_of(create(other_api, {**BOND, "mintAuthority": wallet(other_api)}, wait=False)) == "ALFICBD00000001"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_al_id_sequence_is_gap_free_under_concurrency(tenant):
     import threading
 
     from django.db import close_old_connections, transaction
@@ -217,7 +234,7 @@ def test_al_id_sequence_is_gap_free_under_concurrency():
         barrier.wait()
         try:
             with transaction.atomic():
-                value = alid.next_al_id(kind)
+                value = alid.next_al_id(kind, tenant=tenant, cluster="CHAIN_LOCALNET")
                 if fail:
                     raise RuntimeError("request failed after taking a number")
                 issued.append(value)

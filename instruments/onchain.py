@@ -96,17 +96,39 @@ def chain_fields(chain: ChainMint) -> dict:
     return fields
 
 
+def _records_by_address(instrument: FinancialInstrument, addresses: set[str], current_ids: set[int]) -> dict:
+    """The account record each address resolves to for ``instrument``'s tenant, the way a
+    lookup would have: the record the instrument already points at when it still has that
+    address (an authority another organization shares, named with
+    otherTenantOrganizationExternalId, stays that record), else the tenant's own, else one
+    shared with it across tenants (lowest id: deterministic)."""
+    from accounts.models import Account
+
+    if not addresses:
+        return {}
+    rows = Account.objects.visible_to(instrument.tenant).filter(cluster=instrument.cluster, address__in=addresses).order_by("pk")
+    best: dict[str, Account] = {}
+    for account in rows:
+        rank = (account.pk not in current_ids, account.tenant_id != instrument.tenant_id)
+        held = best.get(account.address)
+        if held is None or rank < (held.pk not in current_ids, held.tenant_id != instrument.tenant_id):
+            best[account.address] = account
+    return best
+
+
 def apply_chain_state(instrument: FinancialInstrument, chain: ChainMint) -> list[str]:
     """Copy the chain's state onto ``instrument`` (not saved); returns the changed field names.
 
-    Authorities become FKs when the tenant records the address on this cluster."""
-    from accounts.models import Account
-
+    Authorities become FKs when the address resolves to a record visible to the tenant on
+    this cluster (``_records_by_address``: shared records of other organizations included,
+    so an authority shared across tenants survives every sync)."""
     from .models import authority_column
 
     values = chain_fields(chain)
     addresses = values.pop("addresses")
-    known = {a.address: a for a in Account.objects.for_tenant(instrument.tenant).filter(cluster=instrument.cluster, address__in=[a for a in addresses.values() if a] + ([values["transfer_hook_program_address"]] if values["transfer_hook_program_address"] else []))}
+    hook_address = values["transfer_hook_program_address"]
+    current_ids = {getattr(instrument, f"{authority_column(role)}_id") for role in addresses} | {instrument.transfer_hook_program_id}
+    known = _records_by_address(instrument, {a for a in addresses.values() if a} | ({hook_address} if hook_address else set()), current_ids - {None})
     changed = []
     for name, value in values.items():
         setattr(instrument, name, value)
@@ -116,7 +138,7 @@ def apply_chain_state(instrument: FinancialInstrument, chain: ChainMint) -> list
         setattr(instrument, f"{column}_address", address or "")
         setattr(instrument, column, known.get(address) if address else None)
         changed += [f"{column}_address", column]
-    instrument.transfer_hook_program = known.get(values["transfer_hook_program_address"]) if values["transfer_hook_program_address"] else None
+    instrument.transfer_hook_program = known.get(hook_address) if hook_address else None
     instrument.synced_at = timezone.now()
     changed += ["transfer_hook_program", "synced_at"]
     return changed

@@ -503,3 +503,26 @@ def test_other_tenant_reads_a_shared_instrument_but_cannot_change_it(api, other_
     assert api.call("post", BASE + "/single", {"itemData": {"onchainId": shared["onchainId"]}}).json()["mintAuthority"]["offchain"]["id"] == authority["offchainId"]
     assert_error(other_api.call("patch", BASE + "/pause", {"itemData": {"financialInstrument": shared}}), 400, "NOT_WRITABLE")
     assert_error(other_api.call("patch", BASE + "/pause", {"itemData": {"financialInstrument": {"onchainId": shared["onchainId"]}}}), 404, "NOT_FOUND")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_authority_shared_by_another_organization_survives_chain_sync(api, other_api, tenant, other_tenant, celery_worker_process, chain):
+    from accounts.models import Account
+
+    shared = other_api.call("post", "/api/v1/accounts", {"itemData": {
+        "managed": True, "offchainReferences": {"type": "WALLET"}, "shareAcrossTenants": True, "orgsAllowedToSignWithPrivateKey": [tenant.external_id],
+    }})
+    assert shared.status_code == 201, shared.json()
+    authority_row = Account.objects.get(offchain_id=shared.json()["newAccount"]["offchainId"])
+    lookup = {"onchainId": authority_row.address, "otherTenantOrganizationExternalId": other_tenant.external_id}
+    body = created(api, {**BOND, "mintAuthority": lookup, "pausableAuthority": lookup})  # confirmed: the chain sync ran
+    mint = body["newFinancialInstrument"]["onchainId"]
+    row = FinancialInstrument.objects.get(address=mint)
+    assert row.synced_at is not None
+    assert row.pausable_authority_id == row.mint_authority_id == authority_row.pk  # still the shared record, not an address only
+
+    paused = api.call("patch", BASE + "/pause?wait=confirmed", {"itemData": {"financialInstrument": {"onchainId": mint}}})
+    assert paused.status_code == 200, paused.json()
+    assert paused.json()["svmTransaction"]["status"] in ("CONFIRMED", "FINALIZED"), paused.json()  # signed on platform, not PARTIALLY_SIGNED
+    assert onchain(chain, mint)[1].extensions["PAUSABLE"]["paused"] is True
+    assert FinancialInstrument.objects.get(address=mint).pausable_authority_id == authority_row.pk

@@ -102,7 +102,7 @@ def next_al_id(kind: InstrumentKind, *, tenant, cluster: str, given: str | None 
     prefix, floor = kind.al_id(0)[:-8], kind.al_id(row.last_value)
     taken = set()
     for model in (FinancialInstrument, Account):
-        taken.update(model.objects.filter(tenant=tenant, cluster=cluster, al_id__startswith=prefix, al_id__gt=floor).values_list("al_id", flat=True))
+        taken.update(model.objects.for_tenant(tenant).filter(cluster=cluster, al_id__startswith=prefix, al_id__gt=floor).values_list("al_id", flat=True))
     value = row.last_value + 1
     while kind.al_id(value) in taken:
         value += 1

@@ -124,3 +124,25 @@ def chain(localnet_url):
     from solana.rpc.api import Client
 
     return Client(localnet_url, timeout=10)
+
+
+#: where test host names under the reserved ``.example`` TLD (RFC 2606) resolve: a public
+#: address, so webhook URLs such as https://hooks.example/tx pass the outbound check
+#: (ledger_project.outbound) without real DNS. Nothing is ever sent to it.
+EXAMPLE_TLD_ADDRESS = "93.184.215.14"
+
+
+@pytest.fixture(autouse=True)
+def example_tld_resolves(monkeypatch):
+    import ipaddress
+
+    from ledger_project import outbound
+
+    real = outbound._resolve
+
+    def resolve(host: str, port: int):
+        if host == "example" or host.endswith(".example"):
+            return [ipaddress.ip_address(EXAMPLE_TLD_ADDRESS)]
+        return real(host, port)
+
+    monkeypatch.setattr(outbound, "_resolve", resolve)

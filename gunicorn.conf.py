@@ -3,10 +3,20 @@
 The request path is CPU-bound Python: a few more processes than cores, two threads each,
 beats many threads in few processes (threads queue on one GIL). Measured in
 bench/bench_accounts.py on 2 cores.
+
+Request limits gunicorn enforces before the application sees a request (docs/api.md,
+Limits): a request line over ``limit_request_line`` bytes → 414, more than
+``limit_request_fields`` headers or one over ``limit_request_field_size`` bytes → 431.
+Those answers, and gunicorn's other refusals of malformed HTTP, leave in the API's JSON
+error shape rather than gunicorn's HTML page (``_json_error`` below).
 """
 
+import json
 import multiprocessing
 import os
+import uuid
+
+import gunicorn.util
 
 workers = int(os.environ.get("GUNICORN_WORKERS", multiprocessing.cpu_count() * 2))
 threads = int(os.environ.get("GUNICORN_THREADS", 2))
@@ -14,6 +24,38 @@ worker_class = "gthread"
 keepalive = 30
 max_requests = 20000
 max_requests_jitter = 2000
+
+# The API carries its data in JSON bodies (limited by LEDGER_MAX_BODY_BYTES); URLs and
+# headers stay small. 8190 is gunicorn's largest request line.
+limit_request_line = int(os.environ.get("GUNICORN_LIMIT_REQUEST_LINE", 8190))
+limit_request_fields = int(os.environ.get("GUNICORN_LIMIT_REQUEST_FIELDS", 100))
+limit_request_field_size = int(os.environ.get("GUNICORN_LIMIT_REQUEST_FIELD_SIZE", 8190))
+
+_ERRORS = {
+    400: ("BAD_REQUEST", "Malformed HTTP request."),
+    403: ("FORBIDDEN", "Request forbidden."),
+    414: ("URI_TOO_LONG", f"The request line is longer than {limit_request_line} bytes (GUNICORN_LIMIT_REQUEST_LINE)."),
+    417: ("EXPECTATION_FAILED", "Unsupported Expect header."),
+    431: ("HEADERS_TOO_LARGE", f"At most {limit_request_fields} header fields of at most {limit_request_field_size} bytes each "
+          "(GUNICORN_LIMIT_REQUEST_FIELDS, GUNICORN_LIMIT_REQUEST_FIELD_SIZE)."),
+    500: ("INTERNAL_ERROR", "Internal server error."),
+    501: ("NOT_IMPLEMENTED", "Unsupported transfer coding."),
+}
+
+
+def _json_error(sock, status_int, reason, mesg):
+    """gunicorn.util.write_error in the API's error shape. gunicorn's own message (which
+    may quote the request) is not echoed."""
+    code, message = _ERRORS.get(status_int, ("BAD_REQUEST", "Malformed HTTP request."))
+    request_id = str(uuid.uuid4())
+    body = json.dumps({"errors": [{"code": code, "message": message, "field": None}], "requestId": request_id}, separators=(",", ":")).encode()
+    head = (f"HTTP/1.1 {status_int} {reason}\r\nConnection: close\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\nx-request-id: {request_id}\r\n\r\n").encode("latin1")
+    gunicorn.util.write_nonblock(sock, head + body)
+
+
+# Workers call gunicorn.util.write_error by module attribute (workers/base.py handle_error).
+gunicorn.util.write_error = _json_error
 
 if os.environ.get("GUNICORN_GC_FREEZE", "1") == "1":
     # Load Django once in the master and move everything it allocated out of the

@@ -9,6 +9,7 @@ from rest_framework import serializers
 from ledger_project.api.envelope import (
     AddressField,
     EnvelopeSerializer,
+    FreeFormObjectField,
     LookupSerializer,
     StrictBooleanField,
     StrictCharField,
@@ -17,6 +18,7 @@ from ledger_project.api.envelope import (
     TransactionEnvelopeSerializer,
 )
 from ledger_project.api.query import ItemQuerySerializer
+from ledger_project.api.renderers import display_amount
 from ledger_project.timestamps import timestamp_text
 from transactions.serializers import TransactionResultOutput
 
@@ -52,8 +54,10 @@ class ValueSerializer(StrictSerializer):
 
 
 def value_output(lamports) -> dict:
+    """``amount`` is an exact Decimal (rendered as an exact JSON number by
+    ledger_project.api.renderers), never a float: u64 lamports keep every digit."""
     lamports = int(lamports or 0)
-    return {"amount": float(Decimal(lamports) / LAMPORTS_PER_SOL), "lamports": lamports}
+    return {"amount": display_amount(lamports, 9), "lamports": lamports}
 
 
 class AccountReferencesSerializer(StrictSerializer):
@@ -63,14 +67,14 @@ class AccountReferencesSerializer(StrictSerializer):
     code = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=64)
     type = serializers.ChoiceField(choices=AccountType.choices, required=False, allow_null=True)
     name = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=200)
-    newAlId = serializers.DictField(required=False, allow_null=True)
+    newAlId = FreeFormObjectField(required=False, allow_null=True)
 
 
 class DkgKeySerializer(StrictSerializer):
     keyUsage = StrictCharField(required=False)
     useBackendPlayersCodes = serializers.ListField(child=StrictCharField(), required=False)
     isDefault = StrictBooleanField(required=False)
-    session = serializers.DictField(required=False)
+    session = FreeFormObjectField(required=False)
 
 
 class PrivateKeyDetailsSerializer(StrictSerializer):

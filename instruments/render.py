@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from decimal import Decimal
-
 from accounts.render import account_detailed, uuid_text
+from ledger_project.api.renderers import display_amount
 from ledger_project.timestamps import timestamp_text
 
 from .models import AUTHORITY_ROLES, authority_column
@@ -18,9 +17,12 @@ def unrecorded_account(address: str) -> dict:
 
 
 def token_value(base_units, decimals: int) -> dict:
-    """Value of a token amount: ``amount`` in whole tokens, ``lamports`` in base units."""
+    """Value of a token amount: ``amount`` in whole tokens, ``lamports`` in base units.
+
+    ``amount`` is an exact Decimal (never float: u64 max at 9+ decimals has more digits
+    than a double holds), rendered as an exact JSON number by ledger_project.api.renderers."""
     units = int(base_units or 0)
-    return {"amount": float(Decimal(units) / (Decimal(10) ** decimals)), "lamports": units}
+    return {"amount": display_amount(units, decimals), "lamports": units}
 
 
 def account_responses(rows: dict) -> dict[int, dict]:

@@ -7,6 +7,7 @@ documented schema of what render.py builds (a test keeps them in step).
 from __future__ import annotations
 
 import math
+from decimal import Decimal
 
 from django.core.validators import URLValidator
 from rest_framework import serializers
@@ -14,6 +15,7 @@ from rest_framework import serializers
 from accounts.serializers import AccountOutput, AccountReferencesSerializer, IdentifiersOut, NewAccountSerializer, ValueOutput
 from ledger_project.api.envelope import (
     EnvelopeSerializer,
+    FreeFormObjectField,
     LookupSerializer,
     StrictBooleanField,
     StrictCharField,
@@ -30,13 +32,26 @@ from .token2022.constants import API_EXTENSIONS
 HTTP_URL = URLValidator(schemes=["http", "https"])
 
 
+def outbound_url(value: str) -> None:
+    """The service may call this URL: https, public addresses only (SSRF; the delivery
+    worker checks again before each call — ledger_project/outbound.py)."""
+    from ledger_project.outbound import OutboundUrlRefused, check_outbound_url
+
+    try:
+        check_outbound_url(value)
+    except OutboundUrlRefused as exc:
+        raise serializers.ValidationError(exc.message, code="url_not_allowed") from None
+
+
 class StrictNumberField(serializers.FloatField):
     """A JSON number (not a string, not a boolean), finite."""
 
     default_error_messages = {"invalid": "Must be a number."}
 
     def to_internal_value(self, data):
-        if isinstance(data, bool) or not isinstance(data, (int, float)) or not math.isfinite(data):
+        # Request numbers arrive as Decimal (ledger_project.api.parsers); a multiplier is
+        # an f64 on chain, not money, so float is its exact type here.
+        if isinstance(data, bool) or not isinstance(data, (int, float, Decimal)) or not math.isfinite(data):
             self.fail("invalid")
         return float(data)
 
@@ -88,8 +103,8 @@ class LogoSerializer(StrictSerializer):
 
 class OffchainDataSerializer(StrictSerializer):
     description = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=5000)
-    simpleCustomMetadata = serializers.DictField(required=False, allow_null=True)
-    complexCustomMetadata = serializers.DictField(required=False, allow_null=True)
+    simpleCustomMetadata = FreeFormObjectField(required=False, allow_null=True)
+    complexCustomMetadata = FreeFormObjectField(required=False, allow_null=True)
     logo = LogoSerializer(required=False, allow_null=True)
 
 
@@ -140,7 +155,7 @@ class WebhookApiKeySerializer(StrictSerializer):
 
 
 class WebhookOAuth2Serializer(StrictSerializer):
-    accessTokenUrl = serializers.URLField(max_length=500, validators=[HTTP_URL])
+    accessTokenUrl = serializers.URLField(max_length=500, validators=[HTTP_URL, outbound_url])
     audience = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=500)
     flowType = serializers.ChoiceField(choices=["CLIENT_CREDENTIALS"])
     clientId = StrictCharField(max_length=500)
@@ -150,7 +165,7 @@ class WebhookOAuth2Serializer(StrictSerializer):
 
 
 class WebhookSerializer(StrictSerializer):
-    endpointUrl = serializers.URLField(max_length=500, validators=[HTTP_URL])
+    endpointUrl = serializers.URLField(max_length=500, validators=[HTTP_URL, outbound_url])
     name = StrictCharField(max_length=200)
     apiKeyAuthConfig = WebhookApiKeySerializer(required=False, allow_null=True)
     oauth2AuthConfig = WebhookOAuth2Serializer(required=False, allow_null=True)

@@ -61,6 +61,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "ledger_project.middleware.RequestIdMiddleware",
+    # Request limits and the x-request-id rule, before authentication (docs/api.md).
+    "ledger_project.middleware.ApiRequestGuardMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -148,8 +150,8 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["ledger_project.api.authentication.BearerTokenAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["ledger_project.api.permissions.HasApiKey"],
     "DEFAULT_THROTTLE_CLASSES": ["ledger_project.api.throttling.ApiKeyRateThrottle"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
-    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["ledger_project.api.parsers.LedgerJSONParser"],
+    "DEFAULT_RENDERER_CLASSES": ["ledger_project.api.renderers.LedgerJSONRenderer"],
     "EXCEPTION_HANDLER": "ledger_project.api.errors.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,
@@ -174,6 +176,26 @@ LEDGER_ACCESS_TOKEN_LIFETIME_SECONDS = env.int("LEDGER_ACCESS_TOKEN_LIFETIME_SEC
 LEDGER_IDEMPOTENCY_RETENTION_HOURS = env.int("LEDGER_IDEMPOTENCY_RETENTION_HOURS", default=48)
 # How long a request waits for a concurrent request with the same x-request-id to finish.
 LEDGER_IDEMPOTENCY_WAIT_SECONDS = env.float("LEDGER_IDEMPOTENCY_WAIT_SECONDS", default=30.0)
+
+# Request limits (docs/api.md, Limits), checked before authentication: a body over
+# LEDGER_MAX_BODY_BYTES is a 413; JSON nested deeper than LEDGER_MAX_JSON_DEPTH, an array
+# longer than LEDGER_MAX_JSON_ARRAY_ITEMS, or a free-form metadata object over
+# LEDGER_MAX_METADATA_BYTES (as compact JSON) / LEDGER_MAX_METADATA_KEYS is a 400.
+LEDGER_MAX_BODY_BYTES = env.int("LEDGER_MAX_BODY_BYTES", default=1024 * 1024)
+LEDGER_MAX_JSON_DEPTH = env.int("LEDGER_MAX_JSON_DEPTH", default=32)
+LEDGER_MAX_JSON_ARRAY_ITEMS = env.int("LEDGER_MAX_JSON_ARRAY_ITEMS", default=1000)
+LEDGER_MAX_METADATA_BYTES = env.int("LEDGER_MAX_METADATA_BYTES", default=16 * 1024)
+LEDGER_MAX_METADATA_KEYS = env.int("LEDGER_MAX_METADATA_KEYS", default=100)
+# Django's own cap on a body read into memory: the same number, so both agree.
+DATA_UPLOAD_MAX_MEMORY_SIZE = LEDGER_MAX_BODY_BYTES
+
+# Outbound calls to URLs a tenant gives (webhook endpointUrl, OAuth accessTokenUrl;
+# ledger_project/outbound.py, docs/configuration.md): https only unless
+# LEDGER_OUTBOUND_ALLOW_HTTP (default: DEBUG); the host must resolve to public addresses
+# only, unless an address falls in LEDGER_OUTBOUND_ALLOWED_NETWORKS (CIDRs, e.g.
+# "127.0.0.0/8,10.1.0.0/16" for a development receiver or a private egress proxy).
+LEDGER_OUTBOUND_ALLOW_HTTP = env.bool("LEDGER_OUTBOUND_ALLOW_HTTP", default=DEBUG)
+LEDGER_OUTBOUND_ALLOWED_NETWORKS = env.list("LEDGER_OUTBOUND_ALLOWED_NETWORKS", default=[])
 
 # --- Clusters -------------------------------------------------------------------------
 # CHAIN_LOCALNET is the embedded node; every other cluster is enabled by giving its RPC URL,

@@ -7,13 +7,15 @@ import binascii
 
 from django.conf import settings
 from drf_spectacular.utils import extend_schema
-from rest_framework.parsers import FormParser, JSONParser
+from rest_framework.parsers import FormParser
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from ledger_project.api.clusters import configured_clusters
 from ledger_project.api.envelope import validated
+from ledger_project.api.errors import LedgerError
+from ledger_project.api.parsers import LedgerJSONParser
 from ledger_project.api.viewsets import TenantScopedViewSet
 
 from . import services
@@ -36,7 +38,7 @@ def _basic_credentials(request) -> dict:
 class AccessTokenView(APIView):
     authentication_classes: list = []
     permission_classes = [AllowAny]
-    parser_classes = [JSONParser, FormParser]
+    parser_classes = [LedgerJSONParser, FormParser]
 
     @extend_schema(
         operation_id="issueAccessToken",
@@ -49,7 +51,10 @@ class AccessTokenView(APIView):
         tags=["Authentication"],
     )
     def post(self, request):
-        data = {**_basic_credentials(request), **{k: v for k, v in dict(request.data).items()}}
+        body = request.data
+        if not isinstance(body, dict):  # the request guard refuses these first; never a 500
+            raise LedgerError("The request body must be a JSON object.", code="INVALID_TYPE")
+        data = {**_basic_credentials(request), **dict(body)}
         # Form bodies arrive as lists of values.
         data = {k: (v[0] if isinstance(v, list) and len(v) == 1 else v) for k, v in data.items()}
         credentials = validated(AccessTokenInput, data)

@@ -102,3 +102,23 @@ def test_unexpected_failure_is_500_in_error_shape(api, localnet_url, monkeypatch
     response = api.call(method, path, body({"offchainId": str(uuid.uuid4())}) if body else {})
     body_json = assert_error(response, 500, "INTERNAL_ERROR")
     assert "secret detail" not in response.content.decode() and body_json["requestId"]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("method, path, body", ENDPOINTS, ids=[f"{m} {p}" for m, p, _ in ENDPOINTS])
+def test_request_rules_are_one_rule_with_or_without_a_key(api, anon, localnet_url, method, path, body):
+    """x-request-id must be a UUID and ?wait= one of its values on every operation, fetch or
+    mutation, before authentication (docs/api.md): refused, nothing changes."""
+    payload = body({"offchainId": str(uuid.uuid4())}) if body else {}
+    before = Account.objects.count(), FinancialInstrument.objects.count()
+    for client in (api, anon):
+        assert_error(client.call(method, path, payload, request_id="not-a-uuid"), 400, "INVALID_REQUEST_ID", "x-request-id")
+        for wait in ("forever", "CONFIRMED", "0"):
+            assert_error(client.call(method, f"{path}?wait={wait}", payload), 400, "INVALID_ENUM", "wait")
+    assert (Account.objects.count(), FinancialInstrument.objects.count()) == before
+
+
+@pytest.mark.django_db
+def test_public_token_endpoint_follows_the_same_request_rules(anon):
+    assert_error(anon.call("post", "/api/v1/auth/token", {"client_id": "x", "client_secret": "y"}, request_id="nope"), 400, "INVALID_REQUEST_ID")
+    assert_error(anon.call("post", "/api/v1/auth/token?wait=forever", {"client_id": "x", "client_secret": "y"}), 400, "INVALID_ENUM")

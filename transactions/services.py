@@ -124,7 +124,7 @@ def transaction_prepare(
     if unknown:
         raise LedgerError(f"The transaction needs signatures the request does not account for: {', '.join(unknown)}.", code="MISSING_SIGNER")
     if simulate:
-        rpc.simulate(builder.assemble(built.message, {}))
+        rpc.simulate(builder.assemble(built.message, {}), signers=signers, fee_payer=fee_payer)
 
     message_bytes = built.to_bytes()
     managed = [by_key[k] for k in required if by_key[k].managed_key is not None]

@@ -6,7 +6,9 @@ names it instead of being silently ignored.
 
 from __future__ import annotations
 
+import json
 import uuid
+from decimal import Decimal
 
 from rest_framework import serializers
 
@@ -42,6 +44,54 @@ class StrictCharField(serializers.CharField):
         if not isinstance(data, str):
             self.fail("invalid")
         return super().to_internal_value(data)
+
+
+def _stored_numbers(value):
+    """Free-form JSON as the database stores it: request numbers arrive as Decimal
+    (ledger_project.api.parsers); metadata keeps them as JSON numbers (integers exact,
+    others double precision — exact amounts belong in strings or Value objects)."""
+    if isinstance(value, dict):
+        return {key: _stored_numbers(child) for key, child in value.items()}
+    if isinstance(value, list):
+        return [_stored_numbers(child) for child in value]
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() and value.as_tuple().exponent >= 0 else float(value)
+    return value
+
+
+class FreeFormObjectField(serializers.DictField):
+    """A free-form JSON object (offchain metadata, newAlId, …) within documented limits:
+    at most LEDGER_MAX_METADATA_KEYS keys in all (nested objects included) and
+    LEDGER_MAX_METADATA_BYTES as compact JSON (docs/api.md, Limits)."""
+
+    default_error_messages = {
+        "too_many_keys": "At most {max_keys} keys (LEDGER_MAX_METADATA_KEYS).",
+        "too_large": "At most {max_bytes} bytes as compact JSON (LEDGER_MAX_METADATA_BYTES).",
+        "not_finite": "Numbers must be finite.",
+    }
+
+    def to_internal_value(self, data):
+        from django.conf import settings
+
+        value = super().to_internal_value(data)
+        keys, stack = 0, [value]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, dict):
+                keys += len(node)
+                stack.extend(node.values())
+            elif isinstance(node, list):
+                stack.extend(node)
+        if keys > settings.LEDGER_MAX_METADATA_KEYS:
+            self.fail("too_many_keys", max_keys=settings.LEDGER_MAX_METADATA_KEYS)
+        value = _stored_numbers(value)
+        try:
+            size = len(json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode())
+        except ValueError:  # 1e999 became an infinite float
+            self.fail("not_finite")
+        if size > settings.LEDGER_MAX_METADATA_BYTES:
+            self.fail("too_large", max_bytes=settings.LEDGER_MAX_METADATA_BYTES)
+        return value
 
 
 class StrictSerializer(serializers.Serializer):
@@ -99,7 +149,7 @@ class OffchainReferencesSerializer(StrictSerializer):
     code = StrictCharField(required=False, allow_null=True, max_length=64)
     type = StrictCharField(required=False, allow_null=True, max_length=40)
     name = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=200)
-    newAlId = serializers.DictField(required=False, allow_null=True)
+    newAlId = FreeFormObjectField(required=False, allow_null=True)
 
 
 class LookupSerializer(StrictSerializer):

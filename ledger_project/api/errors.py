@@ -10,6 +10,7 @@ import logging
 from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
 from django.http import Http404, JsonResponse
 from rest_framework import exceptions as drf_exceptions
 from rest_framework.response import Response
@@ -71,6 +72,12 @@ class ConflictError(LedgerError):
     status_code = 409
     code = "CONFLICT"
     default_message = "The record conflicts with an existing one."
+
+
+class PayloadTooLargeError(LedgerError):
+    status_code = 413
+    code = "PAYLOAD_TOO_LARGE"
+    default_message = "The request body is larger than the service accepts."
 
 
 class RateLimitedError(LedgerError):
@@ -168,6 +175,13 @@ def exception_handler(exc: Exception, context: dict) -> Response:
             headers["Retry-After"] = str(exc.retry_after)
         if status == 401:
             headers["WWW-Authenticate"] = 'Bearer realm="api"'
+    elif isinstance(exc, RequestDataTooBig):
+        # Django refuses to read a body over DATA_UPLOAD_MAX_MEMORY_SIZE (= LEDGER_MAX_BODY_BYTES).
+        too_big = body_too_large()
+        status, errors = too_big.status_code, too_big.as_errors()
+    elif isinstance(exc, SuspiciousOperation):
+        # e.g. TooManyFieldsSent from a form body: the client's fault, never a 500.
+        status, errors = 400, [{"code": "BAD_REQUEST", "message": "The request is malformed.", "field": None}]
     elif isinstance(exc, drf_exceptions.ValidationError):
         status, errors = 400, flatten_validation(exc.detail)
     elif isinstance(exc, (Http404, drf_exceptions.NotFound)):
@@ -193,6 +207,17 @@ def exception_handler(exc: Exception, context: dict) -> Response:
     if status >= 500 and isinstance(exc, LedgerError):
         logger.error("request failed: %s %s", exc.code, exc.message)
     return Response(error_body(errors, request_id), status=status, headers=headers)
+
+
+def body_too_large() -> PayloadTooLargeError:
+    from django.conf import settings
+
+    return PayloadTooLargeError(f"The request body is over {settings.LEDGER_MAX_BODY_BYTES} bytes (LEDGER_MAX_BODY_BYTES).")
+
+
+def ledger_error_response(request, exc: LedgerError) -> JsonResponse:
+    """A LedgerError raised before DRF runs (middleware: limits, x-request-id)."""
+    return JsonResponse(error_body(exc.as_errors(), getattr(request, "request_id", None)), status=exc.status_code)
 
 
 def json_error(request, status: int, code: str, message: str) -> JsonResponse:

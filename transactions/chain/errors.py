@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from ledger_project.api.errors import LedgerError, ServiceUnavailableError
 
 
@@ -19,15 +21,69 @@ class ChainRpcError(LedgerError):
     code = "CHAIN_RPC_ERROR"
 
 
+_ADDRESS = re.compile(r"(?<![1-9A-HJ-NP-Za-km-z])[1-9A-HJ-NP-Za-km-z]{32,44}(?![1-9A-HJ-NP-Za-km-z])")
+_NUMBER = re.compile(r"(?<![0-9A-Za-z])\d[\d,_]*(?![0-9A-Za-z])")
+
+
+def scrubbed(reason: str) -> str:
+    """A reason without addresses and amounts ("insufficient lamports 999580624240" →
+    "insufficient lamports <amount>"); error codes such as 0x1 stay."""
+    return _NUMBER.sub("<amount>", _ADDRESS.sub("<address>", reason))
+
+
 class SimulationFailed(LedgerError):
-    """Preflight simulation refused the transaction: a 400 carrying the program's reason."""
+    """Preflight simulation refused the transaction: a 400 carrying the program's reason.
+
+    The reason may quote an account's balance ("Transfer: insufficient lamports …"). The
+    answer names the failing account and keeps its numbers only when that account is the
+    caller's own (a signer of the request, or its own fee payer — never the platform fee
+    payer): otherwise addresses and amounts are scrubbed (docs/errors.md, Chain). The full
+    reason and logs stay in ``reason``/``logs`` for the operator's log.
+    """
 
     code = "TRANSACTION_SIMULATION_FAILED"
+    _PREFIX = "The network refused the transaction in simulation: "
 
-    def __init__(self, reason: str, *, logs: list[str] | None = None, err: object = None):
+    def __init__(self, reason: str, *, logs: list[str] | None = None, err: object = None, failing_account: str | None = None):
+        self.reason = reason
         self.logs = logs or []
         self.err = err
-        super().__init__(f"The network refused the transaction in simulation: {reason}")
+        self.failing_account = failing_account
+        super().__init__(self._PREFIX + scrubbed(reason) + " (in an account this request does not control)")
+
+    def disclose_to(self, own: set[str]) -> None:
+        """Show the full reason when the failing account is one of ``own``."""
+        if self.failing_account is not None and self.failing_account in own:
+            self.message = f"{self._PREFIX}{self.reason} (account {self.failing_account})"
+            self.args = (self.message,)
+
+
+def failing_account(transaction, err: object) -> str | None:
+    """The account a failed simulation is about: the fee payer for fee errors, else the
+    first account of the failing instruction (the System program's funding account, a
+    token program's source); None when it cannot be told."""
+    try:
+        message = transaction.message
+        keys = [str(k) for k in message.account_keys]
+        index = getattr(err, "index", None)
+        if index is None:
+            text = str(err)
+            return keys[0] if ("Fee" in text or "AccountNotFound" in text) and keys else None
+        accounts = bytes(message.instructions[index].accounts)
+        return keys[accounts[0]] if accounts and accounts[0] < len(keys) else None
+    except (AttributeError, IndexError, TypeError):
+        return None
+
+
+def caller_accounts(signers, fee_payer) -> set[str]:
+    """Addresses a request controls: its signers and its fee payer, less the platform's
+    fee payers (whose balance is no tenant's business)."""
+    from transactions.models import PlatformFeePayer
+
+    own = {str(s.pubkey) for s in signers}
+    if fee_payer is not None:
+        own.add(str(fee_payer.pubkey))
+    return own - set(PlatformFeePayer.objects.values_list("managed_key__public_key", flat=True))
 
 
 class TransactionTooLarge(LedgerError):

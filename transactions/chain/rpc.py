@@ -9,6 +9,7 @@ program's reason), anything else ``ChainRpcError`` (500).
 
 from __future__ import annotations
 
+import logging
 import threading
 from dataclasses import dataclass
 from typing import Sequence
@@ -30,7 +31,9 @@ from solders.transaction_status import TransactionStatus
 
 from ledger_project.api.errors import LedgerError
 
-from .errors import ChainRpcError, ChainUnavailable, SimulationFailed, reason_from_logs
+from .errors import ChainRpcError, ChainUnavailable, SimulationFailed, caller_accounts, failing_account, reason_from_logs
+
+logger = logging.getLogger("ledger.chain")
 
 _clients: dict[tuple[str, str], "ChainRpc"] = {}
 _clients_lock = threading.Lock()
@@ -122,12 +125,16 @@ class ChainRpc:
         opts = TxOpts(skip_preflight=skip_preflight, preflight_commitment=Commitment(preflight_commitment), skip_confirmation=True)
         return self._call(self.client.send_raw_transaction, raw, opts).value
 
-    def simulate(self, transaction) -> None:
-        """Raise SimulationFailed when the transaction would fail."""
+    def simulate(self, transaction, *, signers=(), fee_payer=None) -> None:
+        """Raise SimulationFailed when the transaction would fail; its message names the
+        failing account only when ``signers``/``fee_payer`` (the request's) include it."""
         value = self._call(self.client.simulate_transaction, transaction, sig_verify=False).value
         if value.err is not None:
             logs = list(value.logs or [])
-            raise SimulationFailed(reason_from_logs(logs, value.err), logs=logs, err=value.err)
+            exc = SimulationFailed(reason_from_logs(logs, value.err), logs=logs, err=value.err, failing_account=failing_account(transaction, value.err))
+            logger.info("simulation failed: %s (account %s)", exc.reason, exc.failing_account)
+            exc.disclose_to(caller_accounts(signers, fee_payer))
+            raise exc
 
     def airdrop(self, address: Pubkey, lamports: int) -> Signature:
         return self._call(self.client.request_airdrop, address, lamports).value

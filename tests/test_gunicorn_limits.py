@@ -1,0 +1,91 @@
+"""gunicorn refuses oversized request lines (414) and headers (431) before Django sees
+them: the answer is the API's JSON error shape, not gunicorn's HTML page. Real sockets
+against a gunicorn started here on a free 127.0.0.1 port with gunicorn.conf.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def gunicorn_port():
+    port = _free_port()
+    env = {**os.environ, "GUNICORN_WORKERS": "1", "GUNICORN_THREADS": "1", "GUNICORN_GC_FREEZE": "0", "DJANGO_SETTINGS_MODULE": "ledger_project.settings"}
+    process = subprocess.Popen([sys.executable, "-m", "gunicorn", "ledger_project.wsgi", "--config", "gunicorn.conf.py", "--bind", f"127.0.0.1:{port}", "--log-level", "error"],
+                               cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"gunicorn did not start: {process.stderr.read().decode()[-2000:]}")
+                time.sleep(0.1)
+        yield port
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _exchange(port: int, raw: bytes) -> tuple[int, dict[str, str], bytes]:
+    with socket.create_connection(("127.0.0.1", port), timeout=20) as conn:
+        conn.sendall(raw)
+        data = b""
+        while chunk := conn.recv(65536):
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.decode("latin1").split("\r\n")
+    headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
+    return int(lines[0].split()[1]), headers, body
+
+
+def _assert_json_error(status, headers, body, expected_status, code):
+    assert status == expected_status, (status, body[:300])
+    assert headers["content-type"] == "application/json"
+    payload = json.loads(body)
+    assert set(payload) == {"errors", "requestId"} and payload["requestId"] == headers["x-request-id"]
+    assert [e["code"] for e in payload["errors"]] == [code] and set(payload["errors"][0]) == {"code", "message", "field"}
+
+
+def test_an_oversized_request_line_is_414_in_the_error_shape(gunicorn_port):
+    raw = b"POST /api/v1/auth/whoami?svmCluster=" + b"A" * 9000 + b" HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n"
+    _assert_json_error(*_exchange(gunicorn_port, raw), 414, "URI_TOO_LONG")
+
+
+def test_an_oversized_header_is_431_in_the_error_shape(gunicorn_port):
+    raw = b"POST /api/v1/auth/whoami HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + b"x" * 9000 + b"\r\nContent-Length: 0\r\n\r\n"
+    _assert_json_error(*_exchange(gunicorn_port, raw), 431, "HEADERS_TOO_LARGE")
+
+
+def test_too_many_headers_is_431_in_the_error_shape(gunicorn_port):
+    many = b"".join(b"X-Filler-%d: 1\r\n" % i for i in range(150))
+    raw = b"POST /api/v1/auth/whoami HTTP/1.1\r\nHost: 127.0.0.1\r\n" + many + b"Content-Length: 0\r\n\r\n"
+    _assert_json_error(*_exchange(gunicorn_port, raw), 431, "HEADERS_TOO_LARGE")
+
+
+def test_a_request_within_the_limits_reaches_the_api(gunicorn_port):
+    raw = b"POST /api/v1/auth/whoami HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}"
+    _assert_json_error(*_exchange(gunicorn_port, raw), 401, "UNAUTHENTICATED")

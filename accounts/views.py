@@ -10,7 +10,7 @@ from solders.pubkey import Pubkey
 from ledger_project.api.envelope import validated
 from ledger_project.api.errors import LedgerError
 from ledger_project.api.idempotency import idempotent
-from ledger_project.api.schema import DETAIL_LEVEL, api_responses, operation_parameters
+from ledger_project.api.schema import DETAIL_LEVEL, api_responses, bulk_responses, operation_parameters
 from ledger_project.api.viewsets import TenantScopedViewSet
 from ledger_project.timestamps import timestamp_text
 from transactions.chain.rpc import rpc_for
@@ -23,6 +23,8 @@ from .serializers import (
     AccountOutput,
     BalanceInput,
     BalanceOutput,
+    BulkAccountsCompactOutput,
+    BulkAccountsIdentifiersOutput,
     BulkAccountsOutput,
     BulkInput,
     CreateAccountInput,
@@ -30,6 +32,7 @@ from .serializers import (
     InactivateAccountOutput,
     InactivateInput,
     LookupInput,
+    OwnLookupInput,
     PrivateKeyOutput,
     TenantInfoOutput,
     UpdateAccountInput,
@@ -56,9 +59,9 @@ class AccountViewSet(TenantScopedViewSet):
         lookup = validated(LookupInput, request)["itemData"]
         return Response(render.account_detailed(selectors.account_get(tenant=self.tenant, cluster=self.cluster, lookup=lookup)))
 
-    @extend_schema(operation_id="fetchAccountPrivateKey", summary="Fetch Account Private Key", description="Needs role PLATFORM_SENSITIVE_DATA_ACCESS; every call is audited.", request=LookupInput, responses=api_responses({200: PrivateKeyOutput}), parameters=operation_parameters(), tags=TAG)
+    @extend_schema(operation_id="fetchAccountPrivateKey", summary="Fetch Account Private Key", description="Needs role PLATFORM_SENSITIVE_DATA_ACCESS; every call is audited.", request=OwnLookupInput, responses=api_responses({200: PrivateKeyOutput}), parameters=operation_parameters(), tags=TAG)
     def private_key(self, request):
-        lookup = validated(LookupInput, request)["itemData"]
+        lookup = validated(OwnLookupInput, request)["itemData"]
         account = resolve_own_account(self.tenant, self.cluster, lookup, field="itemData")
         secret = services.account_private_key_export(tenant=self.tenant, api_key=self.api_key, account=account, request_id=request.request_id)
         response = Response({**render.account_identifiers(account), "privateKey": secret, "encoding": "base58"})
@@ -77,7 +80,7 @@ class AccountViewSet(TenantScopedViewSet):
             offchain, onchain = int(account.lamports_balance), value_output(chain_account.lamports if chain_account else 0)
         return Response({"account": render.account_identifiers(account), "at": timestamp_text(at), "offchain": value_output(offchain), "onchain": onchain})
 
-    @extend_schema(operation_id="fetchAccounts", summary="Fetch Accounts", description="Creates no transaction. detail-level: detailed, compact, identifiers.", request=BulkInput, responses=api_responses({200: BulkAccountsOutput}, lookup=False), parameters=[DETAIL_LEVEL, *operation_parameters()], tags=TAG)
+    @extend_schema(operation_id="fetchAccounts", summary="Fetch Accounts", description="Creates no transaction. detail-level: detailed, compact, identifiers.", request=BulkInput, responses=bulk_responses("BulkAccountsPage", BulkAccountsOutput, BulkAccountsCompactOutput, BulkAccountsIdentifiersOutput), parameters=[DETAIL_LEVEL, *operation_parameters()], tags=TAG)
     def bulk(self, request, detail_level: str):
         output = render.RENDERERS.get(detail_level)
         if output is None:

@@ -110,7 +110,7 @@ def main(extra: list[str]) -> int:
             *extra,
         ]
         print(f"== schemathesis against {url} (max {MAX_EXAMPLES} examples per operation, deterministic)", flush=True)
-        return subprocess.call(command, cwd=var)
+        return subprocess.call(command, cwd=var, env={**os.environ, "SCHEMATHESIS_HOOKS": "scripts.schemathesis_hooks", "PYTHONPATH": str(ROOT)})
     finally:
         stop(server)
         if node is not None:

@@ -85,6 +85,14 @@ def api_responses(success: dict, *, authenticated: bool = True, lookup: bool = T
     return {**success, **error_responses(*sorted(statuses))}
 
 
+def bulk_responses(name: str, detailed, compact, identifiers) -> dict:
+    """A bulk fetch's answer: one items schema per detail level (the path's detail_level
+    picks it); ``anyOf`` because an empty page matches each."""
+    from drf_spectacular.utils import PolymorphicProxySerializer
+
+    return api_responses({200: PolymorphicProxySerializer(component_name=name, serializers=[detailed, compact, identifiers], resource_type_field_name=None)}, lookup=False)
+
+
 # --- parameters ----------------------------------------------------------------------------
 
 
@@ -129,7 +137,7 @@ class AddressFieldExtension(OpenApiSerializerFieldExtension):
 
     def map_serializer_field(self, auto_schema, direction):
         schema = build_basic_type(OpenApiTypes.STR)
-        schema.update({"pattern": BASE58_ADDRESS, "minLength": 32, "maxLength": 44, "description": "A base58 network address (32-byte public key)."})
+        schema.update({"format": "base58-address", "pattern": BASE58_ADDRESS, "minLength": 32, "maxLength": 44, "description": "A base58 network address: the base58 text of a 32-byte public key."})
         return schema
 
 
@@ -144,9 +152,29 @@ def _given(name: str, type_: str) -> dict:
 def postprocess(result, generator, request, public):
     schemas = result.get("components", {}).get("schemas", {})
     # A lookup names a record by onchainId, offchainId or offchainReferences.
-    lookup = schemas.get("LookupRequest")
-    if lookup is not None:
-        lookup["anyOf"] = [_given("onchainId", "string"), _given("offchainId", "string"), _given("offchainReferences", "object")]
+    for name in ("LookupRequest", "OwnLookupRequest"):
+        if name in schemas:
+            schemas[name]["anyOf"] = [_given("onchainId", "string"), _given("offchainId", "string"), _given("offchainReferences", "object")]
+    # A record the request changes or signs with is the acting organization's own (the
+    # server also takes that organization's own external id, which no schema can name).
+    if "OwnLookupRequest" in schemas:
+        schemas["OwnLookupRequest"]["properties"]["otherTenantOrganizationExternalId"] = {
+            "type": "string", "nullable": True, "enum": [None],
+            "description": "Null or absent: records of another organization cannot be changed or used to sign (400 NOT_WRITABLE).",
+        }
+    # A transaction is named by onchainId or offchainId.
+    identifier = schemas.get("TransactionIdentifierRequest")
+    if identifier is not None:
+        identifier["anyOf"] = [_given("onchainId", "string"), _given("offchainId", "string")]
+    # Bulk answers: one of the detail levels' shapes, any of them for an empty page;
+    # compact and identifiers items carry exactly their fields.
+    for name in ("BulkAccountsPage", "BulkFinancialInstrumentsPage"):
+        if name in schemas and "oneOf" in schemas[name]:
+            schemas[name]["anyOf"] = schemas[name].pop("oneOf")
+    for name in ("AccountCompactOutput", "AccountCompactOnchainOutput", "AccountCompactOffchainOutput", "AccountIdentifiersOutput",
+                 "InstrumentCompactOutput", "InstrumentCompactOnchainOutput", "InstrumentCompactOffchainOutput", "InstrumentCompactOnchainDataOutput", "IdentifiersOut"):
+        if name in schemas:
+            schemas[name]["additionalProperties"] = False
     for path in result.get("paths", {}).values():
         for operation in path.values():
             body = operation.get("requestBody")

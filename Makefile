@@ -7,7 +7,7 @@ PORT ?= 8000
 TEST_WORKERS ?= 2
 STAMP := $(VENV)/.requirements.stamp
 
-.PHONY: venv migrate run test test-embedded bench clean
+.PHONY: venv migrate run test test-embedded schemathesis bench clean
 
 # Embedded mode for these targets only: without LEDGER_MASTER_KEY a master key file is
 # generated under var/ (docs/custody.md); production commands get no such default.
@@ -36,6 +36,11 @@ test: venv
 # The same suite forced onto the embedded defaults (SQLite, filesystem broker).
 test-embedded: venv
 	env -u DATABASE_URL -u REDIS_URL LEDGER_VAR_DIR=$(CURDIR)/var/test-embedded $(BIN)/python scripts/with_localnet.py $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -q $(PYTEST_ARGS)
+
+# schemathesis (every check) over the whole OpenAPI against a throwaway server (SQLite, own
+# local node, a tenant key): scripts/schemathesis_run.py. SCHEMATHESIS_MAX_EXAMPLES bounds it.
+schemathesis: venv
+	env -u DATABASE_URL -u REDIS_URL $(BIN)/python scripts/schemathesis_run.py $(SCHEMATHESIS_ARGS)
 
 # wrk (Debian) measures HTTP endpoints without taking the cores from the server.
 bench: venv

@@ -11,6 +11,7 @@ from ledger_project.api.envelope import (
     EnvelopeSerializer,
     FreeFormObjectField,
     LookupSerializer,
+    OwnLookupSerializer,
     StrictBooleanField,
     StrictCharField,
     StrictIntegerField,
@@ -144,6 +145,12 @@ class LookupInput(EnvelopeSerializer):
         return None
 
 
+class OwnLookupInput(LookupInput):
+    """Fetch Account Private Key: the account must be the acting organization's."""
+
+    itemData = OwnLookupSerializer()
+
+
 class BalanceItem(StrictSerializer):
     account = LookupSerializer()
     at = serializers.DateTimeField(required=False, allow_null=True)
@@ -160,7 +167,7 @@ class BulkInput(EnvelopeSerializer):
 class UpdateAccountItem(DebitSettingsSerializer):
     """Patch: only the fields present change."""
 
-    account = LookupSerializer()
+    account = OwnLookupSerializer()
     offchainReferences = AccountReferencesSerializer(required=False)
     comments = StrictCharField(required=False, allow_blank=True, max_length=2000)
     domain = StrictCharField(required=False, allow_blank=True, max_length=200)
@@ -175,7 +182,7 @@ class UpdateAccountInput(EnvelopeSerializer):
 
 
 class InactivateItem(StrictSerializer):
-    account = LookupSerializer()
+    account = OwnLookupSerializer()
     refundDestination = LookupSerializer(required=False, allow_null=True)
 
 
@@ -263,20 +270,28 @@ class AccountOutput(serializers.Serializer):
         return effective_limits(a, "token")
 
 
+class AccountCompactOnchainOutput(serializers.Serializer):
+    id = serializers.CharField(source="address")
+
+
+class AccountCompactOffchainOutput(serializers.Serializer):
+    id = serializers.UUIDField(source="offchain_id")
+    type = serializers.CharField()
+    code = serializers.CharField()
+    alId = serializers.CharField(source="al_id")
+    accountNumber = serializers.CharField(source="account_number")
+    name = serializers.CharField()
+    lamportsBalance = serializers.IntegerField(source="lamports_balance")
+
+
 class AccountCompactOutput(serializers.Serializer):
     """Detail level `compact`: identity, kind and state (docs/accounts.md)."""
 
-    onchain = serializers.SerializerMethodField()
-    offchain = serializers.SerializerMethodField()
+    onchain = AccountCompactOnchainOutput(source="*")
+    offchain = AccountCompactOffchainOutput(source="*")
     managed = serializers.BooleanField()
     status = serializers.CharField()
     tenantOrganizationId = serializers.CharField(source="tenant.external_id")
-
-    def get_onchain(self, a) -> dict:
-        return {"id": a.address}
-
-    def get_offchain(self, a) -> dict:
-        return {"id": str(a.offchain_id), "type": a.type, "code": a.code, "alId": a.al_id, "accountNumber": a.account_number, "name": a.name, "lamportsBalance": int(a.lamports_balance)}
 
 
 class AccountIdentifiersOutput(serializers.Serializer):
@@ -333,5 +348,17 @@ class TenantInfoOutput(serializers.Serializer):
 
 
 class BulkAccountsOutput(serializers.Serializer):
+    """Detail level `detailed`."""
+
     count = serializers.IntegerField()
     items = AccountOutput(many=True)
+
+
+class BulkAccountsCompactOutput(serializers.Serializer):
+    count = serializers.IntegerField()
+    items = AccountCompactOutput(many=True)
+
+
+class BulkAccountsIdentifiersOutput(serializers.Serializer):
+    count = serializers.IntegerField()
+    items = AccountIdentifiersOutput(many=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 from solders.pubkey import Pubkey
@@ -10,6 +10,7 @@ from solders.pubkey import Pubkey
 from ledger_project.api.envelope import validated
 from ledger_project.api.errors import LedgerError
 from ledger_project.api.idempotency import idempotent
+from ledger_project.api.schema import DETAIL_LEVEL, api_responses, bulk_responses, operation_parameters
 from ledger_project.api.viewsets import TenantScopedViewSet
 from ledger_project.timestamps import timestamp_text
 from transactions.chain.rpc import rpc_for
@@ -22,6 +23,8 @@ from .serializers import (
     AccountOutput,
     BalanceInput,
     BalanceOutput,
+    BulkAccountsCompactOutput,
+    BulkAccountsIdentifiersOutput,
     BulkAccountsOutput,
     BulkInput,
     CreateAccountInput,
@@ -29,6 +32,7 @@ from .serializers import (
     InactivateAccountOutput,
     InactivateInput,
     LookupInput,
+    OwnLookupInput,
     PrivateKeyOutput,
     TenantInfoOutput,
     UpdateAccountInput,
@@ -37,36 +41,34 @@ from .serializers import (
 )
 
 TAG = ["Blockchain accounts"]
-WAIT = OpenApiParameter("wait", str, enum=["submitted", "confirmed", "finalized"], description="Wait (after commit) until the transaction reaches this status.")
-CLUSTER = OpenApiParameter("svmCluster", str, description="Cluster (default CHAIN_LOCALNET); older alias chainClusterId.")
 
 
 
 class AccountViewSet(TenantScopedViewSet):
     model = Account
 
-    @extend_schema(operation_id="createAccount", summary="Create Account", request=CreateAccountInput, responses={201: CreateAccountOutput}, parameters=[WAIT, CLUSTER], tags=TAG)
+    @extend_schema(operation_id="createAccount", summary="Create Account", request=CreateAccountInput, responses=api_responses({201: CreateAccountOutput}, mutation=True), parameters=operation_parameters(wait=True), tags=TAG)
     @idempotent
     def create(self, request):
         body = validated(CreateAccountInput, request)
         result = services.account_create(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, data=body["itemData"], svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id)
         return mutation_response(request, "newAccount", render.account_identifiers(result.account), result.transaction, status=status.HTTP_201_CREATED)
 
-    @extend_schema(operation_id="fetchAccountDetails", summary="Fetch Account Details", description="Creates no transaction.", request=LookupInput, responses={200: AccountOutput}, parameters=[CLUSTER], tags=TAG)
+    @extend_schema(operation_id="fetchAccountDetails", summary="Fetch Account Details", description="Creates no transaction.", request=LookupInput, responses=api_responses({200: AccountOutput}), parameters=operation_parameters(), tags=TAG)
     def details(self, request):
         lookup = validated(LookupInput, request)["itemData"]
         return Response(render.account_detailed(selectors.account_get(tenant=self.tenant, cluster=self.cluster, lookup=lookup)))
 
-    @extend_schema(operation_id="fetchAccountPrivateKey", summary="Fetch Account Private Key", description="Needs role PLATFORM_SENSITIVE_DATA_ACCESS; every call is audited.", request=LookupInput, responses={200: PrivateKeyOutput}, parameters=[CLUSTER], tags=TAG)
+    @extend_schema(operation_id="fetchAccountPrivateKey", summary="Fetch Account Private Key", description="Needs role PLATFORM_SENSITIVE_DATA_ACCESS; every call is audited.", request=OwnLookupInput, responses=api_responses({200: PrivateKeyOutput}), parameters=operation_parameters(), tags=TAG)
     def private_key(self, request):
-        lookup = validated(LookupInput, request)["itemData"]
+        lookup = validated(OwnLookupInput, request)["itemData"]
         account = resolve_own_account(self.tenant, self.cluster, lookup, field="itemData")
         secret = services.account_private_key_export(tenant=self.tenant, api_key=self.api_key, account=account, request_id=request.request_id)
         response = Response({**render.account_identifiers(account), "privateKey": secret, "encoding": "base58"})
         response["Cache-Control"] = "no-store"
         return response
 
-    @extend_schema(operation_id="fetchAccountBalance", summary="Fetch Account Balance", description="Creates no transaction. Current offchain and onchain balances, or the offchain balance at a past time (`at`).", request=BalanceInput, responses={200: BalanceOutput}, parameters=[CLUSTER], tags=TAG)
+    @extend_schema(operation_id="fetchAccountBalance", summary="Fetch Account Balance", description="Creates no transaction. Current offchain and onchain balances, or the offchain balance at a past time (`at`).", request=BalanceInput, responses=api_responses({200: BalanceOutput}), parameters=operation_parameters(), tags=TAG)
     def balance(self, request):
         data = validated(BalanceInput, request)["itemData"]
         account = selectors.account_get(tenant=self.tenant, cluster=self.cluster, lookup=data["account"], field="itemData.account")
@@ -78,7 +80,7 @@ class AccountViewSet(TenantScopedViewSet):
             offchain, onchain = int(account.lamports_balance), value_output(chain_account.lamports if chain_account else 0)
         return Response({"account": render.account_identifiers(account), "at": timestamp_text(at), "offchain": value_output(offchain), "onchain": onchain})
 
-    @extend_schema(operation_id="fetchAccounts", summary="Fetch Accounts", description="Creates no transaction. detail-level: detailed, compact, identifiers.", request=BulkInput, responses={200: BulkAccountsOutput}, parameters=[CLUSTER], tags=TAG)
+    @extend_schema(operation_id="fetchAccounts", summary="Fetch Accounts", description="Creates no transaction. detail-level: detailed, compact, identifiers.", request=BulkInput, responses=bulk_responses("BulkAccountsPage", BulkAccountsOutput, BulkAccountsCompactOutput, BulkAccountsIdentifiersOutput), parameters=[DETAIL_LEVEL, *operation_parameters()], tags=TAG)
     def bulk(self, request, detail_level: str):
         output = render.RENDERERS.get(detail_level)
         if output is None:
@@ -87,7 +89,7 @@ class AccountViewSet(TenantScopedViewSet):
         items, count = selectors.account_list(tenant=self.tenant, cluster=self.cluster, item_query=body.get("itemQuery"))
         return Response({"count": count, "items": [output(a) for a in items]})
 
-    @extend_schema(operation_id="updateAccount", summary="Update Account", description="Patch semantics: only fields present change.", request=UpdateAccountInput, responses={200: UpdateAccountOutput}, parameters=[CLUSTER], tags=TAG)
+    @extend_schema(operation_id="updateAccount", summary="Update Account", description="Patch semantics: only fields present change.", request=UpdateAccountInput, responses=api_responses({200: UpdateAccountOutput}, mutation=True), parameters=operation_parameters(), tags=TAG)
     @idempotent
     def update(self, request):
         data = validated(UpdateAccountInput, request)["itemData"]
@@ -99,7 +101,7 @@ class AccountViewSet(TenantScopedViewSet):
         account = services.account_update(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, account=account, changes=changes)
         return Response({"updatedAccount": render.account_identifiers(account)})
 
-    @extend_schema(operation_id="inactivateAccount", summary="Inactivate Account", description="Closes the account on the network (lamports to refundDestination) and inactivates it.", request=InactivateInput, responses={200: InactivateAccountOutput}, parameters=[WAIT, CLUSTER], tags=TAG)
+    @extend_schema(operation_id="inactivateAccount", summary="Inactivate Account", description="Closes the account on the network (lamports to refundDestination) and inactivates it.", request=InactivateInput, responses=api_responses({200: InactivateAccountOutput}, mutation=True), parameters=operation_parameters(wait=True), tags=TAG)
     @idempotent
     def inactivate(self, request):
         body = validated(InactivateInput, request)
@@ -111,7 +113,7 @@ class AccountViewSet(TenantScopedViewSet):
         result = services.account_inactivate(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, account=account, refund_to=refund, svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id)
         return mutation_response(request, "inactivatedAccount", render.account_identifiers(result.account), result.transaction)
 
-    @extend_schema(operation_id="fetchAccountTenantInfo", summary="Fetch Account Tenant Info", description="Creates no transaction. Which organization owns an account you can see.", request=LookupInput, responses={200: TenantInfoOutput}, parameters=[CLUSTER], tags=TAG)
+    @extend_schema(operation_id="fetchAccountTenantInfo", summary="Fetch Account Tenant Info", description="Creates no transaction. Which organization owns an account you can see.", request=LookupInput, responses=api_responses({200: TenantInfoOutput}), parameters=operation_parameters(), tags=TAG)
     def tenant_info(self, request):
         lookup = validated(LookupInput, request)["itemData"]
         account = selectors.account_get(tenant=self.tenant, cluster=self.cluster, lookup=lookup)

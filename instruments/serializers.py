@@ -17,6 +17,7 @@ from ledger_project.api.envelope import (
     EnvelopeSerializer,
     FreeFormObjectField,
     LookupSerializer,
+    OwnLookupSerializer,
     StrictBooleanField,
     StrictCharField,
     StrictIntegerField,
@@ -178,7 +179,7 @@ class WebhookSerializer(StrictSerializer):
 
 
 class UpdateInstrumentItem(StrictSerializer):
-    mintAccount = LookupSerializer()
+    mintAccount = OwnLookupSerializer()
     updateAuthority = LookupSerializer(required=False, allow_null=True)
     freezeAuthority = LookupSerializer(required=False, allow_null=True)
     mintAccountOffchainReferences = AccountReferencesSerializer(required=False, allow_null=True)
@@ -205,7 +206,7 @@ class UpdateInstrumentInput(TransactionEnvelopeSerializer):
 
 
 class PauseItem(StrictSerializer):
-    financialInstrument = LookupSerializer()
+    financialInstrument = OwnLookupSerializer()
     pausableAuthority = LookupSerializer(required=False, allow_null=True)
 
 
@@ -214,7 +215,7 @@ class PauseInput(TransactionEnvelopeSerializer):
 
 
 class CloseItem(StrictSerializer):
-    financialInstrumentToClose = LookupSerializer()
+    financialInstrumentToClose = OwnLookupSerializer()
     refundDestination = LookupSerializer(required=False, allow_null=True)
     closeAuthority = LookupSerializer(required=False, allow_null=True)
 
@@ -300,8 +301,48 @@ class InstrumentOutput(serializers.Serializer):
 
 
 class BulkInstrumentsOutput(serializers.Serializer):
+    """Detail level `detailed`."""
+
     count = serializers.IntegerField()
-    items = InstrumentOutput(many=True, help_text="detailed; compact and identifiers return subsets (docs/instruments.md).")
+    items = InstrumentOutput(many=True)
+
+
+class InstrumentCompactOnchainOutput(serializers.Serializer):
+    id = serializers.CharField()
+
+
+class InstrumentCompactOffchainOutput(serializers.Serializer):
+    id = serializers.UUIDField()
+    alId = serializers.CharField()
+
+
+class InstrumentCompactOnchainDataOutput(serializers.Serializer):
+    symbol = serializers.CharField()
+    name = serializers.CharField()
+    decimals = serializers.IntegerField()
+
+
+class InstrumentCompactOutput(serializers.Serializer):
+    """Detail level `compact` (render.instrument_compact)."""
+
+    onchain = InstrumentCompactOnchainOutput()
+    offchain = InstrumentCompactOffchainOutput()
+    version = serializers.ChoiceField(choices=TokenVersion.choices)
+    onchainData = InstrumentCompactOnchainDataOutput()
+    status = serializers.ChoiceField(choices=InstrumentStatus.choices)
+    managed = serializers.BooleanField()
+    paused = serializers.BooleanField(allow_null=True)
+    tenantOrganizationId = serializers.CharField()
+
+
+class BulkInstrumentsCompactOutput(serializers.Serializer):
+    count = serializers.IntegerField()
+    items = InstrumentCompactOutput(many=True)
+
+
+class BulkInstrumentsIdentifiersOutput(serializers.Serializer):
+    count = serializers.IntegerField()
+    items = IdentifiersOut(many=True)
 
 
 class CreateInstrumentOutput(serializers.Serializer):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 
@@ -11,6 +11,7 @@ from accounts.serializers import BulkInput, LookupInput, value_output
 from ledger_project.api.envelope import validated
 from ledger_project.api.errors import LedgerError
 from ledger_project.api.idempotency import idempotent
+from ledger_project.api.schema import DETAIL_LEVEL, api_responses, bulk_responses, operation_parameters
 from ledger_project.api.viewsets import TenantScopedViewSet
 from ledger_project.timestamps import timestamp_text
 from transactions.chain.rpc import rpc_for
@@ -21,6 +22,8 @@ from .lookup import resolve_instrument
 from .models import FinancialInstrument
 from .onchain import read_mint
 from .serializers import (
+    BulkInstrumentsCompactOutput,
+    BulkInstrumentsIdentifiersOutput,
     BulkInstrumentsOutput,
     CalculatorInput,
     CalculatorOutput,
@@ -38,8 +41,6 @@ from .serializers import (
 )
 
 TAG = ["Financial instruments"]
-WAIT = OpenApiParameter("wait", str, enum=["submitted", "confirmed", "finalized"], description="Wait (after commit) until the transaction reaches this status.")
-CLUSTER = OpenApiParameter("svmCluster", str, description="Cluster (default CHAIN_LOCALNET); older alias chainClusterId.")
 RENDERERS = {"compact": render.instrument_compact, "identifiers": render.instrument_identifiers}
 
 
@@ -47,21 +48,21 @@ RENDERERS = {"compact": render.instrument_compact, "identifiers": render.instrum
 class FinancialInstrumentViewSet(TenantScopedViewSet):
     model = FinancialInstrument
 
-    @extend_schema(operation_id="createFinancialInstrument", summary="Create Financial Instrument", request=CreateInstrumentInput, responses={201: CreateInstrumentOutput}, parameters=[WAIT, CLUSTER], tags=TAG)
+    @extend_schema(operation_id="createFinancialInstrument", summary="Create Financial Instrument", request=CreateInstrumentInput, responses=api_responses({201: CreateInstrumentOutput}, mutation=True), parameters=operation_parameters(wait=True), tags=TAG)
     @idempotent
     def create(self, request):
         body = validated(CreateInstrumentInput, request)
         result = services.instrument_create(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, data=body["itemData"], svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id)
         return mutation_response(request, "newFinancialInstrument", render.instrument_identifiers(result.instrument), result.transaction, status=status.HTTP_201_CREATED)
 
-    @extend_schema(operation_id="fetchFinancialInstrumentDetails", summary="Fetch Financial Instrument Details", description="Creates no transaction. Onchain fields are read from the network.", request=LookupInput, responses={200: InstrumentOutput}, parameters=[CLUSTER], tags=TAG)
+    @extend_schema(operation_id="fetchFinancialInstrumentDetails", summary="Fetch Financial Instrument Details", description="Creates no transaction. Onchain fields are read from the network.", request=LookupInput, responses=api_responses({200: InstrumentOutput}), parameters=operation_parameters(), tags=TAG)
     def details(self, request):
         lookup = validated(LookupInput, request)["itemData"]
         item = selectors.instrument_get(tenant=self.tenant, cluster=self.cluster, lookup=lookup)
         chain = read_mint(self.cluster, item.address) if item.status != "CLOSED" else None
         return Response(render.instrument_detailed(item, render.account_responses(selectors.related_accounts([item], tenant=self.tenant)), chain))
 
-    @extend_schema(operation_id="fetchFinancialInstrumentCirculatingSupply", summary="Fetch Financial Instrument Circulating Supply", description="Creates no transaction. The mint's supply on the network next to the service's own figure.", request=LookupInput, responses={200: CirculatingSupplyOutput}, parameters=[CLUSTER], tags=TAG)
+    @extend_schema(operation_id="fetchFinancialInstrumentCirculatingSupply", summary="Fetch Financial Instrument Circulating Supply", description="Creates no transaction. The mint's supply on the network next to the service's own figure.", request=LookupInput, responses=api_responses({200: CirculatingSupplyOutput}), parameters=operation_parameters(), tags=TAG)
     def circulating_supply(self, request):
         lookup = validated(LookupInput, request)["itemData"]
         item = selectors.instrument_get(tenant=self.tenant, cluster=self.cluster, lookup=lookup)
@@ -77,7 +78,7 @@ class FinancialInstrumentViewSet(TenantScopedViewSet):
             "at": timestamp_text(timezone.now()),
         })
 
-    @extend_schema(operation_id="fetchFinancialInstruments", summary="Fetch Financial Instruments", description="Creates no transaction. detail-level: detailed, compact, identifiers.", request=BulkInput, responses={200: BulkInstrumentsOutput}, parameters=[CLUSTER], tags=TAG)
+    @extend_schema(operation_id="fetchFinancialInstruments", summary="Fetch Financial Instruments", description="Creates no transaction. detail-level: detailed, compact, identifiers.", request=BulkInput, responses=bulk_responses("BulkFinancialInstrumentsPage", BulkInstrumentsOutput, BulkInstrumentsCompactOutput, BulkInstrumentsIdentifiersOutput), parameters=[DETAIL_LEVEL, *operation_parameters()], tags=TAG)
     def bulk(self, request, detail_level: str):
         if detail_level not in ("detailed", "compact", "identifiers"):
             raise LedgerError("detail-level must be detailed, compact or identifiers.", field="detail-level", code="INVALID_ENUM")
@@ -90,7 +91,7 @@ class FinancialInstrumentViewSet(TenantScopedViewSet):
         output = RENDERERS[detail_level]
         return Response({"count": count, "items": [output(i) for i in items]})
 
-    @extend_schema(operation_id="updateFinancialInstrument", summary="Update Financial Instrument", description="Patch semantics: only fields present change.", request=UpdateInstrumentInput, responses={200: UpdateInstrumentOutput}, parameters=[WAIT, CLUSTER], tags=TAG)
+    @extend_schema(operation_id="updateFinancialInstrument", summary="Update Financial Instrument", description="Patch semantics: only fields present change.", request=UpdateInstrumentInput, responses=api_responses({200: UpdateInstrumentOutput}, mutation=True), parameters=operation_parameters(wait=True), tags=TAG)
     @idempotent
     def update(self, request):
         body = validated(UpdateInstrumentInput, request)
@@ -108,17 +109,17 @@ class FinancialInstrumentViewSet(TenantScopedViewSet):
         result = services.instrument_set_paused(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, instrument=instrument, paused=paused, authority_lookup=data.get("pausableAuthority"), svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id)
         return mutation_response(request, "pausedFinancialInstrument" if paused else "unpausedFinancialInstrument", render.instrument_identifiers(result.instrument), result.transaction)
 
-    @extend_schema(operation_id="pauseFinancialInstrument", summary="Pause Financial Instrument", description="Token-2022 PAUSABLE: transfers, mints and burns stop until unpaused.", request=PauseInput, responses={200: PauseInstrumentOutput}, parameters=[WAIT, CLUSTER], tags=TAG)
+    @extend_schema(operation_id="pauseFinancialInstrument", summary="Pause Financial Instrument", description="Token-2022 PAUSABLE: transfers, mints and burns stop until unpaused.", request=PauseInput, responses=api_responses({200: PauseInstrumentOutput}, mutation=True), parameters=operation_parameters(wait=True), tags=TAG)
     @idempotent
     def pause(self, request):
         return self._set_paused(request, True)
 
-    @extend_schema(operation_id="unpauseFinancialInstrument", summary="Unpause Financial Instrument", request=PauseInput, responses={200: UnpauseInstrumentOutput}, parameters=[WAIT, CLUSTER], tags=TAG)
+    @extend_schema(operation_id="unpauseFinancialInstrument", summary="Unpause Financial Instrument", request=PauseInput, responses=api_responses({200: UnpauseInstrumentOutput}, mutation=True), parameters=operation_parameters(wait=True), tags=TAG)
     @idempotent
     def unpause(self, request):
         return self._set_paused(request, False)
 
-    @extend_schema(operation_id="closeFinancialInstrument", summary="Close Financial Instrument", description="Needs a close authority and circulating supply 0; rent goes to refundDestination.", request=CloseInput, responses={200: CloseInstrumentOutput}, parameters=[WAIT, CLUSTER], tags=TAG)
+    @extend_schema(operation_id="closeFinancialInstrument", summary="Close Financial Instrument", description="Needs a close authority and circulating supply 0; rent goes to refundDestination.", request=CloseInput, responses=api_responses({200: CloseInstrumentOutput}, mutation=True), parameters=operation_parameters(wait=True), tags=TAG)
     @idempotent
     def close(self, request):
         body = validated(CloseInput, request)
@@ -127,7 +128,7 @@ class FinancialInstrumentViewSet(TenantScopedViewSet):
         result = services.instrument_close(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, instrument=instrument, refund_lookup=data.get("refundDestination"), authority_lookup=data.get("closeAuthority"), svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id)
         return mutation_response(request, "closedFinancialInstrument", render.instrument_identifiers(result.instrument), result.transaction)
 
-    @extend_schema(operation_id="tokenExtensionsCalculator", summary="Token Extensions Calculator", description="Creates no transaction. The mint account size for extensions and metadata, and its rent.", request=CalculatorInput, responses={200: CalculatorOutput}, parameters=[CLUSTER], tags=TAG)
+    @extend_schema(operation_id="tokenExtensionsCalculator", summary="Token Extensions Calculator", description="Creates no transaction. The mint account size for extensions and metadata, and its rent.", request=CalculatorInput, responses=api_responses({200: CalculatorOutput}, lookup=False), parameters=operation_parameters(), tags=TAG)
     def calculator(self, request):
         body = validated(CalculatorInput, request)
         size = services.calculate(body["extensions"], body.get("metadata"))

@@ -164,9 +164,11 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
-    "SECURITY": [{"bearerAuth": []}],
     "APPEND_COMPONENTS": {"securitySchemes": {"bearerAuth": {"type": "http", "scheme": "bearer"}}},
     "ENUM_NAME_OVERRIDES": {},
+    # PATCH bodies are whole envelopes (itemData required), not partial records.
+    "COMPONENT_SPLIT_PATCH": False,
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "ledger_project.api.schema.postprocess"],
 }
 
 # Requests per minute per API key unless the key carries its own limit (docs/api.md).

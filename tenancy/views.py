@@ -16,6 +16,7 @@ from ledger_project.api.clusters import configured_clusters
 from ledger_project.api.envelope import validated
 from ledger_project.api.errors import LedgerError
 from ledger_project.api.parsers import LedgerJSONParser
+from ledger_project.api.schema import api_responses, operation_parameters
 from ledger_project.api.viewsets import TenantScopedViewSet
 
 from . import services
@@ -46,7 +47,8 @@ class AccessTokenView(APIView):
         description="client_id is the API key id, client_secret the API key secret (JSON, form, or HTTP Basic). "
         f"Tokens live {settings.LEDGER_ACCESS_TOKEN_LIFETIME_SECONDS} s and die with the key.",
         request=AccessTokenInput,
-        responses={200: AccessTokenOutput},
+        responses=api_responses({200: AccessTokenOutput}, authenticated=False),
+        parameters=operation_parameters(cluster=False),
         auth=[],
         tags=["Authentication"],
     )
@@ -70,13 +72,14 @@ class WhoAmIViewSet(TenantScopedViewSet):
         summary="Describe the calling API key and the organization it acts for",
         description="Creates no transaction. Useful to check a key, its roles, a tenancyConfig override and the cluster.",
         request=WhoAmIInput,
-        responses={200: WhoAmIOutput},
+        responses=api_responses({200: WhoAmIOutput}),
+        parameters=operation_parameters(),
         tags=["Authentication"],
     )
     def whoami(self, request):
         return self._whoami(request)
 
-    @extend_schema(operation_id="fetchApiKeyInfoGet", summary="Describe the calling API key (GET form)", responses={200: WhoAmIOutput}, tags=["Authentication"])
+    @extend_schema(operation_id="fetchApiKeyInfoGet", summary="Describe the calling API key (GET form)", responses=api_responses({200: WhoAmIOutput}), parameters=operation_parameters(), tags=["Authentication"])
     def whoami_get(self, request):
         return self._whoami(request)
 

@@ -6,6 +6,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
 from ledger_project.api.envelope import validated
+from ledger_project.api.schema import api_responses, operation_parameters
 from ledger_project.api.viewsets import TenantScopedViewSet
 
 from . import selectors
@@ -21,7 +22,8 @@ class TransactionViewSet(TenantScopedViewSet):
         summary="Fetch Transaction Status",
         description="Creates no transaction. The current transaction result of a transaction the service built.",
         request=TransactionStatusInput,
-        responses={200: TransactionResultOutput},
+        responses=api_responses({200: TransactionResultOutput}),
+        parameters=operation_parameters(),
         tags=["Blockchain transactions"],
     )
     def status(self, request):

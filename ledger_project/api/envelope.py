@@ -182,6 +182,12 @@ class LookupSerializer(StrictSerializer):
     offPlatform = StrictBooleanField(required=False, allow_null=True)
 
 
+class OwnLookupSerializer(LookupSerializer):
+    """A lookup of a record the request changes or signs with: it names a record of the
+    acting organization (otherTenantOrganizationExternalId empty; schema only, the lookup
+    resolves it with ``writable=True``)."""
+
+
 class PriceEstimateSerializer(StrictSerializer):
     provider = serializers.ChoiceField(choices=["PARTNER_FEE_PROVIDER"], required=False)
     calculationStrategy = serializers.ChoiceField(choices=["DEFAULT"], required=False)

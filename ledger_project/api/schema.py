@@ -1,6 +1,29 @@
-"""drf-spectacular extensions: describe the bearer authentication in the schema."""
+"""The OpenAPI description (drf-spectacular): shared parts every operation uses.
 
-from drf_spectacular.extensions import OpenApiAuthenticationExtension
+- ``api_responses()``: the success answer plus every error status the operation can
+  give, each with the one error schema (``{"errors": [{code, message, field}], "requestId"}``,
+  ledger_project/api/errors.py) — views name their success answer only;
+- ``operation_parameters()``: the query and header parameters (svmCluster and its alias
+  chainClusterId, wait, x-request-id) with their enums and formats;
+- extensions: StrictSerializer bodies refuse unknown fields (``additionalProperties:
+  false``), base58 addresses carry their pattern;
+- ``postprocess``: what a serializer cannot say — a lookup names a record, request bodies
+  with required fields are required.
+
+tests/test_openapi.py checks that every operation documents its error statuses.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from drf_spectacular.extensions import OpenApiAuthenticationExtension, OpenApiSerializerExtension, OpenApiSerializerFieldExtension
+from drf_spectacular.plumbing import build_basic_type
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
+from rest_framework import serializers
+
+BASE58_ADDRESS = "^[1-9A-HJ-NP-Za-km-z]{32,44}$"
+UUID_PATTERN = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
 
 
 class BearerTokenScheme(OpenApiAuthenticationExtension):
@@ -9,3 +32,156 @@ class BearerTokenScheme(OpenApiAuthenticationExtension):
 
     def get_security_definition(self, auto_schema):
         return {"type": "http", "scheme": "bearer", "description": "An API key secret, or an access token from POST /api/v1/auth/token."}
+
+
+# --- errors --------------------------------------------------------------------------------
+
+
+class ErrorItemOutput(serializers.Serializer):
+    code = serializers.CharField(help_text="Machine-readable error code (docs/errors.md).")
+    message = serializers.CharField(help_text="What went wrong, for people.")
+    field = serializers.CharField(allow_null=True, help_text="Dotted path of the offending input (itemData.account.onchainId, svmCluster, x-request-id), or null.")
+
+
+class ErrorOutput(serializers.Serializer):
+    """Every 4xx and 5xx answer of the API."""
+
+    errors = ErrorItemOutput(many=True)
+    requestId = serializers.CharField(allow_null=True, help_text="The request's id (x-request-id); quote it when reporting a problem.")
+
+
+ERROR_DESCRIPTIONS = {
+    400: "Invalid request: malformed JSON, a field that breaks its schema or a rule between fields, an unknown field, cluster or detail level, too deep a body.",
+    401: "No valid bearer token (API key secret or access token); for auth/token, unknown client_id or wrong client_secret.",
+    403: "The API key lacks a role this operation (or a tenancyConfig override) requires.",
+    404: "A record the request names does not exist or is not visible to the acting organization.",
+    409: "The request conflicts with a record's state, another request in flight, or an x-request-id used for a different request.",
+    413: "The body is larger than the documented limit (docs/api.md).",
+    415: "The body is not application/json.",
+    429: "Too many requests for this API key; retry after the Retry-After header's seconds.",
+    500: "Unexpected server error; quote the requestId.",
+    503: "A backing service (network node, broker, pool) is unavailable; retry later.",
+}
+
+#: statuses every operation can answer
+COMMON_ERRORS = (400, 401, 413, 415, 429, 500, 503)
+
+
+def error_responses(*statuses: int) -> dict[int, OpenApiResponse]:
+    return {status: OpenApiResponse(ErrorOutput, description=ERROR_DESCRIPTIONS[status]) for status in statuses}
+
+
+def api_responses(success: dict, *, authenticated: bool = True, lookup: bool = True, mutation: bool = False) -> dict:
+    """``success`` (e.g. ``{201: CreateAccountOutput}``) and the error answers of an
+    operation: the common ones, 403/404 for authenticated operations (roles, tenancyConfig
+    override, lookups), 409 for mutations."""
+    statuses = list(COMMON_ERRORS)
+    if authenticated:
+        statuses.append(403)
+    if authenticated and lookup:
+        statuses.append(404)
+    if mutation:
+        statuses.append(409)
+    return {**success, **error_responses(*sorted(statuses))}
+
+
+def bulk_responses(name: str, detailed, compact, identifiers) -> dict:
+    """A bulk fetch's answer: one items schema per detail level (the path's detail_level
+    picks it); ``anyOf`` because an empty page matches each."""
+    from drf_spectacular.utils import PolymorphicProxySerializer
+
+    return api_responses({200: PolymorphicProxySerializer(component_name=name, serializers=[detailed, compact, identifiers], resource_type_field_name=None)}, lookup=False)
+
+
+# --- parameters ----------------------------------------------------------------------------
+
+
+def _cluster_parameter(name: str, description: str) -> OpenApiParameter:
+    return OpenApiParameter(name, str, OpenApiParameter.QUERY, enum=sorted(settings.LEDGER_CLUSTERS), description=description)
+
+
+CLUSTER = _cluster_parameter("svmCluster", f"Cluster the request addresses (default {settings.LEDGER_DEFAULT_CLUSTER}; the configured clusters).")
+CLUSTER_ALIAS = _cluster_parameter("chainClusterId", "Older alias of svmCluster; when both are given they must name the same cluster.")
+WAIT = OpenApiParameter("wait", str, OpenApiParameter.QUERY, enum=["submitted", "confirmed", "finalized"], description="Wait (after commit) until the transaction reaches this status, at most LEDGER_WAIT_TIMEOUT_SECONDS.")
+REQUEST_ID = OpenApiParameter("x-request-id", OpenApiTypes.UUID, OpenApiParameter.HEADER, description="Your id of the request (a UUID), echoed in the answer and in errors; on mutations it makes a retry idempotent (docs/api.md).")
+DETAIL_LEVEL = OpenApiParameter("detail_level", str, OpenApiParameter.PATH, enum=["detailed", "compact", "identifiers"], description="How much of each record the answer carries.")
+
+
+def operation_parameters(*, cluster: bool = True, wait: bool = False) -> list[OpenApiParameter]:
+    params = [REQUEST_ID]
+    if cluster:
+        params += [CLUSTER, CLUSTER_ALIAS]
+    if wait:
+        params.append(WAIT)
+    return params
+
+
+# --- extensions ----------------------------------------------------------------------------
+
+
+class StrictSerializerExtension(OpenApiSerializerExtension):
+    """Bodies built from StrictSerializer refuse fields they do not declare."""
+
+    target_class = "ledger_project.api.envelope.StrictSerializer"
+    match_subclasses = True
+
+    def map_serializer(self, auto_schema, direction):
+        schema = auto_schema._map_basic_serializer(self.target, direction)
+        schema["additionalProperties"] = False
+        return schema
+
+
+class AddressFieldExtension(OpenApiSerializerFieldExtension):
+    target_class = "ledger_project.api.envelope.AddressField"
+    match_subclasses = True
+
+    def map_serializer_field(self, auto_schema, direction):
+        schema = build_basic_type(OpenApiTypes.STR)
+        schema.update({"format": "base58-address", "pattern": BASE58_ADDRESS, "minLength": 32, "maxLength": 44, "description": "A base58 network address: the base58 text of a 32-byte public key."})
+        return schema
+
+
+# --- postprocessing ------------------------------------------------------------------------
+
+
+def _given(name: str, type_: str) -> dict:
+    """``name`` is present and not null (OpenAPI 3.0: a type without nullable)."""
+    return {"required": [name], "properties": {name: {"type": type_}}}
+
+
+def postprocess(result, generator, request, public):
+    schemas = result.get("components", {}).get("schemas", {})
+    # A lookup names a record by onchainId, offchainId or offchainReferences.
+    for name in ("LookupRequest", "OwnLookupRequest"):
+        if name in schemas:
+            schemas[name]["anyOf"] = [_given("onchainId", "string"), _given("offchainId", "string"), _given("offchainReferences", "object")]
+    # A record the request changes or signs with is the acting organization's own (the
+    # server also takes that organization's own external id, which no schema can name).
+    if "OwnLookupRequest" in schemas:
+        schemas["OwnLookupRequest"]["properties"]["otherTenantOrganizationExternalId"] = {
+            "type": "string", "nullable": True, "enum": [None],
+            "description": "Null or absent: records of another organization cannot be changed or used to sign (400 NOT_WRITABLE).",
+        }
+    # A transaction is named by onchainId or offchainId.
+    identifier = schemas.get("TransactionIdentifierRequest")
+    if identifier is not None:
+        identifier["anyOf"] = [_given("onchainId", "string"), _given("offchainId", "string")]
+    # Bulk answers: one of the detail levels' shapes, any of them for an empty page;
+    # compact and identifiers items carry exactly their fields.
+    for name in ("BulkAccountsPage", "BulkFinancialInstrumentsPage"):
+        if name in schemas and "oneOf" in schemas[name]:
+            schemas[name]["anyOf"] = schemas[name].pop("oneOf")
+    for name in ("AccountCompactOutput", "AccountCompactOnchainOutput", "AccountCompactOffchainOutput", "AccountIdentifiersOutput",
+                 "InstrumentCompactOutput", "InstrumentCompactOnchainOutput", "InstrumentCompactOffchainOutput", "InstrumentCompactOnchainDataOutput", "IdentifiersOut"):
+        if name in schemas:
+            schemas[name]["additionalProperties"] = False
+    for path in result.get("paths", {}).values():
+        for operation in path.values():
+            body = operation.get("requestBody")
+            if not body:
+                continue
+            ref = body.get("content", {}).get("application/json", {}).get("schema", {}).get("$ref", "")
+            component = schemas.get(ref.rsplit("/", 1)[-1], {})
+            if component.get("required"):
+                body["required"] = True
+    return result

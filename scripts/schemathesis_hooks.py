@@ -1,0 +1,12 @@
+"""schemathesis hooks (SCHEMATHESIS_HOOKS=scripts.schemathesis_hooks): strategies for the
+custom string formats the OpenAPI declares (ledger_project/api/schema.py)."""
+
+from __future__ import annotations
+
+import schemathesis
+from hypothesis import strategies as st
+from solders.pubkey import Pubkey
+
+# "base58-address": the base58 text of a 32-byte public key. The pattern alone also admits
+# strings that decode to another length (e.g. 43 "1"s), which the API refuses.
+schemathesis.openapi.format("base58-address", st.binary(min_size=32, max_size=32).map(lambda raw: str(Pubkey(raw))))

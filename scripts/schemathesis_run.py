@@ -1,0 +1,125 @@
+"""Run schemathesis (every check) over the whole OpenAPI against a live, throwaway server.
+
+Against a throwaway var dir (SQLite, filesystem broker, its own master key): migrate,
+start a local SVM node and the API under gunicorn on free 127.0.0.1 ports, create a
+tenant and an API key, run ``schemathesis run --checks all`` with a bounded number of
+examples per operation and a fixed seed, then stop everything. The exit code is
+schemathesis's: non-zero on any failure. Only 127.0.0.1 is ever contacted.
+
+    .venv/bin/python scripts/schemathesis_run.py [extra schemathesis options]
+
+SCHEMATHESIS_MAX_EXAMPLES (default 25) bounds the examples per operation and phase;
+SCHEMATHESIS_KEEP=1 keeps the var dir (server and node logs, the schemathesis report).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from transactions.localnet.testing import LocalnetProcess, free_port  # noqa: E402
+
+MAX_EXAMPLES = int(os.environ.get("SCHEMATHESIS_MAX_EXAMPLES", "25"))
+TENANT = "SCHEMATHESIS"
+
+
+def manage(env: dict, *args: str) -> str:
+    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, check=True, capture_output=True, text=True).stdout
+
+
+def wait_healthy(url: str, proc: subprocess.Popen, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"gunicorn exited with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(f"{url}/healthz", timeout=1) as resp:
+                if resp.status == 200:
+                    return
+        except (OSError, urllib.error.HTTPError):
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"the API did not answer on {url} within {timeout}s")
+
+
+def stop(proc: subprocess.Popen | None) -> None:
+    if proc is None or proc.poll() is not None:
+        return
+    os.killpg(proc.pid, 15)
+    try:
+        proc.wait(15)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, 9)
+        proc.wait(10)
+
+
+def main(extra: list[str]) -> int:
+    var = Path(tempfile.mkdtemp(prefix="ledger-schemathesis-"))
+    node = server = None
+    try:
+        node = LocalnetProcess(var / "localnet", log_path=var / "localnet.log").start()
+        port = free_port()
+        env = {
+            key: value for key, value in os.environ.items()
+            if key not in ("DATABASE_URL", "REDIS_URL", "LEDGER_CLUSTERS")
+        }
+        env.update({
+            "LEDGER_VAR_DIR": str(var),
+            "LEDGER_LOCALNET_RPC_URL": node.url,
+            "LEDGER_MASTER_KEY": base64.urlsafe_b64encode(os.urandom(32)).decode(),
+            "DJANGO_SECRET_KEY": base64.urlsafe_b64encode(os.urandom(32)).decode(),
+            # No Celery worker runs: ?wait= answers with the current status quickly.
+            "LEDGER_WAIT_TIMEOUT_SECONDS": "0.5",
+            # schemathesis sends many requests from one key.
+            "LEDGER_RATE_LIMIT_PER_MINUTE": "1000000",
+            "GUNICORN_WORKERS": "2",
+            "LOG_LEVEL": "WARNING",
+        })
+        manage(env, "migrate", "--noinput", "-v0")
+        manage(env, "create_tenant", "--external-id", TENANT, "--name", "schemathesis")
+        key = json.loads(manage(env, "create_api_key", "--org", TENANT, "--name", "schemathesis"))
+        log = open(var / "gunicorn.log", "ab")
+        server = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "ledger_project.wsgi", "--config", "gunicorn.conf.py", "--bind", f"127.0.0.1:{port}"],
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+        url = f"http://127.0.0.1:{port}"
+        wait_healthy(url, server)
+        command = [
+            str(Path(sys.executable).with_name("schemathesis")), "run", f"{url}/api/schema/?format=json",
+            "--url", url,
+            "--checks", "all",
+            "--header", f"Authorization: Bearer {key['secret']}",
+            "--max-examples", str(MAX_EXAMPLES),
+            "--generation-deterministic",
+            "--workers", "2",
+            "--request-timeout", "30",
+            "--report", "junit", "--report-dir", str(var / "report"),
+            *extra,
+        ]
+        print(f"== schemathesis against {url} (max {MAX_EXAMPLES} examples per operation, deterministic)", flush=True)
+        return subprocess.call(command, cwd=var, env={**os.environ, "SCHEMATHESIS_HOOKS": "scripts.schemathesis_hooks", "PYTHONPATH": str(ROOT)})
+    finally:
+        stop(server)
+        if node is not None:
+            node.stop()
+        if os.environ.get("SCHEMATHESIS_KEEP") == "1":
+            print(f"kept {var}")
+        else:
+            shutil.rmtree(var, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

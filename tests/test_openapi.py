@@ -1,0 +1,63 @@
+"""The OpenAPI document describes the error answers and inputs, not only the 2xx answer
+(scripts/schemathesis_run.py checks the running server against it)."""
+
+import pytest
+
+ERROR_REF = "#/components/schemas/ErrorOutput"
+
+
+@pytest.fixture(scope="module")
+def openapi(django_db_blocker):
+    from drf_spectacular.generators import SchemaGenerator
+
+    with django_db_blocker.unblock():
+        return SchemaGenerator().get_schema(request=None, public=True)
+
+
+def _operations(openapi):
+    for path, item in openapi["paths"].items():
+        for method, operation in item.items():
+            yield f"{method.upper()} {path}", operation
+
+
+def test_every_operation_documents_its_error_statuses_with_the_error_schema(openapi):
+    operations = dict(_operations(openapi))
+    assert len(operations) >= 21
+    for name, operation in operations.items():
+        responses = operation["responses"]
+        statuses = {int(s) for s in responses}
+        common = {400, 401, 413, 415, 429, 500, 503}
+        assert common <= statuses, (name, sorted(statuses))
+        if operation["operationId"] != "issueAccessToken":
+            assert 403 in statuses, name
+        if operation["operationId"] in {"createAccount", "updateAccount", "inactivateAccount", "createFinancialInstrument", "updateFinancialInstrument", "pauseFinancialInstrument", "unpauseFinancialInstrument", "closeFinancialInstrument"}:
+            assert 409 in statuses, name
+        for status, response in responses.items():
+            if int(status) >= 400:
+                assert response["content"]["application/json"]["schema"] == {"$ref": ERROR_REF}, (name, status)
+                assert response["description"], (name, status)
+    error = openapi["components"]["schemas"]["ErrorOutput"]
+    assert set(error["required"]) == {"errors", "requestId"}
+
+
+def test_parameters_and_bodies_carry_their_rules(openapi):
+    operations = dict(_operations(openapi))
+    for name, operation in operations.items():
+        params = {p["name"]: p for p in operation.get("parameters", [])}
+        assert params["x-request-id"]["in"] == "header" and params["x-request-id"]["schema"]["format"] == "uuid", name
+        if name != "POST /api/v1/auth/token":
+            assert params["svmCluster"]["schema"]["enum"] == ["CHAIN_LOCALNET"], name
+            assert params["chainClusterId"]["schema"]["enum"] == ["CHAIN_LOCALNET"], name
+    wait = {p["name"]: p for p in operations["POST /api/v1/accounts"]["parameters"]}["wait"]
+    assert sorted(wait["schema"]["enum"]) == ["confirmed", "finalized", "submitted"]
+    detail = {p["name"]: p for p in operations["POST /api/v1/accounts/bulk/{detail_level}"]["parameters"]}["detail_level"]
+    assert sorted(detail["schema"]["enum"]) == ["compact", "detailed", "identifiers"]
+
+    schemas = openapi["components"]["schemas"]
+    patch = operations["PATCH /api/v1/accounts"]["requestBody"]
+    assert patch["required"] is True
+    body = schemas[patch["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[-1]]
+    assert body["required"] == ["itemData"] and body["additionalProperties"] is False
+    lookup = schemas["LookupRequest"]
+    assert lookup["additionalProperties"] is False and len(lookup["anyOf"]) == 3
+    assert lookup["properties"]["onchainId"]["pattern"] == "^[1-9A-HJ-NP-Za-km-z]{32,44}$"

@@ -29,7 +29,7 @@ class ProbeInput(EnvelopeSerializer):
 
 
 class ProbeViewSet(TenantScopedViewSet):
-    @idempotent
+    @idempotent(phased=False)
     def create(self, request):
         external_id = validated(ProbeInput, request)["itemData"]["externalId"]
         if TenantOrganization.objects.filter(external_id=external_id).exists():

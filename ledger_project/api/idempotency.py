@@ -166,9 +166,9 @@ def write_phase(*, on_abort: Callable[[], None] | None = None):
             raise
         return
     if not pending.entered:
-        pending.begin()
         if on_abort is not None:
-            pending.on_abort.append(on_abort)
+            pending.on_abort.append(on_abort)  # before begin(): a replayed duplicate releases too
+        pending.begin()
         yield
         return
     if on_abort is not None:

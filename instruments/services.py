@@ -455,8 +455,9 @@ def _record(instrument: FinancialInstrument, prepared: Prepared, *, api_key, req
 
 
 def instrument_update(*, tenant, cluster: str, api_key, instrument: FinancialInstrument, changes: dict, svm_config: dict | None = None, request_id=None) -> InstrumentResult:
-    """Update Financial Instrument: patch semantics. Offchain fields change now; onchain
-    ones through one transaction whose confirmation re-reads the mint."""
+    """Update Financial Instrument: patch semantics. Offchain fields change in the write
+    phase (under the row lock, only the columns given); onchain ones through one
+    transaction whose confirmation re-reads the mint (one at a time: in-flight marker)."""
     p = "itemData"
     instrument = read = FinancialInstrument.objects.get(pk=instrument.pk)  # what the instructions are built from
     _usable_instrument(instrument, f"{p}.mintAccount")

@@ -7,6 +7,9 @@ BIN=.venv/bin
 PORT=${PORT:-8000}
 LOCALNET_PORT=${LEDGER_LOCALNET_PORT:-8899}
 mkdir -p var/log
+# Convenience of `make run` only (docs/accounts.md, "Who pays"): on the local node, seeds
+# and rent without a funding account are paid from an airdrop, never the platform fee payer.
+export LEDGER_LOCALNET_AIRDROP_FUNDING=${LEDGER_LOCALNET_AIRDROP_FUNDING:-true}
 
 pids=()
 cleanup() {

@@ -190,14 +190,17 @@ def _parse_secret(secret: str) -> bytes:
     return raw
 
 
-def managed_key_generate(*, location: str = KeyLocation.DATABASE) -> ManagedKey:
+def managed_key_generate(*, location: str = KeyLocation.DATABASE, save: bool = True) -> ManagedKey:
+    """``save=False``: sealed but not stored yet (a service's network phase signs with it
+    and stores it in its write phase)."""
     keypair = Keypair()
     key = _seal(str(keypair.pubkey()), bytes(keypair), location)
-    key.save()
+    if save:
+        key.save()
     return key
 
 
-def managed_key_import(*, secret: str, location: str = KeyLocation.DATABASE, expected_public_key: str | None = None) -> ManagedKey:
+def managed_key_import(*, secret: str, location: str = KeyLocation.DATABASE, expected_public_key: str | None = None, save: bool = True) -> ManagedKey:
     raw = _parse_secret(secret)
     public_key = str(Keypair.from_bytes(raw).pubkey())
     if expected_public_key and expected_public_key != public_key:
@@ -207,13 +210,14 @@ def managed_key_import(*, secret: str, location: str = KeyLocation.DATABASE, exp
     if ManagedKey.objects.filter(public_key=public_key).exists():
         raise ManagedKeyExists(public_key)
     key = _seal(public_key, raw, location)
-    try:
-        with transaction.atomic():
-            key.save()
-    except IntegrityError:
-        if key.secret_ref:
-            (Path(settings.LEDGER_SECRETS_DIR) / key.secret_ref).unlink(missing_ok=True)
-        raise ManagedKeyExists(public_key)
+    if save:
+        try:
+            with transaction.atomic():
+                key.save()
+        except IntegrityError:
+            if key.secret_ref:
+                (Path(settings.LEDGER_SECRETS_DIR) / key.secret_ref).unlink(missing_ok=True)
+            raise ManagedKeyExists(public_key)
     return key
 
 

@@ -32,6 +32,7 @@ def account_creation_failed(tx) -> None:
     if account is not None and account.status == AccountStatus.PENDING:
         account.status = AccountStatus.FAILED
         account.save(update_fields=["status", "updated_at"])
+    _clear_in_flight(tx)
 
 
 @effect_handler("accounts.inactivate")
@@ -40,6 +41,21 @@ def account_inactivated(tx) -> None:
     if account is not None:
         account.status = AccountStatus.INACTIVE
         account.save(update_fields=["status", "updated_at"])
+
+
+def _clear_in_flight(tx) -> None:
+    """The record's in-flight marker ends with its transaction (success or failure)."""
+    Account.objects.filter(pending_transaction=tx).update(pending_transaction=None)
+
+
+@failure_handler("accounts.inactivate")
+def account_inactivation_failed(tx) -> None:
+    _clear_in_flight(tx)
+
+
+@on_every_confirmation
+def in_flight_ended(tx) -> None:
+    _clear_in_flight(tx)
 
 
 @on_every_confirmation

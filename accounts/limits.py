@@ -46,3 +46,37 @@ def effective_limits(account, kind: str) -> list[dict]:
     if configured is not None:
         return list(configured)
     return [dict(e) for e in (DEFAULT_NETWORK_CURRENCY_LIMITS if kind == "networkCurrency" else DEFAULT_TOKEN_LIMITS)]
+
+
+def network_debit_check(account, *, api_key, lamports: int, destination_type: str, field: str) -> None:
+    """Refuse a network-currency debit of ``account`` the API key may not make or its
+    limits do not allow without approval (403 DEBIT_NOT_ALLOWED / DEBIT_LIMIT_EXCEEDED).
+
+    ``networkCurrencyDebitApiKeys``, when not empty, lists the API keys (key id or name)
+    that may debit the account. DURATION limits count what the account already funded
+    (``effects.funding``) within the window; call again under the account's row lock so
+    two concurrent debits cannot both pass."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from ledger_project.api.errors import ForbiddenError
+    from transactions.models import Transaction, TransactionStatus
+
+    allowed = account.network_currency_debit_api_keys or []
+    if allowed and api_key is not None and api_key.key_id not in allowed and (not api_key.name or api_key.name not in allowed):
+        raise ForbiddenError("This API key is not in the account's networkCurrencyDebitApiKeys.", field=field, code="DEBIT_NOT_ALLOWED")
+    for entry in effective_limits(account, "networkCurrency"):
+        maximum = entry.get("maxAmountWithoutApproval")
+        if entry["destinationType"] != destination_type or maximum is None:
+            continue
+        spent = 0
+        if entry["limitType"] == "DURATION":
+            since = timezone.now() - timedelta(hours=entry.get("durationHours") or 24)
+            rows = Transaction.objects.filter(cluster=account.cluster, created_at__gte=since, effects__funding__source=account.address).exclude(status__in=[TransactionStatus.FAILED, TransactionStatus.EXPIRED, TransactionStatus.CANCELLED])
+            spent = sum(int((effects or {}).get("funding", {}).get("lamports") or 0) for effects in rows.values_list("effects", flat=True))
+        if spent + lamports > int(maximum):
+            raise ForbiddenError(
+                f"Funding {lamports} lamports from this account exceeds its {entry['limitType']} networkCurrencyDebitLimits for {destination_type} destinations ({maximum}).",
+                field=field, code="DEBIT_LIMIT_EXCEEDED",
+            )

@@ -2,24 +2,29 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from solders.keypair import Keypair
 from solders.pubkey import Pubkey
 from solders.system_program import CreateAccountParams, TransferParams, create_account, transfer
 
 from ledger_project.api.errors import ConflictError, LedgerError
+from ledger_project.api.idempotency import write_phase
 from ledger_project.api.permissions import require_role
 from tenancy.roles import Role
-from transactions.chain.rpc import rpc_for
+from transactions.chain.rpc import is_localnet, rpc_for
 from transactions.models import Transaction
-from transactions.services import transaction_prepare
+from transactions.services import SignerSpec, transaction_build, transaction_record
 
 from . import custody
 from .errors import ManagedKeyExists
-from .limits import normalize
-from .lookup import OffPlatform
+from .limits import network_debit_check, normalize
+from .locks import ensure_no_operation_in_flight, lock_account
+from .lookup import OffPlatform, resolve_account
 from .models import Account, AccountStatus, AccountType, BalanceSnapshot, KeyLocation, PrivateKeyDisclosure, SPECIALIZED_TYPES, WALLET_TYPES
 from .signers import ensure_usable, signer_for, transaction_config
 
@@ -71,7 +76,7 @@ def _managed_key(data: dict, prefix: str, tenant=None):
     expected = details.get("publickKey") or data.get("onchainId")
     if details.get("privateKey"):
         try:
-            return custody.managed_key_import(secret=details["privateKey"], location=location, expected_public_key=expected)
+            return custody.managed_key_import(secret=details["privateKey"], location=location, expected_public_key=expected, save=False)
         except ManagedKeyExists as exc:
             # Name the record only when it is the caller's own (docs/custody.md, Imports).
             holder = Account.objects.for_tenant(tenant).filter(managed_key__public_key=exc.public_key).first() if tenant is not None else None
@@ -85,13 +90,22 @@ def _managed_key(data: dict, prefix: str, tenant=None):
             raise
     if expected:
         raise LedgerError("A managed account with a given onchainId needs its privateKey (or omit onchainId to have a key generated).", field=f"{prefix}.privateKeyDetails.privateKey", code="REQUIRED")
-    return custody.managed_key_generate(location=location)
+    return custody.managed_key_generate(location=location, save=False)
 
 
 def account_record(*, tenant, cluster: str, api_key, data: dict, prefix: str = "itemData", default_type: str = AccountType.WALLET, allowed_types=None) -> Account:
-    """Validate a New account definition and save its record (no transaction): the key is
-    generated or imported, onboarding checks the network. Shared by Create Account and the
-    areas whose records are accounts too (a financial instrument's mint)."""
+    """Validate a New account definition and save its record (no transaction)."""
+    account = account_draft(tenant=tenant, cluster=cluster, api_key=api_key, data=data, prefix=prefix, default_type=default_type, allowed_types=allowed_types)
+    with write_phase():
+        account_save(account, prefix=prefix)
+    return account
+
+
+def account_draft(*, tenant, cluster: str, api_key, data: dict, prefix: str = "itemData", default_type: str = AccountType.WALLET, allowed_types=None) -> Account:
+    """Validate a New account definition into an unsaved record (read and network phase:
+    writes nothing): the key is generated or imported in memory, onboarding checks the
+    network. ``account_save`` stores both in the write phase. Shared by Create Account and
+    the areas whose records are accounts too (a financial instrument's mint)."""
     refs = data.get("offchainReferences") or {}
     account_type = refs.get("type") or default_type
     if allowed_types is not None and account_type not in allowed_types:
@@ -140,57 +154,106 @@ def account_record(*, tenant, cluster: str, api_key, data: dict, prefix: str = "
         token_debit_limits=normalize(data["tokenDebitLimits"]) if data.get("tokenDebitLimits") is not None else None,
         data_length=data_length, lamports_balance=onchain.lamports if onchain else 0, can_pay_fees=managed,
     )
+    return account
+
+
+def account_save(account: Account, *, prefix: str = "itemData") -> Account:
+    """Store a drafted account and its key (write phase). The unique constraints re-check
+    what a concurrent request may have taken since the draft: 409."""
     try:
         with transaction.atomic():
+            if account.managed_key is not None and account.managed_key.pk is None:
+                account.managed_key.save()
+                account.managed_key = account.managed_key
             account.save()
     except IntegrityError:
         raise ConflictError("An account with this onchainId or reference already exists.", field=f"{prefix}.onchainId", code="DUPLICATE_ACCOUNT")
     return account
 
 
+def funding_signer(*, tenant, cluster: str, api_key, svm_config: dict | None, lamports: int, destination_type: str) -> tuple[SignerSpec, Account | None]:
+    """Who pays value (a seed, rent) that a request moves to a new account — never the
+    platform fee payer, which pays network fees only (docs/accounts.md, "Who pays"):
+
+    - ``svmTransactionConfig.feePayer``: an account the tenant may debit (its
+      networkCurrencyDebitApiKeys and networkCurrencyDebitLimits apply);
+    - else, on CHAIN_LOCALNET with LEDGER_LOCALNET_AIRDROP_FUNDING, a throwaway key funded
+      by airdrop with exactly the amount (network phase);
+    - else 400 FUNDING_ACCOUNT_REQUIRED.
+    """
+    field = "svmTransactionConfig.feePayer"
+    lookup = (svm_config or {}).get("feePayer")
+    if lookup:
+        funder = resolve_account(tenant, cluster, lookup, field=field)
+        network_debit_check(funder, api_key=api_key, lamports=lamports, destination_type=destination_type, field=field)
+        return signer_for(funder, tenant, field=field), funder
+    if is_localnet(cluster) and settings.LEDGER_LOCALNET_AIRDROP_FUNDING:
+        keypair = Keypair()
+        rpc = rpc_for(cluster)
+        signature = rpc.airdrop(keypair.pubkey(), lamports)
+        for _ in range(200):
+            status = rpc.signature_statuses([signature])[0]
+            if status is not None:
+                break
+            time.sleep(0.05)
+        return SignerSpec(keypair.pubkey(), keypair=keypair), None
+    raise LedgerError(
+        "The platform fee payer pays network fees only: name the account that funds the seed or rent in svmTransactionConfig.feePayer.",
+        field=field, code="FUNDING_ACCOUNT_REQUIRED",
+    )
+
+
 def account_create(*, tenant, cluster: str, api_key, data: dict, svm_config: dict | None = None, request_id=None) -> AccountResult:
-    """Create Account (spec, Blockchain accounts 1)."""
+    """Create Account (spec, Blockchain accounts 1): validate and draft (no writes), build
+    and sign the funding transaction (network), then one write phase for the key, the
+    account and the Transaction row."""
     prefix = "itemData"
-    account = account_record(tenant=tenant, cluster=cluster, api_key=api_key, data=data, prefix=prefix)
+    account = account_draft(tenant=tenant, cluster=cluster, api_key=api_key, data=data, prefix=prefix)
     account_type, address = account.type, account.address
     already, seed, data_length = data.get("alreadyOnchain", False), data.get("seed"), data.get("dataLength") or 0
-    rpc = rpc_for(cluster)
 
-    instructions = []
+    plan = None
     if not already:
+        rpc = rpc_for(cluster)
         owner = TOKEN_PROGRAMS[data.get("tokenVersion") or "SPL"] if account_type in MINT_TYPES and data_length else SYSTEM_PROGRAM
-        if data_length:
+        # One rule for seed: when given (0 included) it must keep the new account rent
+        # exempt; absent, no lamports move (or the rent minimum, with dataLength).
+        if data_length or seed is not None:
             minimum = rpc.minimum_balance_for_rent_exemption(data_length)
             lamports = seed if seed is not None else minimum
             if lamports < minimum:
-                raise LedgerError(f"An account of {data_length} bytes needs at least {minimum} lamports to be rent exempt.", field=f"{prefix}.seed", code="SEED_BELOW_RENT")
-            instructions.append(("create", lamports, owner))
-        elif seed:
-            minimum = rpc.minimum_balance_for_rent_exemption(0)
-            if seed < minimum:
-                raise LedgerError(f"A new account needs at least {minimum} lamports to be rent exempt.", field=f"{prefix}.seed", code="SEED_BELOW_RENT")
-            instructions.append(("transfer", seed, None))
+                what = f"An account of {data_length} bytes" if data_length else "A new account"
+                raise LedgerError(f"{what} needs at least {minimum} lamports to be rent exempt.", field=f"{prefix}.seed", code="SEED_BELOW_RENT")
+            plan = ("create" if data_length else "transfer", lamports, owner)
 
-    tx = None
-    if instructions:
+    prepared = funder = None
+    if plan is not None:
+        kind, lamports, owner = plan
+        funding, funder = funding_signer(tenant=tenant, cluster=cluster, api_key=api_key, svm_config=svm_config, lamports=lamports, destination_type="MANAGED" if account.managed else "NON_MANAGED")
+        # A named funder pays the fee too; the airdrop funder holds exactly the amount, so
+        # the platform fee payer pays the fee (fees only).
         config = transaction_config(tenant, cluster, svm_config)
-        payer = config.fee_payer
-        kind, lamports, owner = instructions[0]
         target = Pubkey.from_string(address)
         if kind == "create":
-            ix = create_account(CreateAccountParams(from_pubkey=payer.pubkey, to_pubkey=target, lamports=lamports, space=data_length, owner=owner))
-            signers = [signer_for(account, tenant, field=f"{prefix}.onchainId")]
+            ix = create_account(CreateAccountParams(from_pubkey=funding.pubkey, to_pubkey=target, lamports=lamports, space=data_length, owner=owner))
+            signers = [funding, SignerSpec(target, account.managed_key)]
         else:
-            ix = transfer(TransferParams(from_pubkey=payer.pubkey, to_pubkey=target, lamports=lamports))
-            signers = []
-        tx = transaction_prepare(
-            tenant=tenant, cluster=cluster, operation="accounts.create", instructions=[ix], signers=signers,
-            config=config, effects_data={"account": str(account.offchain_id)}, api_key=api_key, request_id=request_id,
-        )
-        account.status = AccountStatus.PENDING
-        account.creation_transaction = tx
-        account.last_transaction = tx
-        account.save(update_fields=["status", "creation_transaction", "last_transaction", "updated_at"])
+            ix = transfer(TransferParams(from_pubkey=funding.pubkey, to_pubkey=target, lamports=lamports))
+            signers = [funding]
+        prepared = transaction_build(tenant=tenant, cluster=cluster, operation="accounts.create", instructions=[ix], signers=signers, config=config)
+
+    tx = None
+    with write_phase(on_abort=prepared.release if prepared else None):
+        if funder is not None:
+            # Re-check the funder's DURATION limits under its row lock (concurrent fundings).
+            network_debit_check(lock_account(funder.pk), api_key=api_key, lamports=plan[1], destination_type="MANAGED" if account.managed else "NON_MANAGED", field="svmTransactionConfig.feePayer")
+        account_save(account, prefix=prefix)
+        if prepared is not None:
+            funding_effects = {"source": str(signers[0].pubkey), "lamports": plan[1]}
+            tx = transaction_record(prepared, effects_data={"account": str(account.offchain_id), "funding": funding_effects}, api_key=api_key, request_id=request_id)
+            account.status = AccountStatus.PENDING
+            account.creation_transaction = account.last_transaction = account.pending_transaction = tx
+            account.save(update_fields=["status", "creation_transaction", "last_transaction", "pending_transaction", "updated_at"])
     return AccountResult(account, tx)
 
 
@@ -208,8 +271,13 @@ _REFERENCE_FIELDS = {"code": "code", "alId": "al_id", "accountNumber": "account_
 
 
 def account_update(*, tenant, cluster: str, api_key, account: Account, changes: dict) -> Account:
-    """Update Account: patch semantics, only the fields present change."""
-    account = Account.objects.select_for_update().get(pk=account.pk)
+    """Update Account: patch semantics, only the fields present change (no transaction:
+    one write phase under the account's row lock)."""
+    with write_phase():
+        return _account_update(tenant=tenant, cluster=cluster, api_key=api_key, account=lock_account(account.pk), changes=changes)
+
+
+def _account_update(*, tenant, cluster: str, api_key, account: Account, changes: dict) -> Account:
     refs = changes.get("offchainReferences") or {}
     new_type = refs.get("type") or account.type
     if "type" in refs and refs["type"] and refs["type"] != account.type and (refs["type"] in SPECIALIZED_TYPES or account.type in SPECIALIZED_TYPES):
@@ -236,14 +304,23 @@ def account_update(*, tenant, cluster: str, api_key, account: Account, changes: 
     return account
 
 
-def account_inactivate(*, tenant, cluster: str, api_key, account: Account, refund_to, svm_config: dict | None = None, request_id=None) -> AccountResult:
-    """Inactivate Account: close it on the network (lamports to refundDestination) and
-    mark it INACTIVE once that is confirmed; without lamports or a key, at once."""
-    account = Account.objects.select_for_update().get(pk=account.pk)
+def _inactivatable(account: Account) -> None:
     if account.status == AccountStatus.INACTIVE:
         raise LedgerError("The account is already inactive.", field="itemData.account", code="ACCOUNT_INACTIVE")
     if account.status == AccountStatus.PENDING:
         raise LedgerError("The account's creation is still in flight; retry once it is confirmed.", field="itemData.account", code="ACCOUNT_PENDING")
+    ensure_no_operation_in_flight(account, field="itemData.account")
+
+
+def account_inactivate(*, tenant, cluster: str, api_key, account: Account, refund_to, svm_config: dict | None = None, request_id=None) -> AccountResult:
+    """Inactivate Account: close it on the network (lamports to refundDestination) and
+    mark it INACTIVE once that is confirmed; without lamports or a key, at once.
+
+    Read and check, build and sign (no locks), then the write phase re-checks under the
+    account's row lock (status, in-flight marker) and records the transaction with the
+    marker set: a concurrent second inactivation gets 409 OPERATION_IN_PROGRESS."""
+    account = Account.objects.get(pk=account.pk)
+    _inactivatable(account)
     destination = None
     if refund_to is not None:
         if isinstance(refund_to, OffPlatform):
@@ -258,7 +335,10 @@ def account_inactivate(*, tenant, cluster: str, api_key, account: Account, refun
     if not lamports or not account.managed:
         if lamports and destination:
             raise LedgerError("The service does not hold this account's key, so it cannot move its lamports; inactivate without refundDestination.", field="itemData.refundDestination", code="NOT_MANAGED")
-        _mark_inactive(account, lamports)
+        with write_phase():
+            account = lock_account(account.pk)
+            _inactivatable(account)
+            _mark_inactive(account, lamports)
         return AccountResult(account, None)
     if onchain.owner != SYSTEM_PROGRAM:
         raise LedgerError(f"The account is owned by program {onchain.owner}; close it through its area (positions, instruments, lookup tables).", field="itemData.account", code="NOT_CLOSABLE")
@@ -270,13 +350,16 @@ def account_inactivate(*, tenant, cluster: str, api_key, account: Account, refun
     if config.fee_payer is not None and str(config.fee_payer.pubkey) == account.address:
         raise LedgerError("The account being closed cannot pay the fee for its own closing.", field="svmTransactionConfig.feePayer", code="INVALID")
     ix = transfer(TransferParams(from_pubkey=Pubkey.from_string(account.address), to_pubkey=Pubkey.from_string(destination), lamports=lamports))
-    tx = transaction_prepare(
+    prepared = transaction_build(
         tenant=tenant, cluster=cluster, operation="accounts.inactivate", instructions=[ix],
         signers=[signer_for(account, tenant, field="itemData.account", require_platform=True)], config=config,
-        effects_data={"account": str(account.offchain_id)}, api_key=api_key, request_id=request_id,
     )
-    account.last_transaction = tx
-    account.save(update_fields=["last_transaction", "updated_at"])
+    with write_phase(on_abort=prepared.release):
+        account = lock_account(account.pk)
+        _inactivatable(account)
+        tx = transaction_record(prepared, effects_data={"account": str(account.offchain_id)}, api_key=api_key, request_id=request_id)
+        account.last_transaction = account.pending_transaction = tx
+        account.save(update_fields=["last_transaction", "pending_transaction", "updated_at"])
     return AccountResult(account, tx)
 
 

@@ -30,12 +30,27 @@ def instrument_created(tx) -> None:
         Account.objects.filter(pk=instrument.mint_account_id, status=AccountStatus.PENDING).update(status=AccountStatus.ACTIVE, creation_transaction_at=at)
 
 
+def _clear_in_flight(tx) -> None:
+    """The instrument's in-flight marker ends with its transaction (success or failure)."""
+    FinancialInstrument.objects.filter(pending_transaction=tx).update(pending_transaction=None)
+
+
 @failure_handler("instruments.create")
 def instrument_creation_failed(tx) -> None:
     instrument = _instrument(tx)
     if instrument is not None and instrument.status == InstrumentStatus.PENDING:
         FinancialInstrument.objects.filter(pk=instrument.pk).update(status=InstrumentStatus.FAILED)
         Account.objects.filter(pk=instrument.mint_account_id, status=AccountStatus.PENDING).update(status=AccountStatus.FAILED)
+    _clear_in_flight(tx)
+
+
+for _operation in ("instruments.update", "instruments.pause", "instruments.unpause", "instruments.close"):
+    failure_handler(_operation)(_clear_in_flight)
+
+
+@on_every_confirmation
+def in_flight_ended(tx) -> None:
+    _clear_in_flight(tx)
 
 
 @effect_handler("instruments.close")

@@ -103,6 +103,9 @@ class FinancialInstrument(TenantOwnedModel):
     post_transaction_submit_webhooks = JSONField(default=list, blank=True, help_text="Secrets are stored encrypted (instruments/webhooks.py).")
     creation_transaction = models.ForeignKey("transactions.Transaction", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     last_transaction = models.ForeignKey("transactions.Transaction", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    # In-flight marker: the transaction of a mutation still under way; a second mutation
+    # that needs a transaction is refused (409 OPERATION_IN_PROGRESS) until it ends.
+    pending_transaction = models.ForeignKey("transactions.Transaction", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     creation_transaction_at = models.DateTimeField(null=True, blank=True)
     last_transaction_at = models.DateTimeField(null=True, blank=True)
     synced_at = models.DateTimeField(null=True, blank=True)

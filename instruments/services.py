@@ -11,17 +11,20 @@ from django.utils import timezone
 from solders.pubkey import Pubkey
 from solders.system_program import CreateAccountParams, TransferParams, create_account, transfer
 
+from accounts.locks import ensure_no_operation_in_flight, lock_account
 from accounts.lookup import OffPlatform, resolve_account, resolve_own_account
 from accounts.models import Account, AccountStatus
-from accounts.services import account_record, account_update
+from accounts.services import account_draft, account_save, account_update, funding_signer
 from accounts.signers import ensure_usable, signer_for, transaction_config
 from ledger_project.api.errors import ConflictError, LedgerError
+from ledger_project.api.idempotency import write_phase
 from transactions.chain.errors import TransactionTooLarge
 from transactions.chain.rpc import rpc_for
 from transactions.models import Transaction
-from transactions.services import SignerSpec, transaction_prepare
+from transactions.services import Prepared, SignerSpec, transaction_build, transaction_record
 
 from . import alid, webhooks
+from .locks import lock_instrument
 from .models import FinancialInstrument, InstrumentStatus, PositionState, TokenVersion, authority_column
 from .onchain import PROGRAMS, apply_chain_state, chain_fields, read_mint
 from .token2022 import instructions as t22
@@ -249,20 +252,25 @@ def instrument_create(*, tenant, cluster: str, api_key, data: dict, svm_config: 
             raise LedgerError("A mint's size and rent follow from its extensions; omit dataLength and seed.", field=f"{prefix}.mintAccount.dataLength", code="INVALID")
         if mint_data.get("managed") is False:
             raise LedgerError("A new mint account is created by the service and signs its creation: it must be managed.", field=f"{prefix}.mintAccount.managed", code="INVALID")
-        mint_account = account_record(tenant=tenant, cluster=cluster, api_key=api_key, data={**mint_data, "offchainReferences": {**mint_refs, "type": reference_type, "alId": None}}, prefix=f"{prefix}.mintAccount", allowed_types={reference_type})
+        mint_account = account_draft(tenant=tenant, cluster=cluster, api_key=api_key, data={**mint_data, "offchainReferences": {**mint_refs, "type": reference_type, "alId": None}}, prefix=f"{prefix}.mintAccount", allowed_types={reference_type})
         lamports = None
     mint = Pubkey.from_string(mint_account.address)
     program = PROGRAMS[version]
 
     config = transaction_config(tenant, cluster, svm_config)
-    payer = config.fee_payer
     ixs = []
     signers: list[SignerSpec] = []
+    funding_needed = rent if existing is None else max(rent - lamports, 0)
+    funding = None
+    if funding_needed:
+        # The mint's rent comes from an account of the tenant, never the platform fee payer.
+        funding, _ = funding_signer(tenant=tenant, cluster=cluster, api_key=api_key, svm_config=svm_config, lamports=funding_needed, destination_type="MANAGED")
+        signers.append(funding)
     if existing is None:
-        ixs.append(create_account(CreateAccountParams(from_pubkey=payer.pubkey, to_pubkey=mint, lamports=rent, space=space, owner=program)))
-        signers.append(signer_for(mint_account, tenant, field=f"{prefix}.mintAccount"))
-    elif lamports < rent:
-        ixs.append(transfer(TransferParams(from_pubkey=payer.pubkey, to_pubkey=mint, lamports=rent - lamports)))
+        ixs.append(create_account(CreateAccountParams(from_pubkey=funding.pubkey, to_pubkey=mint, lamports=rent, space=space, owner=program)))
+        signers.append(SignerSpec(mint, mint_account.managed_key))
+    elif funding_needed:
+        ixs.append(transfer(TransferParams(from_pubkey=funding.pubkey, to_pubkey=mint, lamports=funding_needed)))
 
     def key(role):
         return auth[role].pubkey if auth[role] is not None else None
@@ -294,11 +302,10 @@ def instrument_create(*, tenant, cluster: str, api_key, data: dict, svm_config: 
             signers.append(_signer(auth["update"], tenant, f"{prefix}.updateAuthority"))
         ixs += [t22.update_token_metadata_field(mint=mint, update_authority=key("update"), field=k, value=v) for k, v in metadata["additional"].items()]
 
-    al_id = alid.next_al_id(kind, tenant=tenant, cluster=cluster, given=given_al_id)
     instrument = FinancialInstrument(
         tenant=tenant, cluster=cluster, mint_account=mint_account, address=mint_account.address, version=version,
         status=InstrumentStatus.PENDING, managed=True, was_onchain_already=False,
-        shared_across_tenants=bool(mint_data.get("shareAcrossTenants", False)), al_id=al_id, al_category=kind.category, al_type=kind.instrument_type,
+        shared_across_tenants=bool(mint_data.get("shareAcrossTenants", False)), al_id=given_al_id or "", al_category=kind.category, al_type=kind.instrument_type,
         name=onchain_data.get("name") or mint_refs.get("name") or "", symbol=onchain_data.get("symbol") or "", uri=onchain_data.get("uri") or "",
         decimals=decimals, onchain_metadata=(metadata or {}).get("additional") or {}, offchain_data=data.get("offchainData") or {},
         extensions=extensions, default_position_state=default_state or PositionState.INITIALIZED,
@@ -312,23 +319,31 @@ def instrument_create(*, tenant, cluster: str, api_key, data: dict, svm_config: 
             setattr(instrument, authority_column(role), authority.account)
             setattr(instrument, f"{authority_column(role)}_address", authority.address)
     try:
-        with transaction.atomic():
-            instrument.save()
-    except IntegrityError:
-        raise ConflictError("This mint or alId is already recorded.", field=f"{prefix}.mintAccount", code="DUPLICATE_INSTRUMENT")
-
-    try:
-        tx = transaction_prepare(
-            tenant=tenant, cluster=cluster, operation="instruments.create", instructions=ixs, signers=signers,
-            config=config, effects_data={"instrument": str(instrument.offchain_id)}, api_key=api_key, request_id=request_id,
-        )
+        prepared = transaction_build(tenant=tenant, cluster=cluster, operation="instruments.create", instructions=ixs, signers=signers, config=config)
     except TransactionTooLarge as exc:
         raise LedgerError(f"{TOO_LARGE} ({exc})", field=prefix, code="TRANSACTION_TOO_LARGE") from exc
-    FinancialInstrument.objects.filter(pk=instrument.pk).update(creation_transaction=tx, last_transaction=tx)
-    # A new mint account is created by this transaction; an existing one only gets the alId.
-    created = {"status": AccountStatus.PENDING, "creation_transaction": tx, "last_transaction": tx} if existing is None else {}
-    Account.objects.filter(pk=mint_account.pk).update(al_id=al_id, **created)
-    instrument.creation_transaction = instrument.last_transaction = tx
+
+    with write_phase(on_abort=prepared.release):
+        if existing is not None:
+            existing = lock_account(existing.pk)
+            if FinancialInstrument.objects.filter(mint_account=existing).exists():
+                raise ConflictError("This mint account already belongs to a financial instrument.", field=f"{prefix}.existingMintAccount", code="DUPLICATE_MINT")
+        else:
+            account_save(mint_account, prefix=f"{prefix}.mintAccount")
+            instrument.mint_account = mint_account
+        # The alId sequence row is the hot lock: taken last, held only until this commit.
+        instrument.al_id = alid.next_al_id(kind, tenant=tenant, cluster=cluster, given=given_al_id)
+        try:
+            with transaction.atomic():
+                instrument.save()
+        except IntegrityError:
+            raise ConflictError("This mint or alId is already recorded.", field=f"{prefix}.mintAccount", code="DUPLICATE_INSTRUMENT")
+        tx = transaction_record(prepared, effects_data={"instrument": str(instrument.offchain_id)}, api_key=api_key, request_id=request_id)
+        FinancialInstrument.objects.filter(pk=instrument.pk).update(creation_transaction=tx, last_transaction=tx, pending_transaction=tx)
+        # A new mint account is created by this transaction; an existing one only gets the alId.
+        created = {"status": AccountStatus.PENDING, "creation_transaction": tx, "last_transaction": tx} if existing is None else {}
+        Account.objects.filter(pk=mint_account.pk).update(al_id=instrument.al_id, **created)
+    instrument.creation_transaction = instrument.last_transaction = instrument.pending_transaction = tx
     return InstrumentResult(instrument, tx)
 
 
@@ -355,7 +370,7 @@ def _onboard(*, tenant, cluster, api_key, data, mint_data, kind, al_id, referenc
         imported = bool((mint_data.get("privateKeyDetails") or {}).get("privateKey"))
         account_data = {**mint_data, "managed": imported and mint_data.get("managed", True), "alreadyOnchain": True, "onchainId": address,
                         "offchainReferences": {**(mint_data.get("offchainReferences") or {}), "type": reference_type, "alId": None}}
-        existing = account_record(tenant=tenant, cluster=cluster, api_key=api_key, data=account_data, prefix=f"{prefix}.mintAccount", allowed_types={reference_type})
+        existing = account_draft(tenant=tenant, cluster=cluster, api_key=api_key, data=account_data, prefix=f"{prefix}.mintAccount", allowed_types={reference_type})
     elif existing.type != reference_type:
         raise LedgerError(f"The recorded mint account's type is {existing.type}; this instrument's mint is {reference_type}.", field=f"{prefix}.mintAccount", code="INVALID_ACCOUNT_TYPE")
     addresses = chain_fields(chain)["addresses"]
@@ -368,18 +383,23 @@ def _onboard(*, tenant, cluster, api_key, data, mint_data, kind, al_id, referenc
     instrument = FinancialInstrument(
         tenant=tenant, cluster=cluster, mint_account=existing, address=address, version=chain.version,
         status=InstrumentStatus.ACTIVE, managed=False, was_onchain_already=True,
-        shared_across_tenants=bool(mint_data.get("shareAcrossTenants", False)), al_id=alid.next_al_id(kind, tenant=tenant, cluster=cluster, given=al_id), al_category=kind.category, al_type=kind.instrument_type,
+        shared_across_tenants=bool(mint_data.get("shareAcrossTenants", False)), al_id=al_id or "", al_category=kind.category, al_type=kind.instrument_type,
         name=onchain_data.get("name") or "", symbol=onchain_data.get("symbol") or "", offchain_data=data.get("offchainData") or {},
         comments=mint_data.get("comments") or "",
     )
     apply_chain_state(instrument, chain)
     instrument.supply_offchain = instrument.supply_onchain  # onboarding starts from the chain's figure
-    try:
-        with transaction.atomic():
-            instrument.save()
-    except IntegrityError:
-        raise ConflictError("This mint or alId is already recorded.", field=f"{prefix}.mintAccount", code="DUPLICATE_INSTRUMENT")
-    Account.objects.filter(pk=existing.pk).update(al_id=instrument.al_id)
+    with write_phase():
+        if existing.pk is None:
+            account_save(existing, prefix=f"{prefix}.mintAccount")
+            instrument.mint_account = existing
+        instrument.al_id = alid.next_al_id(kind, tenant=tenant, cluster=cluster, given=al_id)  # hot lock last
+        try:
+            with transaction.atomic():
+                instrument.save()
+        except IntegrityError:
+            raise ConflictError("This mint or alId is already recorded.", field=f"{prefix}.mintAccount", code="DUPLICATE_INSTRUMENT")
+        Account.objects.filter(pk=existing.pk).update(al_id=instrument.al_id)
     return InstrumentResult(instrument, None)
 
 
@@ -410,21 +430,38 @@ def _usable_instrument(instrument: FinancialInstrument, field: str) -> Financial
     return instrument
 
 
-def _prepare(instrument, *, tenant, cluster, api_key, operation, ixs, signers, config, request_id):
-    tx = transaction_prepare(
-        tenant=tenant, cluster=cluster, operation=operation, instructions=ixs, signers=signers, config=config,
-        effects_data={"instrument": str(instrument.offchain_id)}, api_key=api_key, request_id=request_id,
-    )
-    FinancialInstrument.objects.filter(pk=instrument.pk).update(last_transaction=tx)
+def _in_flight_check(instrument: FinancialInstrument, field: str) -> None:
+    ensure_no_operation_in_flight(instrument, field=field)
+
+
+def _locked_again(read: FinancialInstrument, field: str) -> FinancialInstrument:
+    """Write phase: lock the instrument and re-check what the read phase relied on. A
+    transaction recorded or confirmed meanwhile (last_transaction moved) means the
+    instructions were built from a stale picture: 409, retry."""
+    locked = lock_instrument(read.pk)
+    _usable_instrument(locked, field)
+    _in_flight_check(locked, field)
+    if locked.last_transaction_id != read.last_transaction_id:
+        raise ConflictError("The financial instrument changed while this request was being prepared; retry.", field=field, code="OPERATION_IN_PROGRESS")
+    return locked
+
+
+def _record(instrument: FinancialInstrument, prepared: Prepared, *, api_key, request_id) -> Transaction:
+    """Write phase: the Transaction row, and the instrument's in-flight marker."""
+    tx = transaction_record(prepared, effects_data={"instrument": str(instrument.offchain_id)}, api_key=api_key, request_id=request_id)
+    FinancialInstrument.objects.filter(pk=instrument.pk).update(last_transaction=tx, pending_transaction=tx)
+    instrument.last_transaction = instrument.pending_transaction = tx
     return tx
 
 
 def instrument_update(*, tenant, cluster: str, api_key, instrument: FinancialInstrument, changes: dict, svm_config: dict | None = None, request_id=None) -> InstrumentResult:
-    """Update Financial Instrument: patch semantics. Offchain fields change now; onchain
-    ones through one transaction whose confirmation re-reads the mint."""
+    """Update Financial Instrument: patch semantics. Offchain fields change in the write
+    phase (under the row lock, only the columns given); onchain ones through one
+    transaction whose confirmation re-reads the mint (one at a time: in-flight marker)."""
     p = "itemData"
-    instrument = FinancialInstrument.objects.select_for_update().get(pk=instrument.pk)
+    instrument = read = FinancialInstrument.objects.get(pk=instrument.pk)  # what the instructions are built from
     _usable_instrument(instrument, f"{p}.mintAccount")
+    updates: dict[str, object] = {}  # offchain columns this request sets (applied under the lock)
     mint = Pubkey.from_string(instrument.address)
     program = PROGRAMS[instrument.version]
     config = transaction_config(tenant, cluster, svm_config)
@@ -444,7 +481,7 @@ def instrument_update(*, tenant, cluster: str, api_key, instrument: FinancialIns
             if instrument.version == TokenVersion.SPL and not onchain.get("simpleCustomMetadata"):
                 for name in ("name", "symbol"):  # SPL: the service's copy is all there is
                     if onchain.get(name) is not None:
-                        setattr(instrument, name, onchain[name])
+                        updates[name] = onchain[name]
             else:
                 _require_extension(instrument, "TOKEN_METADATA", f"{p}.onchainData")
         else:
@@ -468,7 +505,10 @@ def instrument_update(*, tenant, cluster: str, api_key, instrument: FinancialIns
                 needed = rpc.minimum_balance_for_rent_exemption(mint_size({API_EXTENSIONS[e] for e in instrument.extensions}, metadata))
                 have = rpc.balance(mint)
                 if needed > have:
-                    ixs.insert(0, transfer(TransferParams(from_pubkey=config.fee_payer.pubkey, to_pubkey=mint, lamports=needed - have)))
+                    # The top-up comes from an account of the tenant, never the platform fee payer.
+                    funding, _ = funding_signer(tenant=tenant, cluster=cluster, api_key=api_key, svm_config=svm_config, lamports=needed - have, destination_type="MANAGED")
+                    signers.setdefault(str(funding.pubkey), funding)
+                    ixs.insert(0, transfer(TransferParams(from_pubkey=funding.pubkey, to_pubkey=mint, lamports=needed - have)))
     if "decimals" in (onchain or {}) and onchain["decimals"] is not None and onchain["decimals"] != instrument.decimals:
         raise LedgerError("A mint's decimals cannot change.", field=f"{p}.onchainData.decimals", code="IMMUTABLE")
 
@@ -522,44 +562,66 @@ def instrument_update(*, tenant, cluster: str, api_key, instrument: FinancialIns
         current = _current(instrument, "transferHook", None, f"{p}.transferHookProgram")
         ixs.append(t22.update_transfer_hook(mint=mint, authority=sign(current, f"{p}.transferHookProgram"), program_id=program_auth.pubkey))
 
-    # Offchain changes apply now.
+    # Offchain changes apply in the write phase, with the transaction (if any).
     if "offchainData" in changes:
-        instrument.offchain_data = changes["offchainData"] or {}
+        updates["offchain_data"] = changes["offchainData"] or {}
+    mint_refs = None
     if changes.get("mintAccountOffchainReferences") is not None:
-        refs = {k: v for k, v in changes["mintAccountOffchainReferences"].items() if k not in ("alId", "type")}
-        account_update(tenant=tenant, cluster=cluster, api_key=api_key, account=instrument.mint_account, changes={"offchainReferences": refs})
-        if refs.get("name") is not None and instrument.version == TokenVersion.SPL:
-            instrument.name = refs["name"]
+        mint_refs = {k: v for k, v in changes["mintAccountOffchainReferences"].items() if k not in ("alId", "type")}
+        if mint_refs.get("name") is not None and instrument.version == TokenVersion.SPL:
+            updates["name"] = mint_refs["name"]
     if changes.get("reconcileCirculatingSupply"):
         chain = read_mint(cluster, instrument.address)
         if chain is not None:
-            instrument.supply_onchain = instrument.supply_offchain = chain.mint.supply
+            updates["supply_onchain"] = updates["supply_offchain"] = chain.mint.supply
     if "postTransactionSubmitWebhooks" in changes:
-        instrument.post_transaction_submit_webhooks = webhooks.sealed(changes["postTransactionSubmitWebhooks"] or [])
-    instrument.save()
+        updates["post_transaction_submit_webhooks"] = webhooks.sealed(changes["postTransactionSubmitWebhooks"] or [])
 
-    tx = None
+    prepared = None
     if ixs:
-        tx = _prepare(instrument, tenant=tenant, cluster=cluster, api_key=api_key, operation="instruments.update", ixs=ixs, signers=list(signers.values()), config=config, request_id=request_id)
+        _in_flight_check(instrument, f"{p}.mintAccount")
+        prepared = transaction_build(tenant=tenant, cluster=cluster, operation="instruments.update", instructions=ixs, signers=list(signers.values()), config=config)
+    tx = None
+    with write_phase(on_abort=prepared.release if prepared else None):
+        instrument = _locked_again(read, f"{p}.mintAccount") if prepared else lock_instrument(read.pk)
+        if mint_refs is not None:
+            account_update(tenant=tenant, cluster=cluster, api_key=api_key, account=instrument.mint_account, changes={"offchainReferences": mint_refs})
+        for column, value in updates.items():
+            setattr(instrument, column, value)
+        if updates:
+            instrument.save(update_fields=[*updates, "updated_at"])
+        if prepared is not None:
+            tx = _record(instrument, prepared, api_key=api_key, request_id=request_id)
     return InstrumentResult(instrument, tx)
 
 
 def instrument_set_paused(*, tenant, cluster: str, api_key, instrument: FinancialInstrument, paused: bool, authority_lookup: dict | None = None, svm_config: dict | None = None, request_id=None) -> InstrumentResult:
     """Pause / Unpause Financial Instrument: while paused, the Token-2022 program refuses
-    transfers, mints and burns of the mint."""
+    transfers, mints and burns of the mint. One pause or unpause in flight at a time
+    (409 OPERATION_IN_PROGRESS), re-checked under the row lock in the write phase."""
     p = "itemData"
-    instrument = FinancialInstrument.objects.select_for_update().get(pk=instrument.pk)
-    _usable_instrument(instrument, f"{p}.financialInstrument")
-    _require_extension(instrument, "PAUSABLE", f"{p}.financialInstrument")
-    if instrument.paused == paused:
-        raise LedgerError(f"The financial instrument is already {'paused' if paused else 'unpaused'}.", field=f"{p}.financialInstrument", code="ALREADY_PAUSED" if paused else "NOT_PAUSED")
+    field = f"{p}.financialInstrument"
+
+    def check(record: FinancialInstrument) -> None:
+        _usable_instrument(record, field)
+        _require_extension(record, "PAUSABLE", field)
+        if record.paused == paused:
+            raise LedgerError(f"The financial instrument is already {'paused' if paused else 'unpaused'}.", field=field, code="ALREADY_PAUSED" if paused else "NOT_PAUSED")
+        _in_flight_check(record, field)
+
+    instrument = FinancialInstrument.objects.get(pk=instrument.pk)
+    check(instrument)
     given = _authority(tenant, cluster, authority_lookup, f"{p}.pausableAuthority")
     current = _current(instrument, "pausable", given, f"{p}.pausableAuthority")
     mint = Pubkey.from_string(instrument.address)
     ix = t22.pause(mint=mint, authority=current.pubkey) if paused else t22.resume(mint=mint, authority=current.pubkey)
-    tx = _prepare(instrument, tenant=tenant, cluster=cluster, api_key=api_key, operation="instruments.pause" if paused else "instruments.unpause",
-                  ixs=[ix], signers=[_signer(current, tenant, f"{p}.pausableAuthority")], config=transaction_config(tenant, cluster, svm_config), request_id=request_id)
-    return InstrumentResult(instrument, tx)
+    prepared = transaction_build(tenant=tenant, cluster=cluster, operation="instruments.pause" if paused else "instruments.unpause", instructions=[ix],
+                                 signers=[_signer(current, tenant, f"{p}.pausableAuthority")], config=transaction_config(tenant, cluster, svm_config))
+    with write_phase(on_abort=prepared.release):
+        locked = lock_instrument(instrument.pk)
+        check(locked)
+        tx = _record(locked, prepared, api_key=api_key, request_id=request_id)
+    return InstrumentResult(locked, tx)
 
 
 def instrument_close(*, tenant, cluster: str, api_key, instrument: FinancialInstrument, refund_lookup: dict | None, authority_lookup: dict | None, svm_config: dict | None = None, request_id=None) -> InstrumentResult:
@@ -567,23 +629,27 @@ def instrument_close(*, tenant, cluster: str, api_key, instrument: FinancialInst
     circulating supply of 0. Managed: the mint closes on the network, rent to
     refundDestination. Onboarded (alreadyOnchain): closed in the service only."""
     p = "itemData"
-    instrument = FinancialInstrument.objects.select_for_update().get(pk=instrument.pk)
-    _usable_instrument(instrument, f"{p}.financialInstrumentToClose")
+    field = f"{p}.financialInstrumentToClose"
+    instrument = FinancialInstrument.objects.get(pk=instrument.pk)
+    _usable_instrument(instrument, field)
+    _in_flight_check(instrument, field)
     chain = read_mint(cluster, instrument.address)
     if chain is None:
-        raise LedgerError("The mint is not on the network.", field=f"{p}.financialInstrumentToClose", code="MINT_NOT_ONCHAIN")
+        raise LedgerError("The mint is not on the network.", field=field, code="MINT_NOT_ONCHAIN")
     close_authority = chain_fields(chain)["addresses"]["closing"]
     if not close_authority:
-        raise LedgerError("The mint has no close authority (Token-2022 MINT_CLOSE_AUTHORITY); it cannot be closed.", field=f"{p}.financialInstrumentToClose", code="NOT_CLOSABLE")
+        raise LedgerError("The mint has no close authority (Token-2022 MINT_CLOSE_AUTHORITY); it cannot be closed.", field=field, code="NOT_CLOSABLE")
     if chain.mint.supply != 0:
-        raise LedgerError(f"The circulating supply is {chain.mint.supply}; a financial instrument can be closed only at 0 (burn it first).", field=f"{p}.financialInstrumentToClose", code="SUPPLY_NOT_ZERO")
+        raise LedgerError(f"The circulating supply is {chain.mint.supply}; a financial instrument can be closed only at 0 (burn it first).", field=field, code="SUPPLY_NOT_ZERO")
     given = _authority(tenant, cluster, authority_lookup, f"{p}.closeAuthority")
     if given is not None and given.address != close_authority:
         raise LedgerError(f"The mint's close authority is {close_authority}.", field=f"{p}.closeAuthority", code="AUTHORITY_MISMATCH")
     if not instrument.managed:
-        instrument.status = InstrumentStatus.CLOSED
-        instrument.save(update_fields=["status", "updated_at"])
-        return InstrumentResult(instrument, None)
+        with write_phase():
+            locked = _locked_again(instrument, field)
+            locked.status = InstrumentStatus.CLOSED
+            locked.save(update_fields=["status", "updated_at"])
+        return InstrumentResult(locked, None)
     if not refund_lookup:
         raise LedgerError("Closing returns the mint's rent to refundDestination.", field=f"{p}.refundDestination", code="REQUIRED")
     refund = _authority(tenant, cluster, refund_lookup, f"{p}.refundDestination")
@@ -591,9 +657,12 @@ def instrument_close(*, tenant, cluster: str, api_key, instrument: FinancialInst
         raise LedgerError("The refund destination is inactive.", field=f"{p}.refundDestination", code="ACCOUNT_INACTIVE")
     authority = given or Authority(close_authority, Account.objects.for_tenant(tenant).filter(cluster=cluster, address=close_authority).first())
     ix = t22.close_account(account=Pubkey.from_string(instrument.address), destination=refund.pubkey, authority=authority.pubkey)
-    tx = _prepare(instrument, tenant=tenant, cluster=cluster, api_key=api_key, operation="instruments.close", ixs=[ix],
-                  signers=[_signer(authority, tenant, f"{p}.closeAuthority")], config=transaction_config(tenant, cluster, svm_config), request_id=request_id)
-    return InstrumentResult(instrument, tx)
+    prepared = transaction_build(tenant=tenant, cluster=cluster, operation="instruments.close", instructions=[ix],
+                                 signers=[_signer(authority, tenant, f"{p}.closeAuthority")], config=transaction_config(tenant, cluster, svm_config))
+    with write_phase(on_abort=prepared.release):
+        locked = _locked_again(instrument, field)
+        tx = _record(locked, prepared, api_key=api_key, request_id=request_id)
+    return InstrumentResult(locked, tx)
 
 
 # --- Sync (workers) ----------------------------------------------------------------------

@@ -215,6 +215,10 @@ LEDGER_DEFAULT_CLUSTER = env("LEDGER_DEFAULT_CLUSTER", default="CHAIN_LOCALNET")
 LEDGER_RPC_TIMEOUT_SECONDS = env.float("LEDGER_RPC_TIMEOUT_SECONDS", default=10.0)
 # Longest a request with ?wait=confirmed waits before answering with the current status.
 LEDGER_WAIT_TIMEOUT_SECONDS = env.float("LEDGER_WAIT_TIMEOUT_SECONDS", default=30.0)
+# Opt-in, CHAIN_LOCALNET only: a seed or dataLength rent with no funding account
+# (svmTransactionConfig.feePayer) is paid from a throwaway key funded by airdrop. Never the
+# platform fee payer, which pays network fees only (docs/accounts.md, "Who pays").
+LEDGER_LOCALNET_AIRDROP_FUNDING = env.bool("LEDGER_LOCALNET_AIRDROP_FUNDING", default=False)
 
 # --- Key custody ----------------------------------------------------------------------
 # The master key comes from LEDGER_MASTER_KEY or from an existing key file. Only the

@@ -10,6 +10,9 @@ mkdir -p var/log
 # Embedded mode: without LEDGER_MASTER_KEY, a master key file is generated under var/ on
 # first use. Production never sets this (settings refuse to start without a key).
 export LEDGER_EMBEDDED=1
+# Convenience of `make run` only (docs/accounts.md, "Who pays"): on the local node, seeds
+# and rent without a funding account are paid from an airdrop, never the platform fee payer.
+export LEDGER_LOCALNET_AIRDROP_FUNDING=${LEDGER_LOCALNET_AIRDROP_FUNDING:-true}
 
 pids=()
 cleanup() {

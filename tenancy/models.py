@@ -79,7 +79,7 @@ class IdempotencyRecord(models.Model):
     path = models.CharField(max_length=300)
     body_hash = models.CharField(max_length=64)
     status_code = models.PositiveSmallIntegerField(null=True)
-    response_body = models.JSONField(null=True)
+    response_bytes = models.BinaryField(null=True)  # the rendered body, replayed byte for byte
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:

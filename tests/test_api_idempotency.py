@@ -88,3 +88,76 @@ def test_concurrent_requests_with_one_id_run_once(tenant):
     assert {status for status, _ in results} == {201}
     assert len({str(body) for _, body in results}) == 1
     assert TenantOrganization.objects.filter(external_id="RACE").count() == 1
+
+
+# --- Phased mutations: read, network (no transaction), one write phase ------------------
+
+PHASED = "/test/phased-probe"
+
+
+@pytest.mark.django_db
+def test_replay_sends_the_stored_bytes(api):
+    rid = uuid.uuid4()
+    first = api.call("post", PHASED, {"itemData": {"externalId": "BYTES"}}, request_id=rid)
+    second = api.call("post", PHASED, {"itemData": {"externalId": "BYTES"}}, request_id=rid)
+    assert first.status_code == second.status_code == 201
+    assert second["x-idempotent-replay"] == "true"
+    assert second.content == first.content and list(second.json()) == ["zeta", "created", "alpha"]
+    assert bytes(IdempotencyRecord.objects.get(request_id=rid).response_bytes) == first.content
+
+
+@pytest.mark.django_db
+def test_refusal_inside_the_write_phase_rolls_back_its_rows_and_is_replayed(api):
+    rid = uuid.uuid4()
+    first = api.call("post", PHASED, {"itemData": {"externalId": "REFUSE1"}}, request_id=rid)
+    assert_error(first, 409, "CONFLICT")
+    assert not TenantOrganization.objects.filter(external_id="REFUSE1").exists()
+    second = api.call("post", PHASED, {"itemData": {"externalId": "REFUSE1"}}, request_id=rid)
+    assert second.status_code == 409 and second.content == first.content
+
+
+@pytest.mark.django_db(transaction=True)
+def test_crash_in_the_write_phase_leaves_nothing_and_releases_what_was_leased(api):
+    from tests.support import urls
+
+    rid = uuid.uuid4()
+    assert api.call("post", PHASED, {"itemData": {"externalId": "CRASH9"}}, request_id=rid).status_code == 500
+    assert not IdempotencyRecord.objects.filter(request_id=rid).exists()
+    assert not TenantOrganization.objects.filter(external_id="CRASH9").exists()
+    assert "CRASH9" in urls.ABORTED
+
+
+@pytest.mark.django_db(transaction=True)
+def test_network_phase_holds_no_database_transaction(api, monkeypatch):
+    from tests.support import urls
+
+    seen = []
+    monkeypatch.setattr(urls, "probe_network", lambda external_id: seen.append(connection.in_atomic_block))
+    assert api.call("post", PHASED, {"itemData": {"externalId": "NET1"}}, request_id=uuid.uuid4()).status_code == 201
+    assert seen == [False]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_phased_requests_with_one_id_write_once(tenant):
+    secret = issue_key(tenant).secret
+    rid = uuid.uuid4()
+    results: list = []
+    barrier = threading.Barrier(4)
+
+    def call():
+        try:
+            barrier.wait()
+            response = make_client(secret).call("post", PHASED, {"itemData": {"externalId": "PRACE"}}, request_id=rid)
+            results.append((response.status_code, response.content))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=call) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert len(results) == 4
+    assert {status for status, _ in results} == {201}
+    assert len({body for _, body in results}) == 1
+    assert TenantOrganization.objects.filter(external_id="PRACE").count() == 1

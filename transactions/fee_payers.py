@@ -102,3 +102,20 @@ def nonce_account_create(cluster: str) -> NonceAccount:
             break
         time.sleep(0.05)
     return NonceAccount.objects.create(cluster=cluster, address=str(nonce_keypair.pubkey()), authority_key=authority_key)
+
+
+# --- lease API (helper B replaces) ---
+def nonce_lease(*, cluster: str) -> NonceAccount:
+    """A free nonce account of the pool for one transaction being built (network phase,
+    no caller transaction open). Minimal stand-in: picks a free row (creating one when the
+    pool is empty); ``services.transaction_record`` binds it with a conditional update."""
+    row = NonceAccount.objects.filter(cluster=cluster, leased_by__isnull=True).order_by("pk").first()
+    if row is None:
+        row = nonce_account_create(cluster)
+    return row
+
+
+def nonce_lease_release(*, nonce_account_id: int) -> None:
+    """Give back a lease whose transaction was never recorded (stand-in: nothing to undo,
+    the stand-in lease marks nothing until the transaction binds it)."""
+    return None

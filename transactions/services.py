@@ -1,8 +1,9 @@
 """Writes of the transaction engine: prepare, sign, submit, confirm, apply (docs/transactions.md).
 
 The path of every chain-changing operation: an area service resolves records and builds
-instructions → ``transaction_prepare`` builds, simulates and signs the message and stores
-the Transaction row in the caller's database transaction → on commit the worker's
+instructions → ``transaction_build`` builds, simulates and signs the message outside any
+database transaction → ``transaction_record`` stores the Transaction row in the service's
+``write_phase()`` with its domain rows → on commit the worker's
 ``submit`` task sends the stored bytes → ``confirm`` follows the signature and applies the
 operation's offchain effects exactly once.
 """
@@ -37,10 +38,18 @@ _COMMITMENT_RANK = {"processed": 0, "confirmed": 1, "finalized": 2}
 
 @dataclass(frozen=True)
 class SignerSpec:
-    """A required signer: its address and, when the service holds its key, the key."""
+    """A required signer: its address and, when the service holds its key, the key.
+
+    ``keypair``: a throwaway in-memory key (the localnet airdrop funder, docs/accounts.md);
+    never stored."""
 
     pubkey: Pubkey
     managed_key: object | None = None  # accounts.ManagedKey
+    keypair: object | None = None  # solders Keypair
+
+    @property
+    def signs_here(self) -> bool:
+        return self.managed_key is not None or self.keypair is not None
 
 
 @dataclass(frozen=True)
@@ -78,7 +87,125 @@ def _event(tx: Transaction, kind: str, **detail) -> None:
 def _signers_of(managed: Sequence[SignerSpec]):
     from accounts.custody import managed_key_signer
 
-    return [managed_key_signer(key=s.managed_key) for s in managed]
+    return [s.keypair if s.keypair is not None else managed_key_signer(key=s.managed_key) for s in managed]
+
+
+@dataclass
+class Prepared:
+    """A built, simulated and signed message not yet recorded (the network phase's result).
+
+    Holds a leased nonce account for durable-nonce transactions: ``transaction_record``
+    binds it; ``release`` gives it back when the write phase does not commit."""
+
+    tenant: object
+    cluster: str
+    operation: str
+    config: TxConfig
+    fee_payer: SignerSpec
+    message: bytes
+    blockhash: str
+    last_valid_block_height: int | None
+    required: list[str]
+    signatures: dict[str, str]
+    nonce_row: NonceAccount | None = None
+
+    @property
+    def complete(self) -> bool:
+        return all(k in self.signatures for k in self.required)
+
+    def release(self) -> None:
+        if self.nonce_row is not None:
+            fee_payers.nonce_lease_release(nonce_account_id=self.nonce_row.pk)
+
+
+def transaction_build(
+    *,
+    tenant,
+    cluster: str,
+    operation: str,
+    instructions: Sequence[Instruction],
+    signers: Sequence[SignerSpec] = (),
+    config: TxConfig | None = None,
+    simulate: bool = True,
+) -> Prepared:
+    """Network phase: lease a nonce (when asked), fetch the blockhash, estimate fees,
+    simulate and sign. Writes nothing in the caller's database transaction and must run
+    outside one (docs/transactions.md, "Path of a mutation"). Signers whose key the service
+    holds sign now; the others leave the transaction PARTIALLY_SIGNED."""
+    config = config or TxConfig()
+    rpc = rpc_for(cluster)
+    fee_payer = config.fee_payer or fee_payers.platform_fee_payer(cluster)
+    by_key: dict[str, SignerSpec] = {str(fee_payer.pubkey): fee_payer}
+    for spec in signers:
+        if spec.signs_here and not by_key.get(str(spec.pubkey), spec).signs_here:
+            by_key[str(spec.pubkey)] = spec
+        by_key.setdefault(str(spec.pubkey), spec)
+
+    nonce_row = None
+    nonce = None
+    if config.lifetime == MessageLifetime.DURABLE_NONCE:
+        nonce_row = fee_payers.nonce_lease(cluster=cluster)
+        nonce = builder.NonceLease(address=Pubkey.from_string(nonce_row.address), authority=_pubkey_of(nonce_row.authority_key))
+        by_key.setdefault(str(nonce.authority), SignerSpec(nonce.authority, nonce_row.authority_key))
+    try:
+        built = builder.build(
+            builder.BuildPlan(instructions=instructions, fee_payer=fee_payer.pubkey, version=config.version, compute=config.compute, nonce=nonce, lookup_tables=config.lookup_tables),
+            rpc,
+        )
+        required = [str(k) for k in built.signers]
+        unknown = [k for k in required if k not in by_key]
+        if unknown:
+            raise LedgerError(f"The transaction needs signatures the request does not account for: {', '.join(unknown)}.", code="MISSING_SIGNER")
+        if simulate:
+            rpc.simulate(builder.assemble(built.message, {}), signers=signers, fee_payer=fee_payer)
+        message_bytes = built.to_bytes()
+        managed = [by_key[k] for k in required if by_key[k].signs_here]
+        signatures = sign_all(message_bytes, _signers_of(managed))
+    except BaseException:
+        if nonce_row is not None:
+            fee_payers.nonce_lease_release(nonce_account_id=nonce_row.pk)
+        raise
+    return Prepared(
+        tenant=tenant, cluster=cluster, operation=operation, config=config, fee_payer=fee_payer, message=message_bytes,
+        blockhash=str(built.blockhash), last_valid_block_height=built.last_valid_block_height,
+        required=required, signatures=signatures, nonce_row=nonce_row,
+    )
+
+
+def transaction_record(prepared: Prepared, *, effects_data: dict | None = None, api_key=None, request_id=None, submit: bool = True) -> Transaction:
+    """Write phase: store the Transaction row (and bind the leased nonce) in the caller's
+    ``write_phase()``, together with the domain rows it belongs to (STYLE.md rule 9);
+    submission follows on commit."""
+    complete = prepared.complete
+    config = prepared.config
+    tx = Transaction.objects.create(
+        tenant=prepared.tenant,
+        cluster=prepared.cluster,
+        operation=prepared.operation,
+        effects=effects_data or {},
+        created_by_key=api_key,
+        request_id=request_id,
+        status=TransactionStatus.SIGNED if complete else TransactionStatus.PARTIALLY_SIGNED,
+        onchain_id=prepared.signatures.get(prepared.required[0]),
+        message=prepared.message,
+        version=config.version,
+        lifetime=config.lifetime,
+        blockhash=prepared.blockhash,
+        last_valid_block_height=prepared.last_valid_block_height,
+        nonce_account=prepared.nonce_row.address if prepared.nonce_row else "",
+        fee_payer=str(prepared.fee_payer.pubkey),
+        required_signers=prepared.required,
+        signatures=prepared.signatures,
+        commitment=config.commitment,
+        submit_when_signed=submit,
+    )
+    if prepared.nonce_row is not None:
+        if not NonceAccount.objects.filter(pk=prepared.nonce_row.pk, leased_by__isnull=True).update(leased_by=tx):
+            raise LedgerError("The leased durable nonce account was taken by another transaction; retry.", code="NONCE_LEASE_LOST")
+    _event(tx, "PREPARED", status=tx.status, signers=prepared.required, signed=sorted(prepared.signatures))
+    if complete and submit:
+        _submit_on_commit(tx)
+    return tx
 
 
 def transaction_prepare(
@@ -95,80 +222,17 @@ def transaction_prepare(
     simulate: bool = True,
     submit: bool = True,
 ) -> Transaction:
-    """Build, simulate and sign a transaction and record it; submission follows on commit.
+    """Build and record in one call, for callers without domain rows of their own to
+    write (network phase, then a write phase of its own)."""
+    from ledger_project.api.idempotency import write_phase
 
-    Must run inside the caller's ``transaction.atomic()`` together with the domain rows
-    it belongs to (STYLE.md rule 9). Signers whose key the service holds sign now; the
-    others leave the transaction PARTIALLY_SIGNED until their signatures arrive.
-    """
-    config = config or TxConfig()
-    rpc = rpc_for(cluster)
-    fee_payer = config.fee_payer or fee_payers.platform_fee_payer(cluster)
-    by_key: dict[str, SignerSpec] = {str(fee_payer.pubkey): fee_payer}
-    for spec in signers:
-        by_key.setdefault(str(spec.pubkey), spec)
-
-    nonce_row = None
-    nonce = None
-    if config.lifetime == MessageLifetime.DURABLE_NONCE:
-        nonce_row = _lease_nonce(cluster)
-        nonce = builder.NonceLease(address=Pubkey.from_string(nonce_row.address), authority=_pubkey_of(nonce_row.authority_key))
-        by_key.setdefault(str(nonce.authority), SignerSpec(nonce.authority, nonce_row.authority_key))
-
-    built = builder.build(
-        builder.BuildPlan(instructions=instructions, fee_payer=fee_payer.pubkey, version=config.version, compute=config.compute, nonce=nonce, lookup_tables=config.lookup_tables),
-        rpc,
-    )
-    required = [str(k) for k in built.signers]
-    unknown = [k for k in required if k not in by_key]
-    if unknown:
-        raise LedgerError(f"The transaction needs signatures the request does not account for: {', '.join(unknown)}.", code="MISSING_SIGNER")
-    if simulate:
-        rpc.simulate(builder.assemble(built.message, {}), signers=signers, fee_payer=fee_payer)
-
-    message_bytes = built.to_bytes()
-    managed = [by_key[k] for k in required if by_key[k].managed_key is not None]
-    signatures = sign_all(message_bytes, _signers_of(managed))
-    complete = all(k in signatures for k in required)
-    tx = Transaction.objects.create(
-        tenant=tenant,
-        cluster=cluster,
-        operation=operation,
-        effects=effects_data or {},
-        created_by_key=api_key,
-        request_id=request_id,
-        status=TransactionStatus.SIGNED if complete else TransactionStatus.PARTIALLY_SIGNED,
-        onchain_id=signatures.get(required[0]),
-        message=message_bytes,
-        version=config.version,
-        lifetime=config.lifetime,
-        blockhash=str(built.blockhash),
-        last_valid_block_height=built.last_valid_block_height,
-        nonce_account=nonce_row.address if nonce_row else "",
-        fee_payer=str(fee_payer.pubkey),
-        required_signers=required,
-        signatures=signatures,
-        commitment=config.commitment,
-        submit_when_signed=submit,
-    )
-    if nonce_row is not None:
-        NonceAccount.objects.filter(pk=nonce_row.pk).update(leased_by=tx)
-    _event(tx, "PREPARED", status=tx.status, signers=required, signed=sorted(signatures))
-    if complete and submit:
-        _submit_on_commit(tx)
-    return tx
+    prepared = transaction_build(tenant=tenant, cluster=cluster, operation=operation, instructions=instructions, signers=signers, config=config, simulate=simulate)
+    with write_phase(on_abort=prepared.release):
+        return transaction_record(prepared, effects_data=effects_data, api_key=api_key, request_id=request_id, submit=submit)
 
 
 def _pubkey_of(managed_key) -> Pubkey:
     return Pubkey.from_string(managed_key.public_key)
-
-
-def _lease_nonce(cluster: str) -> NonceAccount:
-    """A free nonce account of the platform pool, locked for this transaction."""
-    row = NonceAccount.objects.select_for_update(skip_locked=True).filter(cluster=cluster, leased_by__isnull=True).order_by("pk").first()
-    if row is None:
-        row = fee_payers.nonce_account_create(cluster)
-    return row
 
 
 def _submit_on_commit(tx: Transaction) -> None:

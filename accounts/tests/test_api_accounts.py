@@ -20,6 +20,13 @@ ACCOUNTS = "/api/v1/accounts"
 pytestmark = pytest.mark.chain
 
 
+@pytest.fixture(autouse=True)
+def localnet_airdrop_funding(settings):
+    """Seeds and rent with no funding account are paid by the localnet airdrop funder
+    (opt-in, docs/accounts.md "Who pays"); tests of the refusal turn it off."""
+    settings.LEDGER_LOCALNET_AIRDROP_FUNDING = True
+
+
 def create(client, item, *, wait=False, request_id=None, **extra):
     path = ACCOUNTS + ("?wait=confirmed" if wait else "")
     return client.call("post", path, {"itemData": item, **extra}, request_id=request_id)

@@ -9,7 +9,7 @@ import pytest
 from solders.pubkey import Pubkey
 
 from conftest import assert_error
-from instruments.tests.test_api_instruments import BASE, BOND, _b64, created, wallet
+from instruments.tests.test_api_instruments import BASE, BOND, _b64, created, localnet_airdrop_funding, wallet  # noqa: F401 (autouse fixture)
 
 CALC = BASE + "/token-extensions-calculator"
 pytestmark = pytest.mark.chain

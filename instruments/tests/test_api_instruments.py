@@ -23,6 +23,13 @@ from instruments.webhooks import opened
 from transactions.tests.chainkit import funded, send
 
 BASE = "/api/v1/financial-instruments"
+
+
+@pytest.fixture(autouse=True)
+def localnet_airdrop_funding(settings):
+    """Seeds and rent with no funding account are paid by the localnet airdrop funder
+    (opt-in, docs/accounts.md "Who pays"); tests of the refusal turn it off."""
+    settings.LEDGER_LOCALNET_AIRDROP_FUNDING = True
 pytestmark = pytest.mark.chain
 BOND = {"offchainReferences": {"newAlId": {"financialInstrumentType": "CORPORATE_BOND"}}}
 

@@ -1,15 +1,30 @@
-"""x-request-id idempotency for mutating operations.
+"""x-request-id idempotency for mutating operations, and the write phase of a mutation.
 
-``@idempotent`` wraps a view method. With an ``x-request-id`` (a UUID) it runs the
-operation inside one database transaction that also inserts the IdempotencyRecord for
-(API key, request id) and stores the response in it:
+``@idempotent`` wraps a view method. A mutation that talks to the network runs in three
+phases (docs/transactions.md, "Path of a mutation"): read and validate, build / simulate /
+sign (network calls, no database writes, no locks), then one short **write phase**: the
+service's ``with write_phase():`` block, where it takes its row locks, re-checks what may
+have changed and writes its rows. No database transaction is open during the network
+calls, so on SQLite (``BEGIN IMMEDIATE``) the global write lock is never held across RPC.
 
-- the unique constraint makes a concurrent request with the same id wait for the first
-  one's transaction, then replay its stored response: the operation runs once;
+With an ``x-request-id`` (a UUID):
+
+- a request whose record exists is replayed at once from the stored bytes (same status,
+  byte-for-byte the same body, header ``x-idempotent-replay: true``);
+- otherwise the view runs; the write phase opens the database transaction, inserts the
+  IdempotencyRecord for (API key, request id) first, and stays open until the response
+  is rendered and stored in the record, so the domain rows and the stored response commit
+  together. A concurrent request with the same id blocks on the record's unique key (on
+  SQLite: on BEGIN IMMEDIATE) until the first commits, then replays it: the write phase
+  runs once. The read and network phases may run twice; they write nothing;
 - a request that crashes (or answers 5xx) rolls back with its record, so a retry runs
-  afresh and nothing half-done is ever replayed;
-- 2xx and 4xx responses are stored and replayed with the same status and body; the same
-  id with a different method, path or body is a 409.
+  afresh and nothing half-done is ever replayed (``on_abort`` callbacks of the write phase
+  run then, e.g. to release a leased nonce account);
+- 2xx and 4xx responses are stored and replayed; the same id with a different method,
+  path or body is a 409 ``REQUEST_ID_REUSED``.
+
+``@idempotent(phased=False)`` (views that only write, like the tests' probe) keeps the
+older shape: the write phase is entered before the view runs.
 
 Records are kept LEDGER_IDEMPOTENCY_RETENTION_HOURS (default 48) and purged by the
 ``ledger.tenancy.purge_idempotency_records`` periodic task.
@@ -17,13 +32,17 @@ Records are kept LEDGER_IDEMPOTENCY_RETENTION_HOURS (default 48) and purged by t
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import hashlib
 import json
+from typing import Callable
 
 from django.db import IntegrityError, transaction
+from django.http import HttpResponse
 from rest_framework.exceptions import APIException
-from rest_framework.response import Response
+from rest_framework.renderers import JSONRenderer
 
 from ledger_project.api.errors import ConflictError, LedgerError
 
@@ -45,60 +64,175 @@ def client_request_id(request):
     return parsed
 
 
-def _replay(record, fingerprint: str) -> Response:
+def _replay(record, fingerprint: str) -> HttpResponse:
     if record.body_hash != fingerprint:
         raise ConflictError(
             "This x-request-id was already used for a different request; use a new id for a new request.",
             field="x-request-id",
             code="REQUEST_ID_REUSED",
         )
-    response = Response(record.response_body, status=record.status_code)
+    response = HttpResponse(bytes(record.response_bytes), status=record.status_code, content_type="application/json")
     response[REPLAY_HEADER] = "true"
     return response
 
 
-def _run_once(view, request, request_id, view_method, args, kwargs) -> Response:
-    from tenancy.models import IdempotencyRecord
+class _Replay(Exception):
+    """A concurrent request with the same id committed first: replay it."""
 
-    if request_id is None:
-        with transaction.atomic():
-            return view_method(view, request, *args, **kwargs)
 
-    fingerprint = request_fingerprint(request)
+class _Pending:
+    """One idempotent request whose write phase has not committed yet."""
+
+    def __init__(self, request, request_id, fingerprint: str | None):
+        self.request, self.request_id, self.fingerprint = request, request_id, fingerprint
+        self.outer = self.inner = None
+        self.record = None
+        self.on_abort: list[Callable[[], None]] = []
+
+    @property
+    def entered(self) -> bool:
+        return self.outer is not None
+
+    def begin(self) -> None:
+        """Open the write phase: the database transaction, the record first, then a
+        savepoint for the operation's own rows (a 4xx rolls back to it, keeping the record)."""
+        from tenancy.models import IdempotencyRecord
+
+        self.outer = transaction.atomic()
+        self.outer.__enter__()
+        if self.request_id is not None:
+            try:
+                with transaction.atomic():
+                    self.record = IdempotencyRecord.objects.create(
+                        api_key=self.request.user, request_id=self.request_id, method=self.request.method,
+                        path=self.request.path[:300], body_hash=self.fingerprint,
+                    )
+            except IntegrityError:
+                raise _Replay()
+        self.inner = transaction.atomic()
+        self.inner.__enter__()
+
+    def rollback(self, exc: BaseException) -> None:
+        info = (type(exc), exc, exc.__traceback__)
+        try:
+            for part in (self.inner, self.outer):
+                if part is not None:
+                    part.__exit__(*info)
+        finally:
+            self.inner = self.outer = None
+            callbacks, self.on_abort = self.on_abort, []
+            for callback in callbacks:
+                callback()
+
+    def commit(self, response, *, failed: BaseException | None) -> None:
+        """Store the response with the rows (a 4xx: without the operation's rows)."""
+        if not self.entered:
+            self.begin()
+        if failed is not None:
+            self.inner.__exit__(type(failed), failed, failed.__traceback__)
+        else:
+            self.inner.__exit__(None, None, None)
+        self.inner = None
+        if self.record is not None:
+            self.record.status_code = response.status_code
+            self.record.response_bytes = JSONRenderer().render(response.data)
+            self.record.save(update_fields=["status_code", "response_bytes"])
+        outer, self.outer = self.outer, None
+        outer.__exit__(None, None, None)
+        self.on_abort = []
+
+
+_pending: contextvars.ContextVar[_Pending | None] = contextvars.ContextVar("ledger_write_phase", default=None)
+
+
+@contextlib.contextmanager
+def write_phase(*, on_abort: Callable[[], None] | None = None):
+    """The one short database transaction of a mutation (locks, re-checks, writes).
+
+    Inside an idempotent request, the first write phase opens the request's database
+    transaction and it stays open until the response is stored (see the module
+    docstring); nested or later write phases are savepoints in it. Elsewhere (admin,
+    workers, tests calling services) it is a plain ``transaction.atomic()``.
+    ``on_abort`` runs when the write phase does not commit.
+    """
+    pending = _pending.get()
+    if pending is None:
+        try:
+            with transaction.atomic():
+                yield
+        except BaseException:
+            if on_abort is not None:
+                on_abort()
+            raise
+        return
+    if not pending.entered:
+        if on_abort is not None:
+            pending.on_abort.append(on_abort)  # before begin(): a replayed duplicate releases too
+        pending.begin()
+        yield
+        return
+    if on_abort is not None:
+        pending.on_abort.append(on_abort)
     with transaction.atomic():
+        yield
+
+
+def _run(view, request, view_method, args, kwargs, pending: _Pending):
+    token = _pending.set(pending)
+    try:
         try:
-            with transaction.atomic():
-                record = IdempotencyRecord.objects.create(
-                    api_key=request.user, request_id=request_id, method=request.method, path=request.path[:300], body_hash=fingerprint
-                )
-        except IntegrityError:
-            # The first request committed while we waited on the unique index.
-            record = IdempotencyRecord.objects.get(api_key=request.user, request_id=request_id)
-            return _replay(record, fingerprint)
-        try:
-            with transaction.atomic():
-                response = view_method(view, request, *args, **kwargs)
+            response = view_method(view, request, *args, **kwargs)
+            failed = None
         except (LedgerError, APIException) as exc:
             response = view.handle_exception(exc)
             if response.status_code >= 500:
                 raise
-        record.status_code = response.status_code
-        record.response_body = response.data
-        record.save(update_fields=["status_code", "response_body"])
+            failed = exc
+        pending.commit(response, failed=failed)
         return response
+    except BaseException as exc:
+        pending.rollback(exc)
+        raise
+    finally:
+        _pending.reset(token)
 
 
-def idempotent(view_method):
-    @functools.wraps(view_method)
-    def wrapper(self, request, *args, **kwargs):
-        request_id = client_request_id(request)
-        response = _run_once(self, request, request_id, view_method, args, kwargs)
-        # Work that must follow the commit (e.g. ?wait=confirmed: the worker only sees the
-        # transaction once it is committed). The stored replay keeps the pre-wait body.
-        after_commit = getattr(response, "after_commit", None)
-        if after_commit is not None:
-            after_commit(response)
-        return response
+def _run_once(view, request, request_id, view_method, args, kwargs, phased: bool):
+    from tenancy.models import IdempotencyRecord
 
-    wrapper.idempotent = True
-    return wrapper
+    fingerprint = None
+    if request_id is not None:
+        fingerprint = request_fingerprint(request)
+        record = IdempotencyRecord.objects.filter(api_key=request.user, request_id=request_id).first()
+        if record is not None:
+            return _replay(record, fingerprint)
+    pending = _Pending(request, request_id, fingerprint)
+    method = view_method
+    if not phased:
+        def method(v, r, *a, **k):
+            pending.begin()
+            return view_method(v, r, *a, **k)
+    try:
+        return _run(view, request, method, args, kwargs, pending)
+    except _Replay:
+        # The first request committed while we waited on the unique key.
+        return _replay(IdempotencyRecord.objects.get(api_key=request.user, request_id=request_id), fingerprint)
+
+
+def idempotent(view_method=None, *, phased: bool = True):
+    def decorate(fn):
+        @functools.wraps(fn)
+        def wrapper(self, request, *args, **kwargs):
+            request_id = client_request_id(request)
+            response = _run_once(self, request, request_id, fn, args, kwargs, phased)
+            # Work that must follow the commit (e.g. ?wait=confirmed: the worker only sees
+            # the transaction once it is committed). The stored replay keeps the pre-wait body.
+            after_commit = getattr(response, "after_commit", None)
+            if after_commit is not None:
+                after_commit(response)
+            return response
+
+        wrapper.idempotent = True
+        return wrapper
+
+    return decorate(view_method) if view_method is not None else decorate

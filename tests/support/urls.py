@@ -11,7 +11,7 @@ from rest_framework.response import Response
 
 from ledger_project.api.envelope import EnvelopeSerializer, StrictCharField, StrictIntegerField, StrictSerializer, validated
 from ledger_project.api.errors import ConflictError
-from ledger_project.api.idempotency import idempotent
+from ledger_project.api.idempotency import idempotent, write_phase
 from ledger_project.api.viewsets import TenantScopedViewSet
 from ledger_project.urls import urlpatterns as real_urlpatterns
 from tenancy.models import TenantOrganization
@@ -29,7 +29,7 @@ class ProbeInput(EnvelopeSerializer):
 
 
 class ProbeViewSet(TenantScopedViewSet):
-    @idempotent
+    @idempotent(phased=False)
     def create(self, request):
         external_id = validated(ProbeInput, request)["itemData"]["externalId"]
         if TenantOrganization.objects.filter(external_id=external_id).exists():
@@ -40,8 +40,33 @@ class ProbeViewSet(TenantScopedViewSet):
         return Response({"created": {"offchainId": str(org.offchain_id)}, "actingFor": self.tenant.external_id}, status=status.HTTP_201_CREATED)
 
 
+def probe_network(external_id: str) -> None:
+    """Stands for the network phase of a phased mutation (tests patch it to observe it)."""
+
+
+ABORTED: list[str] = []
+
+
+class PhasedProbeViewSet(TenantScopedViewSet):
+    """A mutation in the three phases: read, network (no transaction), write phase."""
+
+    @idempotent
+    def create(self, request):
+        external_id = validated(ProbeInput, request)["itemData"]["externalId"]
+        probe_network(external_id)
+        with write_phase(on_abort=lambda: ABORTED.append(external_id)):
+            org = TenantOrganization.objects.create(external_id=external_id, name="phased probe")
+            if external_id.startswith("CRASH"):
+                raise RuntimeError("boom in the write phase")
+            if external_id.startswith("REFUSE"):
+                raise ConflictError("refused after a write", field="itemData.externalId")
+        # Keys deliberately not in sorted order: a replay must keep them as sent.
+        return Response({"zeta": 1, "created": {"offchainId": str(org.offchain_id)}, "alpha": [3, 2, 1]}, status=status.HTTP_201_CREATED)
+
+
 urlpatterns = [
     path("test/probe", ProbeViewSet.as_view({"post": "create"})),
+    path("test/phased-probe", PhasedProbeViewSet.as_view({"post": "create"})),
     *real_urlpatterns,
 ]
 handler404 = "ledger_project.api.errors.handler404"

@@ -1,0 +1,13 @@
+"""Row-lock helpers (STYLE.md rule 11): rows of one table are locked in pk order, tables
+in a fixed order (records first, hot shared rows such as sequences last), and only inside
+a write phase (ledger_project.api.idempotency.write_phase), never across a network call.
+On SQLite ``select_for_update`` is a no-op: BEGIN IMMEDIATE already serializes writers."""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+
+
+def lock_rows(queryset: QuerySet) -> list:
+    """Lock every row of ``queryset`` in pk order; returns them in that order."""
+    return list(queryset.select_for_update().order_by("pk"))

@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('instruments', '0001_financial_instruments'),
+        ('instruments', '0002_c_alid_sequence_per_tenant'),
         ('transactions', '0002_alter_transaction_cluster'),
     ]
 

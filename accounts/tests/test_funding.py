@@ -74,9 +74,9 @@ def test_network_calls_run_outside_any_database_transaction(api, celery_worker_p
     seen = []
     real = ChainRpc.simulate
 
-    def simulate(self, transaction):
+    def simulate(self, transaction, **kwargs):
         seen.append(connection.in_atomic_block)
-        return real(self, transaction)
+        return real(self, transaction, **kwargs)
 
     monkeypatch.setattr(ChainRpc, "simulate", simulate)
     response = create(api, {"managed": True, "seed": {"lamports": 2_000_000}}, request_id="6f1d2c3b-8a4e-4f00-9c1d-000000000001")

@@ -70,7 +70,7 @@ def held_account_create(api, payer: Keypair, lifetime: str, code: str):
 
 @pytest.mark.django_db(transaction=True)
 def test_partially_signed_account_creation_expires_and_its_account_fails(api, chain, settings):
-    fee_payers.nonce_pool_fill(cluster=CLUSTER, target=3)
+    fee_payers.nonce_pool_fill(cluster=CLUSTER, target=4)  # stays above the low-water mark: no fill queued
     payer = funded(chain, 10**9)
     assert api.call("post", "/api/v1/accounts", {"itemData": {"managed": False, "alreadyOnchain": True, "onchainId": str(payer.pubkey())}}).status_code == 201
     by_blockhash, tx_blockhash = held_account_create(api, payer, "RECENT_BLOCKHASH", "HELD-1")

@@ -282,17 +282,18 @@ def _broadcast(tx: Transaction, *, first: bool = False) -> None:
         logger.warning("broadcast failed: %s", exc.message, extra={"transactionId": str(tx.offchain_id)})
 
 
-def _finish(tx: Transaction, status: str, **fields) -> bool:
+def _finish(tx: Transaction, status: str, *, unless_moved: Q | None = None, **fields) -> bool:
     """End a transaction that did not land (FAILED, EXPIRED, CANCELLED) — never one that
     is CONFIRMED or already ended — run the operation's failure effects once and end its
-    nonce lease. Returns whether this call ended it."""
+    nonce lease. ``unless_moved`` narrows the statuses it may end from (a cancel must not
+    end a transaction submitted meanwhile). Returns whether this call ended it."""
     executed = status == TransactionStatus.FAILED and fields.get("slot") is not None
     if tx.lifetime == MessageLifetime.DURABLE_NONCE and tx.nonce_account and not executed:
         # Before the nonce is leased again, the value this transaction was signed over must
         # be spent, or its bytes could still execute later (no-op when it moved on already).
         fee_payers.nonce_advance(cluster=tx.cluster, nonce_address=tx.nonce_account, expected=tx.blockhash)
     with db_transaction.atomic():
-        updated = Transaction.objects.filter(pk=tx.pk, status__in=_ENDABLE).update(status=status, updated_at=timezone.now(), **fields)
+        updated = Transaction.objects.filter(unless_moved or Q(), pk=tx.pk, status__in=_ENDABLE).update(status=status, updated_at=timezone.now(), **fields)
         if not updated:
             return False
         NonceAccount.objects.filter(leased_by_id=tx.pk).update(leased_by=None, leased_at=None)
@@ -426,11 +427,12 @@ def transaction_cancel(*, transaction: Transaction, reason: str = "") -> Transac
     A RECENT_BLOCKHASH one is never sent by the service again; docs/transactions.md says
     what that means for signatures handed out before its blockhash expires.
     """
-    tx = Transaction.objects.filter(pk=transaction.pk).first()
-    if tx is None or tx.status not in HELD or (tx.status == TransactionStatus.SIGNED and tx.submit_when_signed):
-        status = tx.status if tx is not None else "unknown"
+    not_submitted = Q(status__in=[TransactionStatus.PENDING_APPROVAL, TransactionStatus.PARTIALLY_SIGNED]) | Q(status=TransactionStatus.SIGNED, submit_when_signed=False)
+    tx = Transaction.objects.filter(not_submitted, pk=transaction.pk).first()
+    if tx is None:
+        status = Transaction.objects.filter(pk=transaction.pk).values_list("status", flat=True).first() or "unknown"
         raise LedgerError(f"The transaction is {status}; only transactions not yet submitted (PENDING_APPROVAL, PARTIALLY_SIGNED, held SIGNED) can be cancelled.", code="INVALID_TRANSACTION_STATE")
-    if not _finish(tx, TransactionStatus.CANCELLED, error_message=reason or "Cancelled before submission; nothing was executed."):
+    if not _finish(tx, TransactionStatus.CANCELLED, unless_moved=not_submitted, error_message=reason or "Cancelled before submission; nothing was executed."):
         tx.refresh_from_db()
         raise LedgerError(f"The transaction is {tx.status}; it can no longer be cancelled.", code="INVALID_TRANSACTION_STATE")
     tx.refresh_from_db()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 from django.db import transaction as db_transaction
-from solders.keypair import Keypair
 from solders.pubkey import Pubkey
 from solders.signature import Signature
 from solders.system_program import TransferParams, transfer

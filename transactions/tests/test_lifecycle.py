@@ -22,7 +22,7 @@ from transactions import fee_payers, services, tasks
 from transactions.chain.rpc import rpc_for
 from transactions.models import NonceAccount, Transaction, TransactionEvent, TransactionStatus
 from transactions.services import SignerSpec, TxConfig
-from transactions.tests.chainkit import funded, nonce_value, send
+from transactions.tests.chainkit import funded, nonce_value, send, wait
 
 pytestmark = pytest.mark.chain
 CLUSTER = "CHAIN_LOCALNET"
@@ -231,9 +231,12 @@ def test_broker_outage_after_commit_answers_the_stored_result_and_reconciliation
     def broker_down(*args, **kwargs):
         raise OperationalError("Error 111 connecting to the broker. Connection refused.")
 
+    payer = api.call("post", "/api/v1/accounts", {"itemData": {"managed": True, "offchainReferences": {"code": "PAYER"}}}).json()["newAccount"]["onchainId"]
+    wait(chain, chain.request_airdrop(Pubkey.from_string(payer), 10**9).value)
     with monkeypatch.context() as patch:
         patch.setattr(tasks.submit_transaction, "delay", broker_down)
-        response = api.call("post", "/api/v1/accounts", {"itemData": {"managed": True, "seed": {"lamports": 3_000_000}}})
+        body = {"itemData": {"managed": True, "seed": {"lamports": 3_000_000}}, "svmTransactionConfig": {"feePayer": {"onchainId": payer}}}
+        response = api.call("post", "/api/v1/accounts", body)
     assert response.status_code == 201, response.content[:300]
     body = response.json()
     tx = Transaction.objects.get(offchain_id=body["svmTransaction"]["offchainId"])

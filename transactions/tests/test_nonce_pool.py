@@ -43,35 +43,46 @@ def onchain_nonce_accounts(client: Client) -> dict[str, bytes]:
     return {str(item.pubkey): bytes(item.account.data[8:40]) for item in found}
 
 
-def seeded_create(api, lamports: int, **config):
-    body = {"itemData": {"managed": True, "seed": {"lamports": lamports}}, "svmTransactionConfig": {**NONCE, **config}}
+def tenant_payer(api, client: Client) -> dict:
+    """feePayer of the tenant's own (a funded account whose key it keeps): it pays the seed."""
+    payer = funded(client, 10**9)
+    onboard = api.call("post", "/api/v1/accounts", {"itemData": {"managed": False, "alreadyOnchain": True, "onchainId": str(payer.pubkey())}})
+    assert onboard.status_code == 201, onboard.json()
+    return {"onchainId": str(payer.pubkey())}
+
+
+def seeded_create(api, payer: dict, lamports: int):
+    body = {"itemData": {"managed": True, "seed": {"lamports": lamports}}, "svmTransactionConfig": {**NONCE, "feePayer": payer}}
     return api.call("post", "/api/v1/accounts", body)
 
 
 @pytest.mark.django_db(transaction=True)
 def test_empty_pool_is_503_with_retry_after_and_changes_nothing(api, private_node):
     client, kicked = private_node
-    response = seeded_create(api, 2_000_000)
+    payer = tenant_payer(api, client)
+    accounts = Account.objects.count()
+    response = seeded_create(api, payer, 2_000_000)
     assert_error(response, 503, "NONCE_POOL_EMPTY")
     assert int(response["Retry-After"]) > 0
     assert kicked == [CLUSTER]  # the pool task was asked to create more
-    assert not Account.objects.exists() and not Transaction.objects.exists() and not NonceAccount.objects.exists()
+    assert Account.objects.count() == accounts and not Transaction.objects.exists() and not NonceAccount.objects.exists()
     assert onchain_nonce_accounts(client) == {}
 
 
 @pytest.mark.django_db(transaction=True)
 def test_failed_request_leaves_no_onchain_nonce_account_without_its_row(api, private_node):
     client, _ = private_node
+    payer = tenant_payer(api, client)
     # Before: the request created the account on chain in its own database transaction, and
     # the simulation failure rolled back its row and authority key.
-    refused = seeded_create(api, 10**18)
+    refused = seeded_create(api, payer, 10**18)
     assert refused.status_code in (400, 503), refused.json()
     fee_payers.nonce_pool_fill(cluster=CLUSTER, target=1)
     leased = fee_payers.nonce_lease(cluster=CLUSTER)
-    failed = seeded_create(api, 10**18)  # the pool is empty again
+    failed = seeded_create(api, payer, 10**18)  # the pool is empty again
     assert_error(failed, 503, "NONCE_POOL_EMPTY")
     fee_payers.nonce_lease_release(nonce_account_id=leased.pk)
-    failed = seeded_create(api, 10**18)  # a free account, then a simulation failure
+    failed = seeded_create(api, payer, 10**18)  # a free account, then a simulation failure
     assert_error(failed, 400, "TRANSACTION_SIMULATION_FAILED")
     rows = {row.address: bytes(Pubkey.from_string(row.authority_key.public_key)) for row in NonceAccount.objects.select_related("authority_key")}
     assert onchain_nonce_accounts(client) == rows
@@ -113,10 +124,7 @@ def test_unbound_lease_is_reclaimed_after_the_timeout(private_node, settings):
 def test_durable_nonce_request_uses_a_pooled_account(api, private_node):
     client, _ = private_node
     fee_payers.nonce_pool_fill(cluster=CLUSTER, target=2)
-    payer = funded(client, 10**9)
-    onboard = api.call("post", "/api/v1/accounts", {"itemData": {"managed": False, "alreadyOnchain": True, "onchainId": str(payer.pubkey())}})
-    assert onboard.status_code == 201, onboard.json()
-    response = seeded_create(api, 2_000_000, feePayer={"onchainId": str(payer.pubkey())})
+    response = seeded_create(api, tenant_payer(api, client), 2_000_000)
     assert response.status_code == 201, response.json()
     tx = Transaction.objects.get(offchain_id=response.json()["svmTransaction"]["offchainId"])
     lease = NonceAccount.objects.get(address=tx.nonce_account)

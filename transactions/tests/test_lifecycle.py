@@ -249,3 +249,14 @@ def test_broker_outage_after_commit_answers_the_stored_result_and_reconciliation
 
     wait_for(done, timeout=40, what="reconciliation to submit it")
     assert chain.get_balance(Pubkey.from_string(body["newAccount"]["onchainId"])).value == 3_000_000
+
+
+@pytest.mark.django_db(transaction=True)
+def test_admin_cancels_unsubmitted_transactions_through_the_service(admin_client, tenant, chain):
+    outsider = funded(chain, 10**9)  # its key is not held: the transfer waits PARTIALLY_SIGNED
+    held = prepare(tenant, [transfer(TransferParams(from_pubkey=outsider.pubkey(), to_pubkey=Keypair().pubkey(), lamports=1))], [SignerSpec(outsider.pubkey(), None)])
+    assert held.status == TransactionStatus.PARTIALLY_SIGNED
+    response = admin_client.post("/admin/transactions/transaction/", {"action": "cancel_unsubmitted", "_selected_action": [held.pk]}, follow=True)
+    assert response.status_code == 200 and "1 transaction(s) cancelled" in response.content.decode()
+    held.refresh_from_db()
+    assert held.status == TransactionStatus.CANCELLED and events(held, "FAILURE_EFFECTS_APPLIED") == 1

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
-from django.utils import timezone
-from solders.pubkey import Pubkey
+import logging
+from datetime import timedelta
 
+from django.utils import timezone
+from solders.signature import Signature
+
+from transactions.chain.builder import message_from_bytes
 from transactions.chain.rpc import rpc_for
 from transactions.effects import effect_handler, failure_handler, on_every_confirmation, touched_addresses
 
-from .models import Account, AccountStatus
-from .services import balances_record
+from .models import Account, AccountStatus, BalanceSnapshot
+
+logger = logging.getLogger("ledger.accounts")
 
 
 def _account(tx) -> Account | None:
@@ -60,13 +65,42 @@ def in_flight_ended(tx) -> None:
 
 @on_every_confirmation
 def balances_after(tx) -> None:
-    """Balance history: every recorded account the transaction touched, as the chain now
-    has it (one getMultipleAccounts call)."""
+    """Balance history from the transaction's own pre/post balances (getTransaction meta),
+    in slot order.
+
+    Re-reading the accounts after confirmation could record a later transaction's result
+    under this one, and two confirmations applied out of order could move a balance
+    backwards. The chain's record of *this* transaction says exactly what it left, and its
+    slot places it: the current balance only moves to a transaction that comes after the one
+    it reflects (a later slot, or the same slot starting from the recorded balance); an
+    earlier one only adds its history entry, placed before the later entries.
+    """
     keys = touched_addresses(tx)
-    accounts = list(Account.objects.filter(cluster=tx.cluster, address__in=keys))
-    if not accounts:
+    message = message_from_bytes(bytes(tx.message))
+    if not getattr(message, "address_table_lookups", None) and not Account.objects.filter(cluster=tx.cluster, address__in=keys).exists():
         return
-    addresses = sorted({a.address for a in accounts})
-    onchain = rpc_for(tx.cluster).accounts([Pubkey.from_string(a) for a in addresses])
-    lamports = {address: (acc.lamports if acc is not None else 0) for address, acc in zip(addresses, onchain)}
-    balances_record(accounts=accounts, lamports=lamports, transaction_row=tx, at=tx.confirmed_at or timezone.now())
+    found = rpc_for(tx.cluster).transaction_balances(Signature.from_string(tx.onchain_id), keys)
+    if found is None:
+        logger.warning("transaction %s confirmed but its metadata is not available; balances not recorded", tx.onchain_id)
+        return
+    at = tx.confirmed_at or timezone.now()
+    accounts = Account.objects.select_for_update().filter(cluster=tx.cluster, address__in=list(found.lamports)).order_by("pk")
+    snapshots = []
+    for account in accounts:
+        pre, post = found.lamports[account.address]
+        current = int(account.lamports_balance)
+        # The slot the recorded balance reflects: its latest entry made from a transaction.
+        latest = BalanceSnapshot.objects.filter(account=account, transaction__slot__isnull=False).order_by("-transaction__slot", "-at", "-pk").values_list("transaction_id", "transaction__slot").first()
+        if latest is not None and latest[0] == tx.pk:
+            continue  # already recorded
+        if latest is None or found.slot > latest[1] or (found.slot == latest[1] and current == pre):
+            account.lamports_balance = post
+            account.last_transaction = tx
+            account.last_transaction_at = at
+            account.save(update_fields=["lamports_balance", "last_transaction", "last_transaction_at", "updated_at"])
+            if current != post or not account.balance_history.exists():
+                snapshots.append(BalanceSnapshot(account=account, lamports=post, transaction=tx, at=at))
+        elif pre != post:
+            later = BalanceSnapshot.objects.filter(account=account, transaction__slot__gte=found.slot).exclude(transaction=tx).order_by("at", "pk").first()
+            snapshots.append(BalanceSnapshot(account=account, lamports=post, transaction=tx, at=min(at, later.at - timedelta(microseconds=1)) if later else at))
+    BalanceSnapshot.objects.bulk_create(snapshots)

@@ -143,6 +143,7 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE = {
     "purge-idempotency-records": {"task": "ledger.tenancy.purge_idempotency_records", "schedule": 3600.0},
     "reconcile-inflight-transactions": {"task": "ledger.transactions.reconcile_inflight", "schedule": 15.0},
+    "fill-nonce-pools": {"task": "ledger.transactions.fill_nonce_pools", "schedule": 30.0},
 }
 
 # --- API ------------------------------------------------------------------------------
@@ -219,6 +220,18 @@ LEDGER_WAIT_TIMEOUT_SECONDS = env.float("LEDGER_WAIT_TIMEOUT_SECONDS", default=3
 # (svmTransactionConfig.feePayer) is paid from a throwaway key funded by airdrop. Never the
 # platform fee payer, which pays network fees only (docs/accounts.md, "Who pays").
 LEDGER_LOCALNET_AIRDROP_FUNDING = env.bool("LEDGER_LOCALNET_AIRDROP_FUNDING", default=False)
+
+# --- Durable nonce pool and transaction lifetimes (docs/transactions.md) -----------------
+# The pool task keeps LEDGER_NONCE_POOL_TARGET free nonce accounts per cluster listed in
+# LEDGER_NONCE_POOL_CLUSTERS (beat) and is kicked when a lease leaves fewer than LOW_WATER.
+LEDGER_NONCE_POOL_CLUSTERS = env.list("LEDGER_NONCE_POOL_CLUSTERS", default=[LEDGER_DEFAULT_CLUSTER])
+LEDGER_NONCE_POOL_TARGET = env.int("LEDGER_NONCE_POOL_TARGET", default=4)
+LEDGER_NONCE_POOL_LOW_WATER = env.int("LEDGER_NONCE_POOL_LOW_WATER", default=2)
+LEDGER_NONCE_POOL_RETRY_AFTER_SECONDS = env.int("LEDGER_NONCE_POOL_RETRY_AFTER_SECONDS", default=5)
+LEDGER_NONCE_LEASE_TIMEOUT_SECONDS = env.int("LEDGER_NONCE_LEASE_TIMEOUT_SECONDS", default=300)
+# A DURABLE_NONCE transaction not landed this long after it was built (waiting for
+# signatures or approval) or submitted is ended: its nonce is advanced, then EXPIRED.
+LEDGER_DURABLE_NONCE_WINDOW_SECONDS = env.int("LEDGER_DURABLE_NONCE_WINDOW_SECONDS", default=24 * 3600)
 
 # --- Key custody ----------------------------------------------------------------------
 # The master key comes from LEDGER_MASTER_KEY or from an existing key file. Only the

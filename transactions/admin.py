@@ -2,6 +2,8 @@
 
 from django.contrib import admin, messages
 
+from ledger_project.api.errors import LedgerError
+
 from . import services
 from .models import NonceAccount, PlatformFeePayer, Transaction, TransactionEvent
 
@@ -24,7 +26,7 @@ class TransactionAdmin(admin.ModelAdmin):
     exclude = ("message",)
     readonly_fields = [f.name for f in Transaction._meta.fields if f.name != "message"]
     inlines = [EventInline]
-    actions = ["submit_held"]
+    actions = ["submit_held", "cancel_unsubmitted"]
 
     def has_add_permission(self, request):
         return False
@@ -38,6 +40,20 @@ class TransactionAdmin(admin.ModelAdmin):
         self.message_user(request, f"{done} transaction(s) queued for submission.", messages.SUCCESS)
 
 
+    @admin.action(description="Cancel (not yet submitted: PENDING_APPROVAL, PARTIALLY_SIGNED, held SIGNED)")
+    def cancel_unsubmitted(self, request, queryset):
+        done, refused = 0, []
+        for tx in queryset:
+            try:
+                services.transaction_cancel(transaction=tx, reason=f"Cancelled in the admin by {request.user}.")
+                done += 1
+            except LedgerError as exc:
+                refused.append(f"{tx.offchain_id}: {exc.message}")
+        self.message_user(request, f"{done} transaction(s) cancelled.", messages.SUCCESS)
+        for line in refused:
+            self.message_user(request, line, messages.WARNING)
+
+
 @admin.register(PlatformFeePayer)
 class PlatformFeePayerAdmin(admin.ModelAdmin):
     list_display = ("cluster", "managed_key", "created_at")
@@ -46,6 +62,6 @@ class PlatformFeePayerAdmin(admin.ModelAdmin):
 
 @admin.register(NonceAccount)
 class NonceAccountAdmin(admin.ModelAdmin):
-    list_display = ("address", "cluster", "leased_by", "created_at")
-    list_filter = ("cluster",)
-    readonly_fields = ("address", "cluster", "authority_key", "leased_by", "created_at")
+    list_display = ("address", "cluster", "state", "leased_by", "leased_at", "created_at")
+    list_filter = ("cluster", "state")
+    readonly_fields = ("address", "cluster", "state", "account_key", "authority_key", "leased_by", "leased_at", "created_at")

@@ -2,21 +2,43 @@
 
 On CHAIN_LOCALNET the fee payer is funded by airdrop whenever it runs low; on other
 clusters operators fund it (its address is in the admin and in /healthz-adjacent docs).
+
+The nonce pool (docs/transactions.md, "Durable nonces"): requests only lease
+(``nonce_lease``); accounts are created ahead of demand by the pool task
+(``nonce_pool_fill``), which records each account's keys before it sends the creation.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
+from datetime import timedelta
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
-from solders.keypair import Keypair
+from django.utils import timezone
+from solders.hash import Hash
+from solders.message import Message
 from solders.pubkey import Pubkey
-from solders.system_program import CreateAccountParams, InitializeNonceAccountParams, create_account, initialize_nonce_account
+from solders.system_program import (
+    AdvanceNonceAccountParams,
+    CreateAccountParams,
+    InitializeNonceAccountParams,
+    advance_nonce_account,
+    create_account,
+    initialize_nonce_account,
+)
+
+from ledger_project.api.errors import ServiceUnavailableError
 
 from .chain import builder
+from .chain.errors import SimulationFailed
 from .chain.rpc import is_localnet, rpc_for
-from .models import NonceAccount, PlatformFeePayer
+from .models import NonceAccount, NonceState, PlatformFeePayer
+
+logger = logging.getLogger("ledger.transactions")
+SYSTEM_PROGRAM = Pubkey.from_string("11111111111111111111111111111111")
 
 LOCALNET_MIN_BALANCE = 10 * 10**9
 LOCALNET_TOP_UP = 1_000 * 10**9
@@ -66,56 +88,189 @@ def ensure_localnet_funds(cluster: str, pubkey: Pubkey, minimum: int = LOCALNET_
             time.sleep(0.05)
 
 
-def nonce_account_create(cluster: str) -> NonceAccount:
-    """Create and initialize a new nonce account for the pool (its own transaction, sent
-    and confirmed synchronously: a pool entry must exist on chain before use)."""
-    from accounts.custody import managed_key_generate, managed_key_signer
+class NoncePoolEmpty(ServiceUnavailableError):
+    """503: every pooled nonce account is leased; the pool task is creating more."""
 
-    rpc = rpc_for(cluster)
-    payer = platform_fee_payer(cluster)
-    authority_key = managed_key_generate()
-    authority = Pubkey.from_string(authority_key.public_key)
-    nonce_keypair = Keypair()
-    lamports = rpc.minimum_balance_for_rent_exemption(builder.NONCE_ACCOUNT_SIZE)
-    instructions = [
-        create_account(CreateAccountParams(from_pubkey=payer.pubkey, to_pubkey=nonce_keypair.pubkey(), lamports=lamports, space=builder.NONCE_ACCOUNT_SIZE, owner=Pubkey.from_string("11111111111111111111111111111111"))),
-        initialize_nonce_account(InitializeNonceAccountParams(nonce_pubkey=nonce_keypair.pubkey(), authority=authority)),
-    ]
-    built = builder.build(builder.BuildPlan(instructions=instructions, fee_payer=payer.pubkey, version="LEGACY"), rpc)
-    message = built.to_bytes()
-    signatures = {str(nonce_keypair.pubkey()): str(nonce_keypair.sign_message(message))}
-    signatures[str(payer.pubkey)] = str(managed_key_signer(key=payer.managed_key).sign_message(message))
-    signature = rpc.send_raw(bytes(builder.assemble(built.message, signatures)))
-    for _ in range(200):
-        status = rpc.signature_statuses([signature])[0]
-        if status is not None:
-            if status.err is not None:
-                raise RuntimeError(f"nonce account creation failed: {status.err}")
-            break
-        time.sleep(0.05)
-    else:
-        raise RuntimeError("nonce account creation did not land")
-    # The runtime refuses to advance a nonce within the blockhash it was stored under:
-    # wait for the next blockhash so the first lease can be used at once.
-    for _ in range(100):
-        if rpc.latest_blockhash().blockhash != built.blockhash:
-            break
-        time.sleep(0.05)
-    return NonceAccount.objects.create(cluster=cluster, address=str(nonce_keypair.pubkey()), authority_key=authority_key)
+    code = "NONCE_POOL_EMPTY"
+
+    def __init__(self, cluster: str, retry_after: int):
+        self.retry_after = retry_after
+        super().__init__(
+            f"No durable nonce account of {cluster} is free; more are being created. Retry after {retry_after} s, "
+            "or use messageLifetimeStrategy RECENT_BLOCKHASH."
+        )
 
 
-# --- lease API (helper B replaces) ---
+def _free(cluster: str):
+    return NonceAccount.objects.filter(cluster=cluster, state=NonceState.READY, leased_by__isnull=True, leased_at__isnull=True)
+
+
 def nonce_lease(*, cluster: str) -> NonceAccount:
-    """A free nonce account of the pool for one transaction being built (network phase,
-    no caller transaction open). Minimal stand-in: picks a free row (creating one when the
-    pool is empty); ``services.transaction_record`` binds it with a conditional update."""
-    row = NonceAccount.objects.filter(cluster=cluster, leased_by__isnull=True).order_by("pk").first()
+    """Lease a free, ready nonce account of the pool: its own short committed write.
+
+    Never creates an account on chain (that is the pool task's job): when none is free the
+    pool task is kicked and NONCE_POOL_EMPTY (503, Retry-After) is raised. The caller binds
+    the lease to its transaction (``leased_by``) when it records it, or releases it
+    (``nonce_lease_release``); a lease never bound is reclaimed by the pool task.
+    """
+    row = None
+    for _ in range(5):
+        with transaction.atomic():
+            candidate = _free(cluster).select_for_update(skip_locked=True).order_by("pk").only("pk").first()
+            # The conditional update is the claim (SQLite ignores FOR UPDATE; a second
+            # request reading the same row finds nothing to update and tries the next).
+            if candidate is None or _free(cluster).filter(pk=candidate.pk).update(leased_at=timezone.now()):
+                row = candidate
+                break
+    if row is None or _free(cluster).count() < settings.LEDGER_NONCE_POOL_LOW_WATER:
+        _kick_fill(cluster)
     if row is None:
-        row = nonce_account_create(cluster)
-    return row
+        raise NoncePoolEmpty(cluster, settings.LEDGER_NONCE_POOL_RETRY_AFTER_SECONDS)
+    return NonceAccount.objects.select_related("authority_key").get(pk=row.pk)
 
 
 def nonce_lease_release(*, nonce_account_id: int) -> None:
-    """Give back a lease whose transaction was never recorded (stand-in: nothing to undo,
-    the stand-in lease marks nothing until the transaction binds it)."""
-    return None
+    """End a lease (the request that took it did not record a transaction, or the
+    transaction relying on it finalized or is provably dead)."""
+    NonceAccount.objects.filter(pk=nonce_account_id).update(leased_by=None, leased_at=None)
+
+
+def _kick_fill(cluster: str) -> None:
+    from .tasks import fill_nonce_pool
+
+    try:
+        fill_nonce_pool.delay(cluster=cluster)
+    except Exception:  # noqa: BLE001 - a broker outage must not fail the request; beat fills later
+        logger.warning("could not queue the nonce pool fill of %s; beat will", cluster, exc_info=True)
+
+
+def nonce_pool_reclaim(*, cluster: str | None = None) -> int:
+    """Free leases never bound to a transaction within the timeout (the request that took
+    them crashed or failed before recording its transaction)."""
+    cutoff = timezone.now() - timedelta(seconds=settings.LEDGER_NONCE_LEASE_TIMEOUT_SECONDS)
+    rows = NonceAccount.objects.filter(leased_by__isnull=True, leased_at__lt=cutoff)
+    if cluster is not None:
+        rows = rows.filter(cluster=cluster)
+    return rows.update(leased_at=None)
+
+
+def nonce_pool_fill(*, cluster: str, target: int | None = None) -> int:
+    """Bring the free part of the pool up to ``target`` (LEDGER_NONCE_POOL_TARGET); finish
+    accounts a crash left CREATING. Returns how many accounts became READY."""
+    target = settings.LEDGER_NONCE_POOL_TARGET if target is None else target
+    nonce_pool_reclaim(cluster=cluster)
+    ready = 0
+    stale = timezone.now() - timedelta(seconds=30)  # younger ones are another fill's, in progress
+    for row in NonceAccount.objects.filter(cluster=cluster, state=NonceState.CREATING, created_at__lt=stale).order_by("pk"):
+        _nonce_account_finish(row)
+        ready += 1
+    while _free(cluster).count() < target:
+        _nonce_account_finish(nonce_account_record(cluster=cluster))
+        ready += 1
+    return ready
+
+
+def nonce_account_record(*, cluster: str) -> NonceAccount:
+    """Record a new pool entry (state CREATING) with its keys: committed before anything is
+    sent, so no account can exist on chain without its row."""
+    from accounts.custody import managed_key_generate
+
+    if transaction.get_connection().in_atomic_block:
+        raise RuntimeError("nonce accounts are recorded in their own committed transaction, never inside a request's")
+    account_key = managed_key_generate()
+    return NonceAccount.objects.create(
+        cluster=cluster, address=account_key.public_key, account_key=account_key, authority_key=managed_key_generate(), state=NonceState.CREATING
+    )
+
+
+def _is_pool_nonce(rpc, row: NonceAccount) -> bool:
+    account = rpc.account(Pubkey.from_string(row.address))
+    return (
+        account is not None
+        and account.owner == SYSTEM_PROGRAM
+        and len(account.data) >= builder.NONCE_ACCOUNT_SIZE
+        and bytes(account.data[8:40]) == bytes(Pubkey.from_string(row.authority_key.public_key))
+    )
+
+
+def _wait_landed(rpc, signature, what: str, attempts: int = 200) -> None:
+    for _ in range(attempts):
+        status = rpc.signature_statuses([signature])[0]
+        if status is not None:
+            if status.err is not None:
+                raise RuntimeError(f"{what} failed: {status.err}")
+            return
+        time.sleep(0.05)
+    raise RuntimeError(f"{what} did not land")
+
+
+def _next_blockhash(rpc, address: Pubkey) -> None:
+    # The runtime refuses to advance a nonce within the blockhash it was stored under:
+    # wait for the next blockhash so the account can be used at once.
+    blockhash = builder.nonce_value(rpc, address)
+    for _ in range(100):
+        if rpc.latest_blockhash().blockhash != blockhash:
+            return
+        time.sleep(0.05)
+
+
+def _nonce_account_finish(row: NonceAccount) -> None:
+    """Create and initialize the recorded account on chain (one transaction: either both
+    happened or neither), unless it already is; then mark it READY."""
+    from accounts.custody import managed_key_signer
+
+    rpc = rpc_for(row.cluster)
+    if not _is_pool_nonce(rpc, row):
+        payer = platform_fee_payer(row.cluster)
+        address = Pubkey.from_string(row.address)
+        lamports = rpc.minimum_balance_for_rent_exemption(builder.NONCE_ACCOUNT_SIZE)
+        instructions = [
+            create_account(CreateAccountParams(from_pubkey=payer.pubkey, to_pubkey=address, lamports=lamports, space=builder.NONCE_ACCOUNT_SIZE, owner=SYSTEM_PROGRAM)),
+            initialize_nonce_account(InitializeNonceAccountParams(nonce_pubkey=address, authority=Pubkey.from_string(row.authority_key.public_key))),
+        ]
+        built = builder.build(builder.BuildPlan(instructions=instructions, fee_payer=payer.pubkey, version="LEGACY"), rpc)
+        message = built.to_bytes()
+        signatures = {
+            row.address: str(managed_key_signer(key=row.account_key).sign_message(message)),
+            str(payer.pubkey): str(managed_key_signer(key=payer.managed_key).sign_message(message)),
+        }
+        try:
+            signature = rpc.send_raw(bytes(builder.assemble(built.message, signatures)))
+        except SimulationFailed:
+            # e.g. "already in use": a concurrent fill created it first.
+            if not _is_pool_nonce(rpc, row):
+                raise
+        else:
+            _wait_landed(rpc, signature, "nonce account creation")
+        _next_blockhash(rpc, address)
+    NonceAccount.objects.filter(pk=row.pk, state=NonceState.CREATING).update(state=NonceState.READY)
+
+
+def nonce_advance(*, cluster: str, nonce_address: str, expected: str) -> bool:
+    """Advance a pooled nonce that still holds ``expected`` with a transaction of our own
+    that uses that very value: when it lands, any other transaction built on ``expected``
+    can never execute (each nonce value is consumed once). Returns whether it landed."""
+    from accounts.custody import managed_key_signer
+
+    row = NonceAccount.objects.select_related("authority_key").get(cluster=cluster, address=nonce_address)
+    rpc = rpc_for(cluster)
+    address = Pubkey.from_string(nonce_address)
+    if str(builder.nonce_value(rpc, address)) != expected:
+        return False
+    payer = platform_fee_payer(cluster)
+    authority = Pubkey.from_string(row.authority_key.public_key)
+    message = Message.new_with_blockhash(
+        [advance_nonce_account(AdvanceNonceAccountParams(nonce_pubkey=address, authorized_pubkey=authority))], payer.pubkey, Hash.from_string(expected)
+    )
+    raw = builder.message_bytes(message)
+    signatures = {
+        str(payer.pubkey): str(managed_key_signer(key=payer.managed_key).sign_message(raw)),
+        str(authority): str(managed_key_signer(key=row.authority_key).sign_message(raw)),
+    }
+    try:
+        signature = rpc.send_raw(bytes(builder.assemble(message, signatures)))
+    except SimulationFailed:
+        return False  # the nonce moved on meanwhile (whoever moved it, ``expected`` is spent)
+    _wait_landed(rpc, signature, "nonce advance")
+    _next_blockhash(rpc, address)
+    return True

@@ -125,18 +125,34 @@ class PlatformFeePayer(models.Model):
         return f"fee payer of {self.cluster}"
 
 
+class NonceState(models.TextChoices):
+    CREATING = "CREATING"  # row and keys recorded; the creation may or may not have landed
+    READY = "READY"  # initialized on chain, available to lease
+
+
 class NonceAccount(models.Model):
     """A durable nonce account of the platform's pool, leased to one transaction at a time.
 
-    ``leased_by`` is the transaction currently relying on the stored nonce; the lease ends
-    when that transaction lands (the nonce advanced) or is provably dead.
+    Created by the pool task (``fee_payers.nonce_pool_fill``), never by a request: the row,
+    the account's own key and the authority key are committed (CREATING) before the creation
+    is sent, so a crash at any point leaves a row the next fill finishes (READY) and whose
+    rent can be recovered. A request leases (``leased_at`` set, ``leased_by`` null) and binds
+    the lease to its transaction (``leased_by``) when it commits; an unbound lease older than
+    ``LEDGER_NONCE_LEASE_TIMEOUT_SECONDS`` is reclaimed. The lease ends when the transaction
+    finalizes or is provably dead.
     """
 
     cluster = models.CharField(max_length=40, db_index=True)
     address = models.CharField(max_length=50)
+    state = models.CharField(max_length=10, choices=NonceState.choices, default=NonceState.READY)
+    account_key = models.ForeignKey("accounts.ManagedKey", null=True, blank=True, on_delete=models.PROTECT, related_name="+", help_text="The nonce account's own key (signs its creation).")
     authority_key = models.ForeignKey("accounts.ManagedKey", on_delete=models.PROTECT, related_name="+")
     leased_by = models.OneToOneField("transactions.Transaction", null=True, blank=True, on_delete=models.SET_NULL, related_name="nonce_lease")
+    leased_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["cluster", "address"], name="nonce_unique_address_per_cluster")]
+
+    def __str__(self) -> str:
+        return f"nonce {self.address} [{self.state}]"

@@ -16,7 +16,7 @@ from datetime import timedelta
 from typing import Sequence
 
 from django.db import transaction as db_transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 from solders.instruction import Instruction
 from solders.pubkey import Pubkey
@@ -239,7 +239,16 @@ def _submit_on_commit(tx: Transaction) -> None:
     from .tasks import submit_transaction
 
     tx_id = tx.pk
-    db_transaction.on_commit(lambda: submit_transaction.delay(transaction_id=tx_id))
+
+    def enqueue() -> None:
+        # After commit the request has succeeded: a broker outage must not turn it into a
+        # 500. The row is SIGNED; reconcile_inflight queues it again once the broker is back.
+        try:
+            submit_transaction.delay(transaction_id=tx_id)
+        except Exception:  # noqa: BLE001 - any broker/transport failure
+            logger.warning("could not queue the submission of transaction %s; reconciliation will", tx_id, exc_info=True)
+
+    db_transaction.on_commit(enqueue)
 
 
 def transaction_add_signatures(*, transaction: Transaction, signatures: dict[str, str], submit: bool | None = None) -> Transaction:
@@ -290,13 +299,18 @@ def transaction_release(*, transaction: Transaction) -> Transaction:
 
 # --- worker side ----------------------------------------------------------------------
 
+# Not yet handed to the cluster by the service: they end by expiry (blockhash past its last
+# valid height, durable nonce advanced or signing window over) or by transaction_cancel.
+HELD = (TransactionStatus.PENDING_APPROVAL, TransactionStatus.PARTIALLY_SIGNED, TransactionStatus.SIGNED)
+_ENDABLE = (TransactionStatus.BUILT, *HELD, TransactionStatus.SUBMITTED)  # never out of CONFIRMED
+
 
 def transaction_submit(*, transaction_id: int) -> bool:
     """Send a SIGNED transaction's stored bytes. Returns whether it was this call's to send.
 
     The claim (SIGNED → SUBMITTED) commits before the bytes leave, so a second delivery of
     the task finds nothing to do, and a crash after the claim is healed by reconciliation,
-    which rebroadcasts the same bytes (always safe) until the blockhash is dead.
+    which rebroadcasts the same bytes (always safe) until the lifetime is over.
     """
     claimed = Transaction.objects.filter(pk=transaction_id, status=TransactionStatus.SIGNED, submit_when_signed=True).update(
         status=TransactionStatus.SUBMITTED, submitted_at=timezone.now(), submit_attempts=F("submit_attempts") + 1
@@ -305,7 +319,7 @@ def transaction_submit(*, transaction_id: int) -> bool:
         return False
     tx = Transaction.objects.get(pk=transaction_id)
     _event(tx, "SUBMITTED")
-    _broadcast(tx)
+    _broadcast(tx, first=True)
     return True
 
 
@@ -313,7 +327,10 @@ def _raw(tx: Transaction) -> bytes:
     return bytes(builder.assemble(builder.message_from_bytes(bytes(tx.message)), tx.signatures))
 
 
-def _broadcast(tx: Transaction) -> None:
+def _broadcast(tx: Transaction, *, first: bool = False) -> None:
+    """Send the stored bytes with preflight. Only the first send's preflight refusal is
+    final (nothing else was ever sent); a rebroadcast's refusal proves nothing, since an
+    earlier send may still land: the lifetime check decides (transaction_confirm)."""
     try:
         rpc_for(tx.cluster).send_raw(_raw(tx), skip_preflight=False, preflight_commitment="processed")
     except SimulationFailed as exc:
@@ -322,47 +339,76 @@ def _broadcast(tx: Transaction) -> None:
             return  # it landed: confirmation will see it
         if "BlockhashNotFound" in text:
             return  # expired or not yet visible: confirmation decides
-        _finish(tx, TransactionStatus.FAILED, error_message=exc.message, error={"err": text, "logs": exc.logs[-20:]})
+        if first:
+            _finish(tx, TransactionStatus.FAILED, error_message=exc.message, error={"err": text, "logs": exc.logs[-20:]})
+        else:
+            _event(tx, "REBROADCAST_REFUSED", error_message=exc.message, err=text)
     except ChainUnavailable as exc:
         # Unknown whether the node got it: reconciliation will look it up and rebroadcast.
         logger.warning("broadcast failed: %s", exc.message, extra={"transactionId": str(tx.offchain_id)})
 
 
-def _finish(tx: Transaction, status: str, **fields) -> None:
+def _finish(tx: Transaction, status: str, *, unless_moved: Q | None = None, **fields) -> bool:
+    """End a transaction that did not land (FAILED, EXPIRED, CANCELLED) — never one that
+    is CONFIRMED or already ended — run the operation's failure effects once and end its
+    nonce lease. ``unless_moved`` narrows the statuses it may end from (a cancel must not
+    end a transaction submitted meanwhile). Returns whether this call ended it."""
+    executed = status == TransactionStatus.FAILED and fields.get("slot") is not None
+    if tx.lifetime == MessageLifetime.DURABLE_NONCE and tx.nonce_account and not executed:
+        # Before the nonce is leased again, the value this transaction was signed over must
+        # be spent, or its bytes could still execute later (no-op when it moved on already).
+        fee_payers.nonce_advance(cluster=tx.cluster, nonce_address=tx.nonce_account, expected=tx.blockhash)
     with db_transaction.atomic():
-        updated = Transaction.objects.filter(pk=tx.pk).exclude(status__in=[TransactionStatus.FINALIZED, TransactionStatus.FAILED, TransactionStatus.EXPIRED]).update(
-            status=status, updated_at=timezone.now(), **fields
-        )
-        if updated:
-            NonceAccount.objects.filter(leased_by_id=tx.pk).update(leased_by=None)
-            _event(tx, status, **{k: v for k, v in fields.items() if k in ("error_message",)})
-            if status in (TransactionStatus.FAILED, TransactionStatus.EXPIRED):
-                # Undo what the operation recorded ahead (e.g. a PENDING account): once.
-                if Transaction.objects.filter(pk=tx.pk, effects_applied_at__isnull=True).update(effects_applied_at=timezone.now()):
-                    tx.refresh_from_db()
-                    effects.apply_failure(tx)
-                    _event(tx, "FAILURE_EFFECTS_APPLIED")
+        updated = Transaction.objects.filter(unless_moved or Q(), pk=tx.pk, status__in=_ENDABLE).update(status=status, updated_at=timezone.now(), **fields)
+        if not updated:
+            return False
+        NonceAccount.objects.filter(leased_by_id=tx.pk).update(leased_by=None, leased_at=None)
+        _event(tx, status, **{k: v for k, v in fields.items() if k in ("error_message",)})
+        # Undo what the operation recorded ahead (e.g. a PENDING account): once.
+        if Transaction.objects.filter(pk=tx.pk, effects_applied_at__isnull=True).update(effects_applied_at=timezone.now()):
+            tx.refresh_from_db()
+            effects.apply_failure(tx)
+            _event(tx, "FAILURE_EFFECTS_APPLIED")
+    return True
+
+
+def _reached(status) -> str:
+    return str(status.confirmation_status).rsplit(".", 1)[-1].lower() if status.confirmation_status is not None else "processed"
 
 
 def transaction_confirm(*, transaction_id: int) -> bool:
-    """Follow a submitted transaction by signature. Returns True while still in flight."""
+    """Follow a submitted transaction by signature. Returns True while still in flight.
+
+    Only ``confirmed`` or ``finalized`` statuses move it (CONFIRMED, FINALIZED, FAILED) and
+    apply effects; ``processed`` is on a block that may still be dropped, so it is only
+    noted. Nothing moves a CONFIRMED transaction but finalization.
+    """
     tx = Transaction.objects.filter(pk=transaction_id).first()
     if tx is None or tx.status not in (TransactionStatus.SUBMITTED, TransactionStatus.CONFIRMED):
         return False
     rpc = rpc_for(tx.cluster)
     status = rpc.signature_statuses([Signature.from_string(tx.onchain_id)])[0]
     if status is None:
-        if _is_dead(tx, rpc):
-            _finish(tx, TransactionStatus.EXPIRED, error_message="The transaction's blockhash expired before it landed; nothing was executed.")
-            return False
-        if tx.status == TransactionStatus.SUBMITTED:
+        if tx.status == TransactionStatus.CONFIRMED:
+            # Optimistically confirmed blocks are not rolled back; a node that lost track of
+            # it (restart, pruned status cache) does not make it expired. Keep following.
+            logger.warning("confirmed transaction %s not found by signature; still following", tx.onchain_id)
+        else:
+            if tx.lifetime == MessageLifetime.DURABLE_NONCE and _window_over(tx.submitted_at):
+                fee_payers.nonce_advance(cluster=tx.cluster, nonce_address=tx.nonce_account, expected=tx.blockhash)
+            if _is_dead(tx, rpc):
+                _finish(tx, TransactionStatus.EXPIRED, error_message=_EXPIRED_MESSAGE[tx.lifetime])
+                return False
             _broadcast(tx)  # same signed bytes: safe to repeat
         Transaction.objects.filter(pk=tx.pk).update(updated_at=timezone.now())
+        return True
+    reached = _reached(status)
+    if reached == "processed":
+        Transaction.objects.filter(pk=tx.pk).update(slot=status.slot, updated_at=timezone.now())
         return True
     if status.err is not None:
         _finish(tx, TransactionStatus.FAILED, error_message=f"The transaction failed on chain: {status.err}", error={"err": str(status.err)}, slot=status.slot)
         return False
-    reached = str(status.confirmation_status).rsplit(".", 1)[-1].lower() if status.confirmation_status is not None else "processed"
     finalized = reached == "finalized"
     new_status = TransactionStatus.FINALIZED if finalized else TransactionStatus.CONFIRMED
     confirmations = status.confirmations if status.confirmations is not None else (32 if finalized else 0)
@@ -374,12 +420,30 @@ def transaction_confirm(*, transaction_id: int) -> bool:
         if finalized:
             fields["finalized_at"] = now
         Transaction.objects.filter(pk=tx.pk, status__in=[TransactionStatus.SUBMITTED, TransactionStatus.CONFIRMED]).update(**fields)
-        if _COMMITMENT_RANK[reached] >= _COMMITMENT_RANK.get(tx.commitment, 1) or finalized:
+        if _COMMITMENT_RANK[reached] >= max(_COMMITMENT_RANK["confirmed"], _COMMITMENT_RANK.get(tx.commitment, 1)):
             transaction_apply_effects(transaction_id=tx.pk)
         if finalized:
-            NonceAccount.objects.filter(leased_by_id=tx.pk).update(leased_by=None)
+            NonceAccount.objects.filter(leased_by_id=tx.pk).update(leased_by=None, leased_at=None)
             _event(tx, "FINALIZED", slot=status.slot)
     return not finalized
+
+
+_EXPIRED_MESSAGE = {
+    MessageLifetime.RECENT_BLOCKHASH: "The transaction's blockhash expired before it landed; nothing was executed.",
+    MessageLifetime.DURABLE_NONCE: "The transaction's durable nonce was advanced before it landed; nothing was executed.",
+}
+
+
+def _window_over(since) -> bool:
+    from django.conf import settings
+
+    return since is not None and timezone.now() - since >= timedelta(seconds=settings.LEDGER_DURABLE_NONCE_WINDOW_SECONDS)
+
+
+def _lifetime_over(tx: Transaction, rpc) -> bool:
+    if tx.lifetime == MessageLifetime.DURABLE_NONCE:
+        return str(builder.nonce_value(rpc, Pubkey.from_string(tx.nonce_account))) != tx.blockhash
+    return tx.last_valid_block_height is not None and rpc.block_height() > tx.last_valid_block_height
 
 
 def _is_dead(tx: Transaction, rpc) -> bool:
@@ -388,12 +452,57 @@ def _is_dead(tx: Transaction, rpc) -> bool:
     The signature is looked up again *after* the lifetime check: it may have landed between
     the first lookup and the check, and must not then be called expired.
     """
-    if tx.lifetime == MessageLifetime.DURABLE_NONCE:
-        if str(builder.nonce_value(rpc, Pubkey.from_string(tx.nonce_account))) == tx.blockhash:
-            return False
-    elif tx.last_valid_block_height is None or rpc.block_height() <= tx.last_valid_block_height:
+    if not _lifetime_over(tx, rpc):
         return False
     return rpc.signature_statuses([Signature.from_string(tx.onchain_id)])[0] is None
+
+
+def transaction_expire_held(*, transaction_id: int) -> str | None:
+    """End a transaction the service never submitted (PARTIALLY_SIGNED, PENDING_APPROVAL,
+    SIGNED and held) once it can provably never execute: its blockhash is past its last
+    valid height, or its durable nonce moved on — which the service makes happen itself
+    when LEDGER_DURABLE_NONCE_WINDOW_SECONDS have passed since it was built. Failure
+    effects run and the nonce lease ends. Returns the new status, if any.
+
+    If it landed anyway (someone holding every signature sent it), it is followed like a
+    submitted one.
+    """
+    tx = Transaction.objects.filter(pk=transaction_id, status__in=HELD).first()
+    if tx is None or (tx.status == TransactionStatus.SIGNED and tx.submit_when_signed):
+        return None  # SIGNED and queued: the submit path owns it
+    rpc = rpc_for(tx.cluster)
+    if tx.lifetime == MessageLifetime.DURABLE_NONCE and _window_over(tx.txn_timestamp):
+        fee_payers.nonce_advance(cluster=tx.cluster, nonce_address=tx.nonce_account, expected=tx.blockhash)
+    if not _lifetime_over(tx, rpc):
+        Transaction.objects.filter(pk=tx.pk).update(updated_at=timezone.now())
+        return None
+    landed = rpc.signature_statuses([Signature.from_string(tx.onchain_id)])[0] if tx.onchain_id else None
+    if landed is not None:
+        if Transaction.objects.filter(pk=tx.pk, status=tx.status).update(status=TransactionStatus.SUBMITTED, submitted_at=timezone.now(), updated_at=timezone.now()):
+            _event(tx, "LANDED_UNSUBMITTED", slot=landed.slot)
+            return TransactionStatus.SUBMITTED
+        return None
+    return TransactionStatus.EXPIRED if _finish(tx, TransactionStatus.EXPIRED, error_message=_EXPIRED_MESSAGE[tx.lifetime]) else None
+
+
+def transaction_cancel(*, transaction: Transaction, reason: str = "") -> Transaction:
+    """Cancel a transaction the service has not submitted (PENDING_APPROVAL,
+    PARTIALLY_SIGNED, SIGNED and held): CANCELLED, failure effects, lease ended.
+
+    A DURABLE_NONCE transaction's nonce is advanced first, so its bytes can never execute.
+    A RECENT_BLOCKHASH one is never sent by the service again; docs/transactions.md says
+    what that means for signatures handed out before its blockhash expires.
+    """
+    not_submitted = Q(status__in=[TransactionStatus.PENDING_APPROVAL, TransactionStatus.PARTIALLY_SIGNED]) | Q(status=TransactionStatus.SIGNED, submit_when_signed=False)
+    tx = Transaction.objects.filter(not_submitted, pk=transaction.pk).first()
+    if tx is None:
+        status = Transaction.objects.filter(pk=transaction.pk).values_list("status", flat=True).first() or "unknown"
+        raise LedgerError(f"The transaction is {status}; only transactions not yet submitted (PENDING_APPROVAL, PARTIALLY_SIGNED, held SIGNED) can be cancelled.", code="INVALID_TRANSACTION_STATE")
+    if not _finish(tx, TransactionStatus.CANCELLED, unless_moved=not_submitted, error_message=reason or "Cancelled before submission; nothing was executed."):
+        tx.refresh_from_db()
+        raise LedgerError(f"The transaction is {tx.status}; it can no longer be cancelled.", code="INVALID_TRANSACTION_STATE")
+    tx.refresh_from_db()
+    return tx
 
 
 def transaction_apply_effects(*, transaction_id: int) -> bool:
@@ -410,9 +519,14 @@ def transaction_apply_effects(*, transaction_id: int) -> bool:
 
 def transactions_in_flight(*, stale_after: timedelta = timedelta(seconds=5)) -> list[tuple[int, str]]:
     """(id, status) of transactions a worker should look at again: SIGNED ones whose submit
-    task may be lost, and SUBMITTED/CONFIRMED ones not updated recently."""
+    task may be lost, SUBMITTED/CONFIRMED ones not updated recently, and held ones
+    (PARTIALLY_SIGNED, PENDING_APPROVAL, SIGNED not to be submitted) whose lifetime may be
+    over (reported as status HELD)."""
     cutoff = timezone.now() - stale_after
-    rows = Transaction.objects.filter(
-        status__in=[TransactionStatus.SIGNED, TransactionStatus.SUBMITTED, TransactionStatus.CONFIRMED], submit_when_signed=True, updated_at__lt=cutoff
-    ).values_list("pk", "status")
-    return list(rows[:1000])
+    stale = Transaction.objects.filter(updated_at__lt=cutoff)
+    rows = list(
+        stale.filter(status__in=[TransactionStatus.SIGNED, TransactionStatus.SUBMITTED, TransactionStatus.CONFIRMED], submit_when_signed=True).values_list("pk", "status")[:1000]
+    )
+    held = stale.filter(Q(status__in=[TransactionStatus.PARTIALLY_SIGNED, TransactionStatus.PENDING_APPROVAL]) | Q(status=TransactionStatus.SIGNED, submit_when_signed=False))
+    rows.extend((pk, "HELD") for pk in held.values_list("pk", flat=True)[:1000])
+    return rows

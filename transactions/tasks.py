@@ -2,7 +2,9 @@
 
 submit → confirm (rescheduled with backoff while in flight) → effects applied once.
 ``reconcile_inflight`` runs on beat and when a worker starts, so transactions whose tasks
-were lost in a crash are looked up again by signature.
+were lost in a crash are looked up again by signature, and held ones (never submitted) end
+once their lifetime is over. ``fill_nonce_pools`` (beat) and ``fill_nonce_pool`` (kicked by a
+lease that leaves the pool low) create durable nonce accounts ahead of demand.
 """
 
 from __future__ import annotations
@@ -12,7 +14,10 @@ from datetime import timedelta
 from celery import shared_task
 from celery.signals import worker_ready
 
-from . import services
+from django.conf import settings
+from django.core.cache import cache
+
+from . import fee_payers, services
 from .chain.errors import ChainUnavailable
 
 # Seconds between confirmation checks: quick at first, then every 2 s.
@@ -39,9 +44,37 @@ def reconcile_inflight(*, stale_seconds: float = 5.0) -> int:
     for transaction_id, status in rows:
         if status == "SIGNED":
             submit_transaction.delay(transaction_id=transaction_id)
+        elif status == "HELD":
+            expire_held_transaction.delay(transaction_id=transaction_id)
         else:
             confirm_transaction.delay(transaction_id=transaction_id, check=0)
     return len(rows)
+
+
+@shared_task(name="ledger.transactions.expire_held", acks_late=True, autoretry_for=(ChainUnavailable,), retry_backoff=True, max_retries=5)
+def expire_held_transaction(*, transaction_id: int) -> None:
+    services.transaction_expire_held(transaction_id=transaction_id)
+
+
+@shared_task(name="ledger.transactions.fill_nonce_pool", acks_late=True, autoretry_for=(ChainUnavailable,), retry_backoff=True, max_retries=5)
+def fill_nonce_pool(*, cluster: str) -> int:
+    # One fill per cluster at a time (beat and low-water kicks overlap); a crashed holder's
+    # lock expires, and the next fill finishes what it left CREATING.
+    lock = f"ledger:nonce-fill:{cluster}"
+    if not cache.add(lock, 1, timeout=300):
+        return 0
+    try:
+        return fee_payers.nonce_pool_fill(cluster=cluster)
+    finally:
+        cache.delete(lock)
+
+
+@shared_task(name="ledger.transactions.fill_nonce_pools", acks_late=True)
+def fill_nonce_pools() -> None:
+    fee_payers.nonce_pool_reclaim()
+    for cluster in settings.LEDGER_NONCE_POOL_CLUSTERS:
+        if cluster in settings.LEDGER_CLUSTERS:
+            fill_nonce_pool.delay(cluster=cluster)
 
 
 @worker_ready.connect

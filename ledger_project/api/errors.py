@@ -171,7 +171,7 @@ def exception_handler(exc: Exception, context: dict) -> Response:
     headers: dict[str, str] = {}
     if isinstance(exc, LedgerError):
         status, errors = exc.status_code, exc.as_errors()
-        if isinstance(exc, RateLimitedError):
+        if getattr(exc, "retry_after", None) is not None:  # 429s and 503s that know when
             headers["Retry-After"] = str(exc.retry_after)
         if status == 401:
             headers["WWW-Authenticate"] = 'Bearer realm="api"'

@@ -40,6 +40,16 @@ _clients_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
+class TransactionBalances:
+    """What one landed transaction did to balances, from its own metadata (getTransaction):
+    the chain's record of that transaction, not a later re-read of the accounts."""
+
+    slot: int
+    lamports: dict[str, tuple[int, int]]  # address → (pre, post)
+    tokens: dict[str, tuple[int | None, int | None]]  # token account → (pre, post) base units
+
+
+@dataclass(frozen=True)
 class LatestBlockhash:
     blockhash: Hash
     last_valid_block_height: int
@@ -113,6 +123,27 @@ class ChainRpc:
         for start in range(0, len(signatures), 256):
             out.extend(self._call(self.client.get_signature_statuses, list(signatures[start:start + 256]), search_transaction_history=True).value)
         return out
+
+    def transaction_balances(self, signature: Signature, static_keys: Sequence[str], commitment: str = "confirmed") -> TransactionBalances | None:
+        """Pre/post balances of a landed transaction (None when the node does not know it).
+
+        Balances are indexed like the transaction's keys: the message's static keys, then
+        the addresses loaded from lookup tables (writable, then read-only).
+        """
+        value = self._call(self.client.get_transaction, signature, "json", Commitment(commitment), 0).value
+        if value is None or value.transaction.meta is None:
+            return None
+        meta = value.transaction.meta
+        keys = list(static_keys)
+        if meta.loaded_addresses is not None:
+            keys += [str(k) for k in meta.loaded_addresses.writable] + [str(k) for k in meta.loaded_addresses.readonly]
+        lamports = {key: (pre, post) for key, pre, post in zip(keys, meta.pre_balances, meta.post_balances)}
+        tokens: dict[str, list] = {}
+        for index, balances in enumerate((meta.pre_token_balances, meta.post_token_balances)):
+            for entry in balances or ():
+                if entry.account_index < len(keys):
+                    tokens.setdefault(keys[entry.account_index], [None, None])[index] = int(entry.ui_token_amount.amount)
+        return TransactionBalances(value.slot, lamports, {k: (v[0], v[1]) for k, v in tokens.items()})
 
     def token_account_balance(self, address: Pubkey) -> int:
         return int(self._call(self.client.get_token_account_balance, address).value.amount)

@@ -1,0 +1,132 @@
+"""The durable nonce pool: filled by a worker ahead of demand, leased by requests, never
+created inside a request (docs/transactions.md, "Durable nonces")."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+from solana.rpc.api import Client
+from solders.pubkey import Pubkey
+
+from accounts.models import Account
+from conftest import assert_error
+from transactions import fee_payers
+from transactions.models import NonceAccount, NonceState, Transaction
+from transactions.tests.chainkit import SYSTEM_PROGRAM, funded
+
+pytestmark = pytest.mark.chain
+CLUSTER = "CHAIN_LOCALNET"
+NONCE = {"messageLifetimeStrategy": "DURABLE_NONCE"}
+
+
+@pytest.fixture
+def private_node(tmp_path, settings, monkeypatch):
+    """A node of this test alone, so every nonce account on it can be accounted for; the
+    pool task is not queued (the session worker would fill another node's pool)."""
+    from transactions.localnet.testing import LocalnetProcess
+
+    kicked: list[str] = []
+    monkeypatch.setattr(fee_payers, "_kick_fill", kicked.append)
+    node = LocalnetProcess(tmp_path / "node").start()
+    settings.LEDGER_CLUSTERS = {**settings.LEDGER_CLUSTERS, CLUSTER: node.url}
+    try:
+        yield Client(node.url, timeout=10), kicked
+    finally:
+        node.stop()
+
+
+def onchain_nonce_accounts(client: Client) -> dict[str, bytes]:
+    """Every nonce account on the node (system-owned, 80 bytes) → its authority."""
+    found = client.get_program_accounts(SYSTEM_PROGRAM, encoding="base64", filters=[80]).value
+    return {str(item.pubkey): bytes(item.account.data[8:40]) for item in found}
+
+
+def tenant_payer(api, client: Client) -> dict:
+    """feePayer of the tenant's own (a funded account whose key it keeps): it pays the seed."""
+    payer = funded(client, 10**9)
+    onboard = api.call("post", "/api/v1/accounts", {"itemData": {"managed": False, "alreadyOnchain": True, "onchainId": str(payer.pubkey())}})
+    assert onboard.status_code == 201, onboard.json()
+    return {"onchainId": str(payer.pubkey())}
+
+
+def seeded_create(api, payer: dict, lamports: int):
+    body = {"itemData": {"managed": True, "seed": {"lamports": lamports}}, "svmTransactionConfig": {**NONCE, "feePayer": payer}}
+    return api.call("post", "/api/v1/accounts", body)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_empty_pool_is_503_with_retry_after_and_changes_nothing(api, private_node):
+    client, kicked = private_node
+    payer = tenant_payer(api, client)
+    accounts = Account.objects.count()
+    response = seeded_create(api, payer, 2_000_000)
+    assert_error(response, 503, "NONCE_POOL_EMPTY")
+    assert int(response["Retry-After"]) > 0
+    assert kicked == [CLUSTER]  # the pool task was asked to create more
+    assert Account.objects.count() == accounts and not Transaction.objects.exists() and not NonceAccount.objects.exists()
+    assert onchain_nonce_accounts(client) == {}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_failed_request_leaves_no_onchain_nonce_account_without_its_row(api, private_node):
+    client, _ = private_node
+    payer = tenant_payer(api, client)
+    # Before: the request created the account on chain in its own database transaction, and
+    # the simulation failure rolled back its row and authority key.
+    refused = seeded_create(api, payer, 10**18)
+    assert refused.status_code in (400, 503), refused.json()
+    fee_payers.nonce_pool_fill(cluster=CLUSTER, target=1)
+    leased = fee_payers.nonce_lease(cluster=CLUSTER)
+    failed = seeded_create(api, payer, 10**18)  # the pool is empty again
+    assert_error(failed, 503, "NONCE_POOL_EMPTY")
+    fee_payers.nonce_lease_release(nonce_account_id=leased.pk)
+    failed = seeded_create(api, payer, 10**18)  # a free account, then a simulation failure
+    assert_error(failed, 400, "TRANSACTION_SIMULATION_FAILED")
+    rows = {row.address: bytes(Pubkey.from_string(row.authority_key.public_key)) for row in NonceAccount.objects.select_related("authority_key")}
+    assert onchain_nonce_accounts(client) == rows
+    assert NonceAccount.objects.get().leased_at is None  # the failed request holds no lease
+    assert not Transaction.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_pool_fill_creates_initialized_accounts_and_finishes_interrupted_ones(private_node):
+    client, _ = private_node
+    # A fill that crashed after recording the row and keys, before (or after) sending.
+    interrupted = fee_payers.nonce_account_record(cluster=CLUSTER)
+    NonceAccount.objects.filter(pk=interrupted.pk).update(created_at=timezone.now() - timedelta(minutes=5))
+    assert fee_payers.nonce_pool_fill(cluster=CLUSTER, target=3) == 3
+    rows = list(NonceAccount.objects.select_related("authority_key"))
+    assert len(rows) == 3 and {r.state for r in rows} == {NonceState.READY} and interrupted.pk in {r.pk for r in rows}
+    onchain = onchain_nonce_accounts(client)
+    assert onchain == {r.address: bytes(Pubkey.from_string(r.authority_key.public_key)) for r in rows}
+    for row in rows:
+        account = client.get_account_info(Pubkey.from_string(row.address)).value
+        assert int.from_bytes(bytes(account.data[4:8]), "little") == 1  # State::Initialized
+        assert account.lamports == client.get_minimum_balance_for_rent_exemption(80).value
+    assert fee_payers.nonce_pool_fill(cluster=CLUSTER, target=3) == 0  # full: nothing to do
+
+
+@pytest.mark.django_db(transaction=True)
+def test_unbound_lease_is_reclaimed_after_the_timeout(private_node, settings):
+    fee_payers.nonce_pool_fill(cluster=CLUSTER, target=1)
+    leased = fee_payers.nonce_lease(cluster=CLUSTER)
+    with pytest.raises(fee_payers.NoncePoolEmpty):
+        fee_payers.nonce_lease(cluster=CLUSTER)
+    assert fee_payers.nonce_pool_reclaim(cluster=CLUSTER) == 0  # within the timeout: kept
+    NonceAccount.objects.filter(pk=leased.pk).update(leased_at=timezone.now() - timedelta(seconds=settings.LEDGER_NONCE_LEASE_TIMEOUT_SECONDS + 1))
+    assert fee_payers.nonce_pool_reclaim(cluster=CLUSTER) == 1
+    assert fee_payers.nonce_lease(cluster=CLUSTER).pk == leased.pk
+
+
+@pytest.mark.django_db(transaction=True)
+def test_durable_nonce_request_uses_a_pooled_account(api, private_node):
+    client, _ = private_node
+    fee_payers.nonce_pool_fill(cluster=CLUSTER, target=2)
+    response = seeded_create(api, tenant_payer(api, client), 2_000_000)
+    assert response.status_code == 201, response.json()
+    tx = Transaction.objects.get(offchain_id=response.json()["svmTransaction"]["offchainId"])
+    lease = NonceAccount.objects.get(address=tx.nonce_account)
+    assert lease.leased_by_id == tx.pk and lease.leased_at is not None
+    assert len(onchain_nonce_accounts(client)) == 2  # nothing created by the request

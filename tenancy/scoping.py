@@ -38,6 +38,9 @@ class TenantOwnedModel(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
+    # Declared first, so it is Django's default manager (admin, related managers): the
+    # explicit manager for workers and the admin; ``objects`` is the API's.
+    unscoped = TenantOwnedQuerySet.as_manager()
     objects = TenantOwnedQuerySet.as_manager()
 
     class Meta:

@@ -14,7 +14,7 @@ from .services import balances_record
 
 def _account(tx) -> Account | None:
     # Worker-side: the transaction names its own record; no API tenant scoping applies.
-    return Account.objects.filter(offchain_id=tx.effects.get("account")).first()
+    return Account.unscoped.filter(offchain_id=tx.effects.get("account")).first()
 
 
 @effect_handler("accounts.create")
@@ -47,7 +47,7 @@ def balances_after(tx) -> None:
     """Balance history: every recorded account the transaction touched, as the chain now
     has it (one getMultipleAccounts call)."""
     keys = touched_addresses(tx)
-    accounts = list(Account.objects.filter(cluster=tx.cluster, address__in=keys))
+    accounts = list(Account.unscoped.filter(cluster=tx.cluster, address__in=keys))
     if not accounts:
         return
     addresses = sorted({a.address for a in accounts})

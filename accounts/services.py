@@ -200,7 +200,7 @@ _REFERENCE_FIELDS = {"code": "code", "alId": "al_id", "accountNumber": "account_
 
 def account_update(*, tenant, cluster: str, api_key, account: Account, changes: dict) -> Account:
     """Update Account: patch semantics, only the fields present change."""
-    account = Account.objects.select_for_update().get(pk=account.pk)
+    account = Account.unscoped.select_for_update().get(pk=account.pk)
     refs = changes.get("offchainReferences") or {}
     new_type = refs.get("type") or account.type
     if "type" in refs and refs["type"] and refs["type"] != account.type and (refs["type"] in SPECIALIZED_TYPES or account.type in SPECIALIZED_TYPES):
@@ -230,7 +230,7 @@ def account_update(*, tenant, cluster: str, api_key, account: Account, changes: 
 def account_inactivate(*, tenant, cluster: str, api_key, account: Account, refund_to, svm_config: dict | None = None, request_id=None) -> AccountResult:
     """Inactivate Account: close it on the network (lamports to refundDestination) and
     mark it INACTIVE once that is confirmed; without lamports or a key, at once."""
-    account = Account.objects.select_for_update().get(pk=account.pk)
+    account = Account.unscoped.select_for_update().get(pk=account.pk)
     if account.status == AccountStatus.INACTIVE:
         raise LedgerError("The account is already inactive.", field="itemData.account", code="ACCOUNT_INACTIVE")
     if account.status == AccountStatus.PENDING:

@@ -240,7 +240,7 @@ def instrument_create(*, tenant, cluster: str, api_key, data: dict, svm_config: 
         ensure_usable(existing, field=field)
         if existing.type != reference_type:
             raise LedgerError(f"The existing mint account's type is {existing.type}; this instrument's mint is {reference_type}.", field=field, code="INVALID_ACCOUNT_TYPE")
-        if FinancialInstrument.objects.filter(mint_account=existing).exists():
+        if FinancialInstrument.unscoped.filter(mint_account=existing).exists():
             raise ConflictError("This mint account already belongs to a financial instrument.", field=field, code="DUPLICATE_MINT")
         lamports = _check_existing_mint(existing, version, space, field)
         mint_account = existing
@@ -324,10 +324,10 @@ def instrument_create(*, tenant, cluster: str, api_key, data: dict, svm_config: 
         )
     except TransactionTooLarge as exc:
         raise LedgerError(f"{TOO_LARGE} ({exc})", field=prefix, code="TRANSACTION_TOO_LARGE") from exc
-    FinancialInstrument.objects.filter(pk=instrument.pk).update(creation_transaction=tx, last_transaction=tx)
+    FinancialInstrument.unscoped.filter(pk=instrument.pk).update(creation_transaction=tx, last_transaction=tx)
     # A new mint account is created by this transaction; an existing one only gets the alId.
     created = {"status": AccountStatus.PENDING, "creation_transaction": tx, "last_transaction": tx} if existing is None else {}
-    Account.objects.filter(pk=mint_account.pk).update(al_id=al_id, **created)
+    Account.unscoped.filter(pk=mint_account.pk).update(al_id=al_id, **created)
     instrument.creation_transaction = instrument.last_transaction = tx
     return InstrumentResult(instrument, tx)
 
@@ -379,7 +379,7 @@ def _onboard(*, tenant, cluster, api_key, data, mint_data, kind, al_id, referenc
             instrument.save()
     except IntegrityError:
         raise ConflictError("This mint or alId is already recorded.", field=f"{prefix}.mintAccount", code="DUPLICATE_INSTRUMENT")
-    Account.objects.filter(pk=existing.pk).update(al_id=instrument.al_id)
+    Account.unscoped.filter(pk=existing.pk).update(al_id=instrument.al_id)
     return InstrumentResult(instrument, None)
 
 
@@ -415,7 +415,7 @@ def _prepare(instrument, *, tenant, cluster, api_key, operation, ixs, signers, c
         tenant=tenant, cluster=cluster, operation=operation, instructions=ixs, signers=signers, config=config,
         effects_data={"instrument": str(instrument.offchain_id)}, api_key=api_key, request_id=request_id,
     )
-    FinancialInstrument.objects.filter(pk=instrument.pk).update(last_transaction=tx)
+    FinancialInstrument.unscoped.filter(pk=instrument.pk).update(last_transaction=tx)
     return tx
 
 
@@ -423,7 +423,7 @@ def instrument_update(*, tenant, cluster: str, api_key, instrument: FinancialIns
     """Update Financial Instrument: patch semantics. Offchain fields change now; onchain
     ones through one transaction whose confirmation re-reads the mint."""
     p = "itemData"
-    instrument = FinancialInstrument.objects.select_for_update().get(pk=instrument.pk)
+    instrument = FinancialInstrument.unscoped.select_for_update().get(pk=instrument.pk)
     _usable_instrument(instrument, f"{p}.mintAccount")
     mint = Pubkey.from_string(instrument.address)
     program = PROGRAMS[instrument.version]
@@ -548,7 +548,7 @@ def instrument_set_paused(*, tenant, cluster: str, api_key, instrument: Financia
     """Pause / Unpause Financial Instrument: while paused, the Token-2022 program refuses
     transfers, mints and burns of the mint."""
     p = "itemData"
-    instrument = FinancialInstrument.objects.select_for_update().get(pk=instrument.pk)
+    instrument = FinancialInstrument.unscoped.select_for_update().get(pk=instrument.pk)
     _usable_instrument(instrument, f"{p}.financialInstrument")
     _require_extension(instrument, "PAUSABLE", f"{p}.financialInstrument")
     if instrument.paused == paused:
@@ -567,7 +567,7 @@ def instrument_close(*, tenant, cluster: str, api_key, instrument: FinancialInst
     circulating supply of 0. Managed: the mint closes on the network, rent to
     refundDestination. Onboarded (alreadyOnchain): closed in the service only."""
     p = "itemData"
-    instrument = FinancialInstrument.objects.select_for_update().get(pk=instrument.pk)
+    instrument = FinancialInstrument.unscoped.select_for_update().get(pk=instrument.pk)
     _usable_instrument(instrument, f"{p}.financialInstrumentToClose")
     chain = read_mint(cluster, instrument.address)
     if chain is None:

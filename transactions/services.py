@@ -130,7 +130,7 @@ def transaction_prepare(
     managed = [by_key[k] for k in required if by_key[k].managed_key is not None]
     signatures = sign_all(message_bytes, _signers_of(managed))
     complete = all(k in signatures for k in required)
-    tx = Transaction.objects.create(
+    tx = Transaction.unscoped.create(
         tenant=tenant,
         cluster=cluster,
         operation=operation,
@@ -185,7 +185,7 @@ def transaction_add_signatures(*, transaction: Transaction, signatures: dict[str
 
 
 def _add_signatures(transaction: Transaction, signatures: dict[str, str], submit: bool | None) -> Transaction:
-    tx = Transaction.objects.select_for_update().get(pk=transaction.pk)
+    tx = Transaction.unscoped.select_for_update().get(pk=transaction.pk)
     if tx.status != TransactionStatus.PARTIALLY_SIGNED:
         raise LedgerError(f"The transaction is {tx.status}; only PARTIALLY_SIGNED transactions take signatures.", code="INVALID_TRANSACTION_STATE")
     message = bytes(tx.message)
@@ -214,7 +214,7 @@ def transaction_sign_on_platform(*, transaction: Transaction, managed: Sequence[
 
 def transaction_release(*, transaction: Transaction) -> Transaction:
     """Submit a SIGNED transaction that was held (submit_when_signed false / approval)."""
-    updated = Transaction.objects.filter(pk=transaction.pk, status__in=[TransactionStatus.SIGNED, TransactionStatus.PENDING_APPROVAL]).update(
+    updated = Transaction.unscoped.filter(pk=transaction.pk, status__in=[TransactionStatus.SIGNED, TransactionStatus.PENDING_APPROVAL]).update(
         status=TransactionStatus.SIGNED, submit_when_signed=True
     )
     if not updated:
@@ -234,12 +234,12 @@ def transaction_submit(*, transaction_id: int) -> bool:
     the task finds nothing to do, and a crash after the claim is healed by reconciliation,
     which rebroadcasts the same bytes (always safe) until the blockhash is dead.
     """
-    claimed = Transaction.objects.filter(pk=transaction_id, status=TransactionStatus.SIGNED, submit_when_signed=True).update(
+    claimed = Transaction.unscoped.filter(pk=transaction_id, status=TransactionStatus.SIGNED, submit_when_signed=True).update(
         status=TransactionStatus.SUBMITTED, submitted_at=timezone.now(), submit_attempts=F("submit_attempts") + 1
     )
     if not claimed:
         return False
-    tx = Transaction.objects.get(pk=transaction_id)
+    tx = Transaction.unscoped.get(pk=transaction_id)
     _event(tx, "SUBMITTED")
     _broadcast(tx)
     return True
@@ -266,7 +266,7 @@ def _broadcast(tx: Transaction) -> None:
 
 def _finish(tx: Transaction, status: str, **fields) -> None:
     with db_transaction.atomic():
-        updated = Transaction.objects.filter(pk=tx.pk).exclude(status__in=[TransactionStatus.FINALIZED, TransactionStatus.FAILED, TransactionStatus.EXPIRED]).update(
+        updated = Transaction.unscoped.filter(pk=tx.pk).exclude(status__in=[TransactionStatus.FINALIZED, TransactionStatus.FAILED, TransactionStatus.EXPIRED]).update(
             status=status, updated_at=timezone.now(), **fields
         )
         if updated:
@@ -274,7 +274,7 @@ def _finish(tx: Transaction, status: str, **fields) -> None:
             _event(tx, status, **{k: v for k, v in fields.items() if k in ("error_message",)})
             if status in (TransactionStatus.FAILED, TransactionStatus.EXPIRED):
                 # Undo what the operation recorded ahead (e.g. a PENDING account): once.
-                if Transaction.objects.filter(pk=tx.pk, effects_applied_at__isnull=True).update(effects_applied_at=timezone.now()):
+                if Transaction.unscoped.filter(pk=tx.pk, effects_applied_at__isnull=True).update(effects_applied_at=timezone.now()):
                     tx.refresh_from_db()
                     effects.apply_failure(tx)
                     _event(tx, "FAILURE_EFFECTS_APPLIED")
@@ -282,7 +282,7 @@ def _finish(tx: Transaction, status: str, **fields) -> None:
 
 def transaction_confirm(*, transaction_id: int) -> bool:
     """Follow a submitted transaction by signature. Returns True while still in flight."""
-    tx = Transaction.objects.filter(pk=transaction_id).first()
+    tx = Transaction.unscoped.filter(pk=transaction_id).first()
     if tx is None or tx.status not in (TransactionStatus.SUBMITTED, TransactionStatus.CONFIRMED):
         return False
     rpc = rpc_for(tx.cluster)
@@ -293,7 +293,7 @@ def transaction_confirm(*, transaction_id: int) -> bool:
             return False
         if tx.status == TransactionStatus.SUBMITTED:
             _broadcast(tx)  # same signed bytes: safe to repeat
-        Transaction.objects.filter(pk=tx.pk).update(updated_at=timezone.now())
+        Transaction.unscoped.filter(pk=tx.pk).update(updated_at=timezone.now())
         return True
     if status.err is not None:
         _finish(tx, TransactionStatus.FAILED, error_message=f"The transaction failed on chain: {status.err}", error={"err": str(status.err)}, slot=status.slot)
@@ -309,7 +309,7 @@ def transaction_confirm(*, transaction_id: int) -> bool:
             fields["confirmed_at"] = now
         if finalized:
             fields["finalized_at"] = now
-        Transaction.objects.filter(pk=tx.pk, status__in=[TransactionStatus.SUBMITTED, TransactionStatus.CONFIRMED]).update(**fields)
+        Transaction.unscoped.filter(pk=tx.pk, status__in=[TransactionStatus.SUBMITTED, TransactionStatus.CONFIRMED]).update(**fields)
         if _COMMITMENT_RANK[reached] >= _COMMITMENT_RANK.get(tx.commitment, 1) or finalized:
             transaction_apply_effects(transaction_id=tx.pk)
         if finalized:
@@ -335,10 +335,10 @@ def _is_dead(tx: Transaction, rpc) -> bool:
 def transaction_apply_effects(*, transaction_id: int) -> bool:
     """Apply the operation's offchain effects once: claimed by effects_applied_at."""
     with db_transaction.atomic():
-        claimed = Transaction.objects.filter(pk=transaction_id, effects_applied_at__isnull=True).update(effects_applied_at=timezone.now())
+        claimed = Transaction.unscoped.filter(pk=transaction_id, effects_applied_at__isnull=True).update(effects_applied_at=timezone.now())
         if not claimed:
             return False
-        tx = Transaction.objects.get(pk=transaction_id)
+        tx = Transaction.unscoped.get(pk=transaction_id)
         effects.apply(tx)
         _event(tx, "EFFECTS_APPLIED")
     return True
@@ -348,7 +348,7 @@ def transactions_in_flight(*, stale_after: timedelta = timedelta(seconds=5)) -> 
     """(id, status) of transactions a worker should look at again: SIGNED ones whose submit
     task may be lost, and SUBMITTED/CONFIRMED ones not updated recently."""
     cutoff = timezone.now() - stale_after
-    rows = Transaction.objects.filter(
+    rows = Transaction.unscoped.filter(
         status__in=[TransactionStatus.SIGNED, TransactionStatus.SUBMITTED, TransactionStatus.CONFIRMED], submit_when_signed=True, updated_at__lt=cutoff
     ).values_list("pk", "status")
     return list(rows[:1000])

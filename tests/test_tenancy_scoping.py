@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
+from django.apps import apps
 from rest_framework.response import Response
 from rest_framework.test import APIRequestFactory, force_authenticate
 
@@ -24,14 +25,12 @@ from transactions.models import Transaction
 from transactions.selectors import transaction_get
 
 ROOT = Path(__file__).resolve().parent.parent
-TENANT_OWNED = [Account, FinancialInstrument, Transaction]
+#: Every tenant-owned model, found rather than listed: a new one is covered as it lands.
+TENANT_OWNED = sorted((m for m in apps.get_models() if issubclass(m, TenantOwnedModel)), key=lambda m: m._meta.label)
 
 
-def test_every_tenant_owned_model_is_listed():
-    from django.apps import apps
-
-    owned = {m for m in apps.get_models() if issubclass(m, TenantOwnedModel)}
-    assert owned == set(TENANT_OWNED)
+def test_the_tenant_owned_models_are_found():
+    assert {Account, FinancialInstrument, Transaction} <= set(TENANT_OWNED)
 
 
 @pytest.mark.parametrize("model", TENANT_OWNED, ids=lambda m: m.__name__)

@@ -19,7 +19,7 @@ logger = logging.getLogger("ledger.accounts")
 
 def _account(tx) -> Account | None:
     # Worker-side: the transaction names its own record; no API tenant scoping applies.
-    return Account.objects.filter(offchain_id=tx.effects.get("account")).first()
+    return Account.unscoped.filter(offchain_id=tx.effects.get("account")).first()
 
 
 @effect_handler("accounts.create")
@@ -50,7 +50,7 @@ def account_inactivated(tx) -> None:
 
 def _clear_in_flight(tx) -> None:
     """The record's in-flight marker ends with its transaction (success or failure)."""
-    Account.objects.filter(pending_transaction=tx).update(pending_transaction=None)
+    Account.unscoped.filter(pending_transaction=tx).update(pending_transaction=None)
 
 
 @failure_handler("accounts.inactivate")
@@ -77,14 +77,14 @@ def balances_after(tx) -> None:
     """
     keys = touched_addresses(tx)
     message = message_from_bytes(bytes(tx.message))
-    if not getattr(message, "address_table_lookups", None) and not Account.objects.filter(cluster=tx.cluster, address__in=keys).exists():
+    if not getattr(message, "address_table_lookups", None) and not Account.unscoped.filter(cluster=tx.cluster, address__in=keys).exists():
         return
     found = rpc_for(tx.cluster).transaction_balances(Signature.from_string(tx.onchain_id), keys)
     if found is None:
         logger.warning("transaction %s confirmed but its metadata is not available; balances not recorded", tx.onchain_id)
         return
     at = tx.confirmed_at or timezone.now()
-    accounts = Account.objects.select_for_update().filter(cluster=tx.cluster, address__in=list(found.lamports)).order_by("pk")
+    accounts = Account.unscoped.select_for_update().filter(cluster=tx.cluster, address__in=list(found.lamports)).order_by("pk")
     snapshots = []
     for account in accounts:
         pre, post = found.lamports[account.address]

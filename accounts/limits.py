@@ -73,7 +73,7 @@ def network_debit_check(account, *, api_key, lamports: int, destination_type: st
         spent = 0
         if entry["limitType"] == "DURATION":
             since = timezone.now() - timedelta(hours=entry.get("durationHours") or 24)
-            rows = Transaction.objects.filter(cluster=account.cluster, created_at__gte=since, effects__funding__source=account.address).exclude(status__in=[TransactionStatus.FAILED, TransactionStatus.EXPIRED, TransactionStatus.CANCELLED])
+            rows = Transaction.unscoped.filter(cluster=account.cluster, created_at__gte=since, effects__funding__source=account.address).exclude(status__in=[TransactionStatus.FAILED, TransactionStatus.EXPIRED, TransactionStatus.CANCELLED])
             spent = sum(int((effects or {}).get("funding", {}).get("lamports") or 0) for effects in rows.values_list("effects", flat=True))
         if spent + lamports > int(maximum):
             raise ForbiddenError(

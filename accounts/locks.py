@@ -11,7 +11,7 @@ from .models import Account
 
 def lock_accounts(*pks: int) -> dict[int, Account]:
     """Lock the accounts (pk order) and return them by pk, fresh from the database."""
-    return {a.pk: a for a in lock_rows(Account.objects.filter(pk__in=[pk for pk in pks if pk is not None]))}
+    return {a.pk: a for a in lock_rows(Account.unscoped.filter(pk__in=[pk for pk in pks if pk is not None]))}
 
 
 def lock_account(pk: int) -> Account:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from django.db.models import QuerySet
 
 from ledger_project.api.errors import LedgerError, NotFoundError
+from tenancy.scoping import require_tenant
 
 from .models import Account
 
@@ -51,12 +52,14 @@ def _references_filter(refs: dict, field: str) -> dict:
 def lookup_scope(model, tenant, cluster: str, lookup: dict, field: str, writable: bool) -> QuerySet:
     """Where a lookup searches, for any tenant-owned model with shared_across_tenants: the
     acting tenant's records (and records shared with it, for reads), or another
-    organization's shared records with otherTenantOrganizationExternalId (never writable)."""
+    organization's shared records with otherTenantOrganizationExternalId (never writable).
+    Always through model.objects.for_tenant()/visible_to(): never without the tenant."""
+    require_tenant(tenant, "lookup_scope()")
     other = lookup.get("otherTenantOrganizationExternalId")
     if other and other != tenant.external_id:
         if writable:
             raise LedgerError("Records of another organization cannot be changed or used to sign.", field=f"{field}.otherTenantOrganizationExternalId", code="NOT_WRITABLE")
-        return model.objects.filter(tenant__external_id=other, shared_across_tenants=True, cluster=cluster)
+        return model.objects.visible_to(tenant).filter(tenant__external_id=other, shared_across_tenants=True, cluster=cluster)
     queryset = model.objects.for_tenant(tenant) if writable else model.objects.visible_to(tenant)
     return queryset.filter(cluster=cluster)
 
@@ -174,6 +177,7 @@ def display_account(tenant, cluster: str, lookup: dict, *, field: str):
     anything else goes through resolve_account."""
     from django.db import connection
 
+    require_tenant(tenant, "display_account()")  # the raw SQL binds tenant.pk
     keys = {k for k, v in lookup.items() if v not in (None, "", False)}
     if keys == {"onchainId"} or keys == {"offchainId"}:
         name, column = ("address", "onchainId") if keys == {"onchainId"} else ("offchain_id", "offchainId")

@@ -7,6 +7,7 @@ from types import SimpleNamespace
 from django.db.models import F, QuerySet
 
 from ledger_project.api.query import QueryField, QuerySpec, apply_item_query
+from tenancy.scoping import scoped_tenant
 
 from .lookup import display_account
 from .models import Account, BalanceSnapshot
@@ -75,8 +76,10 @@ DISPLAY_COLUMNS = (
 )
 
 
-def account_list(*, tenant, cluster: str, item_query: dict | None) -> tuple[list[SimpleNamespace], int]:
-    queryset = Account.objects.for_tenant(tenant).filter(cluster=cluster)
+def account_list(*, queryset: QuerySet, cluster: str, item_query: dict | None) -> tuple[list[SimpleNamespace], int]:
+    """A page of ``queryset`` (the view's get_queryset(): scoped to the acting tenant)."""
+    scoped_tenant(queryset)
+    queryset = queryset.filter(cluster=cluster)
     page, count = apply_item_query(queryset, item_query, ACCOUNT_QUERY, present=for_display)
     return [SimpleNamespace(**row) for row in page.values(*DISPLAY_COLUMNS)], count
 

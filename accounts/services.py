@@ -319,7 +319,7 @@ def account_inactivate(*, tenant, cluster: str, api_key, account: Account, refun
     Read and check, build and sign (no locks), then the write phase re-checks under the
     account's row lock (status, in-flight marker) and records the transaction with the
     marker set: a concurrent second inactivation gets 409 OPERATION_IN_PROGRESS."""
-    account = Account.objects.get(pk=account.pk)
+    account = Account.unscoped.get(pk=account.pk)
     _inactivatable(account)
     destination = None
     if refund_to is not None:

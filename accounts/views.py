@@ -86,7 +86,7 @@ class AccountViewSet(TenantScopedViewSet):
         if output is None:
             raise LedgerError("detail-level must be detailed, compact or identifiers.", field="detail-level", code="INVALID_ENUM")
         body = validated(BulkInput, request)
-        items, count = selectors.account_list(tenant=self.tenant, cluster=self.cluster, item_query=body.get("itemQuery"))
+        items, count = selectors.account_list(queryset=self.get_queryset(), cluster=self.cluster, item_query=body.get("itemQuery"))
         return Response({"count": count, "items": [output(a) for a in items]})
 
     @extend_schema(operation_id="updateAccount", summary="Update Account", description="Patch semantics: only fields present change.", request=UpdateAccountInput, responses=api_responses({200: UpdateAccountOutput}, mutation=True), parameters=operation_parameters(), tags=TAG)

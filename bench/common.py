@@ -52,21 +52,23 @@ def vacuum_analyze(db_url: str) -> None:
     subprocess.run(["psql", db_url, "-q", "-c", "VACUUM ANALYZE"], check=True)
 
 
-def orm_page_ms(env: dict, tenant: str, selector: str, item_query: dict) -> float:
-    """p50 of ``selector`` ("module:function", e.g. accounts.selectors:account_list) for one
+def orm_page_ms(env: dict, tenant: str, selector: str, item_query: dict, model: str) -> float:
+    """p50 of ``selector`` ("module:function", e.g. accounts.selectors:account_list; it pages
+    ``model``.objects.for_tenant(tenant), "app.Model") for one
     page, in a fresh process, without HTTP: the query and row conversion alone."""
     module, function = selector.split(":")
     code = f"""
 import json, os, time
 import django; django.setup()
 from {module} import {function} as page
+from django.apps import apps
 from tenancy.models import TenantOrganization
 from ledger_project.api.query import ItemQuerySerializer
 tenant = TenantOrganization.objects.get(external_id="{tenant}")
 s = ItemQuerySerializer(data=json.loads(os.environ["BENCH_QUERY"])); s.is_valid(raise_exception=True)
 times = []
 for _ in range(30):
-    t = time.perf_counter(); page(tenant=tenant, cluster="CHAIN_LOCALNET", item_query=s.validated_data); times.append(time.perf_counter() - t)
+    t = time.perf_counter(); page(queryset=apps.get_model("{model}").objects.for_tenant(tenant), cluster="CHAIN_LOCALNET", item_query=s.validated_data); times.append(time.perf_counter() - t)
 times.sort()
 print(times[len(times)//2] * 1000)
 """

@@ -18,7 +18,7 @@ from .services import instrument_sync
 
 def _instrument(tx) -> FinancialInstrument | None:
     # Worker-side: the transaction names its own record; no API tenant scoping applies.
-    return FinancialInstrument.objects.filter(offchain_id=tx.effects.get("instrument")).first()
+    return FinancialInstrument.unscoped.filter(offchain_id=tx.effects.get("instrument")).first()
 
 
 @effect_handler("instruments.create")
@@ -26,21 +26,21 @@ def instrument_created(tx) -> None:
     instrument = _instrument(tx)
     if instrument is not None and instrument.status == InstrumentStatus.PENDING:
         at = tx.confirmed_at or timezone.now()
-        FinancialInstrument.objects.filter(pk=instrument.pk).update(status=InstrumentStatus.ACTIVE, creation_transaction_at=at)
-        Account.objects.filter(pk=instrument.mint_account_id, status=AccountStatus.PENDING).update(status=AccountStatus.ACTIVE, creation_transaction_at=at)
+        FinancialInstrument.unscoped.filter(pk=instrument.pk).update(status=InstrumentStatus.ACTIVE, creation_transaction_at=at)
+        Account.unscoped.filter(pk=instrument.mint_account_id, status=AccountStatus.PENDING).update(status=AccountStatus.ACTIVE, creation_transaction_at=at)
 
 
 def _clear_in_flight(tx) -> None:
     """The instrument's in-flight marker ends with its transaction (success or failure)."""
-    FinancialInstrument.objects.filter(pending_transaction=tx).update(pending_transaction=None)
+    FinancialInstrument.unscoped.filter(pending_transaction=tx).update(pending_transaction=None)
 
 
 @failure_handler("instruments.create")
 def instrument_creation_failed(tx) -> None:
     instrument = _instrument(tx)
     if instrument is not None and instrument.status == InstrumentStatus.PENDING:
-        FinancialInstrument.objects.filter(pk=instrument.pk).update(status=InstrumentStatus.FAILED)
-        Account.objects.filter(pk=instrument.mint_account_id, status=AccountStatus.PENDING).update(status=AccountStatus.FAILED)
+        FinancialInstrument.unscoped.filter(pk=instrument.pk).update(status=InstrumentStatus.FAILED)
+        Account.unscoped.filter(pk=instrument.mint_account_id, status=AccountStatus.PENDING).update(status=AccountStatus.FAILED)
     _clear_in_flight(tx)
 
 
@@ -57,13 +57,13 @@ def in_flight_ended(tx) -> None:
 def instrument_closed(tx) -> None:
     instrument = _instrument(tx)
     if instrument is not None:
-        FinancialInstrument.objects.filter(pk=instrument.pk).update(status=InstrumentStatus.CLOSED, last_transaction=tx, last_transaction_at=tx.confirmed_at or timezone.now())
-        Account.objects.filter(pk=instrument.mint_account_id).update(status=AccountStatus.INACTIVE)
+        FinancialInstrument.unscoped.filter(pk=instrument.pk).update(status=InstrumentStatus.CLOSED, last_transaction=tx, last_transaction_at=tx.confirmed_at or timezone.now())
+        Account.unscoped.filter(pk=instrument.mint_account_id).update(status=AccountStatus.INACTIVE)
 
 
 @on_every_confirmation
 def mints_after(tx) -> None:
     """Re-read every recorded, open instrument whose mint the transaction names."""
     keys = touched_addresses(tx)
-    for instrument in FinancialInstrument.objects.filter(cluster=tx.cluster, address__in=keys).exclude(status=InstrumentStatus.CLOSED):
+    for instrument in FinancialInstrument.unscoped.filter(cluster=tx.cluster, address__in=keys).exclude(status=InstrumentStatus.CLOSED):
         instrument_sync(instrument=instrument, tx=tx)

@@ -11,4 +11,4 @@ from .models import FinancialInstrument
 
 
 def lock_instrument(pk: int) -> FinancialInstrument:
-    return lock_rows(FinancialInstrument.objects.filter(pk=pk))[0]
+    return lock_rows(FinancialInstrument.unscoped.filter(pk=pk))[0]

@@ -9,6 +9,7 @@ from django.db.models import F, QuerySet
 from accounts.models import Account
 from accounts.selectors import DISPLAY_COLUMNS, for_display
 from ledger_project.api.query import QueryField, QuerySpec, apply_item_query
+from tenancy.scoping import scoped_tenant
 
 from .lookup import resolve_instrument
 from .models import AUTHORITY_ROLES, FinancialInstrument, authority_column
@@ -102,13 +103,15 @@ def related_accounts(items: list[SimpleNamespace], *, tenant) -> dict[int, Simpl
 
 def instrument_get(*, tenant, cluster: str, lookup: dict, field: str = "itemData") -> SimpleNamespace:
     instrument = resolve_instrument(tenant, cluster, lookup, field=field)
-    return rows(_present(FinancialInstrument.objects.filter(pk=instrument.pk)))[0]
+    return rows(_present(FinancialInstrument.objects.visible_to(tenant).filter(pk=instrument.pk)))[0]
 
 
-def instrument_list(*, tenant, cluster: str, item_query: dict | None, columns: tuple[str, ...] = DETAILED_COLUMNS) -> tuple[list[SimpleNamespace], int]:
-    """A page of the tenant's instruments as rows of ``columns`` (fewer columns, less work:
-    converting ~60 columns of 100 rows costs more than the query)."""
-    queryset = FinancialInstrument.objects.for_tenant(tenant).filter(cluster=cluster)
+def instrument_list(*, queryset: QuerySet, cluster: str, item_query: dict | None, columns: tuple[str, ...] = DETAILED_COLUMNS) -> tuple[list[SimpleNamespace], int]:
+    """A page of ``queryset`` (the view's get_queryset(): the tenant's instruments) as rows
+    of ``columns`` (fewer columns, less work: converting ~60 columns of 100 rows costs more
+    than the query)."""
+    scoped_tenant(queryset)
+    queryset = queryset.filter(cluster=cluster)
     if columns == IDENTIFIER_COLUMNS:
         present = None
     elif columns == COMPACT_COLUMNS:

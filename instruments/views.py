@@ -84,7 +84,7 @@ class FinancialInstrumentViewSet(TenantScopedViewSet):
             raise LedgerError("detail-level must be detailed, compact or identifiers.", field="detail-level", code="INVALID_ENUM")
         body = validated(BulkInput, request)
         columns = {"compact": selectors.COMPACT_COLUMNS, "identifiers": selectors.IDENTIFIER_COLUMNS}.get(detail_level, selectors.DETAILED_COLUMNS)
-        items, count = selectors.instrument_list(tenant=self.tenant, cluster=self.cluster, item_query=body.get("itemQuery"), columns=columns)
+        items, count = selectors.instrument_list(queryset=self.get_queryset(), cluster=self.cluster, item_query=body.get("itemQuery"), columns=columns)
         if detail_level == "detailed":
             accounts = render.account_responses(selectors.related_accounts(items, tenant=self.tenant))
             return Response({"count": count, "items": [render.instrument_detailed(i, accounts) for i in items]})

@@ -71,7 +71,7 @@ def _sealed_fields(hooks: list[dict]):
 def _with_webhooks():
     from .models import FinancialInstrument
 
-    return FinancialInstrument.objects.exclude(post_transaction_submit_webhooks=[])
+    return FinancialInstrument.unscoped.exclude(post_transaction_submit_webhooks=[])
 
 
 def _references() -> Counter:
@@ -91,14 +91,14 @@ def _reseal(current: bytes) -> int:
              if any(secret_key_id(sealed) != current_id for *_, sealed in _sealed_fields(hooks))]
     for pk in stale:
         with transaction.atomic():
-            hooks = FinancialInstrument.objects.select_for_update().filter(pk=pk).values_list("post_transaction_submit_webhooks", flat=True).first()
+            hooks = FinancialInstrument.unscoped.select_for_update().filter(pk=pk).values_list("post_transaction_submit_webhooks", flat=True).first()
             changed = 0
             for hook, config, field, sealed in _sealed_fields(hooks):
                 if secret_key_id(sealed) != current_id:
                     hook[config][field] = {"sealed": secret_reseal(sealed=sealed, purpose=_purpose(hook, config, field), current=current)}
                     changed += 1
             if changed:
-                FinancialInstrument.objects.filter(pk=pk).update(post_transaction_submit_webhooks=hooks)
+                FinancialInstrument.unscoped.filter(pk=pk).update(post_transaction_submit_webhooks=hooks)
         count += changed
     return count
 

@@ -36,14 +36,14 @@ JUNK = [
 @pytest.mark.django_db
 @pytest.mark.parametrize("method, path, body", ENDPOINTS, ids=[f"{m} {p}" for m, p, _ in ENDPOINTS])
 def test_junk_bodies_are_4xx_in_error_shape(api, localnet_url, method, path, body):
-    before = Account.objects.count()
+    before = Account.unscoped.count()
     for junk in JUNK:
         response = api.call(method, path, junk)
         assert 400 <= response.status_code < 500, (junk, response.status_code, response.content[:300])
         assert_error(response, response.status_code)
     raw = api.generic(method.upper(), path, b"\xff\xfe{", content_type="application/json")
     assert_error(raw, 400)
-    assert Account.objects.count() == before
+    assert Account.unscoped.count() == before
 
 
 # --- Limits (docs/api.md, Limits): before authentication, on every endpoint -------------

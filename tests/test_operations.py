@@ -114,7 +114,7 @@ def test_admin_account_pages_show_no_key_material(admin_client, api, localnet_ur
     created = api.call("post", "/api/v1/accounts", {"itemData": {"managed": True}}).json()["newAccount"]
     from accounts.models import Account, ManagedKey
 
-    account = Account.objects.get(offchain_id=created["offchainId"])
+    account = Account.unscoped.get(offchain_id=created["offchainId"])
     key = ManagedKey.objects.get(public_key=account.address)
     for url in ("/admin/accounts/account/", f"/admin/accounts/account/{account.pk}/change/", "/admin/accounts/managedkey/", f"/admin/accounts/managedkey/{key.pk}/change/",
                 "/admin/transactions/transaction/", "/admin/accounts/privatekeydisclosure/", "/admin/accounts/account/?q=" + account.address[:10]):

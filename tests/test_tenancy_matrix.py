@@ -67,13 +67,13 @@ def test_other_tenants_record_is_like_missing_and_unchanged(api, other_tenant, l
         model = FinancialInstrument
     else:
         theirs, model = AccountFactory(tenant=other_tenant, comments="theirs"), Account
-    before = model.objects.values().get(pk=theirs.pk)
+    before = model.unscoped.values().get(pk=theirs.pk)
     hidden = api.call(method, path, body({"offchainId": str(theirs.offchain_id)}))
     missing = api.call(method, path, body({"offchainId": str(uuid.uuid4())}))
     assert hidden.status_code == missing.status_code, (hidden.json(), missing.json())
     assert hidden.status_code in (403, 404)
     assert hidden.json()["errors"] == missing.json()["errors"]
-    assert model.objects.values().get(pk=theirs.pk) == before
+    assert model.unscoped.values().get(pk=theirs.pk) == before
 
 
 @pytest.mark.django_db
@@ -110,12 +110,12 @@ def test_request_rules_are_one_rule_with_or_without_a_key(api, anon, localnet_ur
     """x-request-id must be a UUID and ?wait= one of its values on every operation, fetch or
     mutation, before authentication (docs/api.md): refused, nothing changes."""
     payload = body({"offchainId": str(uuid.uuid4())}) if body else {}
-    before = Account.objects.count(), FinancialInstrument.objects.count()
+    before = Account.unscoped.count(), FinancialInstrument.unscoped.count()
     for client in (api, anon):
         assert_error(client.call(method, path, payload, request_id="not-a-uuid"), 400, "INVALID_REQUEST_ID", "x-request-id")
         for wait in ("forever", "CONFIRMED", "0"):
             assert_error(client.call(method, f"{path}?wait={wait}", payload), 400, "INVALID_ENUM", "wait")
-    assert (Account.objects.count(), FinancialInstrument.objects.count()) == before
+    assert (Account.unscoped.count(), FinancialInstrument.unscoped.count()) == before
 
 
 @pytest.mark.django_db

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from django.db.models import QuerySet
+
 from ledger_project.api.errors import LedgerError, NotFoundError
+from tenancy.scoping import scoped_tenant
 
 from .models import Transaction
 
 
-def transaction_get(*, tenant, onchain_id: str | None = None, offchain_id=None) -> Transaction:
-    queryset = Transaction.objects.for_tenant(tenant)
+def transaction_get(*, queryset: QuerySet, onchain_id: str | None = None, offchain_id=None) -> Transaction:
+    """The transaction ``queryset`` (the view's get_queryset(): the tenant's) holds."""
+    scoped_tenant(queryset)
     if offchain_id:
         tx = queryset.filter(offchain_id=offchain_id).first()
         if tx is not None and onchain_id and tx.onchain_id != onchain_id:

@@ -178,7 +178,7 @@ def transaction_record(prepared: Prepared, *, effects_data: dict | None = None, 
     submission follows on commit."""
     complete = prepared.complete
     config = prepared.config
-    tx = Transaction.objects.create(
+    tx = Transaction.unscoped.create(
         tenant=prepared.tenant,
         cluster=prepared.cluster,
         operation=prepared.operation,
@@ -258,7 +258,7 @@ def transaction_add_signatures(*, transaction: Transaction, signatures: dict[str
 
 
 def _add_signatures(transaction: Transaction, signatures: dict[str, str], submit: bool | None) -> Transaction:
-    tx = Transaction.objects.select_for_update().get(pk=transaction.pk)
+    tx = Transaction.unscoped.select_for_update().get(pk=transaction.pk)
     if tx.status != TransactionStatus.PARTIALLY_SIGNED:
         raise LedgerError(f"The transaction is {tx.status}; only PARTIALLY_SIGNED transactions take signatures.", code="INVALID_TRANSACTION_STATE")
     message = bytes(tx.message)
@@ -287,7 +287,7 @@ def transaction_sign_on_platform(*, transaction: Transaction, managed: Sequence[
 
 def transaction_release(*, transaction: Transaction) -> Transaction:
     """Submit a SIGNED transaction that was held (submit_when_signed false / approval)."""
-    updated = Transaction.objects.filter(pk=transaction.pk, status__in=[TransactionStatus.SIGNED, TransactionStatus.PENDING_APPROVAL]).update(
+    updated = Transaction.unscoped.filter(pk=transaction.pk, status__in=[TransactionStatus.SIGNED, TransactionStatus.PENDING_APPROVAL]).update(
         status=TransactionStatus.SIGNED, submit_when_signed=True
     )
     if not updated:
@@ -312,12 +312,12 @@ def transaction_submit(*, transaction_id: int) -> bool:
     the task finds nothing to do, and a crash after the claim is healed by reconciliation,
     which rebroadcasts the same bytes (always safe) until the lifetime is over.
     """
-    claimed = Transaction.objects.filter(pk=transaction_id, status=TransactionStatus.SIGNED, submit_when_signed=True).update(
+    claimed = Transaction.unscoped.filter(pk=transaction_id, status=TransactionStatus.SIGNED, submit_when_signed=True).update(
         status=TransactionStatus.SUBMITTED, submitted_at=timezone.now(), submit_attempts=F("submit_attempts") + 1
     )
     if not claimed:
         return False
-    tx = Transaction.objects.get(pk=transaction_id)
+    tx = Transaction.unscoped.get(pk=transaction_id)
     _event(tx, "SUBMITTED")
     _broadcast(tx, first=True)
     return True
@@ -359,13 +359,13 @@ def _finish(tx: Transaction, status: str, *, unless_moved: Q | None = None, **fi
         # be spent, or its bytes could still execute later (no-op when it moved on already).
         fee_payers.nonce_advance(cluster=tx.cluster, nonce_address=tx.nonce_account, expected=tx.blockhash)
     with db_transaction.atomic():
-        updated = Transaction.objects.filter(unless_moved or Q(), pk=tx.pk, status__in=_ENDABLE).update(status=status, updated_at=timezone.now(), **fields)
+        updated = Transaction.unscoped.filter(unless_moved or Q(), pk=tx.pk, status__in=_ENDABLE).update(status=status, updated_at=timezone.now(), **fields)
         if not updated:
             return False
         NonceAccount.objects.filter(leased_by_id=tx.pk).update(leased_by=None, leased_at=None)
         _event(tx, status, **{k: v for k, v in fields.items() if k in ("error_message",)})
         # Undo what the operation recorded ahead (e.g. a PENDING account): once.
-        if Transaction.objects.filter(pk=tx.pk, effects_applied_at__isnull=True).update(effects_applied_at=timezone.now()):
+        if Transaction.unscoped.filter(pk=tx.pk, effects_applied_at__isnull=True).update(effects_applied_at=timezone.now()):
             tx.refresh_from_db()
             effects.apply_failure(tx)
             _event(tx, "FAILURE_EFFECTS_APPLIED")
@@ -383,7 +383,7 @@ def transaction_confirm(*, transaction_id: int) -> bool:
     apply effects; ``processed`` is on a block that may still be dropped, so it is only
     noted. Nothing moves a CONFIRMED transaction but finalization.
     """
-    tx = Transaction.objects.filter(pk=transaction_id).first()
+    tx = Transaction.unscoped.filter(pk=transaction_id).first()
     if tx is None or tx.status not in (TransactionStatus.SUBMITTED, TransactionStatus.CONFIRMED):
         return False
     rpc = rpc_for(tx.cluster)
@@ -400,11 +400,11 @@ def transaction_confirm(*, transaction_id: int) -> bool:
                 _finish(tx, TransactionStatus.EXPIRED, error_message=_EXPIRED_MESSAGE[tx.lifetime])
                 return False
             _broadcast(tx)  # same signed bytes: safe to repeat
-        Transaction.objects.filter(pk=tx.pk).update(updated_at=timezone.now())
+        Transaction.unscoped.filter(pk=tx.pk).update(updated_at=timezone.now())
         return True
     reached = _reached(status)
     if reached == "processed":
-        Transaction.objects.filter(pk=tx.pk).update(slot=status.slot, updated_at=timezone.now())
+        Transaction.unscoped.filter(pk=tx.pk).update(slot=status.slot, updated_at=timezone.now())
         return True
     if status.err is not None:
         _finish(tx, TransactionStatus.FAILED, error_message=f"The transaction failed on chain: {status.err}", error={"err": str(status.err)}, slot=status.slot)
@@ -419,7 +419,7 @@ def transaction_confirm(*, transaction_id: int) -> bool:
             fields["confirmed_at"] = now
         if finalized:
             fields["finalized_at"] = now
-        Transaction.objects.filter(pk=tx.pk, status__in=[TransactionStatus.SUBMITTED, TransactionStatus.CONFIRMED]).update(**fields)
+        Transaction.unscoped.filter(pk=tx.pk, status__in=[TransactionStatus.SUBMITTED, TransactionStatus.CONFIRMED]).update(**fields)
         if _COMMITMENT_RANK[reached] >= max(_COMMITMENT_RANK["confirmed"], _COMMITMENT_RANK.get(tx.commitment, 1)):
             transaction_apply_effects(transaction_id=tx.pk)
         if finalized:
@@ -467,18 +467,18 @@ def transaction_expire_held(*, transaction_id: int) -> str | None:
     If it landed anyway (someone holding every signature sent it), it is followed like a
     submitted one.
     """
-    tx = Transaction.objects.filter(pk=transaction_id, status__in=HELD).first()
+    tx = Transaction.unscoped.filter(pk=transaction_id, status__in=HELD).first()
     if tx is None or (tx.status == TransactionStatus.SIGNED and tx.submit_when_signed):
         return None  # SIGNED and queued: the submit path owns it
     rpc = rpc_for(tx.cluster)
     if tx.lifetime == MessageLifetime.DURABLE_NONCE and _window_over(tx.txn_timestamp):
         fee_payers.nonce_advance(cluster=tx.cluster, nonce_address=tx.nonce_account, expected=tx.blockhash)
     if not _lifetime_over(tx, rpc):
-        Transaction.objects.filter(pk=tx.pk).update(updated_at=timezone.now())
+        Transaction.unscoped.filter(pk=tx.pk).update(updated_at=timezone.now())
         return None
     landed = rpc.signature_statuses([Signature.from_string(tx.onchain_id)])[0] if tx.onchain_id else None
     if landed is not None:
-        if Transaction.objects.filter(pk=tx.pk, status=tx.status).update(status=TransactionStatus.SUBMITTED, submitted_at=timezone.now(), updated_at=timezone.now()):
+        if Transaction.unscoped.filter(pk=tx.pk, status=tx.status).update(status=TransactionStatus.SUBMITTED, submitted_at=timezone.now(), updated_at=timezone.now()):
             _event(tx, "LANDED_UNSUBMITTED", slot=landed.slot)
             return TransactionStatus.SUBMITTED
         return None
@@ -494,9 +494,9 @@ def transaction_cancel(*, transaction: Transaction, reason: str = "") -> Transac
     what that means for signatures handed out before its blockhash expires.
     """
     not_submitted = Q(status__in=[TransactionStatus.PENDING_APPROVAL, TransactionStatus.PARTIALLY_SIGNED]) | Q(status=TransactionStatus.SIGNED, submit_when_signed=False)
-    tx = Transaction.objects.filter(not_submitted, pk=transaction.pk).first()
+    tx = Transaction.unscoped.filter(not_submitted, pk=transaction.pk).first()
     if tx is None:
-        status = Transaction.objects.filter(pk=transaction.pk).values_list("status", flat=True).first() or "unknown"
+        status = Transaction.unscoped.filter(pk=transaction.pk).values_list("status", flat=True).first() or "unknown"
         raise LedgerError(f"The transaction is {status}; only transactions not yet submitted (PENDING_APPROVAL, PARTIALLY_SIGNED, held SIGNED) can be cancelled.", code="INVALID_TRANSACTION_STATE")
     if not _finish(tx, TransactionStatus.CANCELLED, unless_moved=not_submitted, error_message=reason or "Cancelled before submission; nothing was executed."):
         tx.refresh_from_db()
@@ -508,10 +508,10 @@ def transaction_cancel(*, transaction: Transaction, reason: str = "") -> Transac
 def transaction_apply_effects(*, transaction_id: int) -> bool:
     """Apply the operation's offchain effects once: claimed by effects_applied_at."""
     with db_transaction.atomic():
-        claimed = Transaction.objects.filter(pk=transaction_id, effects_applied_at__isnull=True).update(effects_applied_at=timezone.now())
+        claimed = Transaction.unscoped.filter(pk=transaction_id, effects_applied_at__isnull=True).update(effects_applied_at=timezone.now())
         if not claimed:
             return False
-        tx = Transaction.objects.get(pk=transaction_id)
+        tx = Transaction.unscoped.get(pk=transaction_id)
         effects.apply(tx)
         _event(tx, "EFFECTS_APPLIED")
     return True
@@ -523,7 +523,7 @@ def transactions_in_flight(*, stale_after: timedelta = timedelta(seconds=5)) -> 
     (PARTIALLY_SIGNED, PENDING_APPROVAL, SIGNED not to be submitted) whose lifetime may be
     over (reported as status HELD)."""
     cutoff = timezone.now() - stale_after
-    stale = Transaction.objects.filter(updated_at__lt=cutoff)
+    stale = Transaction.unscoped.filter(updated_at__lt=cutoff)
     rows = list(
         stale.filter(status__in=[TransactionStatus.SIGNED, TransactionStatus.SUBMITTED, TransactionStatus.CONFIRMED], submit_when_signed=True).values_list("pk", "status")[:1000]
     )

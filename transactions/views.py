@@ -28,5 +28,5 @@ class TransactionViewSet(TenantScopedViewSet):
     )
     def status(self, request):
         data = validated(TransactionStatusInput, request)["itemData"]["transaction"]
-        tx = selectors.transaction_get(tenant=self.tenant, onchain_id=data.get("onchainId"), offchain_id=data.get("offchainId"))
+        tx = selectors.transaction_get(queryset=self.get_queryset(), onchain_id=data.get("onchainId"), offchain_id=data.get("offchainId"))
         return Response(TransactionResultOutput(tx).data)

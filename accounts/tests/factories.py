@@ -2,10 +2,10 @@ import factory
 from solders.keypair import Keypair
 
 from accounts.models import Account, AccountType
-from tenancy.tests.factories import TenantFactory
+from tenancy.tests.factories import TenantFactory, TenantOwnedFactory
 
 
-class AccountFactory(factory.django.DjangoModelFactory):
+class AccountFactory(TenantOwnedFactory):
     """An offchain account record (not managed, nothing on chain)."""
 
     class Meta:

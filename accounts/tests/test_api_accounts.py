@@ -45,7 +45,7 @@ def test_create_managed_account_without_seed_needs_no_transaction(api, localnet_
     assert response.status_code == 201, response.json()
     body = response.json()
     assert body["svmTransaction"] is None
-    account = Account.objects.get(offchain_id=body["newAccount"]["offchainId"])
+    account = Account.unscoped.get(offchain_id=body["newAccount"]["offchainId"])
     assert account.address == body["newAccount"]["onchainId"] and account.managed and account.status == "ACTIVE"
     assert account.managed_key.public_key == account.address
 
@@ -58,7 +58,7 @@ def test_create_with_seed_funds_the_account_on_chain(api, celery_worker_process,
     assert body["svmTransaction"]["status"] in ("CONFIRMED", "FINALIZED") and body["svmTransaction"]["success"] is True
     address = Pubkey.from_string(body["newAccount"]["onchainId"])
     assert chain.get_balance(address).value == 2_000_000
-    account = Account.objects.get(address=str(address))
+    account = Account.unscoped.get(address=str(address))
     assert account.status == AccountStatus.ACTIVE and int(account.lamports_balance) == 2_000_000
     assert account.creation_transaction_at is not None
     assert BalanceSnapshot.objects.filter(account=account, lamports=2_000_000).exists()
@@ -83,7 +83,7 @@ def test_data_length_allocates_space_and_locks_the_seed(api, celery_worker_proce
 def test_seed_below_rent_is_400(api, localnet_url):
     assert_error(create(api, {"managed": True, "seed": {"lamports": 10}}), 400, "SEED_BELOW_RENT", "itemData.seed")
     assert_error(create(api, {"managed": True, "dataLength": 50, "seed": {"lamports": 10}}), 400, "SEED_BELOW_RENT", "itemData.seed")
-    assert Account.objects.count() == 0
+    assert Account.unscoped.count() == 0
 
 
 @pytest.mark.django_db
@@ -98,7 +98,7 @@ def test_import_private_key(api, localnet_url):
     keypair = Keypair()
     response = create(api, {"managed": True, "onchainId": str(keypair.pubkey()), "privateKeyDetails": {"location": ["SECRETS"], "privateKey": str(keypair)}})
     assert response.status_code == 201, response.json()
-    account = Account.objects.get(address=str(keypair.pubkey()))
+    account = Account.unscoped.get(address=str(keypair.pubkey()))
     assert account.private_key_location == ["SECRETS"]
     wrong = create(api, {"managed": True, "privateKeyDetails": {"publickKey": str(Keypair().pubkey()), "privateKey": str(Keypair())}})
     assert_error(wrong, 400, "INVALID_PRIVATE_KEY", "itemData.privateKeyDetails.privateKey")
@@ -119,8 +119,8 @@ def test_importing_a_held_key_again_is_409_naming_the_record(api, other_api, loc
     # Another organization learns only that the service holds the key it presented.
     foreign = assert_error(create(other_api, {"managed": True, "privateKeyDetails": {"privateKey": str(keypair)}}), 409, "DUPLICATE_KEY")
     assert offchain_id not in foreign["errors"][0]["message"]
-    assert Account.objects.count() == 1
-    account = Account.objects.get()
+    assert Account.unscoped.count() == 1
+    account = Account.unscoped.get()
     assert account.managed_key.public_key == str(keypair.pubkey())
     from accounts.custody import managed_key_export
 
@@ -132,7 +132,7 @@ def test_onboard_existing_onchain_account(api, chain):
     existing = funded(chain, 3_000_000)
     response = create(api, {"managed": False, "alreadyOnchain": True, "onchainId": str(existing.pubkey()), "offchainReferences": {"type": "WALLET", "code": "EXT"}})
     assert response.status_code == 201 and response.json()["svmTransaction"] is None
-    account = Account.objects.get(address=str(existing.pubkey()))
+    account = Account.unscoped.get(address=str(existing.pubkey()))
     assert not account.managed and account.was_onchain_already and int(account.lamports_balance) == 3_000_000
     missing = str(Keypair().pubkey())
     assert_error(create(api, {"managed": False, "alreadyOnchain": True, "onchainId": missing}), 400, "ACCOUNT_NOT_ONCHAIN", "itemData.onchainId")
@@ -152,7 +152,7 @@ def test_duplicates_are_409(api, localnet_url):
     assert create(api, {"managed": False, "onchainId": address, "offchainReferences": {"code": "C1"}}).status_code == 201
     assert_error(create(api, {"managed": False, "onchainId": address}), 409, "DUPLICATE_ACCOUNT")
     assert_error(create(api, {"managed": True, "offchainReferences": {"code": "C1"}}), 409, "DUPLICATE_REFERENCE", "itemData.offchainReferences.code")
-    assert Account.objects.count() == 1
+    assert Account.unscoped.count() == 1
 
 
 @pytest.mark.django_db
@@ -206,7 +206,7 @@ def test_create_replay_returns_same_account(api, localnet_url):
     first = create(api, {"managed": True, "offchainReferences": {"code": "IDEM"}}, request_id=rid)
     second = create(api, {"managed": True, "offchainReferences": {"code": "IDEM"}}, request_id=rid)
     assert first.status_code == second.status_code == 201 and first.json() == second.json()
-    assert Account.objects.count() == 1
+    assert Account.unscoped.count() == 1
 
 
 @pytest.mark.django_db
@@ -364,7 +364,7 @@ def test_inactivate_moves_lamports_and_closes_the_account(api, celery_worker_pro
     assert response.json()["svmTransaction"]["status"] in ("CONFIRMED", "FINALIZED")
     assert chain.get_account_info(Pubkey.from_string(created["onchainId"])).value is None
     assert chain.get_balance(Pubkey.from_string(destination["onchainId"])).value == 7_000_000
-    account = Account.objects.get(offchain_id=created["offchainId"])
+    account = Account.unscoped.get(offchain_id=created["offchainId"])
     assert account.status == AccountStatus.INACTIVE
     # An inactive account is refused as a destination and cannot be inactivated again.
     other = create(api, {"managed": False, "onchainId": str(Keypair().pubkey())}).json()["newAccount"]
@@ -426,7 +426,7 @@ def test_fast_renderers_match_the_documented_serializers(tenant):
     from accounts.selectors import for_display
     from accounts.serializers import AccountCompactOutput, AccountIdentifiersOutput, AccountOutput
 
-    account = for_display(Account.objects.filter(pk=AccountFactory(tenant=tenant).pk)).get()
+    account = for_display(Account.unscoped.filter(pk=AccountFactory(tenant=tenant).pk)).get()
     for renderer, serializer in ((render.account_detailed, AccountOutput), (render.account_compact, AccountCompactOutput), (render.account_identifiers, AccountIdentifiersOutput)):
         fast, documented = renderer(account), serializer(account).data
         assert set(fast) == set(documented)

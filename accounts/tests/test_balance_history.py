@@ -30,7 +30,7 @@ def sent_transfer(tenant, chain, to: Pubkey, lamports: int) -> Transaction:
             instructions=[transfer(TransferParams(from_pubkey=source.pubkey(), to_pubkey=to, lamports=lamports))],
             signers=[SignerSpec(source.pubkey(), managed_key_import(secret=str(source)))],
         )
-    Transaction.objects.filter(pk=tx.pk).update(submit_when_signed=True)
+    Transaction.unscoped.filter(pk=tx.pk).update(submit_when_signed=True)
     assert services.transaction_submit(transaction_id=tx.pk)
     signature = Signature.from_string(tx.onchain_id)
     wait_for(lambda: chain.get_signature_statuses([signature]).value[0] is not None, what="the transfer")
@@ -41,7 +41,7 @@ def sent_transfer(tenant, chain, to: Pubkey, lamports: int) -> Transaction:
 def test_transfers_confirmed_out_of_order_keep_history_in_chain_order(api, tenant, chain):
     response = api.call("post", "/api/v1/accounts", {"itemData": {"managed": True, "offchainReferences": {"code": "RECEIVER"}}})
     assert response.status_code == 201, response.json()
-    account = Account.objects.get(offchain_id=response.json()["newAccount"]["offchainId"])
+    account = Account.unscoped.get(offchain_id=response.json()["newAccount"]["offchainId"])
     receiver = Pubkey.from_string(account.address)
 
     first = sent_transfer(tenant, chain, receiver, 2_000_000)

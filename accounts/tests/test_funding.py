@@ -32,14 +32,14 @@ def airdrop_funding(settings):
 def test_seed_without_a_funding_account_is_refused_not_paid_by_the_platform(api, localnet_url, no_airdrop_funding):
     assert_error(create(api, {"managed": True, "seed": {"lamports": 2_000_000}}), 400, "FUNDING_ACCOUNT_REQUIRED", FEE_PAYER)
     assert_error(create(api, {"managed": True, "dataLength": 100}), 400, "FUNDING_ACCOUNT_REQUIRED", FEE_PAYER)
-    assert Account.objects.count() == 0
+    assert Account.unscoped.count() == 0
 
 
 @pytest.mark.django_db
 def test_seed_of_zero_follows_the_rent_rule_like_any_other_seed(api, localnet_url, airdrop_funding):
     assert_error(create(api, {"managed": True, "seed": {"lamports": 0}}), 400, "SEED_BELOW_RENT", "itemData.seed")
     assert_error(create(api, {"managed": True, "seed": {"lamports": 5}}), 400, "SEED_BELOW_RENT", "itemData.seed")
-    assert Account.objects.count() == 0
+    assert Account.unscoped.count() == 0
 
 
 @pytest.mark.django_db(transaction=True)
@@ -64,9 +64,9 @@ def test_funding_account_over_its_debit_limit_is_403(api, celery_worker_process,
     assert create(api, {"managed": True, "seed": {"lamports": 2_000_000}}, svmTransactionConfig=by_payer).status_code == 201
     # The 24 h window already holds 2_000_000: 1_500_000 more is over the 3_000_000 limit.
     assert_error(create(api, {"managed": True, "seed": {"lamports": 1_500_000}}, svmTransactionConfig=by_payer), 403, "DEBIT_LIMIT_EXCEEDED", FEE_PAYER)
-    Account.objects.filter(code="FUNDS").update(network_currency_debit_api_keys=["some-other-key"])
+    Account.unscoped.filter(code="FUNDS").update(network_currency_debit_api_keys=["some-other-key"])
     assert_error(create(api, {"managed": True, "seed": {"lamports": 900_000}}, svmTransactionConfig=by_payer), 403, "DEBIT_NOT_ALLOWED", FEE_PAYER)
-    assert Account.objects.count() == 2
+    assert Account.unscoped.count() == 2
 
 
 @pytest.mark.django_db(transaction=True)

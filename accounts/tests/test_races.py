@@ -29,11 +29,11 @@ def test_concurrent_inactivation_runs_once_and_the_second_is_409(api, celery_wor
     first = inactivate()
     assert competing[0].status_code == 200, competing[0].json()
     assert_error(first, 409, "OPERATION_IN_PROGRESS", "itemData.account")
-    assert Transaction.objects.filter(operation="accounts.inactivate").count() == 1
-    tx = Transaction.objects.get(operation="accounts.inactivate")
-    assert Account.objects.get(offchain_id=lookup["offchainId"]).pending_transaction_id == tx.pk
+    assert Transaction.unscoped.filter(operation="accounts.inactivate").count() == 1
+    tx = Transaction.unscoped.get(operation="accounts.inactivate")
+    assert Account.unscoped.get(offchain_id=lookup["offchainId"]).pending_transaction_id == tx.pk
     assert wait_for(tx, "confirmed").status in ("CONFIRMED", "FINALIZED")
-    account = Account.objects.get(offchain_id=lookup["offchainId"])
+    account = Account.unscoped.get(offchain_id=lookup["offchainId"])
     assert account.status == AccountStatus.INACTIVE and account.pending_transaction_id is None
 
 
@@ -65,7 +65,7 @@ def test_concurrent_creates_with_one_request_id_create_one_account(api_key, loca
         t.join(60)
     assert [status for status, _ in results] == [201, 201, 201]
     assert len({body for _, body in results}) == 1
-    assert Account.objects.filter(code="ONCE").count() == 1
+    assert Account.unscoped.filter(code="ONCE").count() == 1
 
 
 @pytest.mark.django_db(transaction=True)
@@ -86,8 +86,8 @@ def test_crash_in_the_write_phase_leaves_no_key_account_transaction_or_record(ap
     keys = ManagedKey.objects.count()
     response = create(api, {"managed": True, "seed": {"lamports": 2_000_000}, "offchainReferences": {"code": "CRASHED"}}, request_id=rid)
     assert response.status_code == 500
-    assert not Account.objects.filter(code="CRASHED").exists() and ManagedKey.objects.count() == keys
-    assert not Transaction.objects.filter(operation="accounts.create").exists() and not IdempotencyRecord.objects.filter(request_id=rid).exists()
+    assert not Account.unscoped.filter(code="CRASHED").exists() and ManagedKey.objects.count() == keys
+    assert not Transaction.unscoped.filter(operation="accounts.create").exists() and not IdempotencyRecord.objects.filter(request_id=rid).exists()
     monkeypatch.undo()
     retried = create(api, {"managed": True, "seed": {"lamports": 2_000_000}, "offchainReferences": {"code": "CRASHED"}}, request_id=rid)
     assert retried.status_code == 201, retried.json()

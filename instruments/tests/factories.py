@@ -3,10 +3,10 @@ import factory
 from accounts.models import AccountType
 from accounts.tests.factories import AccountFactory
 from instruments.models import FinancialInstrument, TokenVersion
-from tenancy.tests.factories import TenantFactory
+from tenancy.tests.factories import TenantFactory, TenantOwnedFactory
 
 
-class FinancialInstrumentFactory(factory.django.DjangoModelFactory):
+class FinancialInstrumentFactory(TenantOwnedFactory):
     """An offchain instrument record (nothing on chain) with its mint account record."""
 
     class Meta:

@@ -22,4 +22,4 @@ def test_admin_lists_instruments_and_edits_only_offchain_fields(admin_client, te
     assert instrument.offchain_data == {"description": "edited"} and instrument.comments == "checked"
     assert instrument.symbol == "ACB30" and instrument.paused is False
     assert admin_client.get("/admin/instruments/financialinstrument/add/").status_code == 403
-    assert FinancialInstrument.objects.count() == 1
+    assert FinancialInstrument.unscoped.count() == 1

@@ -81,7 +81,7 @@ def test_create_token2022_with_metadata_pointer_pausable_delegate_and_close_auth
     mint = body["newFinancialInstrument"]["onchainId"]
     info, decoded = onchain(chain, mint)
     assert info.owner == TOKEN_2022_PROGRAM_ID and decoded.decimals == 2 and decoded.supply == 0
-    address = FinancialInstrument.objects.get(address=mint).mint_authority_address
+    address = FinancialInstrument.unscoped.get(address=mint).mint_authority_address
     assert decoded.mint_authority == decoded.freeze_authority == address
     ext = decoded.extensions
     assert ext["METADATA_POINTER"] == {"authority": address, "metadataAddress": mint}
@@ -128,7 +128,7 @@ def test_each_extension_is_created_as_requested(api, celery_worker_process, chai
     body = created(api, {**BOND, "mintAuthority": authority, **fields(authority)})
     mint = body["newFinancialInstrument"]["onchainId"]
     info, decoded = onchain(chain, mint)
-    address = FinancialInstrument.objects.get(address=mint).mint_authority_address
+    address = FinancialInstrument.unscoped.get(address=mint).mint_authority_address
     assert decoded.extensions[name] == expected(address, mint)
     shown = details(api, {"onchainId": mint}).json()
     assert shown["mintAccountSize"] == len(info.data)
@@ -146,11 +146,11 @@ def test_spl_mint_has_no_extensions_and_refuses_extension_fields(api, celery_wor
     shown = details(api, {"offchainId": body["newFinancialInstrument"]["offchainId"]}).json()
     assert shown["onchainData"]["symbol"] == "PLN" and shown["extensions"] == [] and shown["version"] == "SPL"
 
-    before = FinancialInstrument.objects.count()
+    before = FinancialInstrument.unscoped.count()
     for extra, field in (({"pausableAuthority": authority}, "itemData.pausableAuthority"), ({"defaultPositionState": "FROZEN"}, "itemData.defaultPositionState"),
                          ({"onchainData": {"simpleCustomMetadata": {"k": "v"}}}, "itemData.onchainData.simpleCustomMetadata")):
         assert_error(create(api, {**BOND, "version": "SPL", "mintAuthority": authority, **extra}), 400, "SPL_NO_EXTENSIONS", field)
-    assert FinancialInstrument.objects.count() == before
+    assert FinancialInstrument.unscoped.count() == before
 
 
 @pytest.mark.django_db(transaction=True)
@@ -163,7 +163,7 @@ def test_creation_too_large_for_one_transaction_names_both_workarounds(api, cele
     body = assert_error(response, 400, "TRANSACTION_TOO_LARGE", "itemData")
     message = body["errors"][0]["message"]
     assert "existingMintAccount" in message and "simpleCustomMetadata" in message
-    assert FinancialInstrument.objects.count() == 0 and not AlIdSequence.objects.filter(last_value__gt=0).exists()
+    assert FinancialInstrument.unscoped.count() == 0 and not AlIdSequence.objects.filter(last_value__gt=0).exists()
 
 
 @pytest.mark.django_db(transaction=True)
@@ -190,14 +190,14 @@ def test_al_ids_are_generated_in_sequence_and_validated(api, celery_worker_proce
     authority = wallet(api)
     first = created(api, {**BOND, "mintAuthority": authority})
     second = created(api, {**BOND, "mintAuthority": authority})
-    ids = [FinancialInstrument.objects.get(offchain_id=b["newFinancialInstrument"]["offchainId"]).al_id for b in (first, second)]
+    ids = [FinancialInstrument.unscoped.get(offchain_id=b["newFinancialInstrument"]["offchainId"]).al_id for b in (first, second)]
     assert ids[0].startswith("ALFICBD") and int(ids[1][-8:]) == int(ids[0][-8:]) + 1
     usd = created(api, {"offchainReferences": {"newAlId": {"financialInstrumentType": "STABLECOIN"}}, "mintAuthority": authority})
-    usd_row = FinancialInstrument.objects.get(offchain_id=usd["newFinancialInstrument"]["offchainId"])
+    usd_row = FinancialInstrument.unscoped.get(offchain_id=usd["newFinancialInstrument"]["offchainId"])
     assert usd_row.al_id == "ALFXSC00000001" and usd_row.mint_account.type == "CURRENCY_TOKEN"
 
     given = created(api, {"mintAccount": {"offchainReferences": {"alId": "ALEQYSTC12345678"}}, "mintAuthority": authority})
-    assert FinancialInstrument.objects.get(offchain_id=given["newFinancialInstrument"]["offchainId"]).al_category == "EQUITY"
+    assert FinancialInstrument.unscoped.get(offchain_id=given["newFinancialInstrument"]["offchainId"]).al_category == "EQUITY"
     assert_error(create(api, {"mintAccount": {"offchainReferences": {"alId": "ALEQYSTC12345678"}}, "mintAuthority": authority}), 409, "DUPLICATE_AL_ID")
     assert_error(create(api, {"mintAccount": {"offchainReferences": {"alId": "ALEQYBCD00000001"}}, "mintAuthority": authority}), 400, "INVALID_AL_ID", "itemData.mintAccount.offchainReferences.alId")
     assert_error(create(api, {"mintAccount": {"offchainReferences": {"alId": "ALFICBD123"}}, "mintAuthority": authority}), 400, "INVALID_AL_ID")
@@ -214,7 +214,7 @@ def test_generated_al_ids_skip_given_ones_and_count_per_organization(api, other_
 
     def al_id_of(response) -> str:
         assert response.status_code == 201, response.json()
-        return FinancialInstrument.objects.get(offchain_id=response.json()["newFinancialInstrument"]["offchainId"]).al_id
+        return FinancialInstrument.unscoped.get(offchain_id=response.json()["newFinancialInstrument"]["offchainId"]).al_id
 
     for given in ("ALFICBD00000001", "ALFICBD00000002"):  # given ahead of the sequence
         assert al_id_of(create(api, {"mintAccount": {"offchainReferences": {"alId": given}}, "mintAuthority": authority}, wait=False)) == given
@@ -278,7 +278,7 @@ def mint_outside_the_service(chain, extension: ExtensionType, init, decimals: in
 def test_already_onchain_mint_is_read_from_the_chain_without_a_transaction(api, celery_worker_process, chain):
     payer, mint = mint_outside_the_service(chain, ExtensionType.PAUSABLE, lambda m, p: t22.initialize_pausable(mint=m, authority=p), decimals=4)
     for spelling in ("alreadyOnChain", "alreadyOnchain"):
-        FinancialInstrument.objects.all().delete()
+        FinancialInstrument.unscoped.all().delete()
         response = create(api, {**BOND, spelling: True, "mintAccount": {"onchainId": str(mint.pubkey())}}, wait=False)
         assert response.status_code == 201, response.json()
         assert response.json()["svmTransaction"] is None
@@ -325,7 +325,7 @@ def test_pause_blocks_transfers_and_unpause_allows_them(api, celery_worker_proce
     paused = api.call("patch", BASE + "/pause?wait=confirmed", {"itemData": {"financialInstrument": lookup}})
     assert paused.status_code == 200 and paused.json()["pausedFinancialInstrument"]["onchainId"] == str(mint), paused.json()
     assert onchain(chain, str(mint))[1].extensions["PAUSABLE"]["paused"] is True
-    assert details(api, lookup).json()["paused"] is True and FinancialInstrument.objects.get(address=str(mint)).paused is True
+    assert details(api, lookup).json()["paused"] is True and FinancialInstrument.unscoped.get(address=str(mint)).paused is True
     with pytest.raises(RPCException):
         move()
     assert_error(api.call("patch", BASE + "/pause", {"itemData": {"financialInstrument": lookup}}), 400, "ALREADY_PAUSED")
@@ -365,12 +365,12 @@ def test_update_metadata_offchain_data_authorities_and_multiplier(api, celery_wo
     info, decoded = onchain(chain, mint)
     meta = decoded.extensions["TOKEN_METADATA"]
     assert meta["name"] == "A much longer instrument name than before" and meta["additionalMetadata"] == {"keep": "1", "coupon": "4.25"}
-    successor_address = FinancialInstrument.objects.get(address=mint).closing_authority_address
+    successor_address = FinancialInstrument.unscoped.get(address=mint).closing_authority_address
     assert decoded.extensions["MINT_CLOSE_AUTHORITY"]["closeAuthority"] == successor_address != decoded.mint_authority
     assert decoded.extensions["SCALED_UI_AMOUNT"]["newMultiplier"] == 2.5
     assert decoded.extensions["DEFAULT_ACCOUNT_STATE"] == {"state": "FROZEN"} and decoded.extensions["PAUSABLE"]["paused"] is True
     assert chain.get_balance(Pubkey.from_string(mint)).value >= chain.get_minimum_balance_for_rent_exemption(len(info.data)).value
-    row = FinancialInstrument.objects.get(address=mint)
+    row = FinancialInstrument.unscoped.get(address=mint)
     assert row.name.startswith("A much longer") and row.scaled_ui_multiplier == 2.5 and row.default_position_state == "FROZEN" and row.paused is True
     assert row.closing_authority.offchain_id == uuid.UUID(successor["offchainId"]) and row.mint_account.code == "ACB-30"
     assert row.offchain_data == {"description": "updated"}
@@ -403,7 +403,7 @@ def test_close_only_at_zero_supply_and_rent_goes_to_the_refund_destination(api, 
     assert closed.status_code == 200, closed.json()
     assert closed.json()["closedFinancialInstrument"]["onchainId"] == str(mint) and closed.json()["svmTransaction"]["status"] == "CONFIRMED"
     assert chain.get_account_info(mint).value is None and chain.get_balance(refund).value == rent
-    assert FinancialInstrument.objects.get(address=str(mint)).status == InstrumentStatus.CLOSED
+    assert FinancialInstrument.unscoped.get(address=str(mint)).status == InstrumentStatus.CLOSED
     assert_error(api.call("patch", BASE + "/close", close_body), 400, "INSTRUMENT_CLOSED")
 
 
@@ -421,7 +421,7 @@ def test_onboarded_instrument_closes_in_the_service_only(api, celery_worker_proc
     assert create(api, {**BOND, "alreadyOnchain": True, "mintAccount": {"managed": False, "onchainId": str(mint.pubkey())}}, wait=False).status_code == 201
     response = api.call("patch", BASE + "/close", {"itemData": {"financialInstrumentToClose": {"onchainId": str(mint.pubkey())}}})
     assert response.status_code == 200 and response.json()["svmTransaction"] is None, response.json()
-    assert FinancialInstrument.objects.get(address=str(mint.pubkey())).status == InstrumentStatus.CLOSED
+    assert FinancialInstrument.unscoped.get(address=str(mint.pubkey())).status == InstrumentStatus.CLOSED
     assert chain.get_account_info(mint.pubkey()).value is not None  # untouched on the network
 
 
@@ -470,7 +470,7 @@ def test_create_replays_with_the_same_request_id(api, celery_worker_process):
     again = create(api, {**BOND, "mintAuthority": authority}, wait=False, request_id=request_id)
     assert first.status_code == again.status_code == 201
     assert first.json()["newFinancialInstrument"] == again.json()["newFinancialInstrument"]
-    assert FinancialInstrument.objects.count() == 1 and AlIdSequence.objects.get().last_value == 1
+    assert FinancialInstrument.unscoped.count() == 1 and AlIdSequence.objects.get().last_value == 1
 
 
 @pytest.mark.django_db(transaction=True)
@@ -486,7 +486,7 @@ def test_create_errors(api, celery_worker_process):
     assert_error(create(api, {**BOND, "mintAuthority": {"offchainId": str(uuid.uuid4())}}), 404)
     assert_error(create(api, {**BOND, "mintAuthority": authority, "mintAccount": {"managed": False, "onchainId": str(Keypair().pubkey())}}), 400, "INVALID", "itemData.mintAccount.managed")
     assert_error(create(api, {**BOND, "mintAuthority": authority, "version": "TOKEN_2023"}), 400, None, "itemData.version")
-    assert FinancialInstrument.objects.count() == 0
+    assert FinancialInstrument.unscoped.count() == 0
 
 
 @pytest.mark.django_db(transaction=True)
@@ -494,14 +494,14 @@ def test_debit_keys_on_the_mint_account_need_their_role(api, celery_worker_proce
     authority = wallet(api)
     response = create(api, {**BOND, "mintAuthority": authority, "mintAccount": {"tokenDebitApiKeys": ["ak_x"]}})
     assert_error(response, 403, "MISSING_ROLE", "itemData.mintAccount.tokenDebitApiKeys")
-    assert FinancialInstrument.objects.count() == 0
+    assert FinancialInstrument.unscoped.count() == 0
 
 
 @pytest.mark.django_db(transaction=True)
 def test_other_tenant_reads_a_shared_instrument_but_cannot_change_it(api, other_api, other_tenant, celery_worker_process):
     authority = wallet(api)
     body = created(api, {**BOND, "mintAuthority": authority, "pausableAuthority": authority, "mintAccount": {"shareAcrossTenants": True}})
-    owner = FinancialInstrument.objects.get(offchain_id=body["newFinancialInstrument"]["offchainId"]).tenant.external_id
+    owner = FinancialInstrument.unscoped.get(offchain_id=body["newFinancialInstrument"]["offchainId"]).tenant.external_id
     shared = {"onchainId": body["newFinancialInstrument"]["onchainId"], "otherTenantOrganizationExternalId": owner}
     shown = other_api.call("post", BASE + "/single", {"itemData": shared})
     assert shown.status_code == 200 and shown.json()["tenantOrganizationId"] == owner
@@ -520,11 +520,11 @@ def test_authority_shared_by_another_organization_survives_chain_sync(api, other
         "managed": True, "offchainReferences": {"type": "WALLET"}, "shareAcrossTenants": True, "orgsAllowedToSignWithPrivateKey": [tenant.external_id],
     }})
     assert shared.status_code == 201, shared.json()
-    authority_row = Account.objects.get(offchain_id=shared.json()["newAccount"]["offchainId"])
+    authority_row = Account.unscoped.get(offchain_id=shared.json()["newAccount"]["offchainId"])
     lookup = {"onchainId": authority_row.address, "otherTenantOrganizationExternalId": other_tenant.external_id}
     body = created(api, {**BOND, "mintAuthority": lookup, "pausableAuthority": lookup})  # confirmed: the chain sync ran
     mint = body["newFinancialInstrument"]["onchainId"]
-    row = FinancialInstrument.objects.get(address=mint)
+    row = FinancialInstrument.unscoped.get(address=mint)
     assert row.synced_at is not None
     assert row.pausable_authority_id == row.mint_authority_id == authority_row.pk  # still the shared record, not an address only
 
@@ -532,4 +532,4 @@ def test_authority_shared_by_another_organization_survives_chain_sync(api, other
     assert paused.status_code == 200, paused.json()
     assert paused.json()["svmTransaction"]["status"] in ("CONFIRMED", "FINALIZED"), paused.json()  # signed on platform, not PARTIALLY_SIGNED
     assert onchain(chain, mint)[1].extensions["PAUSABLE"]["paused"] is True
-    assert FinancialInstrument.objects.get(address=mint).pausable_authority_id == authority_row.pk
+    assert FinancialInstrument.unscoped.get(address=mint).pausable_authority_id == authority_row.pk

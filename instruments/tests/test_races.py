@@ -49,9 +49,9 @@ def test_concurrent_pause_runs_once_and_the_second_is_409_until_the_first_ends(a
     first = pause(api, pausable)
     assert competing[0].status_code == 200, competing[0].json()
     assert_error(first, 409, "OPERATION_IN_PROGRESS", "itemData.financialInstrument")
-    assert Transaction.objects.filter(operation="instruments.pause").count() == 1
-    instrument = FinancialInstrument.objects.get(offchain_id=pausable["offchainId"])
-    tx = Transaction.objects.get(operation="instruments.pause")
+    assert Transaction.unscoped.filter(operation="instruments.pause").count() == 1
+    instrument = FinancialInstrument.unscoped.get(offchain_id=pausable["offchainId"])
+    tx = Transaction.unscoped.get(operation="instruments.pause")
     assert instrument.pending_transaction_id == tx.pk
     monkeypatch.undo()
     # The marker ends with the transaction; the state then decides.
@@ -70,8 +70,8 @@ def test_pause_rechecks_what_a_confirmation_changed_while_it_was_being_built(api
     first = pause(api, pausable)
     assert competing[0].json()["svmTransaction"]["status"] in ("CONFIRMED", "FINALIZED"), competing[0].json()
     assert_error(first, 400, "ALREADY_PAUSED", "itemData.financialInstrument")
-    assert Transaction.objects.filter(operation="instruments.pause").count() == 1
-    assert FinancialInstrument.objects.get(offchain_id=pausable["offchainId"]).pending_transaction_id is None
+    assert Transaction.unscoped.filter(operation="instruments.pause").count() == 1
+    assert FinancialInstrument.unscoped.get(offchain_id=pausable["offchainId"]).pending_transaction_id is None
 
 
 @pytest.mark.django_db(transaction=True)
@@ -80,4 +80,4 @@ def test_update_after_a_concurrent_transaction_is_409(api, pausable, monkeypatch
     first = api.call("patch", BASE, {"itemData": {"mintAccount": pausable, "paused": True}})
     assert competing[0].status_code == 200
     assert_error(first, 409, "OPERATION_IN_PROGRESS", "itemData.mintAccount")
-    assert Transaction.objects.filter(operation__in=["instruments.pause", "instruments.update"]).count() == 1
+    assert Transaction.unscoped.filter(operation__in=["instruments.pause", "instruments.update"]).count() == 1

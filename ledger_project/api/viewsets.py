@@ -4,7 +4,10 @@ It authenticates (DRF), resolves the acting tenant (the key's organization, or t
 named by tenancyConfig.overrideOrganizationExternalId for keys with
 PLATFORM_CROSS_TENANT_ACCESS), resolves the cluster, and owns get_queryset so every read
 is scoped to that tenant. Subclasses narrow it in ``scoped_queryset()`` and may not
-override ``get_queryset`` or ``get_permissions`` (STYLE.md, rule 3).
+override ``get_queryset`` or ``get_permissions`` (STYLE.md, rule 3). A view cannot forget
+the tenant: ``Model.objects`` of a tenant-owned model refuses every query without one
+(tenancy/scoping.py), so reads go through ``get_queryset()`` (bulk pages, fetches by id)
+or the lookup resolvers and selectors, which take the tenant.
 """
 
 from __future__ import annotations
@@ -58,9 +61,16 @@ class TenantScopedViewSet(viewsets.ViewSet):
         self.cluster = cluster_from_request(request) if self.uses_cluster else None
 
     def get_queryset(self):
+        """The acting tenant's own records of ``model``, narrowed by ``scoped_queryset()``."""
+        from tenancy.scoping import UnscopedQueryError
+
         if self.model is None:
             raise TypeError(f"{type(self).__name__} has no model")
-        return self.scoped_queryset(self.model.objects.for_tenant(self.tenant))
+        queryset = self.scoped_queryset(self.model.objects.for_tenant(self.tenant))
+        if getattr(queryset, "scoped_tenant", None) != self.tenant:
+            # scoped_queryset() narrows; it may not widen to another tenant or to every row.
+            raise UnscopedQueryError(f"{type(self).__name__}.scoped_queryset() must narrow the queryset it is given")
+        return queryset
 
     def scoped_queryset(self, queryset):
         return queryset

@@ -117,7 +117,7 @@ def test_oversize_transaction_is_refused_before_submission(localnet_url, tenant,
     ixs = [transfer(TransferParams(from_pubkey=source.pubkey(), to_pubkey=Keypair().pubkey(), lamports=1)) for _ in range(40)]
     with pytest.raises(TransactionTooLarge, match="at most 1232"):
         prepare(tenant, ixs, [managed(source)], config=TxConfig(version="LEGACY"))
-    assert Transaction.objects.count() == 0
+    assert Transaction.unscoped.count() == 0
 
 
 @pytest.mark.django_db(transaction=True)
@@ -127,7 +127,7 @@ def test_simulation_failure_is_a_400_with_the_programs_reason(localnet_url, tena
     with pytest.raises(SimulationFailed) as err:
         prepare(tenant, [ix], [managed(source)])
     assert err.value.status_code == 400 and "insufficient lamports" in err.value.message
-    assert Transaction.objects.count() == 0
+    assert Transaction.unscoped.count() == 0
 
 
 @pytest.mark.django_db(transaction=True)

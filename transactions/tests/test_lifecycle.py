@@ -39,7 +39,7 @@ def prepare(tenant, instructions, signers=(), **kwargs) -> Transaction:
 
 def claimed_but_never_sent(tx: Transaction) -> None:
     """What a worker killed right after its claim leaves: SUBMITTED, bytes never sent."""
-    Transaction.objects.filter(pk=tx.pk).update(status=TransactionStatus.SUBMITTED, submit_when_signed=True, submitted_at=timezone.now(), submit_attempts=1)
+    Transaction.unscoped.filter(pk=tx.pk).update(status=TransactionStatus.SUBMITTED, submit_when_signed=True, submitted_at=timezone.now(), submit_attempts=1)
 
 
 def events(tx: Transaction, kind: str) -> int:
@@ -62,7 +62,7 @@ def held_account_create(api, payer: Keypair, lifetime: str, code: str):
     response = api.call("post", "/api/v1/accounts", body)
     assert response.status_code == 201, response.json()
     assert response.json()["svmTransaction"]["status"] == "PARTIALLY_SIGNED"
-    return Account.objects.get(offchain_id=response.json()["newAccount"]["offchainId"]), Transaction.objects.get(offchain_id=response.json()["svmTransaction"]["offchainId"])
+    return Account.unscoped.get(offchain_id=response.json()["newAccount"]["offchainId"]), Transaction.unscoped.get(offchain_id=response.json()["svmTransaction"]["offchainId"])
 
 
 # --- Item 3: held transactions end ---------------------------------------------------------
@@ -164,7 +164,7 @@ def test_first_send_refused_in_preflight_is_failed(tenant, chain):
     source = funded(chain, 10**8)
     tx = prepare(tenant, [transfer(TransferParams(from_pubkey=source.pubkey(), to_pubkey=Keypair().pubkey(), lamports=50_000_000))], [managed(source)], submit=False)
     send(chain, source, [transfer(TransferParams(from_pubkey=source.pubkey(), to_pubkey=Keypair().pubkey(), lamports=90_000_000))])
-    Transaction.objects.filter(pk=tx.pk).update(submit_when_signed=True)
+    Transaction.unscoped.filter(pk=tx.pk).update(submit_when_signed=True)
     assert services.transaction_submit(transaction_id=tx.pk) is True
     tx.refresh_from_db()
     assert tx.status == TransactionStatus.FAILED  # nothing else was ever sent: nothing can land
@@ -184,7 +184,7 @@ def forged_statuses(monkeypatch, answer):
 def test_processed_is_reported_never_applied(tenant, chain, monkeypatch):
     source = funded(chain, 10**9)
     tx = prepare(tenant, [transfer(TransferParams(from_pubkey=source.pubkey(), to_pubkey=Keypair().pubkey(), lamports=1_000))], [managed(source)], config=TxConfig(commitment="processed"), submit=False)
-    Transaction.objects.filter(pk=tx.pk).update(submit_when_signed=True)
+    Transaction.unscoped.filter(pk=tx.pk).update(submit_when_signed=True)
     assert services.transaction_submit(transaction_id=tx.pk)
     real = rpc_for(CLUSTER).signature_statuses
     wait_for(lambda: real([tx_signature(tx)])[0] is not None, what="the transfer")
@@ -202,7 +202,7 @@ def test_processed_is_reported_never_applied(tenant, chain, monkeypatch):
 def test_confirmed_is_never_called_expired(tenant, chain, monkeypatch):
     source = funded(chain, 10**9)
     tx = prepare(tenant, [transfer(TransferParams(from_pubkey=source.pubkey(), to_pubkey=Keypair().pubkey(), lamports=1_000))], [managed(source)], submit=False)
-    Transaction.objects.filter(pk=tx.pk).update(submit_when_signed=True)
+    Transaction.unscoped.filter(pk=tx.pk).update(submit_when_signed=True)
     assert services.transaction_submit(transaction_id=tx.pk)
     wait_for(lambda: rpc_for(CLUSTER).signature_statuses([tx_signature(tx)])[0] is not None, what="the transfer")
     services.transaction_confirm(transaction_id=tx.pk)
@@ -239,7 +239,7 @@ def test_broker_outage_after_commit_answers_the_stored_result_and_reconciliation
         response = api.call("post", "/api/v1/accounts", body)
     assert response.status_code == 201, response.content[:300]
     body = response.json()
-    tx = Transaction.objects.get(offchain_id=body["svmTransaction"]["offchainId"])
+    tx = Transaction.unscoped.get(offchain_id=body["svmTransaction"]["offchainId"])
     assert body["svmTransaction"]["status"] == "SIGNED" and tx.status == TransactionStatus.SIGNED
     assert tasks.reconcile_inflight(stale_seconds=0) >= 1  # the broker is back
 

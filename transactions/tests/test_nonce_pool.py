@@ -60,12 +60,12 @@ def seeded_create(api, payer: dict, lamports: int):
 def test_empty_pool_is_503_with_retry_after_and_changes_nothing(api, private_node):
     client, kicked = private_node
     payer = tenant_payer(api, client)
-    accounts = Account.objects.count()
+    accounts = Account.unscoped.count()
     response = seeded_create(api, payer, 2_000_000)
     assert_error(response, 503, "NONCE_POOL_EMPTY")
     assert int(response["Retry-After"]) > 0
     assert kicked == [CLUSTER]  # the pool task was asked to create more
-    assert Account.objects.count() == accounts and not Transaction.objects.exists() and not NonceAccount.objects.exists()
+    assert Account.unscoped.count() == accounts and not Transaction.unscoped.exists() and not NonceAccount.objects.exists()
     assert onchain_nonce_accounts(client) == {}
 
 
@@ -87,7 +87,7 @@ def test_failed_request_leaves_no_onchain_nonce_account_without_its_row(api, pri
     rows = {row.address: bytes(Pubkey.from_string(row.authority_key.public_key)) for row in NonceAccount.objects.select_related("authority_key")}
     assert onchain_nonce_accounts(client) == rows
     assert NonceAccount.objects.get().leased_at is None  # the failed request holds no lease
-    assert not Transaction.objects.exists()
+    assert not Transaction.unscoped.exists()
 
 
 @pytest.mark.django_db(transaction=True)
@@ -126,7 +126,7 @@ def test_durable_nonce_request_uses_a_pooled_account(api, private_node):
     fee_payers.nonce_pool_fill(cluster=CLUSTER, target=2)
     response = seeded_create(api, tenant_payer(api, client), 2_000_000)
     assert response.status_code == 201, response.json()
-    tx = Transaction.objects.get(offchain_id=response.json()["svmTransaction"]["offchainId"])
+    tx = Transaction.unscoped.get(offchain_id=response.json()["svmTransaction"]["offchainId"])
     lease = NonceAccount.objects.get(address=tx.nonce_account)
     assert lease.leased_by_id == tx.pk and lease.leased_at is not None
     assert len(onchain_nonce_accounts(client)) == 2  # nothing created by the request

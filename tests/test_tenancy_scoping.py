@@ -1,0 +1,173 @@
+"""Tenancy by construction (STYLE.md rule 3): a tenant-owned model's default API manager
+cannot be queried without a tenant, views read through TenantScopedViewSet.get_queryset(),
+raw SQL fast paths bind the tenant, and only workers and the admin use ``unscoped``."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from django.apps import apps
+from rest_framework.response import Response
+from rest_framework.test import APIRequestFactory, force_authenticate
+
+from accounts.lookup import display_account, lookup_scope
+from accounts.models import Account
+from accounts.selectors import account_list
+from accounts.tests.factories import AccountFactory
+from instruments.models import FinancialInstrument
+from instruments.selectors import instrument_list
+from ledger_project.api.viewsets import TenantScopedViewSet
+from tenancy.scoping import TenantOwnedModel, UnscopedQueryError
+from tenancy.tests.factories import issue_key
+from transactions.models import Transaction
+from transactions.selectors import transaction_get
+
+ROOT = Path(__file__).resolve().parent.parent
+#: Every tenant-owned model, found rather than listed: a new one is covered as it lands.
+TENANT_OWNED = sorted((m for m in apps.get_models() if issubclass(m, TenantOwnedModel)), key=lambda m: m._meta.label)
+
+
+def test_the_tenant_owned_models_are_found():
+    assert {Account, FinancialInstrument, Transaction} <= set(TENANT_OWNED)
+
+
+@pytest.mark.parametrize("model", TENANT_OWNED, ids=lambda m: m.__name__)
+@pytest.mark.parametrize("call", [
+    lambda m: m.objects.all(),
+    lambda m: m.objects.filter(pk=1),
+    lambda m: m.objects.get(pk=1),
+    lambda m: m.objects.count(),
+    lambda m: m.objects.create(),
+    lambda m: m.objects.select_for_update(),
+    lambda m: m.objects.values(),
+    lambda m: m.objects.filter(pk=1).update(comments="x"),
+], ids=["all", "filter", "get", "count", "create", "select_for_update", "values", "update"])
+def test_objects_refuses_every_query_without_a_tenant(db, model, call):
+    with pytest.raises(UnscopedQueryError, match=rf"{model.__name__}\.objects cannot be queried without a tenant"):
+        call(model)
+
+
+@pytest.mark.parametrize("model", TENANT_OWNED, ids=lambda m: m.__name__)
+def test_for_tenant_and_visible_to_refuse_none(db, model):
+    for door in (model.objects.for_tenant, model.objects.visible_to, model.unscoped.for_tenant, model.unscoped.visible_to):
+        with pytest.raises(UnscopedQueryError):
+            door(None)
+
+
+@pytest.mark.parametrize("model", TENANT_OWNED, ids=lambda m: m.__name__)
+def test_admin_and_related_managers_use_the_unscoped_manager(model):
+    # The admin, related managers and validate_unique use the default manager: it must not
+    # need a tenant (they act for no tenant), and it is the explicit one.
+    assert model._default_manager is model.unscoped
+    assert model._base_manager.all().model is model  # builds a queryset: no tenant needed
+
+
+def test_scoped_querysets_keep_their_tenant(tenant, other_tenant):
+    mine, theirs = AccountFactory(tenant=tenant), AccountFactory(tenant=other_tenant, shared_across_tenants=True)
+    queryset = Account.objects.for_tenant(tenant).filter(cluster="CHAIN_LOCALNET").order_by("pk")
+    assert queryset.scoped_tenant == tenant and list(queryset) == [mine]
+    assert set(Account.objects.visible_to(tenant)) == {mine, theirs}
+    assert Account.unscoped.filter(pk=mine.pk).scoped_tenant is None
+
+
+# A minimal view, as a new endpoint would be written.
+class _RowsView(TenantScopedViewSet):
+    model = Account
+    uses_cluster = False
+
+    def through_the_door(self, request):
+        return Response(sorted(a.name for a in self.get_queryset()))
+
+    def around_the_door(self, request):
+        return Response(sorted(a.name for a in Account.objects.all()))
+
+
+class _WideningView(TenantScopedViewSet):
+    model = Account
+    uses_cluster = False
+
+    def scoped_queryset(self, queryset):
+        return Account.unscoped.all()
+
+    def rows(self, request):
+        return Response([a.name for a in self.get_queryset()])
+
+
+def _call(view_class, action, api_key):
+    request = APIRequestFactory().post("/probe", {}, format="json")
+    force_authenticate(request, user=api_key)
+    return view_class.as_view({"post": action})(request)
+
+
+def test_a_view_reaches_rows_only_through_the_scoped_door(tenant, other_tenant, caplog):
+    AccountFactory(tenant=tenant, name="mine")
+    AccountFactory(tenant=other_tenant, name="theirs")
+    key = issue_key(tenant).api_key
+
+    assert _call(_RowsView, "through_the_door", key).data == ["mine"]
+
+    response = _call(_RowsView, "around_the_door", key)
+    assert response.status_code == 500 and "theirs" not in str(response.data)
+    assert any(r.exc_info and r.exc_info[0] is UnscopedQueryError for r in caplog.records)
+
+
+def test_scoped_queryset_may_not_widen_the_door(tenant, other_tenant, caplog):
+    AccountFactory(tenant=other_tenant, name="theirs")
+    response = _call(_WideningView, "rows", issue_key(tenant).api_key)
+    assert response.status_code == 500 and "theirs" not in str(response.data)
+    assert any(r.exc_info and r.exc_info[0] is UnscopedQueryError for r in caplog.records)
+
+
+def test_a_view_may_not_override_get_queryset():
+    with pytest.raises(TypeError, match="may not override get_queryset"):
+        type("Sneaky", (TenantScopedViewSet,), {"get_queryset": lambda self: Account.unscoped.all()})
+
+
+@pytest.mark.parametrize("page", [
+    lambda qs: account_list(queryset=qs(Account), cluster="CHAIN_LOCALNET", item_query=None),
+    lambda qs: instrument_list(queryset=qs(FinancialInstrument), cluster="CHAIN_LOCALNET", item_query=None),
+    lambda qs: transaction_get(queryset=qs(Transaction), offchain_id="00000000-0000-0000-0000-000000000000"),
+], ids=["account_list", "instrument_list", "transaction_get"])
+def test_selectors_refuse_an_unscoped_queryset(db, page):
+    with pytest.raises(UnscopedQueryError):
+        page(lambda model: model.unscoped.all())
+
+
+@pytest.mark.parametrize("lookup", [{"onchainId": "11111111111111111111111111111111"}, {"offchainId": "00000000-0000-0000-0000-000000000000"}, {"offchainReferences": {"code": "X"}}])
+def test_raw_sql_and_lookups_cannot_run_without_a_tenant(db, lookup):
+    # display_account's fast path is raw SQL: the tenant is a bound parameter, never optional.
+    with pytest.raises(UnscopedQueryError):
+        display_account(None, "CHAIN_LOCALNET", lookup, field="itemData")
+    with pytest.raises(UnscopedQueryError):
+        lookup_scope(Account, None, "CHAIN_LOCALNET", lookup, "itemData", writable=False)
+
+
+def test_raw_sql_fast_path_binds_the_tenant(tenant, other_tenant):
+    from accounts.lookup import _display_sql
+
+    theirs = AccountFactory(tenant=other_tenant)
+    mine = AccountFactory(tenant=tenant)
+    assert re.search(r"WHERE .*tenant_id\W*\s*=\s*%s", _display_sql("address"))  # bound, never interpolated
+    assert display_account(tenant, "CHAIN_LOCALNET", {"onchainId": mine.address}, field="itemData").pk == mine.pk
+    from ledger_project.api.errors import NotFoundError
+
+    with pytest.raises(NotFoundError):
+        display_account(tenant, "CHAIN_LOCALNET", {"onchainId": theirs.address}, field="itemData")
+
+
+#: API-facing modules: they act for a tenant, so they never use the unscoped manager.
+API_MODULES = ["ledger_project/api/*.py", "*/views.py", "*/selectors.py", "*/lookup.py", "*/serializers.py", "*/render.py"]
+
+
+def test_api_code_never_uses_the_unscoped_manager():
+    offenders = []
+    for pattern in API_MODULES:
+        for path in ROOT.glob(pattern):
+            if ".venv" in path.parts:
+                continue
+            for number, line in enumerate(path.read_text().splitlines(), 1):
+                if re.search(r"\.unscoped\b|_default_manager|_base_manager", line):
+                    offenders.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
+    assert not offenders, "API code reads without a tenant:\n" + "\n".join(offenders)

@@ -24,19 +24,27 @@ VAR_DIR = Path(env("LEDGER_VAR_DIR", default=str(BASE_DIR / "var")))
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 
-def _secret_from_file(path: Path, nbytes: int = 32) -> str:
-    """Read a generated secret, creating it (mode 0600) on first use.
+# Embedded development mode (LEDGER_EMBEDDED=1: `make run`, scripts/run-embedded.sh, the
+# test harness) may make up missing secrets on first use; any other start must be given
+# them, so a production process never invents a key next to its database and loses it.
+LEDGER_EMBEDDED = env.bool("LEDGER_EMBEDDED", default=False)
 
-    Used only in embedded mode: production passes secrets through the environment.
-    """
+
+def _secret_from_file(path: Path, setting: str, nbytes: int = 32) -> str:
+    """Read a generated secret; only embedded mode creates it (mode 0600) on first use."""
     if not path.exists():
+        if not LEDGER_EMBEDDED:
+            from django.core.exceptions import ImproperlyConfigured
+
+            raise ImproperlyConfigured(f"{setting} is not set and {path} does not exist; set {setting} (docs/configuration.md). "
+                                       "Only the embedded development mode (LEDGER_EMBEDDED=1) generates it.")
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as fh:
             fh.write(secrets.token_urlsafe(nbytes))
     return path.read_text().strip()
 
 
-SECRET_KEY = env("DJANGO_SECRET_KEY", default=None) or _secret_from_file(VAR_DIR / "django_secret_key")
+SECRET_KEY = env("DJANGO_SECRET_KEY", default=None) or _secret_from_file(VAR_DIR / "django_secret_key", "DJANGO_SECRET_KEY")
 DEBUG = env.bool("DJANGO_DEBUG", default=False)
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]", "testserver"])
 
@@ -235,10 +243,9 @@ LEDGER_DURABLE_NONCE_WINDOW_SECONDS = env.int("LEDGER_DURABLE_NONCE_WINDOW_SECON
 
 # --- Key custody ----------------------------------------------------------------------
 # The master key comes from LEDGER_MASTER_KEY or from an existing key file. Only the
-# embedded development mode (LEDGER_EMBEDDED=1: `make run`, scripts/run-embedded.sh, the
-# test harness) may generate the file on first use; any other start without a key fails
-# here, before a key could be made up next to the database and lost with it (docs/custody.md).
-LEDGER_EMBEDDED = env.bool("LEDGER_EMBEDDED", default=False)
+# embedded development mode may generate the file on first use; any other start without a
+# key fails here, before a key could be made up next to the database and lost with it
+# (docs/custody.md).
 LEDGER_MASTER_KEY = env("LEDGER_MASTER_KEY", default="")
 LEDGER_MASTER_KEY_FILE = Path(env("LEDGER_MASTER_KEY_FILE", default=str(VAR_DIR / "master.key")))
 if not LEDGER_MASTER_KEY.strip(",") and not LEDGER_EMBEDDED and not LEDGER_MASTER_KEY_FILE.is_file():

@@ -21,22 +21,30 @@ def _start(tmp_path: Path, **extra: str) -> subprocess.CompletedProcess:
 
 
 def test_production_start_without_a_master_key_fails_clearly(tmp_path):
-    result = _start(tmp_path, DJANGO_DEBUG="false")
+    result = _start(tmp_path, DJANGO_DEBUG="false", DJANGO_SECRET_KEY="s" * 50)
     assert result.returncode != 0
     assert "ImproperlyConfigured" in result.stderr and "LEDGER_MASTER_KEY" in result.stderr and "LEDGER_EMBEDDED" in result.stderr
     assert not (tmp_path / "var" / "master.key").exists()
 
 
 def test_production_start_with_a_named_key_file_that_is_missing_fails(tmp_path):
-    result = _start(tmp_path, LEDGER_MASTER_KEY_FILE=str(tmp_path / "mounted" / "master.key"))
+    result = _start(tmp_path, LEDGER_MASTER_KEY_FILE=str(tmp_path / "mounted" / "master.key"), DJANGO_SECRET_KEY="s" * 50)
     assert result.returncode != 0 and "does not exist" in result.stderr
     assert not (tmp_path / "mounted").exists()
 
 
+def test_production_start_without_a_django_secret_key_fails_clearly(tmp_path):
+    key = base64.urlsafe_b64encode(os.urandom(32)).decode()
+    result = _start(tmp_path, LEDGER_MASTER_KEY=key)
+    assert result.returncode != 0
+    assert "ImproperlyConfigured" in result.stderr and "DJANGO_SECRET_KEY" in result.stderr
+    assert not (tmp_path / "var" / "django_secret_key").exists()
+
+
 def test_a_given_key_or_an_existing_key_file_or_embedded_mode_starts(tmp_path):
     key = base64.urlsafe_b64encode(os.urandom(32)).decode()
-    assert _start(tmp_path, LEDGER_MASTER_KEY=key).stdout.strip() == "ok False"
+    assert _start(tmp_path, LEDGER_MASTER_KEY=key, DJANGO_SECRET_KEY="s" * 50).stdout.strip() == "ok False"
     key_file = tmp_path / "master.key"
     key_file.write_text(key + "\n")
-    assert _start(tmp_path, LEDGER_MASTER_KEY_FILE=str(key_file)).stdout.strip() == "ok False"
+    assert _start(tmp_path, LEDGER_MASTER_KEY_FILE=str(key_file), DJANGO_SECRET_KEY="s" * 50).stdout.strip() == "ok False"
     assert _start(tmp_path, LEDGER_EMBEDDED="1").stdout.strip() == "ok True"

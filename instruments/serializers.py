@@ -11,11 +11,12 @@ import math
 from django.core.validators import URLValidator
 from rest_framework import serializers
 
-from accounts.serializers import AccountOutput, AccountReferencesSerializer, IdentifiersOut, NewAccountSerializer, ValueOutput
+from accounts.serializers import AccountOutput, AccountReferencesSerializer, IdentifiersOut, LookupInput, NewAccountSerializer, ValueOutput
 from ledger_project.api.envelope import (
     EnvelopeSerializer,
     LookupSerializer,
-    OwnLookupSerializer,
+    InstrumentLookupSerializer,
+    OwnInstrumentLookupSerializer,
     StrictBooleanField,
     StrictCharField,
     StrictIntegerField,
@@ -104,6 +105,12 @@ class ConfidentialMintBurnSerializer(StrictSerializer):
     decryptableSupply = StrictCharField(max_length=64)
 
 
+class InstrumentLookupInput(LookupInput):
+    """Fetches of one instrument (LookupInput's quick path included)."""
+
+    itemData = InstrumentLookupSerializer()
+
+
 class CreateInstrumentItem(StrictSerializer):
     mintAccount = NewAccountSerializer(required=False, allow_null=True)
     existingMintAccount = LookupSerializer(required=False, allow_null=True)
@@ -164,7 +171,7 @@ class WebhookSerializer(StrictSerializer):
 
 
 class UpdateInstrumentItem(StrictSerializer):
-    mintAccount = OwnLookupSerializer()
+    mintAccount = OwnInstrumentLookupSerializer()
     updateAuthority = LookupSerializer(required=False, allow_null=True)
     freezeAuthority = LookupSerializer(required=False, allow_null=True)
     mintAccountOffchainReferences = AccountReferencesSerializer(required=False, allow_null=True)
@@ -191,7 +198,7 @@ class UpdateInstrumentInput(TransactionEnvelopeSerializer):
 
 
 class PauseItem(StrictSerializer):
-    financialInstrument = OwnLookupSerializer()
+    financialInstrument = OwnInstrumentLookupSerializer()
     pausableAuthority = LookupSerializer(required=False, allow_null=True)
 
 
@@ -200,7 +207,7 @@ class PauseInput(TransactionEnvelopeSerializer):
 
 
 class CloseItem(StrictSerializer):
-    financialInstrumentToClose = OwnLookupSerializer()
+    financialInstrumentToClose = OwnInstrumentLookupSerializer()
     refundDestination = LookupSerializer(required=False, allow_null=True)
     closeAuthority = LookupSerializer(required=False, allow_null=True)
 

@@ -7,7 +7,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 
-from accounts.serializers import BulkInput, LookupInput, value_output
+from accounts.serializers import BulkInput, value_output
 from ledger_project.api.envelope import validated
 from ledger_project.api.errors import LedgerError
 from ledger_project.api.idempotency import idempotent
@@ -32,6 +32,7 @@ from .serializers import (
     CloseInstrumentOutput,
     CreateInstrumentInput,
     CreateInstrumentOutput,
+    InstrumentLookupInput,
     InstrumentOutput,
     PauseInput,
     PauseInstrumentOutput,
@@ -55,16 +56,16 @@ class FinancialInstrumentViewSet(TenantScopedViewSet):
         result = services.instrument_create(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, data=body["itemData"], svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id)
         return mutation_response(request, "newFinancialInstrument", render.instrument_identifiers(result.instrument), result.transaction, status=status.HTTP_201_CREATED)
 
-    @extend_schema(operation_id="fetchFinancialInstrumentDetails", summary="Fetch Financial Instrument Details", description="Creates no transaction. Onchain fields are read from the network.", request=LookupInput, responses=api_responses({200: InstrumentOutput}), parameters=operation_parameters(), tags=TAG)
+    @extend_schema(operation_id="fetchFinancialInstrumentDetails", summary="Fetch Financial Instrument Details", description="Creates no transaction. Onchain fields are read from the network.", request=InstrumentLookupInput, responses=api_responses({200: InstrumentOutput}), parameters=operation_parameters(), tags=TAG)
     def details(self, request):
-        lookup = validated(LookupInput, request)["itemData"]
+        lookup = validated(InstrumentLookupInput, request)["itemData"]
         item = selectors.instrument_get(tenant=self.tenant, cluster=self.cluster, lookup=lookup)
         chain = read_mint(self.cluster, item.address) if item.status != "CLOSED" else None
         return Response(render.instrument_detailed(item, render.account_responses(selectors.related_accounts([item], tenant=self.tenant)), chain))
 
-    @extend_schema(operation_id="fetchFinancialInstrumentCirculatingSupply", summary="Fetch Financial Instrument Circulating Supply", description="Creates no transaction. The mint's supply on the network next to the service's own figure.", request=LookupInput, responses=api_responses({200: CirculatingSupplyOutput}), parameters=operation_parameters(), tags=TAG)
+    @extend_schema(operation_id="fetchFinancialInstrumentCirculatingSupply", summary="Fetch Financial Instrument Circulating Supply", description="Creates no transaction. The mint's supply on the network next to the service's own figure.", request=InstrumentLookupInput, responses=api_responses({200: CirculatingSupplyOutput}), parameters=operation_parameters(), tags=TAG)
     def circulating_supply(self, request):
-        lookup = validated(LookupInput, request)["itemData"]
+        lookup = validated(InstrumentLookupInput, request)["itemData"]
         item = selectors.instrument_get(tenant=self.tenant, cluster=self.cluster, lookup=lookup)
         chain = read_mint(self.cluster, item.address)
         onchain = chain.mint.supply if chain is not None else 0

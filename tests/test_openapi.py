@@ -60,4 +60,4 @@ def test_parameters_and_bodies_carry_their_rules(openapi):
     assert body["required"] == ["itemData"] and body["additionalProperties"] is False
     lookup = schemas["LookupRequest"]
     assert lookup["additionalProperties"] is False and len(lookup["anyOf"]) == 3
-    assert lookup["properties"]["onchainId"]["pattern"] == "^[1-9A-HJ-NP-Za-km-z]{32,44}$"
+    assert lookup["properties"]["onchainId"]["format"] == "base58-address"

@@ -131,13 +131,37 @@ class StrictSerializerExtension(OpenApiSerializerExtension):
         return schema
 
 
-class AddressFieldExtension(OpenApiSerializerFieldExtension):
-    target_class = "ledger_project.api.envelope.AddressField"
+NO_NUL = "^[^\\u0000]*$"
+# Text fields trim whitespace and most refuse the blank that leaves.
+NO_NUL_NOT_BLANK = "^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$"
+
+
+class RequestTextExtension(OpenApiSerializerFieldExtension):
+    """Text in request bodies carries no NUL character (DRF refuses it: 400
+    NULL_CHARACTERS_NOT_ALLOWED), nor only whitespace where blank is refused."""
+
+    target_class = "rest_framework.fields.CharField"
     match_subclasses = True
 
     def map_serializer_field(self, auto_schema, direction):
+        schema = auto_schema._map_serializer_field(self.target, direction, bypass_extensions=True)
+        if direction == "request" and schema.get("type") == "string" and "pattern" not in schema and "format" not in schema:
+            field = self.target
+            schema["pattern"] = NO_NUL_NOT_BLANK if (not field.allow_blank and field.trim_whitespace) else NO_NUL
+        return schema
+
+
+class AddressFieldExtension(OpenApiSerializerFieldExtension):
+    target_class = "ledger_project.api.envelope.AddressField"
+    match_subclasses = True
+    priority = 1
+
+    def map_serializer_field(self, auto_schema, direction):
+        # No JSON Schema pattern says "decodes to 32 bytes": BASE58_ADDRESS also admits 43 "1"s
+        # (43 zero bytes), which the API refuses. The format carries the rule and its
+        # description the alphabet; generators know the format (scripts/schemathesis_hooks.py).
         schema = build_basic_type(OpenApiTypes.STR)
-        schema.update({"format": "base58-address", "pattern": BASE58_ADDRESS, "minLength": 32, "maxLength": 44, "description": "A base58 network address: the base58 text of a 32-byte public key."})
+        schema.update({"format": "base58-address", "description": f"A network address: base58 ({BASE58_ADDRESS}) of a 32-byte public key."})
         return schema
 
 
@@ -149,19 +173,53 @@ def _given(name: str, type_: str) -> dict:
     return {"required": [name], "properties": {name: {"type": type_}}}
 
 
+ACCOUNT_REFERENCES = ("alId", "code", "accountNumber")
+INSTRUMENT_REFERENCES = ("alId", "code")
+LOOKUP_REFERENCES = {
+    "LookupRequest": ACCOUNT_REFERENCES,
+    "OwnLookupRequest": ACCOUNT_REFERENCES,
+    "InstrumentLookupRequest": INSTRUMENT_REFERENCES,
+    "OwnInstrumentLookupRequest": INSTRUMENT_REFERENCES,
+}
+
+
+def _walk(node):
+    if isinstance(node, dict):
+        yield node
+        for value in node.values():
+            yield from _walk(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _walk(value)
+
+
 def postprocess(result, generator, request, public):
     schemas = result.get("components", {}).get("schemas", {})
+    # An address's length follows from its format (the field's max_length is a guard only).
+    for node in _walk(schemas):
+        if node.get("format") == "base58-address":
+            node.pop("minLength", None)
+            node.pop("maxLength", None)
     # A lookup names a record by onchainId, offchainId or offchainReferences.
-    for name in ("LookupRequest", "OwnLookupRequest"):
-        if name in schemas:
-            schemas[name]["anyOf"] = [_given("onchainId", "string"), _given("offchainId", "string"), _given("offchainReferences", "object")]
-    # A record the request changes or signs with is the acting organization's own (the
-    # server also takes that organization's own external id, which no schema can name).
-    if "OwnLookupRequest" in schemas:
-        schemas["OwnLookupRequest"]["properties"]["otherTenantOrganizationExternalId"] = {
-            "type": "string", "nullable": True, "enum": [None],
-            "description": "Null or absent: records of another organization cannot be changed or used to sign (400 NOT_WRITABLE).",
-        }
+    # A lookup names a record by onchainId, offchainId or offchainReferences, and
+    # offchainReferences by alId, code or accountNumber (instruments: alId or code); given
+    # with other identifiers, offchainReferences is empty or names the record too
+    # (accounts/lookup.py, instruments/lookup.py).
+    for name, refs in LOOKUP_REFERENCES.items():
+        if name not in schemas:
+            continue
+        lookup = schemas[name]
+        names_record = {"type": "object", "anyOf": [_given(ref, "string") for ref in refs]}
+        lookup["anyOf"] = [_given("onchainId", "string"), _given("offchainId", "string"), {"required": ["offchainReferences"], "properties": {"offchainReferences": names_record}}]
+        if "accountNumber" in refs:
+            lookup["properties"]["offchainReferences"]["anyOf"] = [{"maxProperties": 0}, *names_record["anyOf"]]
+        # A record the request changes or signs with is the acting organization's own (the
+        # server also takes that organization's own external id, which no schema can name).
+        if name.startswith("Own"):
+            lookup["properties"]["otherTenantOrganizationExternalId"] = {
+                "type": "string", "nullable": True, "enum": [None],
+                "description": "Null or absent: records of another organization cannot be changed or used to sign (400 NOT_WRITABLE).",
+            }
     # A transaction is named by onchainId or offchainId.
     identifier = schemas.get("TransactionIdentifierRequest")
     if identifier is not None:

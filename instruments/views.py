@@ -11,7 +11,7 @@ from accounts.serializers import BulkInput, value_output
 from ledger_project.api.envelope import validated
 from ledger_project.api.errors import LedgerError
 from ledger_project.api.idempotency import idempotent
-from ledger_project.api.schema import DETAIL_LEVEL, api_responses, bulk_responses, operation_parameters
+from ledger_project.api.schema import DETAIL_LEVEL, api_responses, bulk_responses, item_query, operation_parameters
 from ledger_project.api.viewsets import TenantScopedViewSet
 from ledger_project.timestamps import timestamp_text
 from transactions.chain.rpc import rpc_for
@@ -79,7 +79,7 @@ class FinancialInstrumentViewSet(TenantScopedViewSet):
             "at": timestamp_text(timezone.now()),
         })
 
-    @extend_schema(operation_id="fetchFinancialInstruments", summary="Fetch Financial Instruments", description="Creates no transaction. detail-level: detailed, compact, identifiers.", request=BulkInput, responses=bulk_responses("BulkFinancialInstrumentsPage", BulkInstrumentsOutput, BulkInstrumentsCompactOutput, BulkInstrumentsIdentifiersOutput), parameters=[DETAIL_LEVEL, *operation_parameters()], tags=TAG)
+    @extend_schema(operation_id=item_query("fetchFinancialInstruments", selectors.INSTRUMENT_QUERY), summary="Fetch Financial Instruments", description="Creates no transaction. detail-level: detailed, compact, identifiers.", request=BulkInput, responses=bulk_responses("BulkFinancialInstrumentsPage", BulkInstrumentsOutput, BulkInstrumentsCompactOutput, BulkInstrumentsIdentifiersOutput), parameters=[DETAIL_LEVEL, *operation_parameters()], tags=TAG)
     def bulk(self, request, detail_level: str):
         if detail_level not in ("detailed", "compact", "identifiers"):
             raise LedgerError("detail-level must be detailed, compact or identifiers.", field="detail-level", code="INVALID_ENUM")

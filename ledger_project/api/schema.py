@@ -151,6 +151,26 @@ class RequestTextExtension(OpenApiSerializerFieldExtension):
         return schema
 
 
+class RequestDecimalExtension(OpenApiSerializerFieldExtension):
+    """A decimal in a request body: a string of digits (``1``, ``1.``, ``.5``), no more whole
+    digits and decimals than the field keeps, no sign where the minimum is 0."""
+
+    target_class = "rest_framework.fields.DecimalField"
+    match_subclasses = True
+
+    def map_serializer_field(self, auto_schema, direction):
+        schema = auto_schema._map_serializer_field(self.target, direction, bypass_extensions=True)
+        field = self.target
+        if direction == "request" and field.max_digits is not None and field.decimal_places is not None:
+            schema.update({"type": "string", "format": "decimal", "pattern": decimal_pattern(field.max_digits - field.decimal_places, field.decimal_places, signed=field.min_value is None or field.min_value < 0)})
+        return schema
+
+
+def decimal_pattern(whole: int, places: int, *, signed: bool = True) -> str:
+    sign = "-?" if signed else ""
+    return f"^{sign}(?:\\d{{1,{whole}}}(?:\\.\\d{{0,{places}}})?|\\.\\d{{1,{places}}})$"
+
+
 class AddressFieldExtension(OpenApiSerializerFieldExtension):
     target_class = "ledger_project.api.envelope.AddressField"
     match_subclasses = True
@@ -171,6 +191,99 @@ class AddressFieldExtension(OpenApiSerializerFieldExtension):
 def _given(name: str, type_: str) -> dict:
     """``name`` is present and not null (OpenAPI 3.0: a type without nullable)."""
     return {"required": [name], "properties": {name: {"type": type_}}}
+
+
+# --- itemQuery ---------------------------------------------------------------------------
+
+#: operationId → the QuerySpec of a bulk fetch (registered by the view with item_query())
+ITEM_QUERIES: dict = {}
+
+
+def item_query(operation_id: str, spec):
+    """Register a bulk fetch's QuerySpec: its itemQuery is documented with the fieldNames,
+    dataTypes, filter types and limit it accepts (ledger_project/api/query.py)."""
+    ITEM_QUERIES[operation_id] = spec
+    return operation_id
+
+
+_TYPED_STRING = {
+    "TEXT": {"type": "string", "pattern": NO_NUL},
+    "TIMESTAMP": {"type": "string", "format": "date-time"},
+    "OFFCHAIN_ID": {"type": "string", "format": "uuid"},
+    "ONCHAIN_ADDRESS_ID": {"type": "string", "format": "base58-address"},
+}
+
+
+def _filter_value_branches(data_type: str, nullable: bool) -> list[dict]:
+    ref = {"$ref": "#/components/schemas/FilterValueRequest"}
+    number = {"type": "string", "pattern": decimal_pattern(28, 12)}
+
+    def branch(filter_types, required: dict | None = None, any_of: list | None = None) -> dict:
+        types = {"filterType": {"type": "string", "enum": list(filter_types)}}
+        out = {"allOf": [ref], "properties": {"dataType": {"type": "string", "enum": [data_type]}, **types}, "required": ["dataType"]}
+        if "EQUALS" in filter_types:  # the default filterType
+            out["properties"]["filterType"] = {**types["filterType"], "nullable": False}
+            out["required"] = ["dataType"]
+        else:
+            out["required"] = ["dataType", "filterType"]
+        for name, schema in (required or {}).items():
+            out["required"].append(name)
+            out["properties"][name] = schema
+        if any_of:
+            out["anyOf"] = any_of
+        return out
+
+    if data_type == "NUMBER":
+        scalar = {"valueNumber": number}
+    elif data_type == "BOOLEAN":
+        scalar = {"valueBoolean": {"type": "boolean"}}
+    else:
+        scalar = {"valueString": _TYPED_STRING[data_type]}
+    branches = [branch(("EQUALS", "NOT_EQUALS"), scalar)]
+    if data_type != "BOOLEAN":
+        item = number if data_type == "NUMBER" else _TYPED_STRING[data_type]
+        branches.append(branch(("IN",), {"valuesString": {"type": "array", "minItems": 1, "maxItems": 500, "items": item}}))
+    if data_type in ("NUMBER", "TIMESTAMP", "TEXT"):
+        low, high = ("valueFromNumber", "valueToNumber") if data_type == "NUMBER" else ("valueFromString", "valueToString")
+        bound = number if data_type == "NUMBER" else _TYPED_STRING[data_type]
+        branches.append(branch(("RANGE",), any_of=[{"required": [low], "properties": {low: bound}}, {"required": [high], "properties": {high: bound}}]))
+    if data_type == "TEXT":
+        branches.append(branch(("CONTAINS",), scalar))
+    if nullable:
+        branches.append(branch(("IS_NULL", "IS_NOT_NULL")))
+    return branches
+
+
+def item_query_schema(spec) -> dict:
+    groups: dict[tuple[str, bool], list[str]] = {}
+    aliases: dict[str, list[str]] = {}
+    for alias, target in spec.aliases.items():
+        aliases.setdefault(target, []).append(alias)
+    for name, field in spec.fields.items():
+        groups.setdefault((field.data_type, field.nullable), []).extend([name, *aliases.get(name, [])])
+    filters = []
+    for (data_type, nullable), names in sorted(groups.items()):
+        filters.append({
+            "allOf": [{"$ref": "#/components/schemas/FilterRequest"}],
+            "properties": {
+                "fieldName": {"type": "string", "enum": sorted(names)},
+                "filterValues": {"type": "array", "minItems": 1, "maxItems": 100, "items": {"anyOf": _filter_value_branches(data_type, nullable)}},
+            },
+        })
+    sortable = sorted(n for name, f in spec.fields.items() if f.sortable for n in (name, *aliases.get(name, [])))
+    return {
+        "allOf": [{"$ref": "#/components/schemas/ItemQueryRequest"}],
+        "nullable": True,
+        "description": "The fieldNames, dataTypes and filter types this fetch accepts (docs/query.md).",
+        "properties": {
+            "limit": {"type": "integer", "minimum": 1, "maximum": spec.max_limit, "nullable": True},
+            "filter": {"type": "array", "nullable": True, "maxItems": 50, "items": {"anyOf": filters}},
+            "sort": {"type": "array", "nullable": True, "maxItems": 10, "items": {
+                "allOf": [{"$ref": "#/components/schemas/SortRequest"}],
+                "properties": {"fieldName": {"type": "string", "enum": sortable}},
+            }},
+        },
+    }
 
 
 ACCOUNT_REFERENCES = ("alId", "code", "accountNumber")
@@ -233,8 +346,18 @@ def postprocess(result, generator, request, public):
                  "InstrumentCompactOutput", "InstrumentCompactOnchainOutput", "InstrumentCompactOffchainOutput", "InstrumentCompactOnchainDataOutput", "IdentifiersOut"):
         if name in schemas:
             schemas[name]["additionalProperties"] = False
+    # A value names lamports or amount.
+    if "ValueRequest" in schemas:
+        schemas["ValueRequest"]["anyOf"] = [_given("lamports", "integer"), _given("amount", "string")]
     for path in result.get("paths", {}).values():
         for operation in path.values():
+            spec = ITEM_QUERIES.get(operation.get("operationId"))
+            body_schema = operation.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema", {})
+            if spec is not None and "$ref" in body_schema:
+                base = schemas[body_schema["$ref"].rsplit("/", 1)[-1]]
+                name = operation["operationId"][0].upper() + operation["operationId"][1:] + "Request"
+                schemas[name] = {**base, "properties": {**base["properties"], "itemQuery": item_query_schema(spec)}}
+                body_schema["$ref"] = f"#/components/schemas/{name}"
             body = operation.get("requestBody")
             if not body:
                 continue

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 from django.core.validators import URLValidator
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from accounts.serializers import AccountOutput, AccountReferencesSerializer, IdentifiersOut, LookupInput, NewAccountSerializer, ValueOutput
@@ -43,8 +44,19 @@ class StrictNumberField(serializers.FloatField):
         return float(data)
 
 
+def _instrument_type_names() -> list[str]:
+    from .alid import CATEGORIES
+
+    return sorted({name for _, types in CATEGORIES.values() for name in types} | {code for _, types in CATEGORIES.values() for code in types.values()})
+
+
+@extend_schema_field({"type": "string", "enum": _instrument_type_names(), "description": "A financialInstrumentType by name (CORPORATE_BOND) or code (CBD); instruments/alid.py."})
+class InstrumentTypeField(StrictCharField):
+    """Schema only: the known types (alid.kind_for_type answers 400 INVALID_INSTRUMENT_TYPE for others)."""
+
+
 class NewAlIdSerializer(StrictSerializer):
-    financialInstrumentType = StrictCharField(max_length=40)
+    financialInstrumentType = InstrumentTypeField(max_length=40)
     financialInstrumentCategory = StrictCharField(required=False, allow_null=True, max_length=40)
 
 

@@ -162,7 +162,10 @@ class RequestDecimalExtension(OpenApiSerializerFieldExtension):
         schema = auto_schema._map_serializer_field(self.target, direction, bypass_extensions=True)
         field = self.target
         if direction == "request" and field.max_digits is not None and field.decimal_places is not None:
-            schema.update({"type": "string", "format": "decimal", "pattern": decimal_pattern(field.max_digits - field.decimal_places, field.decimal_places, signed=field.min_value is None or field.min_value < 0)})
+            pattern = decimal_pattern(field.max_digits - field.decimal_places, field.decimal_places, signed=field.min_value is None or field.min_value < 0)
+            if field.allow_null:  # DRF reads "" as null there
+                pattern = pattern.replace("^", "^(?:", 1)[:-1] + ")?$"
+            schema.update({"type": "string", "format": "decimal", "pattern": pattern})
         return schema
 
 
@@ -239,7 +242,19 @@ def _filter_value_branches(data_type: str, nullable: bool) -> list[dict]:
         scalar = {"valueBoolean": {"type": "boolean"}}
     else:
         scalar = {"valueString": _TYPED_STRING[data_type]}
-    branches = [branch(("EQUALS", "NOT_EQUALS"), scalar)]
+    if data_type == "BOOLEAN":
+        # valuesString without valueString reads as IN, which booleans do not have
+        branches = [branch(("EQUALS", "NOT_EQUALS"), scalar)]
+        branches[0]["properties"]["valuesString"] = {"type": "array", "nullable": True, "maxItems": 0}
+    else:
+        item = number if data_type == "NUMBER" else _TYPED_STRING[data_type]
+        branches = [branch(("NOT_EQUALS",), scalar)]
+        if data_type == "NUMBER":
+            branches.append(branch(("EQUALS",), scalar))
+        else:  # EQUALS with valuesString (and no valueString) reads as IN
+            branches.append(branch(("EQUALS",), any_of=[{"required": list(scalar), "properties": scalar},
+                                                         {"required": ["valuesString"], "properties": {"valuesString": {"type": "array", "minItems": 1, "items": item},
+                                                                                                          "valueString": {"type": "string", "nullable": True, "enum": [None]}}}]))
     if data_type != "BOOLEAN":
         item = number if data_type == "NUMBER" else _TYPED_STRING[data_type]
         branches.append(branch(("IN",), {"valuesString": {"type": "array", "minItems": 1, "maxItems": 500, "items": item}}))
@@ -296,6 +311,15 @@ LOOKUP_REFERENCES = {
 }
 
 
+def _lacks(item: str) -> dict:
+    return {"type": "array", "items": {"not": {"enum": [item]}}}
+
+
+def _has(item: str) -> dict:
+    """``contains`` in OpenAPI 3.0 terms: not every item differs from ``item``."""
+    return {"type": "array", "not": {"items": {"not": {"enum": [item]}}}}
+
+
 def _walk(node):
     if isinstance(node, dict):
         yield node
@@ -346,9 +370,38 @@ def postprocess(result, generator, request, public):
                  "InstrumentCompactOutput", "InstrumentCompactOnchainOutput", "InstrumentCompactOffchainOutput", "InstrumentCompactOnchainDataOutput", "IdentifiersOut"):
         if name in schemas:
             schemas[name]["additionalProperties"] = False
+    # Rules between fields the services check (accounts/services.py, instruments/services.py).
+    create_account = schemas.get("CreateAccountInputRequest")
+    if create_account is not None:
+        create_account["properties"]["itemData"] = {"allOf": [create_account["properties"]["itemData"]], "anyOf": [
+            {"properties": {"tokenVersion": {"type": "string", "nullable": True, "enum": [None]}}},
+            {"required": ["offchainReferences"], "properties": {"offchainReferences": {"type": "object", "required": ["type"], "properties": {"type": {"type": "string", "enum": ["FUNDS_TOKEN", "ASSET_TOKEN", "CURRENCY_TOKEN"]}}}}},
+        ], "description": "tokenVersion applies to mint accounts (offchainReferences.type FUNDS_TOKEN, ASSET_TOKEN or CURRENCY_TOKEN)."}
+    create_instrument = schemas.get("CreateInstrumentItemRequest")
+    if create_instrument is not None:
+        create_instrument["anyOf"] = [
+            {"required": ["offchainReferences"], "properties": {"offchainReferences": {"type": "object", "required": ["newAlId"], "properties": {"newAlId": {"type": "object"}}}}},
+            {"required": ["mintAccount"], "properties": {"mintAccount": {"type": "object", "required": ["offchainReferences"], "properties": {"offchainReferences": {"type": "object", "required": ["alId"], "properties": {"alId": {"type": "string"}}}}}}},
+        ]
+    calculator = schemas.get("CalculatorInputRequest")
+    if calculator is not None:
+        calculator["properties"]["extensions"] = {"allOf": [calculator["properties"]["extensions"],
+            {"anyOf": [_lacks("TOKEN_METADATA"), _has("METADATA_POINTER")]},
+            {"anyOf": [_lacks("CONFIDENTIAL_MINT_BURN"), _has("CONFIDENTIAL_TRANSFER")]}],
+            "description": "TOKEN_METADATA needs METADATA_POINTER, CONFIDENTIAL_MINT_BURN needs CONFIDENTIAL_TRANSFER."}
+        calculator["anyOf"] = [
+            {"properties": {"metadata": {"type": "object", "nullable": True, "maxProperties": 0}}},
+            {"properties": {"extensions": _has("TOKEN_METADATA")}},
+        ]
+    # Only DURATION limits have a duration.
+    if "DebitLimitRequest" in schemas:
+        schemas["DebitLimitRequest"]["anyOf"] = [
+            {"properties": {"limitType": {"type": "string", "enum": ["DURATION"]}}},
+            {"properties": {"durationHours": {"type": "integer", "nullable": True, "enum": [None]}}},
+        ]
     # A value names lamports or amount.
     if "ValueRequest" in schemas:
-        schemas["ValueRequest"]["anyOf"] = [_given("lamports", "integer"), _given("amount", "string")]
+        schemas["ValueRequest"]["anyOf"] = [_given("lamports", "integer"), {"required": ["amount"], "properties": {"amount": {"type": "string", "minLength": 1}}}]
     for path in result.get("paths", {}).values():
         for operation in path.values():
             spec = ITEM_QUERIES.get(operation.get("operationId"))

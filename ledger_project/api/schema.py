@@ -162,11 +162,23 @@ class RequestDecimalExtension(OpenApiSerializerFieldExtension):
         schema = auto_schema._map_serializer_field(self.target, direction, bypass_extensions=True)
         field = self.target
         if direction == "request" and field.max_digits is not None and field.decimal_places is not None:
-            pattern = decimal_pattern(field.max_digits - field.decimal_places, field.decimal_places, signed=field.min_value is None or field.min_value < 0)
-            if field.allow_null:  # DRF reads "" as null there
-                pattern = pattern.replace("^", "^(?:", 1)[:-1] + ")?$"
-            schema.update({"type": "string", "format": "decimal", "pattern": pattern})
+            nullable = schema.get("nullable")
+            schema.clear()
+            schema.update(decimal_schema(field.max_digits - field.decimal_places, field.decimal_places, signed=field.min_value is None or field.min_value < 0, blank=bool(field.allow_null)))
+            if nullable:
+                schema["nullable"] = True
         return schema
+
+
+def decimal_schema(whole: int, places: int, *, signed: bool = True, blank: bool = False) -> dict:
+    """A decimal as DRF's DecimalField takes it: a string of digits or a JSON integer (a
+    fractional JSON number is read through its text, so a string says it exactly)."""
+    pattern = decimal_pattern(whole, places, signed=signed)
+    if blank:  # DRF reads "" as null where null is allowed
+        pattern = pattern.replace("^", "^(?:", 1)[:-1] + ")?$"
+    integer = {"type": "integer", "maximum": 10**whole - 1, "minimum": 1 - 10**whole if signed else 0}
+    return {"anyOf": [{"type": "string", "format": "decimal", "pattern": pattern}, integer],
+            "description": f"A decimal: a string (at most {whole} whole digits and {places} decimals) or a JSON integer."}
 
 
 def decimal_pattern(whole: int, places: int, *, signed: bool = True) -> str:
@@ -219,7 +231,7 @@ _TYPED_STRING = {
 
 def _filter_value_branches(data_type: str, nullable: bool) -> list[dict]:
     ref = {"$ref": "#/components/schemas/FilterValueRequest"}
-    number = {"type": "string", "pattern": decimal_pattern(28, 12)}
+    number = decimal_schema(28, 12)
 
     def branch(filter_types, required: dict | None = None, any_of: list | None = None) -> dict:
         types = {"filterType": {"type": "string", "enum": list(filter_types)}}
@@ -376,7 +388,15 @@ def postprocess(result, generator, request, public):
         create_account["properties"]["itemData"] = {"allOf": [create_account["properties"]["itemData"]], "anyOf": [
             {"properties": {"tokenVersion": {"type": "string", "nullable": True, "enum": [None]}}},
             {"required": ["offchainReferences"], "properties": {"offchainReferences": {"type": "object", "required": ["type"], "properties": {"type": {"type": "string", "enum": ["FUNDS_TOKEN", "ASSET_TOKEN", "CURRENCY_TOKEN"]}}}}},
-        ], "description": "tokenVersion applies to mint accounts (offchainReferences.type FUNDS_TOKEN, ASSET_TOKEN or CURRENCY_TOKEN)."}
+        ], "description": "tokenVersion applies to mint accounts (offchainReferences.type FUNDS_TOKEN, ASSET_TOKEN or CURRENCY_TOKEN); "
+           "seed and dataLength only describe a new onchain account; a not-managed account gives its onchainId, no private key and no dataLength."}
+        create_account["properties"]["itemData"]["allOf"] += [
+            {"anyOf": [{"properties": {"alreadyOnchain": {"type": "boolean", "enum": [False]}}},
+                       {"properties": {"seed": {"type": "object", "nullable": True, "enum": [None]}, "dataLength": {"type": "integer", "enum": [0]}}}]},
+            {"anyOf": [{"properties": {"managed": {"type": "boolean", "enum": [True]}}},
+                       {"required": ["onchainId"], "properties": {"onchainId": {"type": "string"}, "dataLength": {"type": "integer", "enum": [0]},
+                                                                  "privateKeyDetails": {"type": "object", "nullable": True, "properties": {"privateKey": {"type": "string", "nullable": True, "enum": [None]}}}}}]},
+        ]
     create_instrument = schemas.get("CreateInstrumentItemRequest")
     if create_instrument is not None:
         create_instrument["anyOf"] = [

@@ -323,6 +323,9 @@ LOOKUP_REFERENCES = {
 }
 
 
+_NULL_STRING = {"type": "string", "nullable": True, "enum": [None]}
+
+
 def _lacks(item: str) -> dict:
     return {"type": "array", "items": {"not": {"enum": [item]}}}
 
@@ -393,8 +396,10 @@ def postprocess(result, generator, request, public):
         create_account["properties"]["itemData"]["allOf"] += [
             {"anyOf": [{"properties": {"alreadyOnchain": {"type": "boolean", "enum": [False]}}},
                        {"properties": {"seed": {"type": "object", "nullable": True, "enum": [None]}, "dataLength": {"type": "integer", "enum": [0]}}}]},
-            {"anyOf": [{"properties": {"managed": {"type": "boolean", "enum": [True]}}},
-                       {"required": ["onchainId"], "properties": {"onchainId": {"type": "string"}, "dataLength": {"type": "integer", "enum": [0]},
+            # A managed account's key is generated or imported: its address follows from it.
+            {"anyOf": [{"properties": {"managed": {"type": "boolean", "enum": [True]}, "onchainId": _NULL_STRING,
+                                       "privateKeyDetails": {"type": "object", "nullable": True, "properties": {"publickKey": _NULL_STRING}}}},
+                       {"required": ["managed", "onchainId"], "properties": {"managed": {"type": "boolean", "enum": [False]}, "onchainId": {"type": "string"}, "dataLength": {"type": "integer", "enum": [0]},
                                                                   "privateKeyDetails": {"type": "object", "nullable": True, "properties": {"privateKey": {"type": "string", "nullable": True, "enum": [None]}}}}}]},
         ]
     create_instrument = schemas.get("CreateInstrumentItemRequest")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from ledger_project.api.envelope import (
@@ -78,10 +79,15 @@ class DkgKeySerializer(StrictSerializer):
     session = FreeFormObjectField(required=False)
 
 
+@extend_schema_field({"type": "string", "format": "base58-secret-key", "description": "A private key: base58 of the 64-byte secret key or the 32-byte seed, or a JSON array of its bytes."})
+class PrivateKeyField(StrictCharField):
+    """Schema only: accounts/custody.py parses and checks the key (400 INVALID_PRIVATE_KEY)."""
+
+
 class PrivateKeyDetailsSerializer(StrictSerializer):
     location = serializers.ListField(child=serializers.ChoiceField(choices=KeyLocation.choices), required=False, allow_null=True, max_length=2)
     publickKey = AddressField(required=False, allow_null=True)  # spelling as in the spec
-    privateKey = StrictCharField(required=False, allow_null=True, max_length=400, trim_whitespace=True)
+    privateKey = PrivateKeyField(required=False, allow_null=True, max_length=400, trim_whitespace=True)
     dkgKeys = serializers.ListField(child=DkgKeySerializer(), required=False, allow_null=True)
 
 

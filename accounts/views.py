@@ -10,7 +10,7 @@ from solders.pubkey import Pubkey
 from ledger_project.api.envelope import validated
 from ledger_project.api.errors import LedgerError
 from ledger_project.api.idempotency import idempotent
-from ledger_project.api.schema import DETAIL_LEVEL, api_responses, bulk_responses, operation_parameters
+from ledger_project.api.schema import DETAIL_LEVEL, api_responses, bulk_responses, item_query, operation_parameters
 from ledger_project.api.viewsets import TenantScopedViewSet
 from ledger_project.timestamps import timestamp_text
 from transactions.chain.rpc import rpc_for
@@ -80,7 +80,7 @@ class AccountViewSet(TenantScopedViewSet):
             offchain, onchain = int(account.lamports_balance), value_output(chain_account.lamports if chain_account else 0)
         return Response({"account": render.account_identifiers(account), "at": timestamp_text(at), "offchain": value_output(offchain), "onchain": onchain})
 
-    @extend_schema(operation_id="fetchAccounts", summary="Fetch Accounts", description="Creates no transaction. detail-level: detailed, compact, identifiers.", request=BulkInput, responses=bulk_responses("BulkAccountsPage", BulkAccountsOutput, BulkAccountsCompactOutput, BulkAccountsIdentifiersOutput), parameters=[DETAIL_LEVEL, *operation_parameters()], tags=TAG)
+    @extend_schema(operation_id=item_query("fetchAccounts", selectors.ACCOUNT_QUERY), summary="Fetch Accounts", description="Creates no transaction. detail-level: detailed, compact, identifiers.", request=BulkInput, responses=bulk_responses("BulkAccountsPage", BulkAccountsOutput, BulkAccountsCompactOutput, BulkAccountsIdentifiersOutput), parameters=[DETAIL_LEVEL, *operation_parameters()], tags=TAG)
     def bulk(self, request, detail_level: str):
         output = render.RENDERERS.get(detail_level)
         if output is None:

@@ -10,14 +10,16 @@ import math
 from decimal import Decimal
 
 from django.core.validators import URLValidator
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from accounts.serializers import AccountOutput, AccountReferencesSerializer, IdentifiersOut, NewAccountSerializer, ValueOutput
+from accounts.serializers import AccountOutput, AccountReferencesSerializer, IdentifiersOut, LookupInput, NewAccountSerializer, ValueOutput
 from ledger_project.api.envelope import (
     EnvelopeSerializer,
     FreeFormObjectField,
     LookupSerializer,
-    OwnLookupSerializer,
+    InstrumentLookupSerializer,
+    OwnInstrumentLookupSerializer,
     StrictBooleanField,
     StrictCharField,
     StrictIntegerField,
@@ -57,8 +59,19 @@ class StrictNumberField(serializers.FloatField):
         return float(data)
 
 
+def _instrument_type_names() -> list[str]:
+    from .alid import CATEGORIES
+
+    return sorted({name for _, types in CATEGORIES.values() for name in types} | {code for _, types in CATEGORIES.values() for code in types.values()})
+
+
+@extend_schema_field({"type": "string", "enum": _instrument_type_names(), "description": "A financialInstrumentType by name (CORPORATE_BOND) or code (CBD); instruments/alid.py."})
+class InstrumentTypeField(StrictCharField):
+    """Schema only: the known types (alid.kind_for_type answers 400 INVALID_INSTRUMENT_TYPE for others)."""
+
+
 class NewAlIdSerializer(StrictSerializer):
-    financialInstrumentType = StrictCharField(max_length=40)
+    financialInstrumentType = InstrumentTypeField(max_length=40)
     financialInstrumentCategory = StrictCharField(required=False, allow_null=True, max_length=40)
 
 
@@ -117,6 +130,12 @@ class ConfidentialTransferSerializer(StrictSerializer):
 class ConfidentialMintBurnSerializer(StrictSerializer):
     supplyElgamalPubkey = StrictCharField(max_length=64)
     decryptableSupply = StrictCharField(max_length=64)
+
+
+class InstrumentLookupInput(LookupInput):
+    """Fetches of one instrument (LookupInput's quick path included)."""
+
+    itemData = InstrumentLookupSerializer()
 
 
 class CreateInstrumentItem(StrictSerializer):
@@ -179,7 +198,7 @@ class WebhookSerializer(StrictSerializer):
 
 
 class UpdateInstrumentItem(StrictSerializer):
-    mintAccount = OwnLookupSerializer()
+    mintAccount = OwnInstrumentLookupSerializer()
     updateAuthority = LookupSerializer(required=False, allow_null=True)
     freezeAuthority = LookupSerializer(required=False, allow_null=True)
     mintAccountOffchainReferences = AccountReferencesSerializer(required=False, allow_null=True)
@@ -206,7 +225,7 @@ class UpdateInstrumentInput(TransactionEnvelopeSerializer):
 
 
 class PauseItem(StrictSerializer):
-    financialInstrument = OwnLookupSerializer()
+    financialInstrument = OwnInstrumentLookupSerializer()
     pausableAuthority = LookupSerializer(required=False, allow_null=True)
 
 
@@ -215,7 +234,7 @@ class PauseInput(TransactionEnvelopeSerializer):
 
 
 class CloseItem(StrictSerializer):
-    financialInstrumentToClose = OwnLookupSerializer()
+    financialInstrumentToClose = OwnInstrumentLookupSerializer()
     refundDestination = LookupSerializer(required=False, allow_null=True)
     closeAuthority = LookupSerializer(required=False, allow_null=True)
 

@@ -7,11 +7,11 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 
-from accounts.serializers import BulkInput, LookupInput, value_output
+from accounts.serializers import BulkInput, value_output
 from ledger_project.api.envelope import validated
 from ledger_project.api.errors import LedgerError
 from ledger_project.api.idempotency import idempotent
-from ledger_project.api.schema import DETAIL_LEVEL, api_responses, bulk_responses, operation_parameters
+from ledger_project.api.schema import DETAIL_LEVEL, api_responses, bulk_responses, item_query, operation_parameters
 from ledger_project.api.viewsets import TenantScopedViewSet
 from ledger_project.timestamps import timestamp_text
 from transactions.chain.rpc import rpc_for
@@ -32,6 +32,7 @@ from .serializers import (
     CloseInstrumentOutput,
     CreateInstrumentInput,
     CreateInstrumentOutput,
+    InstrumentLookupInput,
     InstrumentOutput,
     PauseInput,
     PauseInstrumentOutput,
@@ -55,16 +56,16 @@ class FinancialInstrumentViewSet(TenantScopedViewSet):
         result = services.instrument_create(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, data=body["itemData"], svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id)
         return mutation_response(request, "newFinancialInstrument", render.instrument_identifiers(result.instrument), result.transaction, status=status.HTTP_201_CREATED)
 
-    @extend_schema(operation_id="fetchFinancialInstrumentDetails", summary="Fetch Financial Instrument Details", description="Creates no transaction. Onchain fields are read from the network.", request=LookupInput, responses=api_responses({200: InstrumentOutput}), parameters=operation_parameters(), tags=TAG)
+    @extend_schema(operation_id="fetchFinancialInstrumentDetails", summary="Fetch Financial Instrument Details", description="Creates no transaction. Onchain fields are read from the network.", request=InstrumentLookupInput, responses=api_responses({200: InstrumentOutput}), parameters=operation_parameters(), tags=TAG)
     def details(self, request):
-        lookup = validated(LookupInput, request)["itemData"]
+        lookup = validated(InstrumentLookupInput, request)["itemData"]
         item = selectors.instrument_get(tenant=self.tenant, cluster=self.cluster, lookup=lookup)
         chain = read_mint(self.cluster, item.address) if item.status != "CLOSED" else None
         return Response(render.instrument_detailed(item, render.account_responses(selectors.related_accounts([item], tenant=self.tenant)), chain))
 
-    @extend_schema(operation_id="fetchFinancialInstrumentCirculatingSupply", summary="Fetch Financial Instrument Circulating Supply", description="Creates no transaction. The mint's supply on the network next to the service's own figure.", request=LookupInput, responses=api_responses({200: CirculatingSupplyOutput}), parameters=operation_parameters(), tags=TAG)
+    @extend_schema(operation_id="fetchFinancialInstrumentCirculatingSupply", summary="Fetch Financial Instrument Circulating Supply", description="Creates no transaction. The mint's supply on the network next to the service's own figure.", request=InstrumentLookupInput, responses=api_responses({200: CirculatingSupplyOutput}), parameters=operation_parameters(), tags=TAG)
     def circulating_supply(self, request):
-        lookup = validated(LookupInput, request)["itemData"]
+        lookup = validated(InstrumentLookupInput, request)["itemData"]
         item = selectors.instrument_get(tenant=self.tenant, cluster=self.cluster, lookup=lookup)
         chain = read_mint(self.cluster, item.address)
         onchain = chain.mint.supply if chain is not None else 0
@@ -78,7 +79,7 @@ class FinancialInstrumentViewSet(TenantScopedViewSet):
             "at": timestamp_text(timezone.now()),
         })
 
-    @extend_schema(operation_id="fetchFinancialInstruments", summary="Fetch Financial Instruments", description="Creates no transaction. detail-level: detailed, compact, identifiers.", request=BulkInput, responses=bulk_responses("BulkFinancialInstrumentsPage", BulkInstrumentsOutput, BulkInstrumentsCompactOutput, BulkInstrumentsIdentifiersOutput), parameters=[DETAIL_LEVEL, *operation_parameters()], tags=TAG)
+    @extend_schema(operation_id=item_query("fetchFinancialInstruments", selectors.INSTRUMENT_QUERY), summary="Fetch Financial Instruments", description="Creates no transaction. detail-level: detailed, compact, identifiers.", request=BulkInput, responses=bulk_responses("BulkFinancialInstrumentsPage", BulkInstrumentsOutput, BulkInstrumentsCompactOutput, BulkInstrumentsIdentifiersOutput), parameters=[DETAIL_LEVEL, *operation_parameters()], tags=TAG)
     def bulk(self, request, detail_level: str):
         if detail_level not in ("detailed", "compact", "identifiers"):
             raise LedgerError("detail-level must be detailed, compact or identifiers.", field="detail-level", code="INVALID_ENUM")

@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import schemathesis
 from hypothesis import strategies as st
+from solders.keypair import Keypair
 from solders.pubkey import Pubkey
 
 # "base58-address": the base58 text of a 32-byte public key. The pattern alone also admits
 # strings that decode to another length (e.g. 43 "1"s), which the API refuses.
 schemathesis.openapi.format("base58-address", st.binary(min_size=32, max_size=32).map(lambda raw: str(Pubkey(raw))))
+
+# "base58-secret-key": a private key to import (base58 of a 64-byte secret key).
+schemathesis.openapi.format("base58-secret-key", st.binary(min_size=32, max_size=32).map(lambda seed: str(Keypair.from_seed(seed))))

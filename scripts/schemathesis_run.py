@@ -104,7 +104,7 @@ def main(extra: list[str]) -> int:
             "--header", f"Authorization: Bearer {key['secret']}",
             "--max-examples", str(MAX_EXAMPLES),
             "--generation-deterministic",
-            "--workers", "2",
+            "--workers", "1",
             "--request-timeout", "30",
             "--report", "junit", "--report-dir", str(var / "report"),
             *extra,

@@ -60,4 +60,27 @@ def test_parameters_and_bodies_carry_their_rules(openapi):
     assert body["required"] == ["itemData"] and body["additionalProperties"] is False
     lookup = schemas["LookupRequest"]
     assert lookup["additionalProperties"] is False and len(lookup["anyOf"]) == 3
-    assert lookup["properties"]["onchainId"]["pattern"] == "^[1-9A-HJ-NP-Za-km-z]{32,44}$"
+    assert lookup["properties"]["onchainId"]["format"] == "base58-address"
+
+
+def test_bulk_fetches_document_their_item_query_and_items_per_detail_level(openapi):
+    from accounts.selectors import ACCOUNT_QUERY
+
+    schemas = openapi["components"]["schemas"]
+    operation = openapi["paths"]["/api/v1/accounts/bulk/{detail_level}"]["post"]
+    body = schemas[operation["requestBody"]["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[-1]]
+    query = body["properties"]["itemQuery"]["properties"]
+    names = {n for branch in query["filter"]["items"]["anyOf"] for n in branch["properties"]["fieldName"]["enum"]}
+    assert names == set(ACCOUNT_QUERY.fields)
+    assert query["limit"]["maximum"] == ACCOUNT_QUERY.max_limit
+    page = operation["responses"]["200"]["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[-1]
+    levels = {ref["$ref"].rsplit("/", 1)[-1] for ref in schemas[page]["anyOf"]}
+    assert levels == {"BulkAccountsOutput", "BulkAccountsCompactOutput", "BulkAccountsIdentifiersOutput"}
+    assert schemas["AccountCompactOutput"]["additionalProperties"] is False
+
+
+def test_own_lookups_refuse_other_organizations_and_text_refuses_nul(openapi):
+    schemas = openapi["components"]["schemas"]
+    assert schemas["OwnLookupRequest"]["properties"]["otherTenantOrganizationExternalId"]["enum"] == [None]
+    assert schemas["UpdateAccountItemRequest"]["properties"]["account"] == {"$ref": "#/components/schemas/OwnLookupRequest"}
+    assert schemas["OffchainReferencesRequest"]["properties"]["code"]["pattern"].startswith("^[^\\u0000]*")

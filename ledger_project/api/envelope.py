@@ -188,6 +188,15 @@ class OwnLookupSerializer(LookupSerializer):
     resolves it with ``writable=True``)."""
 
 
+class InstrumentLookupSerializer(LookupSerializer):
+    """A lookup of a financial instrument: offchainReferences name it by alId or code
+    (schema only; instruments/lookup.py)."""
+
+
+class OwnInstrumentLookupSerializer(InstrumentLookupSerializer):
+    """An instrument the request changes: the acting organization's own (schema only)."""
+
+
 class PriceEstimateSerializer(StrictSerializer):
     provider = serializers.ChoiceField(choices=["PARTNER_FEE_PROVIDER"], required=False)
     calculationStrategy = serializers.ChoiceField(choices=["DEFAULT"], required=False)

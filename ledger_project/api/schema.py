@@ -131,13 +131,72 @@ class StrictSerializerExtension(OpenApiSerializerExtension):
         return schema
 
 
-class AddressFieldExtension(OpenApiSerializerFieldExtension):
-    target_class = "ledger_project.api.envelope.AddressField"
+NO_NUL = "^[^\\u0000]*$"
+# Text fields trim whitespace and most refuse the blank that leaves.
+NO_NUL_NOT_BLANK = "^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$"
+
+
+class RequestTextExtension(OpenApiSerializerFieldExtension):
+    """Text in request bodies carries no NUL character (DRF refuses it: 400
+    NULL_CHARACTERS_NOT_ALLOWED), nor only whitespace where blank is refused."""
+
+    target_class = "rest_framework.fields.CharField"
     match_subclasses = True
 
     def map_serializer_field(self, auto_schema, direction):
+        schema = auto_schema._map_serializer_field(self.target, direction, bypass_extensions=True)
+        if direction == "request" and schema.get("type") == "string" and "pattern" not in schema and "format" not in schema:
+            field = self.target
+            schema["pattern"] = NO_NUL_NOT_BLANK if (not field.allow_blank and field.trim_whitespace) else NO_NUL
+        return schema
+
+
+class RequestDecimalExtension(OpenApiSerializerFieldExtension):
+    """A decimal in a request body: a string of digits (``1``, ``1.``, ``.5``), no more whole
+    digits and decimals than the field keeps, no sign where the minimum is 0."""
+
+    target_class = "rest_framework.fields.DecimalField"
+    match_subclasses = True
+
+    def map_serializer_field(self, auto_schema, direction):
+        schema = auto_schema._map_serializer_field(self.target, direction, bypass_extensions=True)
+        field = self.target
+        if direction == "request" and field.max_digits is not None and field.decimal_places is not None:
+            nullable = schema.get("nullable")
+            schema.clear()
+            schema.update(decimal_schema(field.max_digits - field.decimal_places, field.decimal_places, signed=field.min_value is None or field.min_value < 0, blank=bool(field.allow_null)))
+            if nullable:
+                schema["nullable"] = True
+        return schema
+
+
+def decimal_schema(whole: int, places: int, *, signed: bool = True, blank: bool = False) -> dict:
+    """A decimal as DRF's DecimalField takes it: a string of digits or a JSON integer (a
+    fractional JSON number is read through its text, so a string says it exactly)."""
+    pattern = decimal_pattern(whole, places, signed=signed)
+    if blank:  # DRF reads "" as null where null is allowed
+        pattern = pattern.replace("^", "^(?:", 1)[:-1] + ")?$"
+    integer = {"type": "integer", "maximum": 10**whole - 1, "minimum": 1 - 10**whole if signed else 0}
+    return {"anyOf": [{"type": "string", "format": "decimal", "pattern": pattern}, integer],
+            "description": f"A decimal: a string (at most {whole} whole digits and {places} decimals) or a JSON integer."}
+
+
+def decimal_pattern(whole: int, places: int, *, signed: bool = True) -> str:
+    sign = "-?" if signed else ""
+    return f"^{sign}(?:\\d{{1,{whole}}}(?:\\.\\d{{0,{places}}})?|\\.\\d{{1,{places}}})$"
+
+
+class AddressFieldExtension(OpenApiSerializerFieldExtension):
+    target_class = "ledger_project.api.envelope.AddressField"
+    match_subclasses = True
+    priority = 1
+
+    def map_serializer_field(self, auto_schema, direction):
+        # No JSON Schema pattern says "decodes to 32 bytes": BASE58_ADDRESS also admits 43 "1"s
+        # (43 zero bytes), which the API refuses. The format carries the rule and its
+        # description the alphabet; generators know the format (scripts/schemathesis_hooks.py).
         schema = build_basic_type(OpenApiTypes.STR)
-        schema.update({"format": "base58-address", "pattern": BASE58_ADDRESS, "minLength": 32, "maxLength": 44, "description": "A base58 network address: the base58 text of a 32-byte public key."})
+        schema.update({"format": "base58-address", "description": f"A network address: base58 ({BASE58_ADDRESS}) of a 32-byte public key."})
         return schema
 
 
@@ -149,19 +208,170 @@ def _given(name: str, type_: str) -> dict:
     return {"required": [name], "properties": {name: {"type": type_}}}
 
 
+# --- itemQuery ---------------------------------------------------------------------------
+
+#: operationId → the QuerySpec of a bulk fetch (registered by the view with item_query())
+ITEM_QUERIES: dict = {}
+
+
+def item_query(operation_id: str, spec):
+    """Register a bulk fetch's QuerySpec: its itemQuery is documented with the fieldNames,
+    dataTypes, filter types and limit it accepts (ledger_project/api/query.py)."""
+    ITEM_QUERIES[operation_id] = spec
+    return operation_id
+
+
+_TYPED_STRING = {
+    "TEXT": {"type": "string", "pattern": NO_NUL},
+    "TIMESTAMP": {"type": "string", "format": "date-time"},
+    "OFFCHAIN_ID": {"type": "string", "format": "uuid"},
+    "ONCHAIN_ADDRESS_ID": {"type": "string", "format": "base58-address"},
+}
+
+
+def _filter_value_branches(data_type: str, nullable: bool) -> list[dict]:
+    ref = {"$ref": "#/components/schemas/FilterValueRequest"}
+    number = decimal_schema(28, 12)
+
+    def branch(filter_types, required: dict | None = None, any_of: list | None = None) -> dict:
+        types = {"filterType": {"type": "string", "enum": list(filter_types)}}
+        out = {"allOf": [ref], "properties": {"dataType": {"type": "string", "enum": [data_type]}, **types}, "required": ["dataType"]}
+        if "EQUALS" in filter_types:  # the default filterType
+            out["properties"]["filterType"] = {**types["filterType"], "nullable": False}
+            out["required"] = ["dataType"]
+        else:
+            out["required"] = ["dataType", "filterType"]
+        for name, schema in (required or {}).items():
+            out["required"].append(name)
+            out["properties"][name] = schema
+        if any_of:
+            out["anyOf"] = any_of
+        return out
+
+    if data_type == "NUMBER":
+        scalar = {"valueNumber": number}
+    elif data_type == "BOOLEAN":
+        scalar = {"valueBoolean": {"type": "boolean"}}
+    else:
+        scalar = {"valueString": _TYPED_STRING[data_type]}
+    if data_type == "BOOLEAN":
+        # valuesString without valueString reads as IN, which booleans do not have
+        branches = [branch(("EQUALS", "NOT_EQUALS"), scalar)]
+        branches[0]["properties"]["valuesString"] = {"type": "array", "nullable": True, "maxItems": 0}
+    else:
+        item = number if data_type == "NUMBER" else _TYPED_STRING[data_type]
+        branches = [branch(("NOT_EQUALS",), scalar)]
+        if data_type == "NUMBER":
+            branches.append(branch(("EQUALS",), scalar))
+        else:  # EQUALS with valuesString (and no valueString) reads as IN
+            branches.append(branch(("EQUALS",), any_of=[{"required": list(scalar), "properties": scalar},
+                                                         {"required": ["valuesString"], "properties": {"valuesString": {"type": "array", "minItems": 1, "items": item},
+                                                                                                          "valueString": {"type": "string", "nullable": True, "enum": [None]}}}]))
+    if data_type != "BOOLEAN":
+        item = number if data_type == "NUMBER" else _TYPED_STRING[data_type]
+        branches.append(branch(("IN",), {"valuesString": {"type": "array", "minItems": 1, "maxItems": 500, "items": item}}))
+    if data_type in ("NUMBER", "TIMESTAMP", "TEXT"):
+        low, high = ("valueFromNumber", "valueToNumber") if data_type == "NUMBER" else ("valueFromString", "valueToString")
+        bound = number if data_type == "NUMBER" else _TYPED_STRING[data_type]
+        branches.append(branch(("RANGE",), any_of=[{"required": [low], "properties": {low: bound}}, {"required": [high], "properties": {high: bound}}]))
+    if data_type == "TEXT":
+        branches.append(branch(("CONTAINS",), scalar))
+    if nullable:
+        branches.append(branch(("IS_NULL", "IS_NOT_NULL")))
+    return branches
+
+
+def item_query_schema(spec) -> dict:
+    groups: dict[tuple[str, bool], list[str]] = {}
+    aliases: dict[str, list[str]] = {}
+    for alias, target in spec.aliases.items():
+        aliases.setdefault(target, []).append(alias)
+    for name, field in spec.fields.items():
+        groups.setdefault((field.data_type, field.nullable), []).extend([name, *aliases.get(name, [])])
+    filters = []
+    for (data_type, nullable), names in sorted(groups.items()):
+        filters.append({
+            "allOf": [{"$ref": "#/components/schemas/FilterRequest"}],
+            "properties": {
+                "fieldName": {"type": "string", "enum": sorted(names)},
+                "filterValues": {"type": "array", "minItems": 1, "maxItems": 100, "items": {"anyOf": _filter_value_branches(data_type, nullable)}},
+            },
+        })
+    sortable = sorted(n for name, f in spec.fields.items() if f.sortable for n in (name, *aliases.get(name, [])))
+    return {
+        "allOf": [{"$ref": "#/components/schemas/ItemQueryRequest"}],
+        "nullable": True,
+        "description": "The fieldNames, dataTypes and filter types this fetch accepts (docs/query.md).",
+        "properties": {
+            "limit": {"type": "integer", "minimum": 1, "maximum": spec.max_limit, "nullable": True},
+            "filter": {"type": "array", "nullable": True, "maxItems": 50, "items": {"anyOf": filters}},
+            "sort": {"type": "array", "nullable": True, "maxItems": 10, "items": {
+                "allOf": [{"$ref": "#/components/schemas/SortRequest"}],
+                "properties": {"fieldName": {"type": "string", "enum": sortable}},
+            }},
+        },
+    }
+
+
+ACCOUNT_REFERENCES = ("alId", "code", "accountNumber")
+INSTRUMENT_REFERENCES = ("alId", "code")
+LOOKUP_REFERENCES = {
+    "LookupRequest": ACCOUNT_REFERENCES,
+    "OwnLookupRequest": ACCOUNT_REFERENCES,
+    "InstrumentLookupRequest": INSTRUMENT_REFERENCES,
+    "OwnInstrumentLookupRequest": INSTRUMENT_REFERENCES,
+}
+
+
+_NULL_STRING = {"type": "string", "nullable": True, "enum": [None]}
+
+
+def _lacks(item: str) -> dict:
+    return {"type": "array", "items": {"not": {"enum": [item]}}}
+
+
+def _has(item: str) -> dict:
+    """``contains`` in OpenAPI 3.0 terms: not every item differs from ``item``."""
+    return {"type": "array", "not": {"items": {"not": {"enum": [item]}}}}
+
+
+def _walk(node):
+    if isinstance(node, dict):
+        yield node
+        for value in node.values():
+            yield from _walk(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _walk(value)
+
+
 def postprocess(result, generator, request, public):
     schemas = result.get("components", {}).get("schemas", {})
+    # An address's length follows from its format (the field's max_length is a guard only).
+    for node in _walk(schemas):
+        if node.get("format") == "base58-address":
+            node.pop("minLength", None)
+            node.pop("maxLength", None)
     # A lookup names a record by onchainId, offchainId or offchainReferences.
-    for name in ("LookupRequest", "OwnLookupRequest"):
-        if name in schemas:
-            schemas[name]["anyOf"] = [_given("onchainId", "string"), _given("offchainId", "string"), _given("offchainReferences", "object")]
-    # A record the request changes or signs with is the acting organization's own (the
-    # server also takes that organization's own external id, which no schema can name).
-    if "OwnLookupRequest" in schemas:
-        schemas["OwnLookupRequest"]["properties"]["otherTenantOrganizationExternalId"] = {
-            "type": "string", "nullable": True, "enum": [None],
-            "description": "Null or absent: records of another organization cannot be changed or used to sign (400 NOT_WRITABLE).",
-        }
+    # A lookup names a record by onchainId, offchainId or offchainReferences, and
+    # offchainReferences by alId, code or accountNumber (instruments: alId or code); given
+    # with other identifiers, offchainReferences is empty or names the record too
+    # (accounts/lookup.py, instruments/lookup.py).
+    for name, refs in LOOKUP_REFERENCES.items():
+        if name not in schemas:
+            continue
+        lookup = schemas[name]
+        names_record = {"type": "object", "anyOf": [_given(ref, "string") for ref in refs]}
+        lookup["anyOf"] = [_given("onchainId", "string"), _given("offchainId", "string"), {"required": ["offchainReferences"], "properties": {"offchainReferences": names_record}}]
+        if "accountNumber" in refs:
+            lookup["properties"]["offchainReferences"]["anyOf"] = [{"maxProperties": 0}, *names_record["anyOf"]]
+        # A record the request changes or signs with is the acting organization's own (the
+        # server also takes that organization's own external id, which no schema can name).
+        if name.startswith("Own"):
+            lookup["properties"]["otherTenantOrganizationExternalId"] = {
+                "type": "string", "nullable": True, "enum": [None],
+                "description": "Null or absent: records of another organization cannot be changed or used to sign (400 NOT_WRITABLE).",
+            }
     # A transaction is named by onchainId or offchainId.
     identifier = schemas.get("TransactionIdentifierRequest")
     if identifier is not None:
@@ -175,8 +385,57 @@ def postprocess(result, generator, request, public):
                  "InstrumentCompactOutput", "InstrumentCompactOnchainOutput", "InstrumentCompactOffchainOutput", "InstrumentCompactOnchainDataOutput", "IdentifiersOut"):
         if name in schemas:
             schemas[name]["additionalProperties"] = False
+    # Rules between fields the services check (accounts/services.py, instruments/services.py).
+    create_account = schemas.get("CreateAccountInputRequest")
+    if create_account is not None:
+        create_account["properties"]["itemData"] = {"allOf": [create_account["properties"]["itemData"]], "anyOf": [
+            {"properties": {"tokenVersion": {"type": "string", "nullable": True, "enum": [None]}}},
+            {"required": ["offchainReferences"], "properties": {"offchainReferences": {"type": "object", "required": ["type"], "properties": {"type": {"type": "string", "enum": ["FUNDS_TOKEN", "ASSET_TOKEN", "CURRENCY_TOKEN"]}}}}},
+        ], "description": "tokenVersion applies to mint accounts (offchainReferences.type FUNDS_TOKEN, ASSET_TOKEN or CURRENCY_TOKEN); "
+           "seed and dataLength only describe a new onchain account; a not-managed account gives its onchainId, no private key and no dataLength."}
+        create_account["properties"]["itemData"]["allOf"] += [
+            {"anyOf": [{"properties": {"alreadyOnchain": {"type": "boolean", "enum": [False]}}},
+                       {"properties": {"seed": {"type": "object", "nullable": True, "enum": [None]}, "dataLength": {"type": "integer", "enum": [0]}}}]},
+            # A managed account's key is generated or imported: its address follows from it.
+            {"anyOf": [{"properties": {"managed": {"type": "boolean", "enum": [True]}, "onchainId": _NULL_STRING,
+                                       "privateKeyDetails": {"type": "object", "nullable": True, "properties": {"publickKey": _NULL_STRING}}}},
+                       {"required": ["managed", "onchainId"], "properties": {"managed": {"type": "boolean", "enum": [False]}, "onchainId": {"type": "string"}, "dataLength": {"type": "integer", "enum": [0]},
+                                                                  "privateKeyDetails": {"type": "object", "nullable": True, "properties": {"privateKey": {"type": "string", "nullable": True, "enum": [None]}}}}}]},
+        ]
+    create_instrument = schemas.get("CreateInstrumentItemRequest")
+    if create_instrument is not None:
+        create_instrument["anyOf"] = [
+            {"required": ["offchainReferences"], "properties": {"offchainReferences": {"type": "object", "required": ["newAlId"], "properties": {"newAlId": {"type": "object"}}}}},
+            {"required": ["mintAccount"], "properties": {"mintAccount": {"type": "object", "required": ["offchainReferences"], "properties": {"offchainReferences": {"type": "object", "required": ["alId"], "properties": {"alId": {"type": "string"}}}}}}},
+        ]
+    calculator = schemas.get("CalculatorInputRequest")
+    if calculator is not None:
+        calculator["properties"]["extensions"] = {"allOf": [calculator["properties"]["extensions"],
+            {"anyOf": [_lacks("TOKEN_METADATA"), _has("METADATA_POINTER")]},
+            {"anyOf": [_lacks("CONFIDENTIAL_MINT_BURN"), _has("CONFIDENTIAL_TRANSFER")]}],
+            "description": "TOKEN_METADATA needs METADATA_POINTER, CONFIDENTIAL_MINT_BURN needs CONFIDENTIAL_TRANSFER."}
+        calculator["anyOf"] = [
+            {"properties": {"metadata": {"type": "object", "nullable": True, "maxProperties": 0}}},
+            {"properties": {"extensions": _has("TOKEN_METADATA")}},
+        ]
+    # Only DURATION limits have a duration.
+    if "DebitLimitRequest" in schemas:
+        schemas["DebitLimitRequest"]["anyOf"] = [
+            {"properties": {"limitType": {"type": "string", "enum": ["DURATION"]}}},
+            {"properties": {"durationHours": {"type": "integer", "nullable": True, "enum": [None]}}},
+        ]
+    # A value names lamports or amount.
+    if "ValueRequest" in schemas:
+        schemas["ValueRequest"]["anyOf"] = [_given("lamports", "integer"), {"required": ["amount"], "properties": {"amount": {"type": "string", "minLength": 1}}}]
     for path in result.get("paths", {}).values():
         for operation in path.values():
+            spec = ITEM_QUERIES.get(operation.get("operationId"))
+            body_schema = operation.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema", {})
+            if spec is not None and "$ref" in body_schema:
+                base = schemas[body_schema["$ref"].rsplit("/", 1)[-1]]
+                name = operation["operationId"][0].upper() + operation["operationId"][1:] + "Request"
+                schemas[name] = {**base, "properties": {**base["properties"], "itemQuery": item_query_schema(spec)}}
+                body_schema["$ref"] = f"#/components/schemas/{name}"
             body = operation.get("requestBody")
             if not body:
                 continue

@@ -4,7 +4,7 @@ Rules (docs/accounts.md, Lookups):
 - A lookup names a record by ``onchainId``, ``offchainId`` and/or ``offchainReferences``
   (``alId``, ``code``, ``accountNumber`` with optional ``organizationExternalId``,
   narrowed by ``type``). Every field given must match the same record; fields naming
-  different records → 400 ``CONFLICTING_LOOKUP``.
+  different records → 404 ``CONFLICTING_LOOKUP``.
 - It searches the acting tenant's records of the request's cluster. With
   ``otherTenantOrganizationExternalId`` it searches that organization's records shared
   across tenants instead; shared records are never writable by others.
@@ -66,13 +66,14 @@ def lookup_scope(model, tenant, cluster: str, lookup: dict, field: str, writable
 
 def single_match(matches: list[tuple[str, object | None]], field: str):
     """The one record every field of a lookup names (None when none names any); 400
-    CONFLICTING_LOOKUP when they name different records or one names none."""
+    CONFLICTING_LOOKUP when they name different records or one names none: no record
+    matches every field, so it is a 404 like a missing one (docs/errors.md)."""
     records = {m.pk for _, m in matches if m is not None}
     if len(records) > 1:
-        raise LedgerError("The lookup's fields name different records.", field=field, code="CONFLICTING_LOOKUP")
+        raise NotFoundError("No record matches every field of the lookup: they name different records.", field=field, code="CONFLICTING_LOOKUP")
     if records and any(m is None for _, m in matches):
         missing = next(name for name, m in matches if m is None)
-        raise LedgerError(f"The lookup's {missing} does not match the record its other fields name.", field=f"{field}.{missing}", code="CONFLICTING_LOOKUP")
+        raise NotFoundError(f"No record matches every field of the lookup: its {missing} does not match the record its other fields name.", field=f"{field}.{missing}", code="CONFLICTING_LOOKUP")
     return next((m for _, m in matches if m is not None), None)
 
 

@@ -12,7 +12,7 @@ from solders.keypair import Keypair
 from solders.pubkey import Pubkey
 from solders.system_program import CreateAccountParams, TransferParams, create_account, transfer
 
-from ledger_project.api.errors import ConflictError, LedgerError
+from ledger_project.api.errors import ConflictError, LedgerError, NotFoundError
 from ledger_project.api.idempotency import write_phase
 from ledger_project.api.permissions import require_role
 from tenancy.roles import Role
@@ -139,7 +139,7 @@ def account_draft(*, tenant, cluster: str, api_key, data: dict, prefix: str = "i
     if already and not data.get("skipBlockchainExistenceVerification"):
         onchain = rpc_for(cluster).account(Pubkey.from_string(address))
         if onchain is None:
-            raise LedgerError("No such account on the network; create it instead, or set skipBlockchainExistenceVerification.", field=f"{prefix}.onchainId", code="ACCOUNT_NOT_ONCHAIN")
+            raise NotFoundError("No such account on the network; create it instead, or set skipBlockchainExistenceVerification.", field=f"{prefix}.onchainId", code="ACCOUNT_NOT_ONCHAIN")
 
     account = Account(
         tenant=tenant, cluster=cluster, address=address, managed=managed, managed_key=key, type=account_type,

@@ -62,7 +62,7 @@ def kind_for_type(name: str, *, field: str) -> InstrumentKind:
 
 def parse(al_id: str, *, field: str) -> tuple[InstrumentKind, int]:
     """The category/type and sequence of a given alId; 400 if it breaks the pattern."""
-    match = _PATTERN.match(al_id or "")
+    match = _PATTERN.fullmatch(al_id or "")
     kind = _BY_CODES.get((match["category"], match["type"])) if match else None
     if kind is None:
         raise LedgerError(

@@ -21,6 +21,7 @@ ApiRequestGuardMiddleware: under ``/api/``, before authentication and before any
 
 from __future__ import annotations
 
+import re
 import uuid
 
 from django.conf import settings
@@ -34,13 +35,15 @@ API_PREFIX = "/api/"
 QUERY_ENUMS = {"wait": ("submitted", "confirmed", "finalized")}
 
 
+_UUID_FORM = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
+
 def parse_request_id(raw: str | None) -> uuid.UUID | None:
-    if not raw:
+    """The header's UUID in its canonical 8-4-4-4-12 form (what the OpenAPI states);
+    ``uuid.UUID`` would also take braces, ``urn:uuid:`` and bare hex."""
+    if raw is None or not _UUID_FORM.fullmatch(raw.strip()):
         return None
-    try:
-        return uuid.UUID(raw.strip())
-    except ValueError:
-        return None
+    return uuid.UUID(raw.strip())
 
 
 class RequestIdMiddleware:
@@ -75,7 +78,7 @@ def guard_api_request(request) -> None:
 
     if _content_length(request) > settings.LEDGER_MAX_BODY_BYTES:
         raise body_too_large()
-    if request.client_request_id_raw and request.client_request_id is None:
+    if request.client_request_id_raw is not None and request.client_request_id is None:
         raise LedgerError("x-request-id must be a UUID.", field="x-request-id", code="INVALID_REQUEST_ID")
     for name, allowed in QUERY_ENUMS.items():
         for value in request.GET.getlist(name):

@@ -112,7 +112,9 @@ def test_request_rules_are_one_rule_with_or_without_a_key(api, anon, localnet_ur
     payload = body({"offchainId": str(uuid.uuid4())}) if body else {}
     before = Account.unscoped.count(), FinancialInstrument.unscoped.count()
     for client in (api, anon):
-        assert_error(client.call(method, path, payload, request_id="not-a-uuid"), 400, "INVALID_REQUEST_ID", "x-request-id")
+        good = uuid.uuid4()
+        for malformed in ("not-a-uuid", "", "   ", f"{{{good}}}", f"urn:uuid:{good}", good.hex):
+            assert_error(client.call(method, path, payload, HTTP_X_REQUEST_ID=malformed), 400, "INVALID_REQUEST_ID", "x-request-id")
         for wait in ("forever", "CONFIRMED", "0"):
             assert_error(client.call(method, f"{path}?wait={wait}", payload), 400, "INVALID_ENUM", "wait")
     assert (Account.unscoped.count(), FinancialInstrument.unscoped.count()) == before

@@ -16,7 +16,7 @@ def transaction_get(*, queryset: QuerySet, onchain_id: str | None = None, offcha
     if offchain_id:
         tx = queryset.filter(offchain_id=offchain_id).first()
         if tx is not None and onchain_id and tx.onchain_id != onchain_id:
-            raise LedgerError("onchainId and offchainId name different transactions.", field="itemData.transaction", code="CONFLICTING_LOOKUP")
+            raise NotFoundError("No transaction matches both onchainId and offchainId.", field="itemData.transaction", code="CONFLICTING_LOOKUP")
     else:
         tx = queryset.filter(onchain_id=onchain_id).order_by("-pk").first()
     if tx is None:

@@ -135,7 +135,7 @@ def test_onboard_existing_onchain_account(api, chain):
     account = Account.unscoped.get(address=str(existing.pubkey()))
     assert not account.managed and account.was_onchain_already and int(account.lamports_balance) == 3_000_000
     missing = str(Keypair().pubkey())
-    assert_error(create(api, {"managed": False, "alreadyOnchain": True, "onchainId": missing}), 400, "ACCOUNT_NOT_ONCHAIN", "itemData.onchainId")
+    assert_error(create(api, {"managed": False, "alreadyOnchain": True, "onchainId": missing}), 404, "ACCOUNT_NOT_ONCHAIN", "itemData.onchainId")
     skipped = create(api, {"managed": False, "alreadyOnchain": True, "onchainId": missing, "skipBlockchainExistenceVerification": True})
     assert skipped.status_code == 201
 
@@ -242,7 +242,7 @@ def test_lookup_by_references(api, tenant, localnet_url):
 @pytest.mark.django_db
 def test_conflicting_lookup_is_400(api, tenant, localnet_url):
     a, b = AccountFactory(tenant=tenant), AccountFactory(tenant=tenant)
-    assert_error(details(api, {"onchainId": a.address, "offchainId": str(b.offchain_id)}), 400, "CONFLICTING_LOOKUP")
+    assert_error(details(api, {"onchainId": a.address, "offchainId": str(b.offchain_id)}), 404, "CONFLICTING_LOOKUP")
     assert_error(details(api, {}), 400, "INVALID_LOOKUP")
     assert_error(details(api, {"offchainReferences": {"name": "x"}}), 400, "INVALID_LOOKUP")
 

@@ -151,6 +151,22 @@ class RequestTextExtension(OpenApiSerializerFieldExtension):
         return schema
 
 
+class MetadataMapExtension(OpenApiSerializerFieldExtension):
+    """simpleCustomMetadata: at most 32 keys of 1 to 64 characters (instruments/serializers.py)."""
+
+    target_class = "instruments.serializers.MetadataMap"
+
+    def map_serializer_field(self, auto_schema, direction):
+        schema = auto_schema._map_serializer_field(self.target, direction, bypass_extensions=True)
+        if direction == "request":
+            schema["maxProperties"] = 32
+            # OpenAPI 3.0 has no propertyNames: the key rule is stated in an extension (the
+            # schemathesis hooks honour it) and in words.
+            schema["x-propertyNames"] = {"minLength": 1, "maxLength": 64}
+            schema["description"] = "Keys of 1 to 64 characters, at most 32 keys."
+        return schema
+
+
 class RequestDecimalExtension(OpenApiSerializerFieldExtension):
     """A decimal in a request body: a string of digits (``1``, ``1.``, ``.5``), no more whole
     digits and decimals than the field keeps, no sign where the minimum is 0."""
@@ -345,6 +361,14 @@ def _walk(node):
             yield from _walk(value)
 
 
+def al_id_pattern() -> str:
+    """The given alIds the service accepts (empty: none given), from the one table."""
+    from instruments.alid import CATEGORIES
+
+    kinds = "|".join(f"{code}(?:{'|'.join(sorted(types.values(), key=len, reverse=True))})" for code, types in CATEGORIES.values())
+    return f"^(?:AL(?:{kinds})[0-9]{{8}})?$"
+
+
 def postprocess(result, generator, request, public):
     schemas = result.get("components", {}).get("schemas", {})
     # An address's length follows from its format (the field's max_length is a guard only).
@@ -406,8 +430,22 @@ def postprocess(result, generator, request, public):
     if create_instrument is not None:
         create_instrument["anyOf"] = [
             {"required": ["offchainReferences"], "properties": {"offchainReferences": {"type": "object", "required": ["newAlId"], "properties": {"newAlId": {"type": "object"}}}}},
-            {"required": ["mintAccount"], "properties": {"mintAccount": {"type": "object", "required": ["offchainReferences"], "properties": {"offchainReferences": {"type": "object", "required": ["alId"], "properties": {"alId": {"type": "string"}}}}}}},
+            {"required": ["mintAccount"], "properties": {"mintAccount": {"type": "object", "required": ["offchainReferences"], "properties": {"offchainReferences": {"type": "object", "required": ["alId"], "properties": {"alId": {"type": "string", "minLength": 1}}}}}}},
         ]
+        _null = {"nullable": True, "enum": [None]}
+        create_instrument["allOf"] = [
+            # A new mint account or an existing one, not both (CONFLICTING_FIELDS).
+            {"anyOf": [{"properties": {"mintAccount": _null}}, {"properties": {"existingMintAccount": _null}}]},
+            # Both spellings of alreadyOnchain may be given only with one value (CONFLICTING_FIELDS).
+            {"anyOf": [{"not": {"required": ["alreadyOnChain"]}}, {"not": {"required": ["alreadyOnchain"]}},
+                       {"properties": {"alreadyOnChain": {"type": "boolean", "enum": [True]}, "alreadyOnchain": {"type": "boolean", "enum": [True]}}},
+                       {"properties": {"alreadyOnChain": {"type": "boolean", "enum": [False]}, "alreadyOnchain": {"type": "boolean", "enum": [False]}}}]},
+        ]
+        # A given alId follows AL{category}{type of that category}{8 digits} (instruments/alid.py).
+        mint_account = create_instrument["properties"].get("mintAccount")
+        if mint_account is not None:
+            mint_account.setdefault("allOf", []).append({"properties": {"offchainReferences": {"type": "object", "nullable": True, "properties": {
+                "alId": {"type": "string", "nullable": True, "pattern": al_id_pattern(), "description": "AL{category code}{type code of that category}{8 digits}, e.g. ALFICBD00000001."}}}}})
     calculator = schemas.get("CalculatorInputRequest")
     if calculator is not None:
         calculator["properties"]["extensions"] = {"allOf": [calculator["properties"]["extensions"],

@@ -31,5 +31,5 @@ def _metadata_keys_ok(node) -> bool:
 
 
 @schemathesis.hook
-def filter_body(context, body) -> bool:
-    return _metadata_keys_ok(body)
+def filter_case(context, case) -> bool:
+    return _metadata_keys_ok(case.body)

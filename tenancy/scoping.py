@@ -10,9 +10,12 @@ Every tenant-owned model subclasses ``TenantOwnedModel`` and so gets two manager
   the lookup resolvers and selectors, which take the tenant.
 - ``unscoped``: every row, for code that acts for no tenant or for a record already
   resolved through a scoped door — workers, effects, reconciliation, the admin,
-  management commands, row locks by primary key. Declared first, so it is Django's
+  management commands. Declared first, so it is Django's
   default manager (admin, related managers, ``validate_unique``, dumpdata) and the base
-  manager stays plain. ``git grep -n "\\.unscoped\\b"`` lists every unscoped use.
+  manager stays plain. ``git grep -n "\\.unscoped\\b"`` lists every unscoped use. In
+  request-path modules (views, selectors, lookups, serializers, renderers, services,
+  limits, locks, webhooks, ledger_project/api) only functions marked ``@worker_only`` or
+  ``@cross_tenant_aggregate`` may use it.
 
 Raw SQL fast paths take the tenant as a bound parameter and call ``require_tenant()`` first.
 """
@@ -34,6 +37,24 @@ def require_tenant(tenant, what: str = "this query"):
     if tenant is None or getattr(tenant, "pk", None) is None:
         raise UnscopedQueryError(f"{what} needs a tenant: unscoped reads are not allowed")
     return tenant
+
+
+def worker_only(function):
+    """Mark a function of a request-path module (services, locks, limits, ...) as called
+    only by workers, reconciliation, the admin or management commands — never by a request —
+    so it may use ``Model.unscoped``; tests/test_tenancy_scoping.py refuses ``.unscoped``
+    anywhere else in those modules. Say why in a comment next to it."""
+    function.worker_only = True
+    return function
+
+
+def cross_tenant_aggregate(function):
+    """Mark a function of a request-path module that reads other tenants' rows only to
+    return an aggregate the caller never sees row by row (e.g. what a shared account funded
+    for every tenant, which its debit limits count), so it may use ``Model.unscoped``. Say
+    why in a comment next to it; keep the function small and its result a number."""
+    function.cross_tenant_aggregate = True
+    return function
 
 
 def scoped_tenant(queryset, *, own: bool = False):

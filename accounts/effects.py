@@ -1,4 +1,6 @@
-"""What confirmed (or failed) transactions change in account records."""
+"""What confirmed (or failed) transactions change in account records.
+
+Worker code (the effects task, for no tenant): it uses ``Account.unscoped``."""
 
 from __future__ import annotations
 

@@ -10,6 +10,8 @@ units: lamports for network currency, token base units for tokens. The spec's de
 
 from __future__ import annotations
 
+from tenancy.scoping import cross_tenant_aggregate
+
 from .models import WALLET_TYPES
 
 LAMPORTS_PER_SOL = 10**9
@@ -61,7 +63,6 @@ def network_debit_check(account, *, api_key, lamports: int, destination_type: st
     from django.utils import timezone
 
     from ledger_project.api.errors import ForbiddenError
-    from transactions.models import Transaction, TransactionStatus
 
     allowed = account.network_currency_debit_api_keys or []
     if allowed and api_key is not None and api_key.key_id not in allowed and (not api_key.name or api_key.name not in allowed):
@@ -72,11 +73,18 @@ def network_debit_check(account, *, api_key, lamports: int, destination_type: st
             continue
         spent = 0
         if entry["limitType"] == "DURATION":
-            since = timezone.now() - timedelta(hours=entry.get("durationHours") or 24)
-            rows = Transaction.unscoped.filter(cluster=account.cluster, created_at__gte=since, effects__funding__source=account.address).exclude(status__in=[TransactionStatus.FAILED, TransactionStatus.EXPIRED, TransactionStatus.CANCELLED])
-            spent = sum(int((effects or {}).get("funding", {}).get("lamports") or 0) for effects in rows.values_list("effects", flat=True))
+            spent = _funded_since(account, timezone.now() - timedelta(hours=entry.get("durationHours") or 24))
         if spent + lamports > int(maximum):
             raise ForbiddenError(
                 f"Funding {lamports} lamports from this account exceeds its {entry['limitType']} networkCurrencyDebitLimits for {destination_type} destinations ({maximum}).",
                 field=field, code="DEBIT_LIMIT_EXCEEDED",
             )
+
+
+@cross_tenant_aggregate  # a shared account funds for other tenants too: its limits count every tenant's debits
+def _funded_since(account, since) -> int:
+    """Lamports ``account`` funded since ``since`` (transactions not ended unexecuted)."""
+    from transactions.models import Transaction, TransactionStatus
+
+    rows = Transaction.unscoped.filter(cluster=account.cluster, created_at__gte=since, effects__funding__source=account.address).exclude(status__in=[TransactionStatus.FAILED, TransactionStatus.EXPIRED, TransactionStatus.CANCELLED])
+    return sum(int((effects or {}).get("funding", {}).get("lamports") or 0) for effects in rows.values_list("effects", flat=True))

@@ -9,13 +9,19 @@ from transactions.models import TERMINAL
 from .models import Account
 
 
-def lock_accounts(*pks: int) -> dict[int, Account]:
-    """Lock the accounts (pk order) and return them by pk, fresh from the database."""
-    return {a.pk: a for a in lock_rows(Account.unscoped.filter(pk__in=[pk for pk in pks if pk is not None]))}
+def lock_accounts(*pks: int, tenant) -> dict[int, Account]:
+    """Lock the tenant's accounts (pk order) and return them by pk, fresh from the database."""
+    return {a.pk: a for a in lock_rows(Account.objects.for_tenant(tenant).filter(pk__in=[pk for pk in pks if pk is not None]))}
 
 
-def lock_account(pk: int) -> Account:
-    return lock_accounts(pk)[pk]
+def lock_account(pk: int, *, tenant) -> Account:
+    return lock_accounts(pk, tenant=tenant)[pk]
+
+
+def lock_visible_account(pk: int, *, tenant) -> Account:
+    """Lock an account the tenant may read (its own, or one shared across tenants, e.g. a
+    funder whose key signs for it): to re-check under the lock, never to write it."""
+    return lock_rows(Account.objects.visible_to(tenant).filter(pk=pk))[0]
 
 
 def ensure_no_operation_in_flight(record, *, field: str) -> None:

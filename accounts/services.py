@@ -23,7 +23,7 @@ from transactions.services import SignerSpec, transaction_build, transaction_rec
 from . import custody
 from .errors import ManagedKeyExists
 from .limits import network_debit_check, normalize
-from .locks import ensure_no_operation_in_flight, lock_account
+from .locks import ensure_no_operation_in_flight, lock_account, lock_visible_account
 from .lookup import OffPlatform, resolve_account
 from .models import Account, AccountStatus, AccountType, BalanceSnapshot, KeyLocation, PrivateKeyDisclosure, SPECIALIZED_TYPES, WALLET_TYPES
 from .signers import ensure_usable, signer_for, transaction_config
@@ -246,7 +246,7 @@ def account_create(*, tenant, cluster: str, api_key, data: dict, svm_config: dic
     with write_phase(on_abort=prepared.release if prepared else None):
         if funder is not None:
             # Re-check the funder's DURATION limits under its row lock (concurrent fundings).
-            network_debit_check(lock_account(funder.pk), api_key=api_key, lamports=plan[1], destination_type="MANAGED" if account.managed else "NON_MANAGED", field="svmTransactionConfig.feePayer")
+            network_debit_check(lock_visible_account(funder.pk, tenant=tenant), api_key=api_key, lamports=plan[1], destination_type="MANAGED" if account.managed else "NON_MANAGED", field="svmTransactionConfig.feePayer")
         account_save(account, prefix=prefix)
         if prepared is not None:
             funding_effects = {"source": str(signers[0].pubkey), "lamports": plan[1]}
@@ -274,7 +274,7 @@ def account_update(*, tenant, cluster: str, api_key, account: Account, changes: 
     """Update Account: patch semantics, only the fields present change (no transaction:
     one write phase under the account's row lock)."""
     with write_phase():
-        return _account_update(tenant=tenant, cluster=cluster, api_key=api_key, account=lock_account(account.pk), changes=changes)
+        return _account_update(tenant=tenant, cluster=cluster, api_key=api_key, account=lock_account(account.pk, tenant=tenant), changes=changes)
 
 
 def _account_update(*, tenant, cluster: str, api_key, account: Account, changes: dict) -> Account:
@@ -319,7 +319,7 @@ def account_inactivate(*, tenant, cluster: str, api_key, account: Account, refun
     Read and check, build and sign (no locks), then the write phase re-checks under the
     account's row lock (status, in-flight marker) and records the transaction with the
     marker set: a concurrent second inactivation gets 409 OPERATION_IN_PROGRESS."""
-    account = Account.unscoped.get(pk=account.pk)
+    account = Account.objects.for_tenant(tenant).get(pk=account.pk)
     _inactivatable(account)
     destination = None
     if refund_to is not None:
@@ -336,7 +336,7 @@ def account_inactivate(*, tenant, cluster: str, api_key, account: Account, refun
         if lamports and destination:
             raise LedgerError("The service does not hold this account's key, so it cannot move its lamports; inactivate without refundDestination.", field="itemData.refundDestination", code="NOT_MANAGED")
         with write_phase():
-            account = lock_account(account.pk)
+            account = lock_account(account.pk, tenant=tenant)
             _inactivatable(account)
             _mark_inactive(account, lamports)
         return AccountResult(account, None)
@@ -355,7 +355,7 @@ def account_inactivate(*, tenant, cluster: str, api_key, account: Account, refun
         signers=[signer_for(account, tenant, field="itemData.account", require_platform=True)], config=config,
     )
     with write_phase(on_abort=prepared.release):
-        account = lock_account(account.pk)
+        account = lock_account(account.pk, tenant=tenant)
         _inactivatable(account)
         tx = transaction_record(prepared, effects_data={"account": str(account.offchain_id)}, api_key=api_key, request_id=request_id)
         account.last_transaction = account.pending_transaction = tx

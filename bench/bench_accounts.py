@@ -4,6 +4,7 @@ Through the HTTP API under gunicorn at concurrency 8: Fetch Account Details (p99
 < 15 ms) and a filtered, sorted Fetch Accounts page of 100 (p50 target < 50 ms), next to
 the raw SQL time of the same page query. Uses a throwaway database on the PostgreSQL
 server of DATABASE_URL (default: the local one). Prints one JSON line per measurement.
+Seeds rows for many tenants at once, so it writes through ``Model.unscoped``.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ Fetch Financial Instruments over 200,000 instruments in PostgreSQL.
 3. A filtered, sorted page of 100 over 200,000 instruments / 20 tenants at concurrency 8
    (target p50 < 50 ms), detailed and compact, next to the raw SQL time.
 Prints one JSON line per measurement. Needs PostgreSQL (DATABASE_URL's server, default local).
+Seeds rows for many tenants at once, so it writes through ``Model.unscoped``.
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@
 Every confirmed transaction that names a recorded mint re-reads that mint from the chain
 (authorities, extension state, metadata, supply), so the record follows the chain whatever
 operation moved it; the handlers below add what only the operation knows.
+
+Worker code (the effects task, for no tenant): it uses ``Model.unscoped``.
 """
 
 from __future__ import annotations

@@ -10,5 +10,5 @@ from transactions.locks import lock_rows
 from .models import FinancialInstrument
 
 
-def lock_instrument(pk: int) -> FinancialInstrument:
-    return lock_rows(FinancialInstrument.unscoped.filter(pk=pk))[0]
+def lock_instrument(pk: int, *, tenant) -> FinancialInstrument:
+    return lock_rows(FinancialInstrument.objects.for_tenant(tenant).filter(pk=pk))[0]

@@ -243,7 +243,7 @@ def instrument_create(*, tenant, cluster: str, api_key, data: dict, svm_config: 
         ensure_usable(existing, field=field)
         if existing.type != reference_type:
             raise LedgerError(f"The existing mint account's type is {existing.type}; this instrument's mint is {reference_type}.", field=field, code="INVALID_ACCOUNT_TYPE")
-        if FinancialInstrument.unscoped.filter(mint_account=existing).exists():
+        if FinancialInstrument.objects.for_tenant(tenant).filter(mint_account=existing).exists():
             raise ConflictError("This mint account already belongs to a financial instrument.", field=field, code="DUPLICATE_MINT")
         lamports = _check_existing_mint(existing, version, space, field)
         mint_account = existing
@@ -325,8 +325,8 @@ def instrument_create(*, tenant, cluster: str, api_key, data: dict, svm_config: 
 
     with write_phase(on_abort=prepared.release):
         if existing is not None:
-            existing = lock_account(existing.pk)
-            if FinancialInstrument.unscoped.filter(mint_account=existing).exists():
+            existing = lock_account(existing.pk, tenant=tenant)
+            if FinancialInstrument.objects.for_tenant(tenant).filter(mint_account=existing).exists():
                 raise ConflictError("This mint account already belongs to a financial instrument.", field=f"{prefix}.existingMintAccount", code="DUPLICATE_MINT")
         else:
             account_save(mint_account, prefix=f"{prefix}.mintAccount")
@@ -339,10 +339,10 @@ def instrument_create(*, tenant, cluster: str, api_key, data: dict, svm_config: 
         except IntegrityError:
             raise ConflictError("This mint or alId is already recorded.", field=f"{prefix}.mintAccount", code="DUPLICATE_INSTRUMENT")
         tx = transaction_record(prepared, effects_data={"instrument": str(instrument.offchain_id)}, api_key=api_key, request_id=request_id)
-        FinancialInstrument.unscoped.filter(pk=instrument.pk).update(creation_transaction=tx, last_transaction=tx, pending_transaction=tx)
+        FinancialInstrument.objects.for_tenant(tenant).filter(pk=instrument.pk).update(creation_transaction=tx, last_transaction=tx, pending_transaction=tx)
         # A new mint account is created by this transaction; an existing one only gets the alId.
         created = {"status": AccountStatus.PENDING, "creation_transaction": tx, "last_transaction": tx} if existing is None else {}
-        Account.unscoped.filter(pk=mint_account.pk).update(al_id=instrument.al_id, **created)
+        Account.objects.for_tenant(tenant).filter(pk=mint_account.pk).update(al_id=instrument.al_id, **created)
     instrument.creation_transaction = instrument.last_transaction = instrument.pending_transaction = tx
     return InstrumentResult(instrument, tx)
 
@@ -399,7 +399,7 @@ def _onboard(*, tenant, cluster, api_key, data, mint_data, kind, al_id, referenc
                 instrument.save()
         except IntegrityError:
             raise ConflictError("This mint or alId is already recorded.", field=f"{prefix}.mintAccount", code="DUPLICATE_INSTRUMENT")
-        Account.unscoped.filter(pk=existing.pk).update(al_id=instrument.al_id)
+        Account.objects.for_tenant(tenant).filter(pk=existing.pk).update(al_id=instrument.al_id)
     return InstrumentResult(instrument, None)
 
 
@@ -438,7 +438,7 @@ def _locked_again(read: FinancialInstrument, field: str) -> FinancialInstrument:
     """Write phase: lock the instrument and re-check what the read phase relied on. A
     transaction recorded or confirmed meanwhile (last_transaction moved) means the
     instructions were built from a stale picture: 409, retry."""
-    locked = lock_instrument(read.pk)
+    locked = lock_instrument(read.pk, tenant=read.tenant)
     _usable_instrument(locked, field)
     _in_flight_check(locked, field)
     if locked.last_transaction_id != read.last_transaction_id:
@@ -449,7 +449,7 @@ def _locked_again(read: FinancialInstrument, field: str) -> FinancialInstrument:
 def _record(instrument: FinancialInstrument, prepared: Prepared, *, api_key, request_id) -> Transaction:
     """Write phase: the Transaction row, and the instrument's in-flight marker."""
     tx = transaction_record(prepared, effects_data={"instrument": str(instrument.offchain_id)}, api_key=api_key, request_id=request_id)
-    FinancialInstrument.unscoped.filter(pk=instrument.pk).update(last_transaction=tx, pending_transaction=tx)
+    FinancialInstrument.objects.for_tenant(prepared.tenant).filter(pk=instrument.pk).update(last_transaction=tx, pending_transaction=tx)
     instrument.last_transaction = instrument.pending_transaction = tx
     return tx
 
@@ -459,7 +459,7 @@ def instrument_update(*, tenant, cluster: str, api_key, instrument: FinancialIns
     phase (under the row lock, only the columns given); onchain ones through one
     transaction whose confirmation re-reads the mint (one at a time: in-flight marker)."""
     p = "itemData"
-    instrument = read = FinancialInstrument.unscoped.get(pk=instrument.pk)  # what the instructions are built from
+    instrument = read = FinancialInstrument.objects.for_tenant(tenant).get(pk=instrument.pk)  # what the instructions are built from
     _usable_instrument(instrument, f"{p}.mintAccount")
     updates: dict[str, object] = {}  # offchain columns this request sets (applied under the lock)
     mint = Pubkey.from_string(instrument.address)
@@ -583,7 +583,7 @@ def instrument_update(*, tenant, cluster: str, api_key, instrument: FinancialIns
         prepared = transaction_build(tenant=tenant, cluster=cluster, operation="instruments.update", instructions=ixs, signers=list(signers.values()), config=config)
     tx = None
     with write_phase(on_abort=prepared.release if prepared else None):
-        instrument = _locked_again(read, f"{p}.mintAccount") if prepared else lock_instrument(read.pk)
+        instrument = _locked_again(read, f"{p}.mintAccount") if prepared else lock_instrument(read.pk, tenant=tenant)
         if mint_refs is not None:
             account_update(tenant=tenant, cluster=cluster, api_key=api_key, account=instrument.mint_account, changes={"offchainReferences": mint_refs})
         for column, value in updates.items():
@@ -609,7 +609,7 @@ def instrument_set_paused(*, tenant, cluster: str, api_key, instrument: Financia
             raise LedgerError(f"The financial instrument is already {'paused' if paused else 'unpaused'}.", field=field, code="ALREADY_PAUSED" if paused else "NOT_PAUSED")
         _in_flight_check(record, field)
 
-    instrument = FinancialInstrument.unscoped.get(pk=instrument.pk)
+    instrument = FinancialInstrument.objects.for_tenant(tenant).get(pk=instrument.pk)
     check(instrument)
     given = _authority(tenant, cluster, authority_lookup, f"{p}.pausableAuthority")
     current = _current(instrument, "pausable", given, f"{p}.pausableAuthority")
@@ -618,7 +618,7 @@ def instrument_set_paused(*, tenant, cluster: str, api_key, instrument: Financia
     prepared = transaction_build(tenant=tenant, cluster=cluster, operation="instruments.pause" if paused else "instruments.unpause", instructions=[ix],
                                  signers=[_signer(current, tenant, f"{p}.pausableAuthority")], config=transaction_config(tenant, cluster, svm_config))
     with write_phase(on_abort=prepared.release):
-        locked = lock_instrument(instrument.pk)
+        locked = lock_instrument(instrument.pk, tenant=tenant)
         check(locked)
         tx = _record(locked, prepared, api_key=api_key, request_id=request_id)
     return InstrumentResult(locked, tx)
@@ -630,7 +630,7 @@ def instrument_close(*, tenant, cluster: str, api_key, instrument: FinancialInst
     refundDestination. Onboarded (alreadyOnchain): closed in the service only."""
     p = "itemData"
     field = f"{p}.financialInstrumentToClose"
-    instrument = FinancialInstrument.unscoped.get(pk=instrument.pk)
+    instrument = FinancialInstrument.objects.for_tenant(tenant).get(pk=instrument.pk)
     _usable_instrument(instrument, field)
     _in_flight_check(instrument, field)
     chain = read_mint(cluster, instrument.address)

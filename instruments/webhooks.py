@@ -13,6 +13,7 @@ from collections import Counter
 from django.db import transaction
 
 from accounts.custody import SealedStore, master_key_id, register_sealed_store, secret_key_id, secret_open, secret_reseal, secret_seal
+from tenancy.scoping import worker_only
 
 #: (config object, secret field) pairs in a webhook definition.
 SECRET_FIELDS = (("apiKeyAuthConfig", "keyValue"), ("oauth2AuthConfig", "clientSecret"), ("oauth2AuthConfig", "password"))
@@ -68,6 +69,7 @@ def _sealed_fields(hooks: list[dict]):
                 yield hook, config, field, value["sealed"]
 
 
+@worker_only  # master-key rotation (management command): every tenant
 def _with_webhooks():
     from .models import FinancialInstrument
 
@@ -81,6 +83,7 @@ def _references() -> Counter:
     return counts
 
 
+@worker_only  # master-key rotation (management command): every tenant
 def _reseal(current: bytes) -> int:
     """Re-seal every credential not under ``current``; each instrument row is locked and
     re-read while its list is rewritten, so a concurrent update of the list is not lost."""

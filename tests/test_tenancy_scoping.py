@@ -120,6 +120,84 @@ def test_scoped_queryset_may_not_widen_the_door(tenant, other_tenant, caplog):
     assert any(r.exc_info and r.exc_info[0] is UnscopedQueryError for r in caplog.records)
 
 
+#: Ways to combine a scoped queryset with one that is not scoped to the same tenant: none
+#: of them may keep the tag, and every selector and the view's door must refuse them.
+WIDENINGS = {
+    "or_unscoped": lambda t, o: Account.objects.for_tenant(t) | Account.unscoped.all(),
+    "unscoped_or": lambda t, o: Account.unscoped.all() | Account.objects.for_tenant(t),
+    "or_other_tenant": lambda t, o: Account.objects.for_tenant(t) | Account.objects.for_tenant(o),
+    "xor_unscoped": lambda t, o: Account.objects.for_tenant(t) ^ Account.unscoped.all(),
+    "union_unscoped": lambda t, o: Account.objects.for_tenant(t).order_by().union(Account.unscoped.order_by()),
+    "union_other_tenant": lambda t, o: Account.objects.for_tenant(t).order_by().union(Account.objects.for_tenant(o).order_by()),
+    "unscoped_union": lambda t, o: Account.unscoped.order_by().union(Account.objects.for_tenant(t).order_by()),
+    "unscoped_difference": lambda t, o: Account.unscoped.order_by().difference(Account.objects.for_tenant(t).order_by()),
+    "tag_copied_onto_unscoped": lambda t, o: _tagged(Account.unscoped.all(), t),
+    "where_cleared": lambda t, o: _where_cleared(Account.objects.for_tenant(t)),
+    "or_shared": lambda t, o: Account.objects.for_tenant(t) | Account.objects.visible_to(t),
+}
+
+
+def _tagged(queryset, tenant):
+    queryset.scoped_tenant = tenant
+    return queryset
+
+
+def _where_cleared(queryset):
+    queryset.query.where = type(queryset.query.where)()
+    return queryset
+
+
+@pytest.mark.parametrize("widen", WIDENINGS.values(), ids=WIDENINGS.keys())
+def test_combining_with_an_unscoped_queryset_loses_the_scope(tenant, other_tenant, widen):
+    from tenancy.scoping import scoped_tenant
+
+    AccountFactory(tenant=other_tenant, shared_across_tenants=True)
+    queryset = widen(tenant, other_tenant)
+    with pytest.raises(UnscopedQueryError):
+        scoped_tenant(queryset, own=True)
+    assert queryset.model is Account and any(a.tenant_id == other_tenant.pk for a in queryset)  # it did widen
+
+
+@pytest.mark.parametrize("widen", [w for k, w in WIDENINGS.items() if k != "or_shared"], ids=[k for k in WIDENINGS if k != "or_shared"])
+def test_selectors_refuse_a_widened_queryset(tenant, other_tenant, widen):
+    with pytest.raises(UnscopedQueryError):
+        account_list(queryset=widen(tenant, other_tenant), cluster="CHAIN_LOCALNET", item_query=None)
+
+
+@pytest.mark.parametrize("combine", [
+    lambda t, o: Account.objects.for_tenant(t) | Account.objects.for_tenant(t).filter(name="x"),
+    lambda t, o: Account.objects.for_tenant(t) & Account.unscoped.filter(name="mine"),
+    lambda t, o: Account.unscoped.filter(name="mine") & Account.objects.for_tenant(t),
+    lambda t, o: Account.objects.for_tenant(t).order_by().union(Account.objects.for_tenant(t).filter(name="x").order_by()),
+    lambda t, o: Account.objects.for_tenant(t).order_by().intersection(Account.unscoped.order_by()),
+    lambda t, o: Account.objects.for_tenant(t).order_by().difference(Account.unscoped.filter(name="x").order_by()),
+    lambda t, o: Account.objects.for_tenant(t) | Account.unscoped.none(),
+    lambda t, o: Account.objects.for_tenant(t).filter(name="mine").exclude(name="x").all(),
+    lambda t, o: (Account.objects.for_tenant(t) | Account.unscoped.all()).for_tenant(t),
+], ids=["or_same", "and_unscoped", "unscoped_and", "union_same", "intersection_unscoped", "difference", "or_none", "narrowed", "re_narrowed"])
+def test_narrowing_combinations_keep_the_scope(tenant, other_tenant, combine):
+    from tenancy.scoping import scoped_tenant
+
+    mine = AccountFactory(tenant=tenant, name="mine")
+    AccountFactory(tenant=other_tenant, name="mine")
+    queryset = combine(tenant, other_tenant)
+    assert scoped_tenant(queryset, own=True) == tenant
+    assert {a.pk for a in queryset} <= {mine.pk}
+
+
+@pytest.mark.parametrize("widen", ["or_unscoped", "union_unscoped", "or_other_tenant", "tag_copied_onto_unscoped", "where_cleared", "or_shared"])
+def test_scoped_queryset_may_not_widen_by_combining(tenant, other_tenant, caplog, widen):
+    AccountFactory(tenant=other_tenant, name="theirs", shared_across_tenants=True)
+
+    class _CombiningView(_WideningView):
+        def scoped_queryset(self, queryset):
+            return WIDENINGS[widen](self.tenant, other_tenant)
+
+    response = _call(_CombiningView, "rows", issue_key(tenant).api_key)
+    assert response.status_code == 500 and "theirs" not in str(response.data)
+    assert any(r.exc_info and r.exc_info[0] is UnscopedQueryError for r in caplog.records)
+
+
 def test_a_view_may_not_override_get_queryset():
     with pytest.raises(TypeError, match="may not override get_queryset"):
         type("Sneaky", (TenantScopedViewSet,), {"get_queryset": lambda self: Account.unscoped.all()})
@@ -157,17 +235,68 @@ def test_raw_sql_fast_path_binds_the_tenant(tenant, other_tenant):
         display_account(tenant, "CHAIN_LOCALNET", {"onchainId": theirs.address}, field="itemData")
 
 
-#: API-facing modules: they act for a tenant, so they never use the unscoped manager.
-API_MODULES = ["ledger_project/api/*.py", "*/views.py", "*/selectors.py", "*/lookup.py", "*/serializers.py", "*/render.py"]
+def test_row_locks_and_writes_take_the_tenant(tenant, other_tenant):
+    from django.db import transaction
+
+    from accounts.locks import lock_account, lock_visible_account
+    from instruments.locks import lock_instrument
+    from instruments.tests.factories import FinancialInstrumentFactory
+
+    mine, shared = AccountFactory(tenant=tenant), AccountFactory(tenant=other_tenant, shared_across_tenants=True)
+    instrument = FinancialInstrumentFactory(tenant=tenant)
+    with transaction.atomic():
+        assert lock_account(mine.pk, tenant=tenant).pk == mine.pk
+        assert lock_instrument(instrument.pk, tenant=tenant).pk == instrument.pk
+        assert lock_visible_account(shared.pk, tenant=tenant).pk == shared.pk  # a shared funder: re-checks only
+        for lock in (lambda: lock_account(mine.pk, tenant=other_tenant), lambda: lock_instrument(instrument.pk, tenant=other_tenant),
+                     lambda: lock_account(shared.pk, tenant=tenant), lambda: lock_visible_account(mine.pk, tenant=other_tenant)):
+            with pytest.raises(LookupError):
+                lock()
 
 
-def test_api_code_never_uses_the_unscoped_manager():
+#: Request-path modules: they act for a tenant, so they use the unscoped manager only inside
+#: functions marked @worker_only (called by workers, reconciliation, the admin, commands) or
+#: @cross_tenant_aggregate (a number over every tenant's rows, e.g. a shared funder's limits).
+REQUEST_PATH_MODULES = [
+    "ledger_project/api/*.py", "*/views.py", "*/selectors.py", "*/lookup.py", "*/serializers.py", "*/render.py",
+    "*/services.py", "*/limits.py", "*/locks.py", "*/webhooks.py",
+]
+UNSCOPED = re.compile(r"\.unscoped\b|_default_manager|_base_manager")
+
+
+def _unscoped_uses_outside_worker_only(source: str) -> list[int]:
+    """Lines of ``source`` that use the unscoped manager outside a marked function."""
+    import ast
+
+    tree = ast.parse(source)
+    allowed: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+            getattr(d, "id", getattr(d, "attr", None)) in ("worker_only", "cross_tenant_aggregate")
+            for d in node.decorator_list
+        ):
+            allowed.update(range(node.body[0].lineno, node.end_lineno + 1))
+    return [number for number, line in enumerate(source.splitlines(), 1) if UNSCOPED.search(line.split("#")[0]) and number not in allowed]
+
+
+def test_request_path_code_uses_the_unscoped_manager_only_in_worker_only_functions():
     offenders = []
-    for pattern in API_MODULES:
+    for pattern in REQUEST_PATH_MODULES:
         for path in ROOT.glob(pattern):
             if ".venv" in path.parts:
                 continue
-            for number, line in enumerate(path.read_text().splitlines(), 1):
-                if re.search(r"\.unscoped\b|_default_manager|_base_manager", line):
-                    offenders.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
-    assert not offenders, "API code reads without a tenant:\n" + "\n".join(offenders)
+            lines = path.read_text().splitlines()
+            offenders += [f"{path.relative_to(ROOT)}:{n}: {lines[n - 1].strip()}" for n in _unscoped_uses_outside_worker_only(path.read_text())]
+    assert not offenders, "Request-path code reads without a tenant (scope it, or mark the function @worker_only / @cross_tenant_aggregate):\n" + "\n".join(offenders)
+
+
+def test_the_worker_only_rule_sees_what_it_must():
+    source = (
+        "from tenancy.scoping import worker_only\n"
+        "def view(t):\n    return Account.unscoped.get(pk=1)\n"
+        "@worker_only  # a task\ndef task(pk):\n    return Account.unscoped.get(pk=pk)\n"
+        "ROWS = Account._default_manager.all()\n"
+        "@cross_tenant_aggregate  # a sum\ndef total(a):\n    return Account.unscoped.count()\n"
+        "@other\ndef marked_otherwise():\n    return Account.unscoped.count()\n"
+    )
+    assert _unscoped_uses_outside_worker_only(source) == [3, 7, 13]

@@ -23,6 +23,7 @@ from solders.pubkey import Pubkey
 from solders.signature import Signature
 
 from ledger_project.api.errors import LedgerError
+from tenancy.scoping import worker_only
 
 from . import effects, fee_payers
 from .chain import builder
@@ -178,7 +179,7 @@ def transaction_record(prepared: Prepared, *, effects_data: dict | None = None, 
     submission follows on commit."""
     complete = prepared.complete
     config = prepared.config
-    tx = Transaction.unscoped.create(
+    tx = Transaction.objects.for_tenant(prepared.tenant).create(
         tenant=prepared.tenant,
         cluster=prepared.cluster,
         operation=prepared.operation,
@@ -258,7 +259,7 @@ def transaction_add_signatures(*, transaction: Transaction, signatures: dict[str
 
 
 def _add_signatures(transaction: Transaction, signatures: dict[str, str], submit: bool | None) -> Transaction:
-    tx = Transaction.unscoped.select_for_update().get(pk=transaction.pk)
+    tx = Transaction.objects.for_tenant(transaction.tenant).select_for_update().get(pk=transaction.pk)
     if tx.status != TransactionStatus.PARTIALLY_SIGNED:
         raise LedgerError(f"The transaction is {tx.status}; only PARTIALLY_SIGNED transactions take signatures.", code="INVALID_TRANSACTION_STATE")
     message = bytes(tx.message)
@@ -287,7 +288,7 @@ def transaction_sign_on_platform(*, transaction: Transaction, managed: Sequence[
 
 def transaction_release(*, transaction: Transaction) -> Transaction:
     """Submit a SIGNED transaction that was held (submit_when_signed false / approval)."""
-    updated = Transaction.unscoped.filter(pk=transaction.pk, status__in=[TransactionStatus.SIGNED, TransactionStatus.PENDING_APPROVAL]).update(
+    updated = Transaction.objects.for_tenant(transaction.tenant).filter(pk=transaction.pk, status__in=[TransactionStatus.SIGNED, TransactionStatus.PENDING_APPROVAL]).update(
         status=TransactionStatus.SIGNED, submit_when_signed=True
     )
     if not updated:
@@ -305,6 +306,7 @@ HELD = (TransactionStatus.PENDING_APPROVAL, TransactionStatus.PARTIALLY_SIGNED, 
 _ENDABLE = (TransactionStatus.BUILT, *HELD, TransactionStatus.SUBMITTED)  # never out of CONFIRMED
 
 
+@worker_only  # the submit task: acts for no tenant
 def transaction_submit(*, transaction_id: int) -> bool:
     """Send a SIGNED transaction's stored bytes. Returns whether it was this call's to send.
 
@@ -359,13 +361,13 @@ def _finish(tx: Transaction, status: str, *, unless_moved: Q | None = None, **fi
         # be spent, or its bytes could still execute later (no-op when it moved on already).
         fee_payers.nonce_advance(cluster=tx.cluster, nonce_address=tx.nonce_account, expected=tx.blockhash)
     with db_transaction.atomic():
-        updated = Transaction.unscoped.filter(unless_moved or Q(), pk=tx.pk, status__in=_ENDABLE).update(status=status, updated_at=timezone.now(), **fields)
+        updated = Transaction.objects.for_tenant(tx.tenant).filter(unless_moved or Q(), pk=tx.pk, status__in=_ENDABLE).update(status=status, updated_at=timezone.now(), **fields)
         if not updated:
             return False
         NonceAccount.objects.filter(leased_by_id=tx.pk).update(leased_by=None, leased_at=None)
         _event(tx, status, **{k: v for k, v in fields.items() if k in ("error_message",)})
         # Undo what the operation recorded ahead (e.g. a PENDING account): once.
-        if Transaction.unscoped.filter(pk=tx.pk, effects_applied_at__isnull=True).update(effects_applied_at=timezone.now()):
+        if Transaction.objects.for_tenant(tx.tenant).filter(pk=tx.pk, effects_applied_at__isnull=True).update(effects_applied_at=timezone.now()):
             tx.refresh_from_db()
             effects.apply_failure(tx)
             _event(tx, "FAILURE_EFFECTS_APPLIED")
@@ -376,6 +378,7 @@ def _reached(status) -> str:
     return str(status.confirmation_status).rsplit(".", 1)[-1].lower() if status.confirmation_status is not None else "processed"
 
 
+@worker_only  # reconciliation: acts for no tenant
 def transaction_confirm(*, transaction_id: int) -> bool:
     """Follow a submitted transaction by signature. Returns True while still in flight.
 
@@ -457,6 +460,7 @@ def _is_dead(tx: Transaction, rpc) -> bool:
     return rpc.signature_statuses([Signature.from_string(tx.onchain_id)])[0] is None
 
 
+@worker_only  # reconciliation: acts for no tenant
 def transaction_expire_held(*, transaction_id: int) -> str | None:
     """End a transaction the service never submitted (PARTIALLY_SIGNED, PENDING_APPROVAL,
     SIGNED and held) once it can provably never execute: its blockhash is past its last
@@ -494,9 +498,10 @@ def transaction_cancel(*, transaction: Transaction, reason: str = "") -> Transac
     what that means for signatures handed out before its blockhash expires.
     """
     not_submitted = Q(status__in=[TransactionStatus.PENDING_APPROVAL, TransactionStatus.PARTIALLY_SIGNED]) | Q(status=TransactionStatus.SIGNED, submit_when_signed=False)
-    tx = Transaction.unscoped.filter(not_submitted, pk=transaction.pk).first()
+    scoped = Transaction.objects.for_tenant(transaction.tenant)
+    tx = scoped.filter(not_submitted, pk=transaction.pk).first()
     if tx is None:
-        status = Transaction.unscoped.filter(pk=transaction.pk).values_list("status", flat=True).first() or "unknown"
+        status = scoped.filter(pk=transaction.pk).values_list("status", flat=True).first() or "unknown"
         raise LedgerError(f"The transaction is {status}; only transactions not yet submitted (PENDING_APPROVAL, PARTIALLY_SIGNED, held SIGNED) can be cancelled.", code="INVALID_TRANSACTION_STATE")
     if not _finish(tx, TransactionStatus.CANCELLED, unless_moved=not_submitted, error_message=reason or "Cancelled before submission; nothing was executed."):
         tx.refresh_from_db()
@@ -505,6 +510,7 @@ def transaction_cancel(*, transaction: Transaction, reason: str = "") -> Transac
     return tx
 
 
+@worker_only  # the effects task: acts for no tenant
 def transaction_apply_effects(*, transaction_id: int) -> bool:
     """Apply the operation's offchain effects once: claimed by effects_applied_at."""
     with db_transaction.atomic():
@@ -517,6 +523,7 @@ def transaction_apply_effects(*, transaction_id: int) -> bool:
     return True
 
 
+@worker_only  # reconciliation sweeps every tenant
 def transactions_in_flight(*, stale_after: timedelta = timedelta(seconds=5)) -> list[tuple[int, str]]:
     """(id, status) of transactions a worker should look at again: SIGNED ones whose submit
     task may be lost, SUBMITTED/CONFIRMED ones not updated recently, and held ones

@@ -62,13 +62,18 @@ class TenantScopedViewSet(viewsets.ViewSet):
 
     def get_queryset(self):
         """The acting tenant's own records of ``model``, narrowed by ``scoped_queryset()``."""
-        from tenancy.scoping import UnscopedQueryError
+        from tenancy.scoping import UnscopedQueryError, scoped_tenant
 
         if self.model is None:
             raise TypeError(f"{type(self).__name__} has no model")
         queryset = self.scoped_queryset(self.model.objects.for_tenant(self.tenant))
-        if getattr(queryset, "scoped_tenant", None) != self.tenant:
-            # scoped_queryset() narrows; it may not widen to another tenant or to every row.
+        # scoped_queryset() narrows; it may not widen to another tenant, to shared records or
+        # to every row: the tag and the WHERE must both still hold the tenant's own filter.
+        try:
+            tenant = scoped_tenant(queryset, own=True)
+        except UnscopedQueryError as exc:
+            raise UnscopedQueryError(f"{type(self).__name__}.scoped_queryset() must narrow the queryset it is given ({exc})") from exc
+        if tenant != self.tenant:
             raise UnscopedQueryError(f"{type(self).__name__}.scoped_queryset() must narrow the queryset it is given")
         return queryset
 

@@ -23,6 +23,7 @@ class ProbeItem(StrictSerializer):
     count = StrictIntegerField(min_value=0, max_value=10, required=False)
     kind = serializers.ChoiceField(choices=["A", "B"], required=False)
     ref = serializers.UUIDField(required=False)
+    tags = serializers.ListField(child=StrictIntegerField(), required=False)
 
 
 class ProbeInput(EnvelopeSerializer):

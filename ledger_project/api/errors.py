@@ -80,6 +80,14 @@ class PayloadTooLargeError(LedgerError):
     default_message = "The request body is larger than the service accepts."
 
 
+class LengthRequiredError(LedgerError):
+    status_code = 411
+    code = "LENGTH_REQUIRED"
+    default_message = (
+        "Send the request body with a Content-Length header; a chunked (Transfer-Encoding) body is not accepted."
+    )
+
+
 class RateLimitedError(LedgerError):
     status_code = 429
     code = "RATE_LIMITED"

@@ -121,8 +121,8 @@ def account_draft(*, tenant, cluster: str, api_key, data: dict, prefix: str = "i
         raise LedgerError("A not-managed account needs its onchainId.", field=f"{prefix}.onchainId", code="REQUIRED")
     if not managed and (data.get("privateKeyDetails") or {}).get("privateKey"):
         raise LedgerError("A not-managed account cannot carry a private key; set managed true to import it.", field=f"{prefix}.privateKeyDetails.privateKey", code="INVALID")
-    if already and (seed or data_length):
-        raise LedgerError("seed and dataLength describe a new onchain account; they do not apply with alreadyOnchain.", field=f"{prefix}.seed" if seed else f"{prefix}.dataLength", code="INVALID")
+    if already and (seed is not None or data_length):  # one rule: any given seed, 0 included
+        raise LedgerError("seed and dataLength describe a new onchain account; they do not apply with alreadyOnchain.", field=f"{prefix}.seed" if seed is not None else f"{prefix}.dataLength", code="INVALID")
     if data_length and not managed:
         raise LedgerError("Space can be allocated only for a managed account (its key signs the creation).", field=f"{prefix}.dataLength", code="INVALID")
     if data.get("tokenVersion") and account_type not in MINT_TYPES:

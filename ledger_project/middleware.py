@@ -7,6 +7,9 @@ of the request (ledger_project.logging) and returned as ``requestId`` in error b
 ApiRequestGuardMiddleware: under ``/api/``, before authentication and before any view
 (docs/api.md, Limits and x-request-id), so a request without a key gets the same answer:
 
+- a body sent with ``Transfer-Encoding`` (chunked) instead of a Content-Length → 411
+  ``LENGTH_REQUIRED``: Django reads only Content-Length bytes, so such a body would
+  otherwise be read as empty (an ``auth/token`` call judged on no credentials);
 - a body over ``LEDGER_MAX_BODY_BYTES`` → 413 ``PAYLOAD_TOO_LARGE`` (from Content-Length,
   before reading it);
 - a JSON body is parsed once with the limits of ledger_project.api.parsers (depth, array
@@ -26,7 +29,7 @@ import uuid
 
 from django.conf import settings
 
-from ledger_project.api.errors import LedgerError, body_too_large, ledger_error_response
+from ledger_project.api.errors import LedgerError, LengthRequiredError, body_too_large, ledger_error_response
 from ledger_project.logging import request_id_var
 
 API_PREFIX = "/api/"
@@ -76,6 +79,8 @@ def guard_api_request(request) -> None:
     """Raise the LedgerError the request deserves before any view runs, or None."""
     from ledger_project.api.parsers import PARSED_ATTRIBUTE, parse_json_body
 
+    if request.META.get("HTTP_TRANSFER_ENCODING"):
+        raise LengthRequiredError()
     if _content_length(request) > settings.LEDGER_MAX_BODY_BYTES:
         raise body_too_large()
     if request.client_request_id_raw is not None and request.client_request_id is None:

@@ -8,15 +8,22 @@ service at 169.254.169.254, the local node on localhost:8899, a database on 10.x
 - no credentials in the URL (they would be logged with it);
 - the host is resolved and **every** address must be public (``ipaddress.is_global``, not
   multicast): loopback, link-local, private (RFC 1918, unique local), shared (100.64/10),
-  reserved and unspecified addresses are refused — IPv4-mapped IPv6 included — unless the
-  address falls in ``LEDGER_OUTBOUND_ALLOWED_NETWORKS`` (CIDRs);
+  reserved and unspecified addresses are refused unless the address falls in
+  ``LEDGER_OUTBOUND_ALLOWED_NETWORKS`` (CIDRs). IPv6 forms embedding an IPv4 address are
+  judged by that IPv4 address (IPv4-mapped ``::ffff:0:0/96``, NAT64 ``64:ff9b::/96``, 6to4
+  ``2002::/16``); local-use NAT64 ``64:ff9b:1::/48``, Teredo ``2001::/32`` and
+  IPv4-compatible ``::/96`` are refused outright;
 - a host that does not resolve is refused.
 
 Validation calls :func:`check_outbound_url` (400 ``URL_NOT_ALLOWED`` naming the field).
 DNS can change between validation and delivery (rebinding), so the delivery worker calls
 :func:`outbound_addresses` again right before each call and connects to one of the
 addresses it returns (never re-resolving the name), sending the original host name in the
-``Host`` header / TLS SNI.
+``Host`` header / TLS SNI: :func:`outbound_request` does both.
+
+Delivery never follows redirects (``follow_redirects=False`` on :func:`outbound_client`): a
+3xx is the receiver's answer, recorded as such. A redirect is a new URL that was never
+checked, the classic way round an SSRF check (public hook → 302 → 169.254.169.254).
 """
 
 from __future__ import annotations
@@ -41,12 +48,39 @@ def _allowed_networks() -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
     return [ipaddress.ip_network(cidr.strip(), strict=False) for cidr in settings.LEDGER_OUTBOUND_ALLOWED_NETWORKS if cidr.strip()]
 
 
+#: IPv6 prefixes refused outright (unless the address is in LEDGER_OUTBOUND_ALLOWED_NETWORKS):
+#: where the IPv4 address they lead to cannot be read reliably, or the form is not routed.
+_REFUSED_IPV6 = (
+    ipaddress.ip_network("64:ff9b:1::/48"),  # local-use NAT64 (RFC 8215): operator-defined layout
+    ipaddress.ip_network("2001::/32"),  # Teredo: the client address is obfuscated, the relay anyone's
+    ipaddress.ip_network("::/96"),  # IPv4-compatible (deprecated, RFC 4291), :: and ::1 included
+)
+_NAT64_WELL_KNOWN = ipaddress.ip_network("64:ff9b::/96")  # RFC 6052: the last 32 bits are the IPv4
+
+
+def _embedded_ipv4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 address reaches through a translation or tunnel form
+    (IPv4-mapped, NAT64 well-known prefix, 6to4), or None."""
+    if address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    if address in _NAT64_WELL_KNOWN:
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    return address.sixtofour  # 2002::/16
+
+
 def address_allowed(address: IPAddress) -> bool:
-    """Public, or in an explicitly allowed network."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
-    if any(address in network for network in _allowed_networks()):
+    """Public, or in an explicitly allowed network. An IPv6 form embedding an IPv4
+    address is judged by the IPv4 address it reaches; forms whose target cannot be read
+    (local-use NAT64, Teredo, IPv4-compatible) are refused unless allowed explicitly."""
+    allowed = _allowed_networks()
+    if any(address in network for network in allowed):
         return True
+    if isinstance(address, ipaddress.IPv6Address):
+        if any(address in network for network in _REFUSED_IPV6):
+            return False
+        embedded = _embedded_ipv4(address)
+        if embedded is not None:
+            return address_allowed(embedded)
     return address.is_global and not address.is_multicast
 
 
@@ -97,3 +131,35 @@ def outbound_addresses(url: str, *, field: str | None = None) -> list[IPAddress]
 def check_outbound_url(url: str, *, field: str | None = None) -> None:
     """Refuse (400 URL_NOT_ALLOWED) a URL the service may not call."""
     outbound_addresses(url, field=field)
+
+
+#: The client settings of every outbound call (webhook delivery, OAuth token requests).
+#: ``follow_redirects`` must stay False: see the module docstring. ``trust_env=False``: no
+#: proxy or .netrc credentials picked up from the worker's environment.
+OUTBOUND_CLIENT_SETTINGS = {"follow_redirects": False, "trust_env": False, "timeout": 10.0}
+
+
+def outbound_client(**overrides):
+    """An ``httpx.Client`` for calls to tenant-given URLs (redirects not followed). Send
+    through :func:`outbound_request`, which checks the URL again first."""
+    import httpx
+
+    if overrides.get("follow_redirects"):
+        raise ValueError("Outbound calls never follow redirects (ledger_project/outbound.py).")
+    return httpx.Client(**{**OUTBOUND_CLIENT_SETTINGS, **overrides})
+
+
+def outbound_request(client, method: str, url: str, **kwargs):
+    """Check ``url`` again (delivery time: DNS rebinding) and call it at the first address
+    the check returned, with the URL's host name in ``Host`` and TLS SNI (so the
+    certificate is verified for the name). Raises OutboundUrlRefused; a 3xx answer is
+    returned as it is, never followed."""
+    addresses = outbound_addresses(url)
+    parts = urlsplit(url)
+    address = addresses[0]
+    literal = f"[{address}]" if address.version == 6 else str(address)
+    netloc = f"{literal}:{parts.port}" if parts.port else literal
+    pinned = parts._replace(netloc=netloc).geturl()
+    headers = {**kwargs.pop("headers", {}), "Host": parts.netloc}
+    extensions = {**kwargs.pop("extensions", {}), "sni_hostname": parts.hostname}
+    return client.request(method, pinned, headers=headers, extensions=extensions, follow_redirects=False, **kwargs)

@@ -100,3 +100,29 @@ def test_json_types_are_strict(api, item, field):
 def test_booleans_are_json_booleans(api, localnet_url):
     response = api.call("post", "/api/v1/accounts", {"itemData": {"managed": "yes"}})
     assert_error(response, 400, "INVALID", "itemData.managed")
+
+
+def test_error_list_is_capped_with_a_summary(api):
+    """60,000 unknown keys are 20 listed errors plus one saying how many more, not a 4 MB
+    body (which an idempotent request would also store)."""
+    from tenancy.models import IdempotencyRecord
+
+    rid = uuid.uuid4()
+    item = {"externalId": "CAP", **{f"k{i:05d}": 1 for i in range(60_000)}}
+    response = api.call("post", "/test/probe", {"itemData": item}, request_id=rid)
+    assert response.status_code == 400
+    errors = response.json()["errors"]
+    assert len(errors) == 21
+    assert {e["code"] for e in errors[:20]} == {"UNKNOWN_FIELD"} and errors[0]["field"] == "itemData.k00000"
+    assert errors[20] == {"code": "TOO_MANY_ERRORS", "message": "59980 more errors not listed (at most 20 are listed).", "field": None}
+    assert len(response.content) < 4096
+    assert bytes(IdempotencyRecord.objects.get(request_id=rid).response_bytes) == response.content
+
+
+def test_error_cap_applies_to_field_errors_too(api):
+    """Every validation path: here one error per bad list entry."""
+    response = api.call("post", "/test/probe", {"itemData": {"externalId": "CAP2", "tags": ["x"] * 33}})
+    errors = response.json()["errors"]
+    assert response.status_code == 400 and len(errors) == 21
+    assert errors[0] == {"code": "INVALID", "message": "Must be an integer.", "field": "itemData.tags[0]"}
+    assert errors[-1]["code"] == "TOO_MANY_ERRORS" and errors[-1]["message"].startswith("13 more errors")

@@ -102,8 +102,11 @@ def test_replay_sends_the_stored_bytes(api):
     second = api.call("post", PHASED, {"itemData": {"externalId": "BYTES"}}, request_id=rid)
     assert first.status_code == second.status_code == 201
     assert second["x-idempotent-replay"] == "true"
-    assert second.content == first.content and list(second.json()) == ["zeta", "created", "alpha"]
+    assert second.content == first.content and list(second.json()) == ["zeta", "created", "alpha", "amount"]
     assert bytes(IdempotencyRecord.objects.get(request_id=rid).response_bytes) == first.content
+    # The Decimal amount is replayed with its exact digits, as the real renderer wrote it.
+    assert b'"amount":18446744073.709551615' in first.content
+    assert b'"amount":18446744073.709551615' in second.content
 
 
 @pytest.mark.django_db

@@ -59,6 +59,15 @@ def _exchange(port: int, raw: bytes) -> tuple[int, dict[str, str], bytes]:
     head, _, body = data.partition(b"\r\n\r\n")
     lines = head.decode("latin1").split("\r\n")
     headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
+    if headers.get("transfer-encoding") == "chunked":  # gunicorn answers a chunked request in kind
+        decoded = b""
+        while True:
+            size_line, _, body = body.partition(b"\r\n")
+            size = int(size_line.split(b";")[0], 16)
+            if not size:
+                break
+            decoded, body = decoded + body[:size], body[size + 2:]
+        body = decoded
     return int(lines[0].split()[1]), headers, body
 
 
@@ -89,3 +98,19 @@ def test_too_many_headers_is_431_in_the_error_shape(gunicorn_port):
 def test_a_request_within_the_limits_reaches_the_api(gunicorn_port):
     raw = b"POST /api/v1/auth/whoami HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}"
     _assert_json_error(*_exchange(gunicorn_port, raw), 401, "UNAUTHENTICATED")
+
+
+def _chunked(path: bytes, body: bytes, *, extra: bytes = b"") -> bytes:
+    chunks = b"".join(b"%x\r\n%s\r\n" % (len(part), part) for part in (body[:5], body[5:]) if part)
+    return (b"POST " + path + b" HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" + extra
+            + b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n" + chunks + b"0\r\n\r\n")
+
+
+@pytest.mark.parametrize("path", [b"/api/v1/auth/token", b"/api/v1/auth/whoami", b"/api/v1/accounts"])
+def test_a_chunked_body_is_411_not_read_as_empty(gunicorn_port, path):
+    """Without Content-Length Django would read a chunked body as empty (an auth/token
+    call would be judged on no credentials, a mutation on no itemData): every /api/
+    endpoint answers 411 LENGTH_REQUIRED first, with or without a key."""
+    body = json.dumps({"grant_type": "client_credentials", "client_id": "x", "client_secret": "y", "itemData": {}}).encode()
+    _assert_json_error(*_exchange(gunicorn_port, _chunked(path, body)), 411, "LENGTH_REQUIRED")
+    _assert_json_error(*_exchange(gunicorn_port, _chunked(path, body, extra=b"Authorization: Bearer nope\r\n")), 411, "LENGTH_REQUIRED")

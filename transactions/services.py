@@ -158,7 +158,7 @@ def transaction_build(
         if unknown:
             raise LedgerError(f"The transaction needs signatures the request does not account for: {', '.join(unknown)}.", code="MISSING_SIGNER")
         if simulate:
-            rpc.simulate(builder.assemble(built.message, {}), signers=signers, fee_payer=fee_payer)
+            rpc.simulate(builder.assemble(built.message, {}), tenant=tenant)
         message_bytes = built.to_bytes()
         managed = [by_key[k] for k in required if by_key[k].signs_here]
         signatures = sign_all(message_bytes, _signers_of(managed))

@@ -141,6 +141,16 @@ def test_onboard_existing_onchain_account(api, chain):
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize("extra", [{"seed": {"lamports": 0}}, {"seed": {"amount": "0"}}, {"seed": {"lamports": 5}}], ids=["lamports0", "amount0", "lamports5"])
+def test_seed_with_already_onchain_is_refused_whatever_its_value(api, chain, extra):
+    """One rule: a given seed (0 included) does not apply to an account already on chain."""
+    existing = funded(chain, 3_000_000)
+    item = {"managed": False, "alreadyOnchain": True, "onchainId": str(existing.pubkey()), **extra}
+    assert_error(create(api, item), 400, "INVALID", "itemData.seed")
+    assert not Account.unscoped.filter(address=str(existing.pubkey())).exists()
+
+
+@pytest.mark.django_db
 def test_not_managed_needs_onchain_id(api, localnet_url):
     assert_error(create(api, {"managed": False}), 400, "REQUIRED", "itemData.onchainId")
     assert_error(create(api, {"managed": False, "onchainId": "nope"}), 400, "INVALID_ADDRESS", "itemData.onchainId")

@@ -80,6 +80,14 @@ class PayloadTooLargeError(LedgerError):
     default_message = "The request body is larger than the service accepts."
 
 
+class LengthRequiredError(LedgerError):
+    status_code = 411
+    code = "LENGTH_REQUIRED"
+    default_message = (
+        "Send the request body with a Content-Length header; a chunked (Transfer-Encoding) body is not accepted."
+    )
+
+
 class RateLimitedError(LedgerError):
     status_code = 429
     code = "RATE_LIMITED"
@@ -156,8 +164,25 @@ def flatten_validation(detail: Any, prefix: str = "") -> list[dict[str, Any]]:
     return out
 
 
+#: at most this many errors are listed in one body; the rest are counted in one more
+#: error, TOO_MANY_ERRORS (docs/errors.md). 60,000 unknown keys would otherwise be a
+#: multi-megabyte 400, stored too when the request is idempotent.
+MAX_LISTED_ERRORS = 20
+
+
+def capped_errors(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The first MAX_LISTED_ERRORS errors, plus one summary error when there are more."""
+    if len(errors) <= MAX_LISTED_ERRORS:
+        return errors
+    more = len(errors) - MAX_LISTED_ERRORS
+    summary = {"code": "TOO_MANY_ERRORS", "message": f"{more} more errors not listed (at most {MAX_LISTED_ERRORS} are listed).", "field": None}
+    return [*errors[:MAX_LISTED_ERRORS], summary]
+
+
 def error_body(errors: list[dict[str, Any]], request_id: str | None) -> dict[str, Any]:
-    return {"errors": errors, "requestId": request_id}
+    """The one error shape; every error response (DRF handler, middleware, Django
+    handlers) is built here, so the cap applies to every path."""
+    return {"errors": capped_errors(errors), "requestId": request_id}
 
 
 def _request_id(context: dict) -> str | None:

@@ -42,7 +42,6 @@ from typing import Callable
 from django.db import IntegrityError, transaction
 from django.http import HttpResponse
 from rest_framework.exceptions import APIException
-from rest_framework.renderers import JSONRenderer
 
 from ledger_project.api.errors import ConflictError, LedgerError
 
@@ -80,11 +79,20 @@ class _Replay(Exception):
     """A concurrent request with the same id committed first: replay it."""
 
 
+def _rendered_bytes(view, request, response) -> bytes:
+    """The body exactly as it will be sent: rendered by the view's negotiated renderer
+    (LedgerJSONRenderer: Decimal amounts keep their digits, keys their order). The
+    response is finalized as DRF's dispatch would, but not marked rendered, so work
+    after the commit (``after_commit``) still renders what it sets."""
+    view.finalize_response(request, response)
+    return bytes(response.rendered_content)
+
+
 class _Pending:
     """One idempotent request whose write phase has not committed yet."""
 
-    def __init__(self, request, request_id, fingerprint: str | None):
-        self.request, self.request_id, self.fingerprint = request, request_id, fingerprint
+    def __init__(self, view, request, request_id, fingerprint: str | None):
+        self.view, self.request, self.request_id, self.fingerprint = view, request, request_id, fingerprint
         self.outer = self.inner = None
         self.record = None
         self.on_abort: list[Callable[[], None]] = []
@@ -135,7 +143,7 @@ class _Pending:
         self.inner = None
         if self.record is not None:
             self.record.status_code = response.status_code
-            self.record.response_bytes = JSONRenderer().render(response.data)
+            self.record.response_bytes = _rendered_bytes(self.view, self.request, response)
             self.record.save(update_fields=["status_code", "response_bytes"])
         outer, self.outer = self.outer, None
         outer.__exit__(None, None, None)
@@ -206,7 +214,7 @@ def _run_once(view, request, request_id, view_method, args, kwargs, phased: bool
         record = IdempotencyRecord.objects.filter(api_key=request.user, request_id=request_id).first()
         if record is not None:
             return _replay(record, fingerprint)
-    pending = _Pending(request, request_id, fingerprint)
+    pending = _Pending(view, request, request_id, fingerprint)
     method = view_method
     if not phased:
         def method(v, r, *a, **k):

@@ -56,6 +56,7 @@ ERROR_DESCRIPTIONS = {
     403: "The API key lacks a role this operation (or a tenancyConfig override) requires.",
     404: "A record the request names does not exist or is not visible to the acting organization.",
     409: "The request conflicts with a record's state, another request in flight, or an x-request-id used for a different request.",
+    411: "A body was sent with Transfer-Encoding (chunked) instead of a Content-Length.",
     413: "The body is larger than the documented limit (docs/api.md).",
     415: "The body is not application/json.",
     429: "Too many requests for this API key; retry after the Retry-After header's seconds.",
@@ -64,7 +65,7 @@ ERROR_DESCRIPTIONS = {
 }
 
 #: statuses every operation can answer
-COMMON_ERRORS = (400, 401, 413, 415, 429, 500, 503)
+COMMON_ERRORS = (400, 401, 411, 413, 415, 429, 500, 503)
 
 
 def error_responses(*statuses: int) -> dict[int, OpenApiResponse]:

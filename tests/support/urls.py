@@ -12,6 +12,7 @@ from rest_framework.response import Response
 from ledger_project.api.envelope import EnvelopeSerializer, StrictCharField, StrictIntegerField, StrictSerializer, validated
 from ledger_project.api.errors import ConflictError
 from ledger_project.api.idempotency import idempotent, write_phase
+from ledger_project.api.renderers import display_amount
 from ledger_project.api.viewsets import TenantScopedViewSet
 from ledger_project.urls import urlpatterns as real_urlpatterns
 from tenancy.models import TenantOrganization
@@ -22,6 +23,7 @@ class ProbeItem(StrictSerializer):
     count = StrictIntegerField(min_value=0, max_value=10, required=False)
     kind = serializers.ChoiceField(choices=["A", "B"], required=False)
     ref = serializers.UUIDField(required=False)
+    tags = serializers.ListField(child=StrictIntegerField(), required=False)
 
 
 class ProbeInput(EnvelopeSerializer):
@@ -60,8 +62,12 @@ class PhasedProbeViewSet(TenantScopedViewSet):
                 raise RuntimeError("boom in the write phase")
             if external_id.startswith("REFUSE"):
                 raise ConflictError("refused after a write", field="itemData.externalId")
-        # Keys deliberately not in sorted order: a replay must keep them as sent.
-        return Response({"zeta": 1, "created": {"offchainId": str(org.offchain_id)}, "alpha": [3, 2, 1]}, status=status.HTTP_201_CREATED)
+        # Keys deliberately not in sorted order: a replay must keep them as sent. The amount
+        # is a Decimal (u64 max at 9 decimals) that only LedgerJSONRenderer writes exactly.
+        return Response(
+            {"zeta": 1, "created": {"offchainId": str(org.offchain_id)}, "alpha": [3, 2, 1], "amount": display_amount(2**64 - 1, 9)},
+            status=status.HTTP_201_CREATED,
+        )
 
 
 urlpatterns = [

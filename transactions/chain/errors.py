@@ -36,8 +36,9 @@ class SimulationFailed(LedgerError):
 
     The reason may quote an account's balance ("Transfer: insufficient lamports …"). The
     answer names the failing account and keeps its numbers only when that account is the
-    caller's own (a signer of the request, or its own fee payer — never the platform fee
-    payer): otherwise addresses and amounts are scrubbed (docs/errors.md, Chain). The full
+    caller's own (an account record of the acting tenant on the cluster, see
+    ``caller_accounts`` — never the platform fee payer, another organization's shared
+    account or a keyless off-platform signer): otherwise addresses and amounts are scrubbed (docs/errors.md, Chain). The full
     reason and logs stay in ``reason``/``logs`` for the operator's log.
     """
 
@@ -75,14 +76,19 @@ def failing_account(transaction, err: object) -> str | None:
         return None
 
 
-def caller_accounts(signers, fee_payer) -> set[str]:
-    """Addresses a request controls: its signers and its fee payer, less the platform's
-    fee payers (whose balance is no tenant's business)."""
+def caller_accounts(*, tenant, cluster: str, candidates) -> set[str]:
+    """Which of ``candidates`` are the acting tenant's own: addresses of its account
+    records on ``cluster`` (``Account.objects.for_tenant``; its feePayer is one when it is
+    the tenant's account), never a platform fee payer. A signer of the request is not
+    enough: an off-platform signer whose key the service does not hold, or another
+    organization's shared account, is not the caller's to read about."""
+    from accounts.models import Account
     from transactions.models import PlatformFeePayer
 
-    own = {str(s.pubkey) for s in signers}
-    if fee_payer is not None:
-        own.add(str(fee_payer.pubkey))
+    candidates = {str(c) for c in candidates if c}
+    if tenant is None or not candidates:
+        return set()
+    own = set(Account.objects.for_tenant(tenant).filter(cluster=cluster, address__in=candidates).values_list("address", flat=True))
     return own - set(PlatformFeePayer.objects.values_list("managed_key__public_key", flat=True))
 
 

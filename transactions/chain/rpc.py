@@ -156,15 +156,16 @@ class ChainRpc:
         opts = TxOpts(skip_preflight=skip_preflight, preflight_commitment=Commitment(preflight_commitment), skip_confirmation=True)
         return self._call(self.client.send_raw_transaction, raw, opts).value
 
-    def simulate(self, transaction, *, signers=(), fee_payer=None) -> None:
+    def simulate(self, transaction, *, tenant=None) -> None:
         """Raise SimulationFailed when the transaction would fail; its message names the
-        failing account only when ``signers``/``fee_payer`` (the request's) include it."""
+        failing account only when it is an account of ``tenant`` (the acting organization)
+        on this cluster."""
         value = self._call(self.client.simulate_transaction, transaction, sig_verify=False).value
         if value.err is not None:
             logs = list(value.logs or [])
             exc = SimulationFailed(reason_from_logs(logs, value.err), logs=logs, err=value.err, failing_account=failing_account(transaction, value.err))
             logger.info("simulation failed: %s (account %s)", exc.reason, exc.failing_account)
-            exc.disclose_to(caller_accounts(signers, fee_payer))
+            exc.disclose_to(caller_accounts(tenant=tenant, cluster=self.cluster, candidates=[exc.failing_account]))
             raise exc
 
     def airdrop(self, address: Pubkey, lamports: int) -> Signature:

@@ -24,7 +24,7 @@ from ledger_project import base58
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Count
 from django.utils import timezone
 from solders.keypair import Keypair
@@ -111,17 +111,38 @@ def _secrets_path(public_key: str) -> Path:
 
 
 def _store_ciphertext(key: ManagedKey, nonce: bytes, ciphertext: bytes) -> None:
+    """DATABASE: the ciphertext goes in the row. SECRETS: the row names its file, and the
+    ciphertext stays in the row until the row has committed; then the file is written and
+    the row's copy cleared (``_move_to_secrets_file``). A write phase that rolls back (a
+    4xx, a retry, a duplicate refused by the unique column) therefore leaves no file, and
+    a crash after the commit leaves the key readable from the row."""
+    key.key_nonce, key.ciphertext = nonce, ciphertext
     if key.location == KeyLocation.SECRETS:
-        path = _secrets_path(key.public_key)
-        _write_private_file(path, json.dumps({"publicKey": key.public_key, "nonce": nonce.hex(), "ciphertext": ciphertext.hex()}))
-        key.secret_ref = path.name
-        key.key_nonce, key.ciphertext = b"", b""
-    else:
-        key.key_nonce, key.ciphertext = nonce, ciphertext
+        key.secret_ref = _secrets_path(key.public_key).name
+
+
+def _move_to_secrets_file(key: ManagedKey) -> None:
+    """After the commit: write the SECRETS file, then clear the row's copy."""
+    path = Path(settings.LEDGER_SECRETS_DIR) / key.secret_ref
+    nonce, ciphertext = bytes(key.key_nonce), bytes(key.ciphertext)
+    _write_private_file(path, json.dumps({"publicKey": key.public_key, "nonce": nonce.hex(), "ciphertext": ciphertext.hex()}))
+    ManagedKey.objects.filter(pk=key.pk, secret_ref=key.secret_ref).update(key_nonce=b"", ciphertext=b"")
+    key.key_nonce, key.ciphertext = b"", b""
+
+
+def secrets_files_complete() -> int:
+    """Write the files of committed SECRETS keys whose process stopped between its commit
+    and the file (their ciphertext is still in the row); run by rotation. Returns how many."""
+    pending = ManagedKey.objects.filter(location=KeyLocation.SECRETS).exclude(ciphertext=b"")
+    count = 0
+    for key in pending.iterator():
+        _move_to_secrets_file(key)
+        count += 1
+    return count
 
 
 def _load_ciphertext(key: ManagedKey) -> tuple[bytes, bytes]:
-    if key.location == KeyLocation.SECRETS:
+    if key.location == KeyLocation.SECRETS and not bytes(key.ciphertext or b""):
         path = Path(settings.LEDGER_SECRETS_DIR) / key.secret_ref
         try:
             blob = json.loads(path.read_text())
@@ -136,16 +157,36 @@ def _load_ciphertext(key: ManagedKey) -> tuple[bytes, bytes]:
 # --- encryption --------------------------------------------------------------------------
 
 
-def _seal(public_key: str, secret: bytes, location: str) -> ManagedKey:
+# Sealing and retirement exclude each other (docs/custody.md, "Sealing happens in the write
+# phase"): a value is sealed only inside a database transaction, under the shared sealing
+# lock, reading the keyring then; retirement takes the lock exclusively, so it waits for
+# every transaction that may have sealed under the key it drops, sees their rows, and no
+# seal can pick that key after it.
+_SEALING_LOCK = 0x6C656467  # "ledg": the advisory lock's key on PostgreSQL
+
+
+def _sealing_lock(*, exclusive: bool = False) -> None:
+    if not connection.in_atomic_block:
+        raise CustodyError("Values are sealed only inside a database transaction (a service's write phase).")
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT pg_advisory_xact_lock{'' if exclusive else '_shared'}(%s)", [_SEALING_LOCK])
+    # SQLite: every transaction begins IMMEDIATE (settings.py) and holds the database's one
+    # write lock until it ends, which excludes sealing and retirement from each other.
+
+
+def _seal_into(key: ManagedKey, secret: bytes) -> None:
+    """Seal ``secret`` onto ``key`` under the current master key (inside a transaction)."""
+    _sealing_lock()
     master = keyring()[0]
+    public_key = key.public_key
     dek = AESGCM.generate_key(bit_length=256)
     key_nonce = secrets.token_bytes(12)
     ciphertext = AESGCM(dek).encrypt(key_nonce, secret, _KEY_AAD + public_key.encode())
-    wrap_nonce = secrets.token_bytes(12)
-    wrapped = AESGCM(master).encrypt(wrap_nonce, dek, _WRAP_AAD + public_key.encode())
-    key = ManagedKey(public_key=public_key, location=location, master_key_id=master_key_id(master), wrap_nonce=wrap_nonce, wrapped_dek=wrapped)
+    key.wrap_nonce = secrets.token_bytes(12)
+    key.wrapped_dek = AESGCM(master).encrypt(key.wrap_nonce, dek, _WRAP_AAD + public_key.encode())
+    key.master_key_id = master_key_id(master)
     _store_ciphertext(key, key_nonce, ciphertext)
-    return key
 
 
 def _open(key: ManagedKey) -> bytes:
@@ -190,35 +231,55 @@ def _parse_secret(secret: str) -> bytes:
     return raw
 
 
-def managed_key_generate(*, location: str = KeyLocation.DATABASE, save: bool = True) -> ManagedKey:
-    """``save=False``: sealed but not stored yet (a service's network phase signs with it
-    and stores it in its write phase)."""
-    keypair = Keypair()
-    key = _seal(str(keypair.pubkey()), bytes(keypair), location)
-    if save:
-        key.save()
+def _unsealed(keypair: Keypair, location: str) -> ManagedKey:
+    """A key held in memory only: it signs (``managed_key_signer``) but is sealed and
+    stored only by ``managed_key_store``, in the write phase."""
+    key = ManagedKey(public_key=str(keypair.pubkey()), location=location)
+    key._unsealed = _KeySigner(keypair)
     return key
+
+
+def managed_key_store(key: ManagedKey) -> ManagedKey:
+    """Seal an in-memory key under the current master key and save it (a service's write
+    phase; its own savepoint). Another row holding the same public key: ManagedKeyExists.
+    Sealing here, not when the key was made, means a master key retired meanwhile is never
+    the one a stored key is under."""
+    signer = getattr(key, "_unsealed", None)
+    if signer is None or key.pk is not None:
+        raise CustodyError(f"Managed key {key.public_key} is not an unsaved key of this process.")
+    try:
+        with transaction.atomic():
+            _seal_into(key, bytes(signer._keypair))
+            key.save()
+    except IntegrityError:
+        if not ManagedKey.objects.filter(public_key=key.public_key).exists():
+            raise
+        raise ManagedKeyExists(key.public_key)
+    if key.location == KeyLocation.SECRETS:
+        transaction.on_commit(lambda: _move_to_secrets_file(key), robust=True)
+    key._unsealed = None
+    return key
+
+
+def managed_key_generate(*, location: str = KeyLocation.DATABASE, save: bool = True) -> ManagedKey:
+    """``save=False``: held in memory, not sealed yet (a service's network phase signs with
+    it; its write phase seals and stores it with ``managed_key_store``)."""
+    key = _unsealed(Keypair(), location)
+    return managed_key_store(key) if save else key
 
 
 def managed_key_import(*, secret: str, location: str = KeyLocation.DATABASE, expected_public_key: str | None = None, save: bool = True) -> ManagedKey:
     raw = _parse_secret(secret)
-    public_key = str(Keypair.from_bytes(raw).pubkey())
+    keypair = Keypair.from_bytes(raw)
+    public_key = str(keypair.pubkey())
     if expected_public_key and expected_public_key != public_key:
         raise InvalidPrivateKey(f"The private key belongs to {public_key}, not {expected_public_key}.")
-    # Checked before sealing (no secrets file is written for a duplicate) and again by the
-    # unique column, for an import of the same key committing concurrently.
+    # Checked now and again by the unique column when the key is stored (an import of the
+    # same key committing concurrently): 409 DUPLICATE_KEY either way.
     if ManagedKey.objects.filter(public_key=public_key).exists():
         raise ManagedKeyExists(public_key)
-    key = _seal(public_key, raw, location)
-    if save:
-        try:
-            with transaction.atomic():
-                key.save()
-        except IntegrityError:
-            if key.secret_ref:
-                (Path(settings.LEDGER_SECRETS_DIR) / key.secret_ref).unlink(missing_ok=True)
-            raise ManagedKeyExists(public_key)
-    return key
+    key = _unsealed(keypair, location)
+    return managed_key_store(key) if save else key
 
 
 @dataclass(frozen=True, repr=False)
@@ -241,6 +302,9 @@ class _KeySigner:
 
 
 def managed_key_signer(*, key: ManagedKey) -> _KeySigner:
+    unsealed = getattr(key, "_unsealed", None)
+    if unsealed is not None:
+        return unsealed  # not stored yet: the network phase signs with the key in memory
     return _KeySigner(Keypair.from_bytes(_open(key)))
 
 
@@ -348,6 +412,7 @@ def master_key_rotate(*, new_key: bytes | None = None, passes: int = 3) -> Rotat
         current = new_key or secrets.token_bytes(32)
         _write_private_file(path, "\n".join(encode_master_key(k) for k in [current, *[k for k in old if k != current]]) + "\n")
     current_id = master_key_id(current)
+    secrets_files_complete()
     rewrapped = resealed = 0
     remaining: dict[str, int] = {}
     for _ in range(max(1, passes)):
@@ -370,26 +435,18 @@ def master_key_retire(*, key_id: str) -> int:
     if key_id == ids[0]:
         raise CustodyError(f"Master key {key_id} is the current key; rotate to a new key first.")
 
-    def check() -> None:
+    with transaction.atomic():
+        # Exclusive sealing lock: every transaction that may have sealed under ``key_id``
+        # has ended (its rows are counted now), and none seals until the file is rewritten.
+        _sealing_lock(exclusive=True)
         count = sealed_references().get(key_id, 0)
         if count:
             raise CustodyError(f"{count} stored value(s) are still sealed under master key {key_id}; run rotate_master_key again, then retire.")
-
-    check()
-    if settings.LEDGER_MASTER_KEY:
-        return len(ring)
-    path = Path(settings.LEDGER_MASTER_KEY_FILE)
-    kept = [k for k in _key_file_entries(path) if master_key_id(k) != key_id]
-    before = path.read_text()
-    _write_private_file(path, "\n".join(encode_master_key(k) for k in kept) + "\n")
-    try:
-        # A process that read the keyring before the file changed may have sealed under the
-        # old key meanwhile: verify again now that no new seal can pick it, and put the key
-        # back if anything references it.
-        check()
-    except CustodyError:
-        _write_private_file(path, before)
-        raise
+        if settings.LEDGER_MASTER_KEY:
+            return len(ring)
+        path = Path(settings.LEDGER_MASTER_KEY_FILE)
+        kept = [k for k in _key_file_entries(path) if master_key_id(k) != key_id]
+        _write_private_file(path, "\n".join(encode_master_key(k) for k in kept) + "\n")
     return len(kept)
 
 
@@ -400,7 +457,9 @@ _SECRET_AAD = b"ledger-secret-v1:"
 
 def secret_seal(*, value: str, purpose: str) -> dict:
     """Encrypt a non-key secret (a webhook API key, an OAuth client secret) under the
-    current master key; ``purpose`` binds the ciphertext to where it is stored."""
+    current master key; ``purpose`` binds the ciphertext to where it is stored. Only in a
+    write phase (the transaction that stores it), like a managed key."""
+    _sealing_lock()
     master = keyring()[0]
     nonce = secrets.token_bytes(12)
     ciphertext = AESGCM(master).encrypt(nonce, value.encode(), _SECRET_AAD + purpose.encode())

@@ -67,7 +67,21 @@ def _conflicts(tenant, cluster: str, address: str, refs: dict, exclude_pk=None, 
         raise ConflictError("An account with this accountNumber already exists.", field=f"{prefix}.offchainReferences.accountNumber", code="DUPLICATE_REFERENCE")
 
 
+def _duplicate_key(exc: ManagedKeyExists, tenant, prefix: str) -> ManagedKeyExists:
+    """409 DUPLICATE_KEY naming the holder only when it is the caller's own account
+    (docs/custody.md, Imports): the same answer whether the duplicate is seen before
+    sealing or, for an import committing concurrently, by the unique column."""
+    holder = Account.objects.for_tenant(tenant).filter(managed_key__public_key=exc.public_key).first() if tenant is not None else None
+    if holder is not None:
+        exc.message = (f"The private key of {exc.public_key} is already held by account offchainId {holder.offchain_id} "
+                       f"(onchainId {holder.address}, svmCluster {holder.cluster}).")
+    exc.field = f"{prefix}.privateKeyDetails.privateKey"
+    return exc
+
+
 def _managed_key(data: dict, prefix: str, tenant=None):
+    """The account's key, in memory only: generated or imported now (the network phase signs
+    with it), sealed and stored by ``account_save`` in the write phase."""
     details = data.get("privateKeyDetails") or {}
     if details.get("dkgKeys"):
         raise LedgerError("DKG/MPC key shares are not supported by this service; omit dkgKeys.", field=f"{prefix}.privateKeyDetails.dkgKeys", code="NOT_SUPPORTED")
@@ -78,13 +92,7 @@ def _managed_key(data: dict, prefix: str, tenant=None):
         try:
             return custody.managed_key_import(secret=details["privateKey"], location=location, expected_public_key=expected, save=False)
         except ManagedKeyExists as exc:
-            # Name the record only when it is the caller's own (docs/custody.md, Imports).
-            holder = Account.objects.for_tenant(tenant).filter(managed_key__public_key=exc.public_key).first() if tenant is not None else None
-            if holder is not None:
-                exc.message = (f"The private key of {exc.public_key} is already held by account offchainId {holder.offchain_id} "
-                               f"(onchainId {holder.address}, svmCluster {holder.cluster}).")
-            exc.field = f"{prefix}.privateKeyDetails.privateKey"
-            raise
+            raise _duplicate_key(exc, tenant, prefix)
         except LedgerError as exc:
             exc.field = f"{prefix}.privateKeyDetails.privateKey"
             raise
@@ -158,14 +166,16 @@ def account_draft(*, tenant, cluster: str, api_key, data: dict, prefix: str = "i
 
 
 def account_save(account: Account, *, prefix: str = "itemData") -> Account:
-    """Store a drafted account and its key (write phase). The unique constraints re-check
-    what a concurrent request may have taken since the draft: 409."""
+    """Store a drafted account and its key (write phase): the key is sealed now, under the
+    master key current now. The unique constraints re-check what a concurrent request may
+    have taken since the draft: 409 DUPLICATE_KEY (the key) or DUPLICATE_ACCOUNT."""
     try:
         with transaction.atomic():
             if account.managed_key is not None and account.managed_key.pk is None:
-                account.managed_key.save()
-                account.managed_key = account.managed_key
+                account.managed_key = custody.managed_key_store(account.managed_key)
             account.save()
+    except ManagedKeyExists as exc:
+        raise _duplicate_key(exc, account.tenant, prefix)
     except IntegrityError:
         raise ConflictError("An account with this onchainId or reference already exists.", field=f"{prefix}.onchainId", code="DUPLICATE_ACCOUNT")
     return account

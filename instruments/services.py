@@ -574,8 +574,9 @@ def instrument_update(*, tenant, cluster: str, api_key, instrument: FinancialIns
         chain = read_mint(cluster, instrument.address)
         if chain is not None:
             updates["supply_onchain"] = updates["supply_offchain"] = chain.mint.supply
-    if "postTransactionSubmitWebhooks" in changes:
-        updates["post_transaction_submit_webhooks"] = webhooks.sealed(changes["postTransactionSubmitWebhooks"] or [])
+    # Webhook credentials are sealed in the write phase, under the master key current then
+    # (docs/custody.md): never sealed here and stored later under a key retired meanwhile.
+    hooks = (changes["postTransactionSubmitWebhooks"] or []) if "postTransactionSubmitWebhooks" in changes else None
 
     prepared = None
     if ixs:
@@ -586,6 +587,8 @@ def instrument_update(*, tenant, cluster: str, api_key, instrument: FinancialIns
         instrument = _locked_again(read, f"{p}.mintAccount") if prepared else lock_instrument(read.pk, tenant=tenant)
         if mint_refs is not None:
             account_update(tenant=tenant, cluster=cluster, api_key=api_key, account=instrument.mint_account, changes={"offchainReferences": mint_refs})
+        if hooks is not None:
+            updates["post_transaction_submit_webhooks"] = webhooks.sealed(hooks)
         for column, value in updates.items():
             setattr(instrument, column, value)
         if updates:

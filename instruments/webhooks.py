@@ -25,7 +25,9 @@ def _purpose(hook: dict, config: str, field: str) -> str:
 
 
 def sealed(hooks: list[dict]) -> list[dict]:
-    """Validated webhook definitions → what the record stores."""
+    """Validated webhook definitions → what the record stores. Called in the write phase
+    that stores them (``secret_seal`` refuses outside a transaction): sealing reads the
+    master key current then, under custody's sealing lock (docs/custody.md)."""
     out = []
     for hook in hooks:
         hook = {k: (dict(v) if isinstance(v, dict) else v) for k, v in hook.items() if v is not None}

@@ -44,9 +44,11 @@ def test_key_file_is_created_private(isolated_keys):
     assert mode == 0o600
 
 
-def test_secrets_location_keeps_ciphertext_in_a_private_file(isolated_keys):
+def test_secrets_location_keeps_ciphertext_in_a_private_file(isolated_keys, django_capture_on_commit_callbacks):
     keypair = Keypair()
-    key = custody.managed_key_import(secret=str(keypair), location=KeyLocation.SECRETS)
+    with django_capture_on_commit_callbacks(execute=True):  # the file is written once the row has committed
+        key = custody.managed_key_import(secret=str(keypair), location=KeyLocation.SECRETS)
+    key.refresh_from_db()
     path = isolated_keys / "secrets" / key.secret_ref
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     content = path.read_bytes()
@@ -234,3 +236,75 @@ def test_outside_embedded_mode_a_missing_key_file_is_never_generated(settings, i
     with pytest.raises(CustodyError, match="does not exist"):
         custody.managed_key_generate()
     assert not (isolated_keys / "master.key").exists()
+
+
+# --- sealing happens in the write phase ------------------------------------------------------
+
+
+@pytest.mark.parametrize("location", [KeyLocation.DATABASE, KeyLocation.SECRETS])
+def test_an_unsaved_key_signs_from_memory_and_is_sealed_only_when_stored(isolated_keys, location):
+    old_id = custody.master_key_id(custody.keyring()[0])
+    key = custody.managed_key_generate(location=location, save=False)
+    _verify(key)  # the network phase signs with the key in memory
+    assert custody.sealed_references() == {} and not (isolated_keys / "secrets").exists()
+    new_id = custody.master_key_rotate().master_key_id
+    custody.master_key_retire(key_id=old_id)
+    custody.managed_key_store(key)
+    stored = ManagedKey.objects.get(public_key=key.public_key)
+    assert stored.master_key_id == new_id
+    _verify(stored)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_retirement_waits_for_a_transaction_that_sealed_under_the_old_key(monkeypatch):
+    """A write phase sealed under the old key (it read the keyring before the rotation
+    changed it) and has not committed when retirement runs: retirement waits for it, counts
+    its row and refuses; the key stays usable."""
+    import threading
+
+    from django.db import connection, transaction
+
+    old = custody.keyring()[0]
+    old_id = custody.master_key_id(old)
+    custody.master_key_rotate()
+    real_keyring = custody.keyring
+    monkeypatch.setattr(custody, "keyring", lambda: [old] if threading.current_thread().name == "stale-writer" else real_keyring())
+    sealed, retired, out = threading.Event(), threading.Event(), {}
+
+    def stale_write_phase():
+        try:
+            with transaction.atomic():
+                out["key"] = custody.managed_key_generate()
+                sealed.set()
+                retired.wait(3)  # commit after retirement returned, or after 3 s if it waits for us
+        finally:
+            connection.close()
+
+    writer = threading.Thread(target=stale_write_phase, name="stale-writer")
+    writer.start()
+    assert sealed.wait(30)
+    try:
+        with pytest.raises(CustodyError, match="still sealed under master key"):
+            custody.master_key_retire(key_id=old_id)
+    finally:
+        retired.set()
+        writer.join(30)
+    assert old_id in [custody.master_key_id(k) for k in custody.keyring()]
+    _verify(ManagedKey.objects.get(public_key=out["key"].public_key))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_values_are_sealed_only_inside_a_transaction():
+    with pytest.raises(CustodyError, match="inside a database transaction"):
+        custody.secret_seal(value="x", purpose="test")
+
+
+def test_rotation_writes_the_secrets_file_a_stopped_process_did_not(isolated_keys):
+    keypair = Keypair()
+    key = custody.managed_key_import(secret=str(keypair), location=KeyLocation.SECRETS)  # its on-commit step never ran
+    assert bytes(ManagedKey.objects.get(pk=key.pk).ciphertext) != b""
+    _verify(ManagedKey.objects.get(pk=key.pk))  # readable from the row meanwhile
+    custody.master_key_rotate()
+    stored = ManagedKey.objects.get(pk=key.pk)
+    assert bytes(stored.ciphertext) == b"" and (isolated_keys / "secrets" / stored.secret_ref).exists()
+    assert custody.managed_key_export(key=stored) == str(keypair)

@@ -14,7 +14,7 @@ from solders.system_program import CreateAccountParams, TransferParams, create_a
 from accounts.locks import ensure_no_operation_in_flight, lock_account
 from accounts.lookup import OffPlatform, resolve_account, resolve_own_account
 from accounts.models import Account, AccountStatus
-from accounts.services import account_draft, account_save, account_update, funding_signer
+from accounts.services import account_draft, account_save, account_update, funding_effects, funding_signer
 from accounts.signers import ensure_usable, signer_for, transaction_config
 from ledger_project.api.errors import ConflictError, LedgerError
 from ledger_project.api.idempotency import write_phase
@@ -264,8 +264,8 @@ def instrument_create(*, tenant, cluster: str, api_key, data: dict, svm_config: 
     funding = None
     if funding_needed:
         # The mint's rent comes from an account of the tenant, never the platform fee payer.
-        funding, _ = funding_signer(tenant=tenant, cluster=cluster, api_key=api_key, svm_config=svm_config, lamports=funding_needed, destination_type="MANAGED")
-        signers.append(funding)
+        funding = funding_signer(tenant=tenant, cluster=cluster, api_key=api_key, svm_config=svm_config, lamports=funding_needed, destination_type="MANAGED")
+        signers.append(funding.signer)
     if existing is None:
         ixs.append(create_account(CreateAccountParams(from_pubkey=funding.pubkey, to_pubkey=mint, lamports=rent, space=space, owner=program)))
         signers.append(SignerSpec(mint, mint_account.managed_key))
@@ -328,7 +328,8 @@ def instrument_create(*, tenant, cluster: str, api_key, data: dict, svm_config: 
             existing = lock_account(existing.pk)
             if FinancialInstrument.unscoped.filter(mint_account=existing).exists():
                 raise ConflictError("This mint account already belongs to a financial instrument.", field=f"{prefix}.existingMintAccount", code="DUPLICATE_MINT")
-        else:
+        funded = funding_effects(funding, api_key=api_key)  # the funder's limits, under its row lock
+        if existing is None:
             account_save(mint_account, prefix=f"{prefix}.mintAccount")
             instrument.mint_account = mint_account
         # The alId sequence row is the hot lock: taken last, held only until this commit.
@@ -338,7 +339,7 @@ def instrument_create(*, tenant, cluster: str, api_key, data: dict, svm_config: 
                 instrument.save()
         except IntegrityError:
             raise ConflictError("This mint or alId is already recorded.", field=f"{prefix}.mintAccount", code="DUPLICATE_INSTRUMENT")
-        tx = transaction_record(prepared, effects_data={"instrument": str(instrument.offchain_id)}, api_key=api_key, request_id=request_id)
+        tx = transaction_record(prepared, effects_data={"instrument": str(instrument.offchain_id), **funded}, api_key=api_key, request_id=request_id)
         FinancialInstrument.unscoped.filter(pk=instrument.pk).update(creation_transaction=tx, last_transaction=tx, pending_transaction=tx)
         # A new mint account is created by this transaction; an existing one only gets the alId.
         created = {"status": AccountStatus.PENDING, "creation_transaction": tx, "last_transaction": tx} if existing is None else {}
@@ -446,9 +447,10 @@ def _locked_again(read: FinancialInstrument, field: str) -> FinancialInstrument:
     return locked
 
 
-def _record(instrument: FinancialInstrument, prepared: Prepared, *, api_key, request_id) -> Transaction:
-    """Write phase: the Transaction row, and the instrument's in-flight marker."""
-    tx = transaction_record(prepared, effects_data={"instrument": str(instrument.offchain_id)}, api_key=api_key, request_id=request_id)
+def _record(instrument: FinancialInstrument, prepared: Prepared, *, api_key, request_id, funded: dict | None = None) -> Transaction:
+    """Write phase: the Transaction row (with ``funding_effects``' entry when the request
+    funds the mint), and the instrument's in-flight marker."""
+    tx = transaction_record(prepared, effects_data={"instrument": str(instrument.offchain_id), **(funded or {})}, api_key=api_key, request_id=request_id)
     FinancialInstrument.unscoped.filter(pk=instrument.pk).update(last_transaction=tx, pending_transaction=tx)
     instrument.last_transaction = instrument.pending_transaction = tx
     return tx
@@ -467,6 +469,7 @@ def instrument_update(*, tenant, cluster: str, api_key, instrument: FinancialIns
     config = transaction_config(tenant, cluster, svm_config)
     ixs: list = []
     signers: dict[str, SignerSpec] = {}
+    funding = None  # a rent top-up's funder (funding_signer)
 
     def sign(authority: Authority, field: str) -> Pubkey:
         signers.setdefault(authority.address, _signer(authority, tenant, field))
@@ -506,8 +509,8 @@ def instrument_update(*, tenant, cluster: str, api_key, instrument: FinancialIns
                 have = rpc.balance(mint)
                 if needed > have:
                     # The top-up comes from an account of the tenant, never the platform fee payer.
-                    funding, _ = funding_signer(tenant=tenant, cluster=cluster, api_key=api_key, svm_config=svm_config, lamports=needed - have, destination_type="MANAGED")
-                    signers.setdefault(str(funding.pubkey), funding)
+                    funding = funding_signer(tenant=tenant, cluster=cluster, api_key=api_key, svm_config=svm_config, lamports=needed - have, destination_type="MANAGED")
+                    signers.setdefault(str(funding.pubkey), funding.signer)
                     ixs.insert(0, transfer(TransferParams(from_pubkey=funding.pubkey, to_pubkey=mint, lamports=needed - have)))
     if "decimals" in (onchain or {}) and onchain["decimals"] is not None and onchain["decimals"] != instrument.decimals:
         raise LedgerError("A mint's decimals cannot change.", field=f"{p}.onchainData.decimals", code="IMMUTABLE")
@@ -584,6 +587,7 @@ def instrument_update(*, tenant, cluster: str, api_key, instrument: FinancialIns
     tx = None
     with write_phase(on_abort=prepared.release if prepared else None):
         instrument = _locked_again(read, f"{p}.mintAccount") if prepared else lock_instrument(read.pk)
+        funded = funding_effects(funding, api_key=api_key)
         if mint_refs is not None:
             account_update(tenant=tenant, cluster=cluster, api_key=api_key, account=instrument.mint_account, changes={"offchainReferences": mint_refs})
         for column, value in updates.items():
@@ -591,7 +595,7 @@ def instrument_update(*, tenant, cluster: str, api_key, instrument: FinancialIns
         if updates:
             instrument.save(update_fields=[*updates, "updated_at"])
         if prepared is not None:
-            tx = _record(instrument, prepared, api_key=api_key, request_id=request_id)
+            tx = _record(instrument, prepared, api_key=api_key, request_id=request_id, funded=funded)
     return InstrumentResult(instrument, tx)
 
 

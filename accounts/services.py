@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -157,9 +158,28 @@ def account_draft(*, tenant, cluster: str, api_key, data: dict, prefix: str = "i
     return account
 
 
+#: Called in the write phase of every account write that sets an alId, before the row is
+#: saved: ``hook(tenant=, cluster=, al_id=)``. The instruments area registers the lock of
+#: its alId sequence (instruments/apps.py), so an alId generated concurrently never
+#: collides; accounts cannot import an area (STYLE.md: apps depend downward).
+_AL_ID_WRITE_HOOKS: list[Callable[..., None]] = []
+
+
+def register_al_id_write_hook(hook: Callable[..., None]) -> None:
+    if hook not in _AL_ID_WRITE_HOOKS:
+        _AL_ID_WRITE_HOOKS.append(hook)
+
+
+def _al_id_written(account: Account) -> None:
+    if account.al_id:
+        for hook in _AL_ID_WRITE_HOOKS:
+            hook(tenant=account.tenant, cluster=account.cluster, al_id=account.al_id)
+
+
 def account_save(account: Account, *, prefix: str = "itemData") -> Account:
     """Store a drafted account and its key (write phase). The unique constraints re-check
     what a concurrent request may have taken since the draft: 409."""
+    _al_id_written(account)
     try:
         with transaction.atomic():
             if account.managed_key is not None and account.managed_key.pk is None:
@@ -325,6 +345,8 @@ def _account_update(*, tenant, cluster: str, api_key, account: Account, changes:
     if new_type not in WALLET_TYPES:
         account.network_currency_debit_limits = account.token_debit_limits = None
     _conflicts(tenant, cluster, "", {k: refs.get(k) for k in ("code", "alId") if refs.get(k)} | ({"accountNumber": account.account_number, "organizationExternalId": account.organization_external_id} if refs.get("accountNumber") else {}), exclude_pk=account.pk)
+    if refs.get("alId"):
+        _al_id_written(account)
     try:
         with transaction.atomic():
             account.save()

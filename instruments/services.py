@@ -193,6 +193,28 @@ def _check_existing_mint(account: Account, version: str, space: int, field: str)
     return onchain.lamports
 
 
+def _al_id_free(tenant, cluster: str, al_id: str | None, prefix: str, mint_account: Account | None = None) -> None:
+    """Read phase: a given alId is free in the organization — no instrument and no account
+    but the instrument's own mint account holds it (409 DUPLICATE_AL_ID)."""
+    if not al_id:
+        return
+    accounts = Account.objects.for_tenant(tenant).filter(cluster=cluster, al_id=al_id)
+    if mint_account is not None and mint_account.pk is not None:
+        accounts = accounts.exclude(pk=mint_account.pk)
+    if FinancialInstrument.objects.for_tenant(tenant).filter(cluster=cluster, al_id=al_id).exists() or accounts.exists():
+        raise ConflictError("A financial instrument or account with this alId already exists.", field=f"{prefix}.mintAccount.offchainReferences.alId", code="DUPLICATE_AL_ID")
+
+
+def _mint_al_id(mint_account: Account, al_id: str, prefix: str, **fields) -> None:
+    """Write phase: the mint account takes the instrument's alId. An account that set it
+    since the read phase breaks acct_unique_alid: 409, not 500."""
+    try:
+        with transaction.atomic():
+            Account.unscoped.filter(pk=mint_account.pk).update(al_id=al_id, **fields)
+    except IntegrityError:
+        raise ConflictError("An account with this alId was recorded meanwhile.", field=f"{prefix}.mintAccount.offchainReferences.alId", code="DUPLICATE_AL_ID")
+
+
 def instrument_create(*, tenant, cluster: str, api_key, data: dict, svm_config: dict | None = None, request_id=None) -> InstrumentResult:
     """Create Financial Instrument (spec: Financial instruments 1)."""
     prefix = "itemData"
@@ -254,6 +276,7 @@ def instrument_create(*, tenant, cluster: str, api_key, data: dict, svm_config: 
             raise LedgerError("A new mint account is created by the service and signs its creation: it must be managed.", field=f"{prefix}.mintAccount.managed", code="INVALID")
         mint_account = account_draft(tenant=tenant, cluster=cluster, api_key=api_key, data={**mint_data, "offchainReferences": {**mint_refs, "type": reference_type, "alId": None}}, prefix=f"{prefix}.mintAccount", allowed_types={reference_type})
         lamports = None
+    _al_id_free(tenant, cluster, given_al_id, prefix, mint_account=existing)
     mint = Pubkey.from_string(mint_account.address)
     program = PROGRAMS[version]
 
@@ -343,7 +366,7 @@ def instrument_create(*, tenant, cluster: str, api_key, data: dict, svm_config: 
         FinancialInstrument.unscoped.filter(pk=instrument.pk).update(creation_transaction=tx, last_transaction=tx, pending_transaction=tx)
         # A new mint account is created by this transaction; an existing one only gets the alId.
         created = {"status": AccountStatus.PENDING, "creation_transaction": tx, "last_transaction": tx} if existing is None else {}
-        Account.unscoped.filter(pk=mint_account.pk).update(al_id=instrument.al_id, **created)
+        _mint_al_id(mint_account, instrument.al_id, prefix, **created)
     instrument.creation_transaction = instrument.last_transaction = instrument.pending_transaction = tx
     return InstrumentResult(instrument, tx)
 
@@ -366,6 +389,7 @@ def _onboard(*, tenant, cluster, api_key, data, mint_data, kind, al_id, referenc
         raise ConflictError("This mint is already recorded as a financial instrument.", field=f"{prefix}.mintAccount.onchainId", code="DUPLICATE_MINT")
     if existing is None:
         existing = Account.objects.for_tenant(tenant).filter(cluster=cluster, address=address).first()
+    _al_id_free(tenant, cluster, al_id, prefix, mint_account=existing)
     if existing is None:
         # Onboarded mints are not managed unless their key is imported with them.
         imported = bool((mint_data.get("privateKeyDetails") or {}).get("privateKey"))
@@ -400,7 +424,7 @@ def _onboard(*, tenant, cluster, api_key, data, mint_data, kind, al_id, referenc
                 instrument.save()
         except IntegrityError:
             raise ConflictError("This mint or alId is already recorded.", field=f"{prefix}.mintAccount", code="DUPLICATE_INSTRUMENT")
-        Account.unscoped.filter(pk=existing.pk).update(al_id=instrument.al_id)
+        _mint_al_id(existing, instrument.al_id, prefix)
     return InstrumentResult(instrument, None)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -165,10 +166,29 @@ def account_draft(*, tenant, cluster: str, api_key, data: dict, prefix: str = "i
     return account
 
 
+#: Called in the write phase of every account write that sets an alId, before the row is
+#: saved: ``hook(tenant=, cluster=, al_id=)``. The instruments area registers the lock of
+#: its alId sequence (instruments/apps.py), so an alId generated concurrently never
+#: collides; accounts cannot import an area (STYLE.md: apps depend downward).
+_AL_ID_WRITE_HOOKS: list[Callable[..., None]] = []
+
+
+def register_al_id_write_hook(hook: Callable[..., None]) -> None:
+    if hook not in _AL_ID_WRITE_HOOKS:
+        _AL_ID_WRITE_HOOKS.append(hook)
+
+
+def _al_id_written(account: Account) -> None:
+    if account.al_id:
+        for hook in _AL_ID_WRITE_HOOKS:
+            hook(tenant=account.tenant, cluster=account.cluster, al_id=account.al_id)
+
+
 def account_save(account: Account, *, prefix: str = "itemData") -> Account:
     """Store a drafted account and its key (write phase): the key is sealed now, under the
     master key current now. The unique constraints re-check what a concurrent request may
     have taken since the draft: 409 DUPLICATE_KEY (the key) or DUPLICATE_ACCOUNT."""
+    _al_id_written(account)
     try:
         with transaction.atomic():
             if account.managed_key is not None and account.managed_key.pk is None:
@@ -181,22 +201,41 @@ def account_save(account: Account, *, prefix: str = "itemData") -> Account:
     return account
 
 
-def funding_signer(*, tenant, cluster: str, api_key, svm_config: dict | None, lamports: int, destination_type: str) -> tuple[SignerSpec, Account | None]:
-    """Who pays value (a seed, rent) that a request moves to a new account — never the
-    platform fee payer, which pays network fees only (docs/accounts.md, "Who pays"):
+FEE_PAYER_FIELD = "svmTransactionConfig.feePayer"
+
+
+@dataclass(frozen=True)
+class Funding:
+    """Who pays value a request moves to an account (``funding_signer``), and how much."""
+
+    signer: SignerSpec
+    funder: Account | None  # None: the localnet airdrop funder
+    lamports: int
+    destination_type: str
+
+    @property
+    def pubkey(self) -> Pubkey:
+        return self.signer.pubkey
+
+
+def funding_signer(*, tenant, cluster: str, api_key, svm_config: dict | None, lamports: int, destination_type: str) -> Funding:
+    """Who pays value (a seed, rent, a rent top-up) that a request moves to an account —
+    never the platform fee payer, which pays network fees only (docs/accounts.md, "Who pays"):
 
     - ``svmTransactionConfig.feePayer``: an account the tenant may debit (its
       networkCurrencyDebitApiKeys and networkCurrencyDebitLimits apply);
     - else, on CHAIN_LOCALNET with LEDGER_LOCALNET_AIRDROP_FUNDING, a throwaway key funded
       by airdrop with exactly the amount (network phase);
     - else 400 FUNDING_ACCOUNT_REQUIRED.
+
+    Read and network phase; its write phase calls ``funding_effects``.
     """
-    field = "svmTransactionConfig.feePayer"
+    field = FEE_PAYER_FIELD
     lookup = (svm_config or {}).get("feePayer")
     if lookup:
         funder = resolve_account(tenant, cluster, lookup, field=field)
         network_debit_check(funder, api_key=api_key, lamports=lamports, destination_type=destination_type, field=field)
-        return signer_for(funder, tenant, field=field), funder
+        return Funding(signer_for(funder, tenant, field=field), funder, lamports, destination_type)
     if is_localnet(cluster) and settings.LEDGER_LOCALNET_AIRDROP_FUNDING:
         keypair = Keypair()
         rpc = rpc_for(cluster)
@@ -206,11 +245,24 @@ def funding_signer(*, tenant, cluster: str, api_key, svm_config: dict | None, la
             if status is not None:
                 break
             time.sleep(0.05)
-        return SignerSpec(keypair.pubkey(), keypair=keypair), None
+        return Funding(SignerSpec(keypair.pubkey(), keypair=keypair), None, lamports, destination_type)
     raise LedgerError(
         "The platform fee payer pays network fees only: name the account that funds the seed or rent in svmTransactionConfig.feePayer.",
         field=field, code="FUNDING_ACCOUNT_REQUIRED",
     )
+
+
+def funding_effects(funding: Funding | None, *, tenant, api_key) -> dict:
+    """Write phase of every request that funds an account (``funding_signer``), before
+    ``transaction_record``: re-check the funder's debit keys and limits under its row lock
+    (two concurrent fundings cannot both fit the DURATION window) and return the
+    ``effects`` entry that window counts (accounts/limits.py): ``{"funding": {source,
+    lamports}}`` to merge into the Transaction's effects; {} when nothing is funded."""
+    if funding is None:
+        return {}
+    if funding.funder is not None:
+        network_debit_check(lock_visible_account(funding.funder.pk, tenant=tenant), api_key=api_key, lamports=funding.lamports, destination_type=funding.destination_type, field=FEE_PAYER_FIELD)
+    return {"funding": {"source": str(funding.pubkey), "lamports": funding.lamports}}
 
 
 def account_create(*, tenant, cluster: str, api_key, data: dict, svm_config: dict | None = None, request_id=None) -> AccountResult:
@@ -236,31 +288,28 @@ def account_create(*, tenant, cluster: str, api_key, data: dict, svm_config: dic
                 raise LedgerError(f"{what} needs at least {minimum} lamports to be rent exempt.", field=f"{prefix}.seed", code="SEED_BELOW_RENT")
             plan = ("create" if data_length else "transfer", lamports, owner)
 
-    prepared = funder = None
+    prepared = funding = None
     if plan is not None:
         kind, lamports, owner = plan
-        funding, funder = funding_signer(tenant=tenant, cluster=cluster, api_key=api_key, svm_config=svm_config, lamports=lamports, destination_type="MANAGED" if account.managed else "NON_MANAGED")
+        funding = funding_signer(tenant=tenant, cluster=cluster, api_key=api_key, svm_config=svm_config, lamports=lamports, destination_type="MANAGED" if account.managed else "NON_MANAGED")
         # A named funder pays the fee too; the airdrop funder holds exactly the amount, so
         # the platform fee payer pays the fee (fees only).
         config = transaction_config(tenant, cluster, svm_config)
         target = Pubkey.from_string(address)
         if kind == "create":
             ix = create_account(CreateAccountParams(from_pubkey=funding.pubkey, to_pubkey=target, lamports=lamports, space=data_length, owner=owner))
-            signers = [funding, SignerSpec(target, account.managed_key)]
+            signers = [funding.signer, SignerSpec(target, account.managed_key)]
         else:
             ix = transfer(TransferParams(from_pubkey=funding.pubkey, to_pubkey=target, lamports=lamports))
-            signers = [funding]
+            signers = [funding.signer]
         prepared = transaction_build(tenant=tenant, cluster=cluster, operation="accounts.create", instructions=[ix], signers=signers, config=config)
 
     tx = None
     with write_phase(on_abort=prepared.release if prepared else None):
-        if funder is not None:
-            # Re-check the funder's DURATION limits under its row lock (concurrent fundings).
-            network_debit_check(lock_visible_account(funder.pk, tenant=tenant), api_key=api_key, lamports=plan[1], destination_type="MANAGED" if account.managed else "NON_MANAGED", field="svmTransactionConfig.feePayer")
+        funded = funding_effects(funding, tenant=tenant, api_key=api_key)
         account_save(account, prefix=prefix)
         if prepared is not None:
-            funding_effects = {"source": str(signers[0].pubkey), "lamports": plan[1]}
-            tx = transaction_record(prepared, effects_data={"account": str(account.offchain_id), "funding": funding_effects}, api_key=api_key, request_id=request_id)
+            tx = transaction_record(prepared, effects_data={"account": str(account.offchain_id), **funded}, api_key=api_key, request_id=request_id)
             account.status = AccountStatus.PENDING
             account.creation_transaction = account.last_transaction = account.pending_transaction = tx
             account.save(update_fields=["status", "creation_transaction", "last_transaction", "pending_transaction", "updated_at"])
@@ -306,6 +355,8 @@ def _account_update(*, tenant, cluster: str, api_key, account: Account, changes:
     if new_type not in WALLET_TYPES:
         account.network_currency_debit_limits = account.token_debit_limits = None
     _conflicts(tenant, cluster, "", {k: refs.get(k) for k in ("code", "alId") if refs.get(k)} | ({"accountNumber": account.account_number, "organizationExternalId": account.organization_external_id} if refs.get("accountNumber") else {}), exclude_pk=account.pk)
+    if refs.get("alId"):
+        _al_id_written(account)
     try:
         with transaction.atomic():
             account.save()

@@ -60,16 +60,21 @@ def kind_for_type(name: str, *, field: str) -> InstrumentKind:
     return kind
 
 
-def parse(al_id: str, *, field: str) -> tuple[InstrumentKind, int]:
-    """The category/type and sequence of a given alId; 400 if it breaks the pattern."""
+def _match(al_id: str) -> tuple[InstrumentKind, int] | None:
     match = _PATTERN.fullmatch(al_id or "")
     kind = _BY_CODES.get((match["category"], match["type"])) if match else None
-    if kind is None:
+    return (kind, int(match["sequence"])) if kind is not None else None
+
+
+def parse(al_id: str, *, field: str) -> tuple[InstrumentKind, int]:
+    """The category/type and sequence of a given alId; 400 if it breaks the pattern."""
+    parsed = _match(al_id)
+    if parsed is None:
         raise LedgerError(
             "alId must be AL{category code}{type code of that category}{8 digits}, e.g. ALFICBD00000001 (docs/instruments.md).",
             field=field, code="INVALID_AL_ID",
         )
-    return kind, int(match["sequence"])
+    return parsed
 
 
 def check_reference_type(kind: InstrumentKind, reference_type: str | None, *, field: str) -> str:
@@ -91,11 +96,9 @@ def next_al_id(kind: InstrumentKind, *, tenant, cluster: str, given: str | None 
     is chosen only after a given one committing concurrently is visible: they never collide."""
     from accounts.models import Account
 
-    from .models import AlIdSequence, FinancialInstrument
+    from .models import FinancialInstrument
 
-    where = {"tenant": tenant, "cluster": cluster, "category": kind.category_code, "instrument_type": kind.type_code}
-    AlIdSequence.objects.get_or_create(**where)
-    row = AlIdSequence.objects.select_for_update().get(**where)
+    row = _lock_sequence(kind, tenant=tenant, cluster=cluster)
     if given:
         return given
     # Ids of this kind above the sequence, given by the organization: skipped, in one read.
@@ -111,3 +114,23 @@ def next_al_id(kind: InstrumentKind, *, tenant, cluster: str, given: str | None 
     row.last_value = value
     row.save(update_fields=["last_value"])
     return kind.al_id(value)
+
+
+def _lock_sequence(kind: InstrumentKind, *, tenant, cluster: str):
+    """The organization's (cluster, category, type) sequence row, locked until commit."""
+    from .models import AlIdSequence
+
+    where = {"tenant": tenant, "cluster": cluster, "category": kind.category_code, "instrument_type": kind.type_code}
+    AlIdSequence.objects.get_or_create(**where)
+    return AlIdSequence.objects.select_for_update().get(**where)
+
+
+def lock_for_account(*, tenant, cluster: str, al_id: str) -> None:
+    """An account write setting ``al_id`` (registered with accounts.services in
+    instruments/apps.py): when it has the instrument pattern, take its kind's sequence row
+    lock in the account's write phase. A generation then either runs after the account
+    commits (and skips the number) or before (and the account's unique constraint answers
+    409): a generated alId never collides with one an account sets concurrently."""
+    parsed = _match(al_id)
+    if parsed is not None:
+        _lock_sequence(parsed[0], tenant=tenant, cluster=cluster)

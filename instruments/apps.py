@@ -8,3 +8,8 @@ class InstrumentsConfig(AppConfig):
     def ready(self) -> None:
         from . import effects  # noqa: F401  (registers the area's transaction effects)
         from . import webhooks  # noqa: F401  (registers the webhook credentials with custody's rotation)
+        from accounts.services import register_al_id_write_hook
+
+        from .alid import lock_for_account
+
+        register_al_id_write_hook(lock_for_account)  # accounts cannot import an area (STYLE.md)

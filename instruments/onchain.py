@@ -101,17 +101,25 @@ def _records_by_address(instrument: FinancialInstrument, addresses: set[str], cu
     lookup would have: the record the instrument already points at when it still has that
     address (an authority another organization shares, named with
     otherTenantOrganizationExternalId, stays that record), else the tenant's own, else one
-    shared with it across tenants (lowest id: deterministic)."""
+    shared with it whose key the service holds and the tenant may sign with
+    (orgsAllowedToSignWithPrivateKey: the next update signs on platform), else any shared
+    one (lowest id: deterministic)."""
     from accounts.models import Account
+    from accounts.signers import can_sign_on_platform
 
     if not addresses:
         return {}
-    rows = Account.objects.visible_to(instrument.tenant).filter(cluster=instrument.cluster, address__in=addresses).order_by("pk")
+    tenant = instrument.tenant
+    rows = Account.objects.visible_to(tenant).filter(cluster=instrument.cluster, address__in=addresses).order_by("pk")
+
+    def rank(account: Account) -> tuple:
+        whose = 0 if account.tenant_id == tenant.pk else 1 if can_sign_on_platform(account, tenant) else 2
+        return (account.pk not in current_ids, whose, account.pk)
+
     best: dict[str, Account] = {}
     for account in rows:
-        rank = (account.pk not in current_ids, account.tenant_id != instrument.tenant_id)
         held = best.get(account.address)
-        if held is None or rank < (held.pk not in current_ids, held.tenant_id != instrument.tenant_id):
+        if held is None or rank(account) < rank(held):
             best[account.address] = account
     return best
 

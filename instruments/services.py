@@ -14,7 +14,7 @@ from solders.system_program import CreateAccountParams, TransferParams, create_a
 from accounts.locks import ensure_no_operation_in_flight, lock_account
 from accounts.lookup import OffPlatform, resolve_account, resolve_own_account
 from accounts.models import Account, AccountStatus
-from accounts.services import account_draft, account_save, account_update, funding_signer
+from accounts.services import account_draft, account_save, account_update, funding_effects, funding_signer
 from accounts.signers import ensure_usable, signer_for, transaction_config
 from ledger_project.api.errors import ConflictError, LedgerError
 from ledger_project.api.idempotency import write_phase
@@ -193,6 +193,28 @@ def _check_existing_mint(account: Account, version: str, space: int, field: str)
     return onchain.lamports
 
 
+def _al_id_free(tenant, cluster: str, al_id: str | None, prefix: str, mint_account: Account | None = None) -> None:
+    """Read phase: a given alId is free in the organization — no instrument and no account
+    but the instrument's own mint account holds it (409 DUPLICATE_AL_ID)."""
+    if not al_id:
+        return
+    accounts = Account.objects.for_tenant(tenant).filter(cluster=cluster, al_id=al_id)
+    if mint_account is not None and mint_account.pk is not None:
+        accounts = accounts.exclude(pk=mint_account.pk)
+    if FinancialInstrument.objects.for_tenant(tenant).filter(cluster=cluster, al_id=al_id).exists() or accounts.exists():
+        raise ConflictError("A financial instrument or account with this alId already exists.", field=f"{prefix}.mintAccount.offchainReferences.alId", code="DUPLICATE_AL_ID")
+
+
+def _mint_al_id(mint_account: Account, al_id: str, prefix: str, *, tenant, **fields) -> None:
+    """Write phase: the mint account takes the instrument's alId. An account that set it
+    since the read phase breaks acct_unique_alid: 409, not 500."""
+    try:
+        with transaction.atomic():
+            Account.objects.for_tenant(tenant).filter(pk=mint_account.pk).update(al_id=al_id, **fields)
+    except IntegrityError:
+        raise ConflictError("An account with this alId was recorded meanwhile.", field=f"{prefix}.mintAccount.offchainReferences.alId", code="DUPLICATE_AL_ID")
+
+
 def instrument_create(*, tenant, cluster: str, api_key, data: dict, svm_config: dict | None = None, request_id=None) -> InstrumentResult:
     """Create Financial Instrument (spec: Financial instruments 1)."""
     prefix = "itemData"
@@ -254,6 +276,7 @@ def instrument_create(*, tenant, cluster: str, api_key, data: dict, svm_config: 
             raise LedgerError("A new mint account is created by the service and signs its creation: it must be managed.", field=f"{prefix}.mintAccount.managed", code="INVALID")
         mint_account = account_draft(tenant=tenant, cluster=cluster, api_key=api_key, data={**mint_data, "offchainReferences": {**mint_refs, "type": reference_type, "alId": None}}, prefix=f"{prefix}.mintAccount", allowed_types={reference_type})
         lamports = None
+    _al_id_free(tenant, cluster, given_al_id, prefix, mint_account=existing)
     mint = Pubkey.from_string(mint_account.address)
     program = PROGRAMS[version]
 
@@ -264,8 +287,8 @@ def instrument_create(*, tenant, cluster: str, api_key, data: dict, svm_config: 
     funding = None
     if funding_needed:
         # The mint's rent comes from an account of the tenant, never the platform fee payer.
-        funding, _ = funding_signer(tenant=tenant, cluster=cluster, api_key=api_key, svm_config=svm_config, lamports=funding_needed, destination_type="MANAGED")
-        signers.append(funding)
+        funding = funding_signer(tenant=tenant, cluster=cluster, api_key=api_key, svm_config=svm_config, lamports=funding_needed, destination_type="MANAGED")
+        signers.append(funding.signer)
     if existing is None:
         ixs.append(create_account(CreateAccountParams(from_pubkey=funding.pubkey, to_pubkey=mint, lamports=rent, space=space, owner=program)))
         signers.append(SignerSpec(mint, mint_account.managed_key))
@@ -328,7 +351,8 @@ def instrument_create(*, tenant, cluster: str, api_key, data: dict, svm_config: 
             existing = lock_account(existing.pk, tenant=tenant)
             if FinancialInstrument.objects.for_tenant(tenant).filter(mint_account=existing).exists():
                 raise ConflictError("This mint account already belongs to a financial instrument.", field=f"{prefix}.existingMintAccount", code="DUPLICATE_MINT")
-        else:
+        funded = funding_effects(funding, tenant=tenant, api_key=api_key)  # the funder's limits, under its row lock
+        if existing is None:
             account_save(mint_account, prefix=f"{prefix}.mintAccount")
             instrument.mint_account = mint_account
         # The alId sequence row is the hot lock: taken last, held only until this commit.
@@ -338,11 +362,11 @@ def instrument_create(*, tenant, cluster: str, api_key, data: dict, svm_config: 
                 instrument.save()
         except IntegrityError:
             raise ConflictError("This mint or alId is already recorded.", field=f"{prefix}.mintAccount", code="DUPLICATE_INSTRUMENT")
-        tx = transaction_record(prepared, effects_data={"instrument": str(instrument.offchain_id)}, api_key=api_key, request_id=request_id)
+        tx = transaction_record(prepared, effects_data={"instrument": str(instrument.offchain_id), **funded}, api_key=api_key, request_id=request_id)
         FinancialInstrument.objects.for_tenant(tenant).filter(pk=instrument.pk).update(creation_transaction=tx, last_transaction=tx, pending_transaction=tx)
         # A new mint account is created by this transaction; an existing one only gets the alId.
         created = {"status": AccountStatus.PENDING, "creation_transaction": tx, "last_transaction": tx} if existing is None else {}
-        Account.objects.for_tenant(tenant).filter(pk=mint_account.pk).update(al_id=instrument.al_id, **created)
+        _mint_al_id(mint_account, instrument.al_id, prefix, tenant=tenant, **created)
     instrument.creation_transaction = instrument.last_transaction = instrument.pending_transaction = tx
     return InstrumentResult(instrument, tx)
 
@@ -365,6 +389,7 @@ def _onboard(*, tenant, cluster, api_key, data, mint_data, kind, al_id, referenc
         raise ConflictError("This mint is already recorded as a financial instrument.", field=f"{prefix}.mintAccount.onchainId", code="DUPLICATE_MINT")
     if existing is None:
         existing = Account.objects.for_tenant(tenant).filter(cluster=cluster, address=address).first()
+    _al_id_free(tenant, cluster, al_id, prefix, mint_account=existing)
     if existing is None:
         # Onboarded mints are not managed unless their key is imported with them.
         imported = bool((mint_data.get("privateKeyDetails") or {}).get("privateKey"))
@@ -399,7 +424,7 @@ def _onboard(*, tenant, cluster, api_key, data, mint_data, kind, al_id, referenc
                 instrument.save()
         except IntegrityError:
             raise ConflictError("This mint or alId is already recorded.", field=f"{prefix}.mintAccount", code="DUPLICATE_INSTRUMENT")
-        Account.objects.for_tenant(tenant).filter(pk=existing.pk).update(al_id=instrument.al_id)
+        _mint_al_id(existing, instrument.al_id, prefix, tenant=tenant)
     return InstrumentResult(instrument, None)
 
 
@@ -446,9 +471,10 @@ def _locked_again(read: FinancialInstrument, field: str) -> FinancialInstrument:
     return locked
 
 
-def _record(instrument: FinancialInstrument, prepared: Prepared, *, api_key, request_id) -> Transaction:
-    """Write phase: the Transaction row, and the instrument's in-flight marker."""
-    tx = transaction_record(prepared, effects_data={"instrument": str(instrument.offchain_id)}, api_key=api_key, request_id=request_id)
+def _record(instrument: FinancialInstrument, prepared: Prepared, *, api_key, request_id, funded: dict | None = None) -> Transaction:
+    """Write phase: the Transaction row (with ``funding_effects``' entry when the request
+    funds the mint), and the instrument's in-flight marker."""
+    tx = transaction_record(prepared, effects_data={"instrument": str(instrument.offchain_id), **(funded or {})}, api_key=api_key, request_id=request_id)
     FinancialInstrument.objects.for_tenant(prepared.tenant).filter(pk=instrument.pk).update(last_transaction=tx, pending_transaction=tx)
     instrument.last_transaction = instrument.pending_transaction = tx
     return tx
@@ -467,6 +493,7 @@ def instrument_update(*, tenant, cluster: str, api_key, instrument: FinancialIns
     config = transaction_config(tenant, cluster, svm_config)
     ixs: list = []
     signers: dict[str, SignerSpec] = {}
+    funding = None  # a rent top-up's funder (funding_signer)
 
     def sign(authority: Authority, field: str) -> Pubkey:
         signers.setdefault(authority.address, _signer(authority, tenant, field))
@@ -506,8 +533,8 @@ def instrument_update(*, tenant, cluster: str, api_key, instrument: FinancialIns
                 have = rpc.balance(mint)
                 if needed > have:
                     # The top-up comes from an account of the tenant, never the platform fee payer.
-                    funding, _ = funding_signer(tenant=tenant, cluster=cluster, api_key=api_key, svm_config=svm_config, lamports=needed - have, destination_type="MANAGED")
-                    signers.setdefault(str(funding.pubkey), funding)
+                    funding = funding_signer(tenant=tenant, cluster=cluster, api_key=api_key, svm_config=svm_config, lamports=needed - have, destination_type="MANAGED")
+                    signers.setdefault(str(funding.pubkey), funding.signer)
                     ixs.insert(0, transfer(TransferParams(from_pubkey=funding.pubkey, to_pubkey=mint, lamports=needed - have)))
     if "decimals" in (onchain or {}) and onchain["decimals"] is not None and onchain["decimals"] != instrument.decimals:
         raise LedgerError("A mint's decimals cannot change.", field=f"{p}.onchainData.decimals", code="IMMUTABLE")
@@ -585,6 +612,7 @@ def instrument_update(*, tenant, cluster: str, api_key, instrument: FinancialIns
     tx = None
     with write_phase(on_abort=prepared.release if prepared else None):
         instrument = _locked_again(read, f"{p}.mintAccount") if prepared else lock_instrument(read.pk, tenant=tenant)
+        funded = funding_effects(funding, tenant=tenant, api_key=api_key)
         if mint_refs is not None:
             account_update(tenant=tenant, cluster=cluster, api_key=api_key, account=instrument.mint_account, changes={"offchainReferences": mint_refs})
         if hooks is not None:
@@ -594,7 +622,7 @@ def instrument_update(*, tenant, cluster: str, api_key, instrument: FinancialIns
         if updates:
             instrument.save(update_fields=[*updates, "updated_at"])
         if prepared is not None:
-            tx = _record(instrument, prepared, api_key=api_key, request_id=request_id)
+            tx = _record(instrument, prepared, api_key=api_key, request_id=request_id, funded=funded)
     return InstrumentResult(instrument, tx)
 
 

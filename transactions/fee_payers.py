@@ -155,7 +155,8 @@ def nonce_pool_reclaim(*, cluster: str | None = None) -> int:
 
 
 def nonce_pool_fill(*, cluster: str, target: int | None = None) -> int:
-    """Bring the free part of the pool up to ``target`` (LEDGER_NONCE_POOL_TARGET); finish
+    """Bring the free part of the pool up to ``target`` (LEDGER_NONCE_POOL_TARGET), never
+    past LEDGER_NONCE_POOL_MAX accounts in all (free and leased); finish
     accounts a crash left CREATING. Returns how many accounts became READY."""
     target = settings.LEDGER_NONCE_POOL_TARGET if target is None else target
     nonce_pool_reclaim(cluster=cluster)
@@ -164,7 +165,10 @@ def nonce_pool_fill(*, cluster: str, target: int | None = None) -> int:
     for row in NonceAccount.objects.filter(cluster=cluster, state=NonceState.CREATING, created_at__lt=stale).order_by("pk"):
         _nonce_account_finish(row)
         ready += 1
-    while _free(cluster).count() < target:
+    # LEDGER_NONCE_POOL_MAX bounds the rent the platform fee payer locks in nonce accounts:
+    # past it no account is created however many leases are held (a lease then answers 503).
+    pool_max = settings.LEDGER_NONCE_POOL_MAX
+    while _free(cluster).count() < target and NonceAccount.objects.filter(cluster=cluster).count() < pool_max:
         _nonce_account_finish(nonce_account_record(cluster=cluster))
         ready += 1
     return ready

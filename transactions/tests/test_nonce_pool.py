@@ -149,3 +149,17 @@ def test_refusal_in_the_write_phase_releases_the_nonce_lease(api, private_node, 
     row = NonceAccount.objects.get()
     assert row.leased_at is None and row.leased_by_id is None  # released now, not at the reclaim
     assert not Transaction.unscoped.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_pool_never_grows_past_its_maximum(private_node, settings):
+    client, _ = private_node
+    settings.LEDGER_NONCE_POOL_MAX = 2
+    assert fee_payers.nonce_pool_fill(cluster=CLUSTER, target=1) == 1
+    fee_payers.nonce_lease(cluster=CLUSTER)
+    assert fee_payers.nonce_pool_fill(cluster=CLUSTER, target=1) == 1
+    fee_payers.nonce_lease(cluster=CLUSTER)  # both held: the fill may not add a third
+    assert fee_payers.nonce_pool_fill(cluster=CLUSTER, target=1) == 0
+    with pytest.raises(fee_payers.NoncePoolEmpty):
+        fee_payers.nonce_lease(cluster=CLUSTER)
+    assert NonceAccount.objects.count() == 2 and len(onchain_nonce_accounts(client)) == 2

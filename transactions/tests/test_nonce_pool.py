@@ -163,3 +163,18 @@ def test_pool_never_grows_past_its_maximum(private_node, settings):
     with pytest.raises(fee_payers.NoncePoolEmpty):
         fee_payers.nonce_lease(cluster=CLUSTER)
     assert NonceAccount.objects.count() == 2 and len(onchain_nonce_accounts(client)) == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_tenant_nonce_lease_quota_is_429_and_changes_nothing(api, private_node, settings):
+    client, _ = private_node
+    settings.LEDGER_NONCE_LEASES_PER_TENANT = 1
+    payer = tenant_payer(api, client)
+    fee_payers.nonce_pool_fill(cluster=CLUSTER, target=2)
+    assert seeded_create(api, payer, 2_000_000).status_code == 201
+    accounts = Account.unscoped.count()
+    refused = seeded_create(api, payer, 2_000_000)
+    assert_error(refused, 429, "NONCE_LEASE_QUOTA_EXCEEDED")
+    assert int(refused["Retry-After"]) > 0
+    assert Account.unscoped.count() == accounts and Transaction.unscoped.count() == 1
+    assert NonceAccount.objects.filter(leased_at__isnull=False).count() == 1

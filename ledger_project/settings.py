@@ -235,6 +235,12 @@ LEDGER_LOCALNET_AIRDROP_FUNDING = env.bool("LEDGER_LOCALNET_AIRDROP_FUNDING", de
 LEDGER_NONCE_POOL_CLUSTERS = env.list("LEDGER_NONCE_POOL_CLUSTERS", default=[LEDGER_DEFAULT_CLUSTER])
 LEDGER_NONCE_POOL_TARGET = env.int("LEDGER_NONCE_POOL_TARGET", default=4)
 LEDGER_NONCE_POOL_LOW_WATER = env.int("LEDGER_NONCE_POOL_LOW_WATER", default=2)
+# At most this many nonce accounts per cluster, free and leased (their rent is the platform
+# fee payer's): past it a DURABLE_NONCE request answers 503 NONCE_POOL_EMPTY.
+LEDGER_NONCE_POOL_MAX = env.int("LEDGER_NONCE_POOL_MAX", default=64)
+# Nonce leases one tenant may hold at once (bound to its transactions): past it 429
+# NONCE_LEASE_QUOTA_EXCEEDED, so one tenant cannot take the whole pool.
+LEDGER_NONCE_LEASES_PER_TENANT = env.int("LEDGER_NONCE_LEASES_PER_TENANT", default=16)
 LEDGER_NONCE_POOL_RETRY_AFTER_SECONDS = env.int("LEDGER_NONCE_POOL_RETRY_AFTER_SECONDS", default=5)
 LEDGER_NONCE_LEASE_TIMEOUT_SECONDS = env.int("LEDGER_NONCE_LEASE_TIMEOUT_SECONDS", default=300)
 # A DURABLE_NONCE transaction not landed this long after it was built (waiting for

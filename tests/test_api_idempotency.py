@@ -119,6 +119,15 @@ def test_refusal_inside_the_write_phase_rolls_back_its_rows_and_is_replayed(api)
     assert second.status_code == 409 and second.content == first.content
 
 
+@pytest.mark.django_db
+def test_refusal_inside_the_write_phase_runs_the_abort_actions(api):
+    from tests.support import urls
+
+    first = api.call("post", PHASED, {"itemData": {"externalId": "REFUSE2"}}, request_id=uuid.uuid4())
+    assert_error(first, 409, "CONFLICT")
+    assert urls.ABORTED.count("REFUSE2") == 1
+
+
 @pytest.mark.django_db(transaction=True)
 def test_crash_in_the_write_phase_leaves_nothing_and_releases_what_was_leased(api):
     from tests.support import urls

@@ -30,7 +30,7 @@ from solders.system_program import (
     initialize_nonce_account,
 )
 
-from ledger_project.api.errors import ServiceUnavailableError
+from ledger_project.api.errors import RateLimitedError, ServiceUnavailableError
 
 from .chain import builder
 from .chain.errors import SimulationFailed
@@ -105,7 +105,20 @@ def _free(cluster: str):
     return NonceAccount.objects.filter(cluster=cluster, state=NonceState.READY, leased_by__isnull=True, leased_at__isnull=True)
 
 
-def nonce_lease(*, cluster: str) -> NonceAccount:
+class NonceLeaseQuotaExceeded(RateLimitedError):
+    """429: the tenant already holds LEDGER_NONCE_LEASES_PER_TENANT nonce leases."""
+
+    code = "NONCE_LEASE_QUOTA_EXCEEDED"
+
+    def __init__(self, held: int, retry_after: int):
+        super().__init__(
+            retry_after,
+            f"This tenant already holds {held} durable nonce leases (transactions not yet landed or ended); "
+            "sign, cancel or let some expire, or use messageLifetimeStrategy RECENT_BLOCKHASH.",
+        )
+
+
+def nonce_lease(*, cluster: str, tenant=None) -> NonceAccount:
     """Lease a free, ready nonce account of the pool: its own short committed write.
 
     Never creates an account on chain (that is the pool task's job): when none is free the
@@ -113,6 +126,10 @@ def nonce_lease(*, cluster: str) -> NonceAccount:
     the lease to its transaction (``leased_by``) when it records it, or releases it
     (``nonce_lease_release``); a lease never bound is reclaimed by the pool task.
     """
+    if tenant is not None:
+        held = NonceAccount.objects.filter(leased_by__tenant=tenant).count()
+        if held >= settings.LEDGER_NONCE_LEASES_PER_TENANT:
+            raise NonceLeaseQuotaExceeded(held, settings.LEDGER_NONCE_POOL_RETRY_AFTER_SECONDS)
     row = None
     for _ in range(5):
         with transaction.atomic():
@@ -155,7 +172,8 @@ def nonce_pool_reclaim(*, cluster: str | None = None) -> int:
 
 
 def nonce_pool_fill(*, cluster: str, target: int | None = None) -> int:
-    """Bring the free part of the pool up to ``target`` (LEDGER_NONCE_POOL_TARGET); finish
+    """Bring the free part of the pool up to ``target`` (LEDGER_NONCE_POOL_TARGET), never
+    past LEDGER_NONCE_POOL_MAX accounts in all (free and leased); finish
     accounts a crash left CREATING. Returns how many accounts became READY."""
     target = settings.LEDGER_NONCE_POOL_TARGET if target is None else target
     nonce_pool_reclaim(cluster=cluster)
@@ -164,7 +182,10 @@ def nonce_pool_fill(*, cluster: str, target: int | None = None) -> int:
     for row in NonceAccount.objects.filter(cluster=cluster, state=NonceState.CREATING, created_at__lt=stale).order_by("pk"):
         _nonce_account_finish(row)
         ready += 1
-    while _free(cluster).count() < target:
+    # LEDGER_NONCE_POOL_MAX bounds the rent the platform fee payer locks in nonce accounts:
+    # past it no account is created however many leases are held (a lease then answers 503).
+    pool_max = settings.LEDGER_NONCE_POOL_MAX
+    while _free(cluster).count() < target and NonceAccount.objects.filter(cluster=cluster).count() < pool_max:
         _nonce_account_finish(nonce_account_record(cluster=cluster))
         ready += 1
     return ready

@@ -145,7 +145,7 @@ def transaction_build(
     nonce_row = None
     nonce = None
     if config.lifetime == MessageLifetime.DURABLE_NONCE:
-        nonce_row = fee_payers.nonce_lease(cluster=cluster)
+        nonce_row = fee_payers.nonce_lease(cluster=cluster, tenant=tenant)
         nonce = builder.NonceLease(address=Pubkey.from_string(nonce_row.address), authority=_pubkey_of(nonce_row.authority_key))
         by_key.setdefault(str(nonce.authority), SignerSpec(nonce.authority, nonce_row.authority_key))
     try:

@@ -133,7 +133,8 @@ class _Pending:
                 callback()
 
     def commit(self, response, *, failed: BaseException | None) -> None:
-        """Store the response with the rows (a 4xx: without the operation's rows)."""
+        """Store the response with the rows (a 4xx: without the operation's rows, and
+        the ``on_abort`` actions run once the record is stored)."""
         if not self.entered:
             self.begin()
         if failed is not None:
@@ -147,7 +148,12 @@ class _Pending:
             self.record.save(update_fields=["status_code", "response_bytes"])
         outer, self.outer = self.outer, None
         outer.__exit__(None, None, None)
-        self.on_abort = []
+        callbacks, self.on_abort = self.on_abort, []
+        if failed is not None:
+            # A 4xx rolled the operation's rows back (only the record stays, for replay):
+            # release what the operation held (a nonce lease) now, not at the reclaim.
+            for callback in callbacks:
+                callback()
 
 
 _pending: contextvars.ContextVar[_Pending | None] = contextvars.ContextVar("ledger_write_phase", default=None)

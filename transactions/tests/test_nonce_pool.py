@@ -130,3 +130,51 @@ def test_durable_nonce_request_uses_a_pooled_account(api, private_node):
     lease = NonceAccount.objects.get(address=tx.nonce_account)
     assert lease.leased_by_id == tx.pk and lease.leased_at is not None
     assert len(onchain_nonce_accounts(client)) == 2  # nothing created by the request
+
+
+@pytest.mark.django_db(transaction=True)
+def test_refusal_in_the_write_phase_releases_the_nonce_lease(api, private_node, monkeypatch):
+    from accounts import services as account_services
+    from ledger_project.api.errors import ConflictError
+
+    client, _ = private_node
+    payer = tenant_payer(api, client)
+    fee_payers.nonce_pool_fill(cluster=CLUSTER, target=1)
+
+    def refuse(account, *, prefix="itemData"):
+        raise ConflictError("injected conflict in the write phase", field=f"{prefix}.onchainId")
+
+    monkeypatch.setattr(account_services, "account_save", refuse)
+    assert_error(seeded_create(api, payer, 2_000_000), 409, "CONFLICT")
+    row = NonceAccount.objects.get()
+    assert row.leased_at is None and row.leased_by_id is None  # released now, not at the reclaim
+    assert not Transaction.unscoped.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_pool_never_grows_past_its_maximum(private_node, settings):
+    client, _ = private_node
+    settings.LEDGER_NONCE_POOL_MAX = 2
+    assert fee_payers.nonce_pool_fill(cluster=CLUSTER, target=1) == 1
+    fee_payers.nonce_lease(cluster=CLUSTER)
+    assert fee_payers.nonce_pool_fill(cluster=CLUSTER, target=1) == 1
+    fee_payers.nonce_lease(cluster=CLUSTER)  # both held: the fill may not add a third
+    assert fee_payers.nonce_pool_fill(cluster=CLUSTER, target=1) == 0
+    with pytest.raises(fee_payers.NoncePoolEmpty):
+        fee_payers.nonce_lease(cluster=CLUSTER)
+    assert NonceAccount.objects.count() == 2 and len(onchain_nonce_accounts(client)) == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_tenant_nonce_lease_quota_is_429_and_changes_nothing(api, private_node, settings):
+    client, _ = private_node
+    settings.LEDGER_NONCE_LEASES_PER_TENANT = 1
+    payer = tenant_payer(api, client)
+    fee_payers.nonce_pool_fill(cluster=CLUSTER, target=2)
+    assert seeded_create(api, payer, 2_000_000).status_code == 201
+    accounts = Account.unscoped.count()
+    refused = seeded_create(api, payer, 2_000_000)
+    assert_error(refused, 429, "NONCE_LEASE_QUOTA_EXCEEDED")
+    assert int(refused["Retry-After"]) > 0
+    assert Account.unscoped.count() == accounts and Transaction.unscoped.count() == 1
+    assert NonceAccount.objects.filter(leased_at__isnull=False).count() == 1

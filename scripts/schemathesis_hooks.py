@@ -30,6 +30,20 @@ def _metadata_keys_ok(node) -> bool:
     return True
 
 
+# Create Financial Instrument: positions start FROZEN only with a freezeAuthority, unless the mint
+# is onboarded (alreadyOnchain). Stated in the OpenAPI's description only: with the other rules of
+# CreateInstrumentItemRequest, one more anyOf is past what schemathesis's canonicalizer expands.
+def _frozen_ok(body) -> bool:
+    if not isinstance(body, dict) or not isinstance(body.get("itemData"), dict):
+        return True
+    data = body["itemData"]
+    if data.get("alreadyOnchain") is True or data.get("alreadyOnChain") is True:
+        return True
+    return data.get("defaultPositionState") != "FROZEN" or data.get("freezeAuthority") is not None
+
+
 @schemathesis.hook
 def filter_case(context, case) -> bool:
+    if case.operation.method.upper() == "POST" and case.operation.path == "/api/v1/financial-instruments" and not _frozen_ok(case.body):
+        return False
     return _metadata_keys_ok(case.body)

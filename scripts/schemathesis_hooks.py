@@ -3,6 +3,8 @@ custom string formats the OpenAPI declares (ledger_project/api/schema.py)."""
 
 from __future__ import annotations
 
+import ipaddress
+
 import schemathesis
 from hypothesis import strategies as st
 from solders.keypair import Keypair
@@ -15,6 +17,11 @@ schemathesis.openapi.format("base58-address", st.binary(min_size=32, max_size=32
 # "base58-secret-key": a private key to import (base58 of a 64-byte secret key).
 schemathesis.openapi.format("base58-secret-key", st.binary(min_size=32, max_size=32).map(lambda seed: str(Keypair.from_seed(seed))))
 
+
+# "outbound-url": an https URL the service may call. Whether a host resolves, and to public
+# addresses, is a fact of DNS, not of the body: generate public IPv4 literals (no lookup).
+_public_ipv4 = st.integers(min_value=1 << 24, max_value=(224 << 24) - 1).map(ipaddress.IPv4Address).filter(lambda a: a.is_global)
+schemathesis.openapi.format("outbound-url", st.tuples(_public_ipv4, st.from_regex(r"\A(/[a-z0-9]{0,12}){0,3}\Z")).map(lambda parts: f"https://{parts[0]}{parts[1]}"))
 
 # Keys of simpleCustomMetadata are 1 to 64 characters (the schema's x-propertyNames: OpenAPI
 # 3.0 cannot say it in a way generators read). Bodies breaking it are schema-invalid too.

@@ -376,7 +376,15 @@ def postprocess(result, generator, request, public):
         if node.get("format") == "base58-address":
             node.pop("minLength", None)
             node.pop("maxLength", None)
-    # A lookup names a record by onchainId, offchainId or offchainReferences.
+    # URLs the service calls: https, no credentials; the host must resolve to public addresses
+    # only (ledger_project/outbound.py) — a fact of DNS, not of the body: format outbound-url.
+    for node in _walk(schemas):
+        for name in ("endpointUrl", "accessTokenUrl"):
+            prop = (node.get("properties") or {}).get(name) if isinstance(node.get("properties"), dict) else None
+            if isinstance(prop, dict) and prop.get("type") == "string":
+                prop["format"] = "outbound-url"
+                prop["pattern"] = "^https://[^/?#@]+(?:[/?#].*)?$"
+                prop["description"] = "https URL without credentials whose host resolves to public addresses only (400 URL_NOT_ALLOWED)."
     # A lookup names a record by onchainId, offchainId or offchainReferences, and
     # offchainReferences by alId, code or accountNumber (instruments: alId or code); given
     # with other identifiers, offchainReferences is empty or names the record too

@@ -38,14 +38,15 @@ def _metadata_keys_ok(node) -> bool:
 
 
 # Create Financial Instrument: positions start FROZEN only with a freezeAuthority, unless the mint
-# is onboarded (alreadyOnchain). Stated in the OpenAPI's description only: with the other rules of
+# is onboarded (alreadyOnchain), which names the mint (mintAccount.onchainId or existingMintAccount). Stated in the OpenAPI's description only: with the other rules of
 # CreateInstrumentItemRequest, one more anyOf is past what schemathesis's canonicalizer expands.
 def _frozen_ok(body) -> bool:
     if not isinstance(body, dict) or not isinstance(body.get("itemData"), dict):
         return True
     data = body["itemData"]
     if data.get("alreadyOnchain") is True or data.get("alreadyOnChain") is True:
-        return True
+        # onboarding names the mint
+        return data.get("existingMintAccount") is not None or bool((data.get("mintAccount") or {}).get("onchainId"))
     return data.get("defaultPositionState") != "FROZEN" or data.get("freezeAuthority") is not None
 
 

@@ -289,7 +289,9 @@ def _filter_value_branches(data_type: str, nullable: bool) -> list[dict]:
     if data_type in ("NUMBER", "TIMESTAMP", "TEXT"):
         low, high = ("valueFromNumber", "valueToNumber") if data_type == "NUMBER" else ("valueFromString", "valueToString")
         bound = number if data_type == "NUMBER" else _TYPED_STRING[data_type]
-        branches.append(branch(("RANGE",), any_of=[{"required": [low], "properties": {low: bound}}, {"required": [high], "properties": {high: bound}}]))
+        ranged = branch(("RANGE",), any_of=[{"required": [low], "properties": {low: bound}}, {"required": [high], "properties": {high: bound}}])
+        ranged["properties"].update({low: {**bound, "nullable": True}, high: {**bound, "nullable": True}})  # both bounds, when given, are typed
+        branches.append(ranged)
     if data_type == "TEXT":
         branches.append(branch(("CONTAINS",), scalar))
     if nullable:
@@ -475,11 +477,16 @@ def postprocess(result, generator, request, public):
         ]}
         onboarding = {"anyOf": [{"required": ["alreadyOnchain"], "properties": {"alreadyOnchain": {"type": "boolean", "enum": [True]}}},
                                 {"required": ["alreadyOnChain"], "properties": {"alreadyOnChain": {"type": "boolean", "enum": [True]}}}]}
+        # (Onboarding names the mint, mintAccount.onchainId or existingMintAccount: REQUIRED; stated in
+        # alreadyOnchain's description and the schemathesis filter_case hook, like FROZEN below.)
         create_instrument["allOf"].append({"anyOf": [onboarding, new_mint]})
         # Positive multipliers only (OUT_OF_RANGE).
         multiplier = create_instrument["properties"].get("scaledUiAmountMultiplier")
         if multiplier is not None:
             multiplier.update({"minimum": 0, "exclusiveMinimum": True})
+        for name in ("alreadyOnchain", "alreadyOnChain"):
+            if name in create_instrument["properties"]:
+                create_instrument["properties"][name]["description"] = "true: record a mint that exists, named by mintAccount.onchainId or existingMintAccount (400 REQUIRED)."
         state = create_instrument["properties"].get("defaultPositionState")
         if state is not None:
             state["description"] = "FROZEN needs a freezeAuthority when a new mint is created (400 REQUIRES_FREEZE_AUTHORITY)."

@@ -290,7 +290,8 @@ def _filter_value_branches(data_type: str, nullable: bool) -> list[dict]:
         low, high = ("valueFromNumber", "valueToNumber") if data_type == "NUMBER" else ("valueFromString", "valueToString")
         bound = number if data_type == "NUMBER" else _TYPED_STRING[data_type]
         ranged = branch(("RANGE",), any_of=[{"required": [low], "properties": {low: bound}}, {"required": [high], "properties": {high: bound}}])
-        ranged["properties"].update({low: {**bound, "nullable": True}, high: {**bound, "nullable": True}})  # both bounds, when given, are typed
+        optional = decimal_schema(28, 12, blank=True) if data_type == "NUMBER" else bound  # DRF reads a blank decimal as null
+        ranged["properties"].update({low: {**optional, "nullable": True}, high: {**optional, "nullable": True}})  # both bounds, when given, are typed
         branches.append(ranged)
     if data_type == "TEXT":
         branches.append(branch(("CONTAINS",), scalar))

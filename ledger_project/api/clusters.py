@@ -18,6 +18,9 @@ def configured_clusters() -> dict[str, str]:
 def cluster_from_request(request) -> str:
     params = request.query_params if hasattr(request, "query_params") else request.GET
     new, old = params.get("svmCluster"), params.get("chainClusterId")
+    for given in ("svmCluster", "chainClusterId"):
+        if given in params and not params.get(given, "").strip():
+            raise LedgerError("An empty cluster name names no cluster; omit the parameter for the default.", field=given, code="INVALID_CLUSTER")
     if new and old and new != old:
         raise LedgerError("svmCluster and chainClusterId name different clusters; send one.", field="svmCluster", code="INVALID_CLUSTER")
     name = (new or old or settings.LEDGER_DEFAULT_CLUSTER).strip()

@@ -290,7 +290,10 @@ def _filter_value_branches(data_type: str, nullable: bool) -> list[dict]:
     if data_type in ("NUMBER", "TIMESTAMP", "TEXT"):
         low, high = ("valueFromNumber", "valueToNumber") if data_type == "NUMBER" else ("valueFromString", "valueToString")
         bound = number if data_type == "NUMBER" else _TYPED_STRING[data_type]
-        branches.append(branch(("RANGE",), any_of=[{"required": [low], "properties": {low: bound}}, {"required": [high], "properties": {high: bound}}]))
+        ranged = branch(("RANGE",), any_of=[{"required": [low], "properties": {low: bound}}, {"required": [high], "properties": {high: bound}}])
+        optional = decimal_schema(28, 12, blank=True) if data_type == "NUMBER" else bound  # DRF reads a blank decimal as null
+        ranged["properties"].update({low: {**optional, "nullable": True}, high: {**optional, "nullable": True}})  # both bounds, when given, are typed
+        branches.append(ranged)
     if data_type == "TEXT":
         branches.append(branch(("CONTAINS",), scalar))
     if nullable:
@@ -377,7 +380,15 @@ def postprocess(result, generator, request, public):
         if node.get("format") == "base58-address":
             node.pop("minLength", None)
             node.pop("maxLength", None)
-    # A lookup names a record by onchainId, offchainId or offchainReferences.
+    # URLs the service calls: https, no credentials; the host must resolve to public addresses
+    # only (ledger_project/outbound.py) — a fact of DNS, not of the body: format outbound-url.
+    for node in _walk(schemas):
+        for name in ("endpointUrl", "accessTokenUrl"):
+            prop = (node.get("properties") or {}).get(name) if isinstance(node.get("properties"), dict) else None
+            if isinstance(prop, dict) and prop.get("type") == "string":
+                prop["format"] = "outbound-url"
+                prop["pattern"] = "^https://[^/?#@]+(?:[/?#].*)?$"
+                prop["description"] = "https URL without credentials whose host resolves to public addresses only (400 URL_NOT_ALLOWED)."
     # A lookup names a record by onchainId, offchainId or offchainReferences, and
     # offchainReferences by alId, code or accountNumber (instruments: alId or code); given
     # with other identifiers, offchainReferences is empty or names the record too
@@ -442,11 +453,61 @@ def postprocess(result, generator, request, public):
                        {"properties": {"alreadyOnChain": {"type": "boolean", "enum": [True]}, "alreadyOnchain": {"type": "boolean", "enum": [True]}}},
                        {"properties": {"alreadyOnChain": {"type": "boolean", "enum": [False]}, "alreadyOnchain": {"type": "boolean", "enum": [False]}}}]},
         ]
+        # Creating a new mint (not onboarding one: alreadyOnchain) — instruments/services.py
+        # instrument_create, requested_extensions.
+        _given_object = lambda name: {"required": [name], "properties": {name: {"type": "object"}}}  # noqa: E731
+        from instruments.services import EXTENSION_FIELDS
+
+        spl_no_extensions = {"properties": {
+            **{name: _null for name in [*EXTENSION_FIELDS, "defaultPositionState"]},
+            "onchainData": {"type": "object", "nullable": True, "properties": {"simpleCustomMetadata": {"type": "object", "nullable": True, "maxProperties": 0}}},
+        }}
+        new_mint = {"allOf": [
+            # A new mint needs its mintAuthority (REQUIRED).
+            _given_object("mintAuthority"),
+            # SPL mints have no extensions (SPL_NO_EXTENSIONS).
+            {"anyOf": [{"properties": {"version": {"type": "string", "nullable": True, "enum": [None, "TOKEN_2022"]}}}, spl_no_extensions]},
+            # Confidential mint and burn needs its keys and confidential transfers (EXTENSION_REQUIRES, INVALID).
+            {"anyOf": [{"properties": {"confidentialMintBurn": _null, "confidentialMintBurnAuthority": _null}},
+                       {"allOf": [_given_object("confidentialMintBurn"), {"anyOf": [_given_object("confidentialTransfer"), _given_object("confidentialTransferAuthority")]}]}]},
+            # (Positions start FROZEN only with a freezeAuthority, REQUIRES_FREEZE_AUTHORITY: stated in
+            # defaultPositionState's description and the schemathesis filter_case hook — one more
+            # anyOf here is past what schemathesis's canonicalizer expands; docs/api.md.)
+            # A new mint account is managed; its size and rent follow from the extensions (INVALID).
+            {"properties": {"mintAccount": {"type": "object", "nullable": True, "properties": {
+                "dataLength": {"type": "integer", "enum": [0]}, "seed": _null, "managed": {"type": "boolean", "enum": [True]}}}}},
+        ]}
+        onboarding = {"anyOf": [{"required": ["alreadyOnchain"], "properties": {"alreadyOnchain": {"type": "boolean", "enum": [True]}}},
+                                {"required": ["alreadyOnChain"], "properties": {"alreadyOnChain": {"type": "boolean", "enum": [True]}}}]}
+        # (Onboarding names the mint, mintAccount.onchainId or existingMintAccount: REQUIRED; stated in
+        # alreadyOnchain's description and the schemathesis filter_case hook, like FROZEN below.)
+        create_instrument["allOf"].append({"anyOf": [onboarding, new_mint]})
+        # Positive multipliers only (OUT_OF_RANGE).
+        multiplier = create_instrument["properties"].get("scaledUiAmountMultiplier")
+        if multiplier is not None:
+            multiplier.update({"minimum": 0, "exclusiveMinimum": True})
+        for name in ("alreadyOnchain", "alreadyOnChain"):
+            if name in create_instrument["properties"]:
+                create_instrument["properties"][name]["description"] = "true: record a mint that exists, named by mintAccount.onchainId or existingMintAccount (400 REQUIRED)."
+        state = create_instrument["properties"].get("defaultPositionState")
+        if state is not None:
+            state["description"] = "FROZEN needs a freezeAuthority when a new mint is created (400 REQUIRES_FREEZE_AUTHORITY)."
         # A given alId follows AL{category}{type of that category}{8 digits} (instruments/alid.py).
         mint_account = create_instrument["properties"].get("mintAccount")
         if mint_account is not None:
             mint_account.setdefault("allOf", []).append({"properties": {"offchainReferences": {"type": "object", "nullable": True, "properties": {
                 "alId": {"type": "string", "nullable": True, "pattern": al_id_pattern(), "description": "AL{category code}{type code of that category}{8 digits}, e.g. ALFICBD00000001."}}}}})
+    # ElGamal public keys are 32 bytes, a decryptable supply 36 bytes, base64-encoded (INVALID).
+    base64_sizes = {"ConfidentialTransferRequest": {"auditorElgamalPubkey": 32}, "ConfidentialMintBurnRequest": {"supplyElgamalPubkey": 32, "decryptableSupply": 36}}
+    for name, fields in base64_sizes.items():
+        for field, size in fields.items():
+            if name in schemas and field in schemas[name]["properties"]:
+                prop = schemas[name]["properties"][field]
+                full, rest = divmod(size, 3)
+                prop["pattern"] = f"^[A-Za-z0-9+/]{{{4 * full}}}" + ("" if not rest else f"[A-Za-z0-9+/]{{{rest + 1}}}{'=' * (3 - rest)}") + "$"
+                prop.pop("minLength", None)
+                prop.pop("maxLength", None)
+                prop["description"] = f"{size} bytes, base64-encoded."
     calculator = schemas.get("CalculatorInputRequest")
     if calculator is not None:
         calculator["properties"]["extensions"] = {"allOf": [calculator["properties"]["extensions"],

@@ -127,6 +127,10 @@ class TestClusters:
     def test_unknown_cluster_is_400(self, api):
         assert_error(api.get(WHOAMI + "?svmCluster=CHAIN_NOWHERE"), 400, "INVALID_CLUSTER", "svmCluster")
 
+    def test_empty_cluster_name_is_400(self, api):
+        assert_error(api.get(WHOAMI + "?chainClusterId=&svmCluster=CHAIN_LOCALNET"), 400, "INVALID_CLUSTER", "chainClusterId")
+        assert_error(api.get(WHOAMI + "?svmCluster="), 400, "INVALID_CLUSTER", "svmCluster")
+
     def test_older_alias_is_accepted(self, api):
         response = api.get(WHOAMI + "?chainClusterId=CHAIN_LOCALNET")
         assert response.status_code == 200 and response.json()["svmCluster"] == "CHAIN_LOCALNET"

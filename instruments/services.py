@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import base64
-import math
 from dataclasses import dataclass
 
 from django.db import IntegrityError, transaction
@@ -24,11 +22,12 @@ from transactions.models import Transaction
 from transactions.services import Prepared, SignerSpec, transaction_build, transaction_record
 
 from . import alid, webhooks
+from .extensions import b64_of, metadata_of, multiplier_of, requested_extensions
 from .locks import lock_instrument
 from .models import FinancialInstrument, InstrumentStatus, PositionState, TokenVersion, authority_column
 from .onchain import PROGRAMS, apply_chain_state, chain_fields, read_mint
 from .token2022 import instructions as t22
-from .token2022.constants import API_EXTENSIONS, AccountState, AuthorityType, ExtensionType
+from .token2022.constants import API_EXTENSIONS, AccountState, AuthorityType
 from .token2022.sizes import mint_size, mint_space
 
 #: Create/Update body authority fields → role (models.AUTHORITY_ROLES).
@@ -37,14 +36,6 @@ AUTHORITY_FIELDS = {
     "permanentDelegateAuthority": "permanentDelegate", "closingAuthority": "closing", "pausableAuthority": "pausable",
     "scaledUiAmountAuthority": "scaledUiAmount", "transferHookAuthority": "transferHook",
     "confidentialTransferAuthority": "confidentialTransfer", "confidentialMintBurnAuthority": "confidentialMintBurn",
-}
-#: Fields that imply a Token-2022 extension (docs/instruments.md, "Extensions follow from the fields").
-EXTENSION_FIELDS = {
-    "permanentDelegateAuthority": "PERMANENT_DELEGATE", "closingAuthority": "MINT_CLOSE_AUTHORITY", "pausableAuthority": "PAUSABLE",
-    "scaledUiAmountAuthority": "SCALED_UI_AMOUNT", "scaledUiAmountMultiplier": "SCALED_UI_AMOUNT",
-    "transferHookAuthority": "TRANSFER_HOOK", "transferHookProgram": "TRANSFER_HOOK",
-    "confidentialTransfer": "CONFIDENTIAL_TRANSFER", "confidentialTransferAuthority": "CONFIDENTIAL_TRANSFER",
-    "confidentialMintBurn": "CONFIDENTIAL_MINT_BURN", "confidentialMintBurnAuthority": "CONFIDENTIAL_MINT_BURN",
 }
 TOO_LARGE = (
     "The creation transaction exceeds the network's maximum transaction size. Either create the mint account first "
@@ -89,12 +80,6 @@ def _signer(authority: Authority, tenant, field: str) -> SignerSpec:
     return signer_for(authority.account, tenant, field=field)
 
 
-def _multiplier(value: float, field: str) -> float:
-    if not math.isfinite(value) or value <= 0:
-        raise LedgerError("scaledUiAmountMultiplier must be a positive number.", field=field, code="OUT_OF_RANGE")
-    return float(value)
-
-
 def _hook_program(tenant, cluster: str, lookup: dict | None, field: str) -> Authority | None:
     """transferHookProgram: any address, as long as the network has an executable program there."""
     program = _authority(tenant, cluster, lookup, field)
@@ -103,59 +88,6 @@ def _hook_program(tenant, cluster: str, lookup: dict | None, field: str) -> Auth
         if onchain is None or not onchain.executable:
             raise LedgerError("transferHookProgram must be an executable program on the network.", field=field, code="NOT_A_PROGRAM")
     return program
-
-
-def _b64(value: str, size: int, field: str) -> bytes:
-    try:
-        raw = base64.b64decode(value, validate=True)
-    except (ValueError, TypeError):
-        raw = b""
-    if len(raw) != size:
-        raise LedgerError(f"Must be {size} bytes, base64-encoded.", field=field, code="INVALID")
-    return raw
-
-
-def requested_extensions(data: dict, version: str, prefix: str = "itemData") -> list[str]:
-    """The Token-2022 extensions a Create body asks for, in the calculator's spelling."""
-    onchain = data.get("onchainData") or {}
-    wants: dict[str, str] = {}
-    for name, extension in EXTENSION_FIELDS.items():
-        if data.get(name) is not None:
-            wants.setdefault(extension, name)
-    if data.get("defaultPositionState") is not None:
-        wants.setdefault("DEFAULT_ACCOUNT_STATE", "defaultPositionState")
-    if version == TokenVersion.SPL:
-        if onchain.get("simpleCustomMetadata"):
-            raise LedgerError("SPL mints carry no onchain metadata; use TOKEN_2022 for simpleCustomMetadata.", field=f"{prefix}.onchainData.simpleCustomMetadata", code="SPL_NO_EXTENSIONS")
-        if wants:
-            extension, name = next(iter(wants.items()))
-            raise LedgerError(f"{name} needs the Token-2022 {extension} extension; SPL mints have no extensions (an SPL freeze authority freezes positions one by one).", field=f"{prefix}.{name}", code="SPL_NO_EXTENSIONS")
-        return []
-    if onchain.get("name") or onchain.get("symbol") or onchain.get("uri") or onchain.get("simpleCustomMetadata"):
-        wants.setdefault("METADATA_POINTER", "onchainData")
-        wants.setdefault("TOKEN_METADATA", "onchainData")
-    if "CONFIDENTIAL_MINT_BURN" in wants and "CONFIDENTIAL_TRANSFER" not in wants:
-        raise LedgerError("Confidential mint and burn requires confidentialTransfer.", field=f"{prefix}.confidentialMintBurn", code="EXTENSION_REQUIRES")
-    return sorted(wants)
-
-
-def metadata_of(onchain: dict) -> dict:
-    """onchainData → the token metadata sizing/creation fields."""
-    return {"name": onchain.get("name") or "", "symbol": onchain.get("symbol") or "", "uri": onchain.get("uri") or "",
-            "additional": {k: v for k, v in (onchain.get("simpleCustomMetadata") or {}).items() if v is not None}}
-
-
-def calculate(extensions: list[str], metadata: dict | None) -> int:
-    """Token Extensions Calculator: the mint account size for these extensions and metadata
-    (``metadata``: the calculator's {name, symbol, uri, simpleCustomMetadata})."""
-    if "TOKEN_METADATA" in extensions and "METADATA_POINTER" not in extensions:
-        raise LedgerError("TOKEN_METADATA requires METADATA_POINTER (pointing at the mint itself).", field="extensions", code="EXTENSION_REQUIRES")
-    if "CONFIDENTIAL_MINT_BURN" in extensions and "CONFIDENTIAL_TRANSFER" not in extensions:
-        raise LedgerError("CONFIDENTIAL_MINT_BURN requires CONFIDENTIAL_TRANSFER.", field="extensions", code="EXTENSION_REQUIRES")
-    if metadata and "TOKEN_METADATA" not in extensions:
-        raise LedgerError("metadata is stored by the TOKEN_METADATA extension; add it to extensions.", field="metadata", code="EXTENSION_REQUIRES")
-    types = {API_EXTENSIONS[e] for e in extensions}
-    return mint_size(types, metadata_of(metadata or {}) if ExtensionType.TOKEN_METADATA in types else None)
 
 
 # --- Create -----------------------------------------------------------------------------
@@ -248,13 +180,13 @@ def instrument_create(*, tenant, cluster: str, api_key, data: dict, svm_config: 
     if default_state == PositionState.FROZEN and auth["freeze"] is None:
         raise LedgerError("Positions can start FROZEN only with a freezeAuthority (it unfreezes them).", field=f"{prefix}.defaultPositionState", code="REQUIRES_FREEZE_AUTHORITY")
     hook_program = _hook_program(tenant, cluster, data.get("transferHookProgram"), f"{prefix}.transferHookProgram")
-    multiplier = _multiplier(data["scaledUiAmountMultiplier"], f"{prefix}.scaledUiAmountMultiplier") if data.get("scaledUiAmountMultiplier") is not None else 1.0
+    multiplier = multiplier_of(data["scaledUiAmountMultiplier"], f"{prefix}.scaledUiAmountMultiplier") if data.get("scaledUiAmountMultiplier") is not None else 1.0
     confidential = data.get("confidentialTransfer") or {}
     mint_burn = data.get("confidentialMintBurn") or {}
     if "CONFIDENTIAL_MINT_BURN" in extensions:
-        supply_key = _b64(mint_burn.get("supplyElgamalPubkey") or "", 32, f"{prefix}.confidentialMintBurn.supplyElgamalPubkey")
-        decryptable = _b64(mint_burn.get("decryptableSupply") or "", 36, f"{prefix}.confidentialMintBurn.decryptableSupply")
-    auditor = _b64(confidential["auditorElgamalPubkey"], 32, f"{prefix}.confidentialTransfer.auditorElgamalPubkey") if confidential.get("auditorElgamalPubkey") else None
+        supply_key = b64_of(mint_burn.get("supplyElgamalPubkey") or "", 32, f"{prefix}.confidentialMintBurn.supplyElgamalPubkey")
+        decryptable = b64_of(mint_burn.get("decryptableSupply") or "", 36, f"{prefix}.confidentialMintBurn.decryptableSupply")
+    auditor = b64_of(confidential["auditorElgamalPubkey"], 32, f"{prefix}.confidentialTransfer.auditorElgamalPubkey") if confidential.get("auditorElgamalPubkey") else None
 
     space, size = mint_space(types), mint_size(types, metadata)  # created with the fixed part, funded for all
     rent = rpc_for(cluster).minimum_balance_for_rent_exemption(size)
@@ -580,7 +512,7 @@ def instrument_update(*, tenant, cluster: str, api_key, instrument: FinancialIns
         ixs.append(t22.set_authority(target=mint, current=sign(current, f"{p}.{current_name}"), authority_type=authority_type, new_authority=new.pubkey))
     if changes.get("scaledUiAmountMultiplier") is not None:
         _require_extension(instrument, "SCALED_UI_AMOUNT", f"{p}.scaledUiAmountMultiplier")
-        multiplier = _multiplier(changes["scaledUiAmountMultiplier"], f"{p}.scaledUiAmountMultiplier")
+        multiplier = multiplier_of(changes["scaledUiAmountMultiplier"], f"{p}.scaledUiAmountMultiplier")
         current = _current(instrument, "scaledUiAmount", None, f"{p}.scaledUiAmountMultiplier")
         ixs.append(t22.update_scaled_ui_multiplier(mint=mint, authority=sign(current, f"{p}.scaledUiAmountMultiplier"), multiplier=multiplier, effective_timestamp=0))
     if changes.get("transferHookProgram") is not None:

@@ -17,7 +17,7 @@ from ledger_project.timestamps import timestamp_text
 from transactions.chain.rpc import rpc_for
 from transactions.responses import mutation_response
 
-from . import render, selectors, services
+from . import extensions, render, selectors, services
 from .lookup import resolve_instrument
 from .models import FinancialInstrument
 from .onchain import read_mint
@@ -132,6 +132,6 @@ class FinancialInstrumentViewSet(TenantScopedViewSet):
     @extend_schema(operation_id="tokenExtensionsCalculator", summary="Token Extensions Calculator", description="Creates no transaction. The mint account size for extensions and metadata, and its rent.", request=CalculatorInput, responses=api_responses({200: CalculatorOutput}, lookup=False), parameters=operation_parameters(), tags=TAG)
     def calculator(self, request):
         body = validated(CalculatorInput, request)
-        size = services.calculate(body["extensions"], body.get("metadata"))
+        size = extensions.calculate(body["extensions"], body.get("metadata"))
         rent = value_output(rpc_for(self.cluster).minimum_balance_for_rent_exemption(size))
         return Response({"mintAccountSize": size, "estimatedRent": rent, "estimatedRentAmount": rent["amount"]})

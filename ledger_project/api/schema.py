@@ -456,7 +456,7 @@ def postprocess(result, generator, request, public):
         # Creating a new mint (not onboarding one: alreadyOnchain) — instruments/services.py
         # instrument_create, requested_extensions.
         _given_object = lambda name: {"required": [name], "properties": {name: {"type": "object"}}}  # noqa: E731
-        from instruments.services import EXTENSION_FIELDS
+        from instruments.extensions import EXTENSION_FIELDS
 
         spl_no_extensions = {"properties": {
             **{name: _null for name in [*EXTENSION_FIELDS, "defaultPositionState"]},

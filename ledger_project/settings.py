@@ -174,7 +174,12 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
     "APPEND_COMPONENTS": {"securitySchemes": {"bearerAuth": {"type": "http", "scheme": "bearer"}}},
-    "ENUM_NAME_OVERRIDES": {},
+    "ENUM_NAME_OVERRIDES": {
+        "AccountStatusEnum": "accounts.models.AccountStatus.choices",
+        "InstrumentStatusEnum": "instruments.models.InstrumentStatus.choices",
+        "AccountTypeEnum": "accounts.models.AccountType.choices",
+        "PositionStateEnum": "instruments.models.PositionState.choices",
+    },
     # PATCH bodies are whole envelopes (itemData required), not partial records.
     "COMPONENT_SPLIT_PATCH": False,
     "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "ledger_project.api.schema.postprocess"],

@@ -9,6 +9,7 @@ api_v1 = [
     path("", include("transactions.urls")),
     path("", include("accounts.urls")),
     path("", include("instruments.urls")),
+    path("", include("positions.urls")),
 ]
 
 urlpatterns = [

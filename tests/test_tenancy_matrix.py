@@ -35,6 +35,8 @@ ENDPOINTS = [
     ("patch", "/api/v1/financial-instruments/unpause", lambda lk: {"itemData": {"financialInstrument": lk}}),
     ("patch", "/api/v1/financial-instruments/close", lambda lk: {"itemData": {"financialInstrumentToClose": lk}}),
     ("post", "/api/v1/financial-instruments/token-extensions-calculator", None),
+    ("post", "/api/v1/positions", lambda lk: {"itemData": {"owner": lk, "financialInstrument": {"offchainId": str(uuid.uuid4())}}}),
+    ("post", "/api/v1/positions/single", lambda lk: {"itemData": {"position": lk}}),
 ]
 PUBLIC = {"/api/v1/auth/token"}
 

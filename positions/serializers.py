@@ -1,0 +1,142 @@
+"""Positions API shapes (spec: Positions, Position lookup, Value; docs/positions.md).
+
+The spec names the operations and definition schemas but not their bodies; these follow
+its conventions: ``itemData`` per operation, ``svmTransactionConfig`` and
+``tenancyConfig`` beside it, results ``{<resultName>: {onchainId, offchainId},
+svmTransaction}``.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from rest_framework import serializers
+
+from accounts.serializers import AccountCompactOutput, AccountOutput, AccountReferencesSerializer, DebitLimitSerializer, IdentifiersOut, U64_MAX, ValueOutput
+from ledger_project.api.envelope import (
+    EnvelopeSerializer,
+    InstrumentLookupSerializer,
+    LookupSerializer,
+    OwnLookupSerializer,
+    StrictBooleanField,
+    StrictCharField,
+    StrictIntegerField,
+    StrictSerializer,
+    TransactionEnvelopeSerializer,
+)
+from ledger_project.api.query import ItemQuerySerializer
+from transactions.serializers import TransactionResultOutput
+
+from instruments.models import PositionState, TokenVersion
+
+from .models import PositionStatus
+
+
+class PositionLookupSerializer(StrictSerializer):
+    """Spec "Position lookup": by ``position``, or by ``owner`` + ``financialInstrument``;
+    ``mintAuthority``/``freezeAuthority`` name the signing authority where one signs."""
+
+    position = LookupSerializer(required=False, allow_null=True)
+    owner = LookupSerializer(required=False, allow_null=True)
+    financialInstrument = InstrumentLookupSerializer(required=False, allow_null=True)
+    mintAuthority = OwnLookupSerializer(required=False, allow_null=True)
+    freezeAuthority = OwnLookupSerializer(required=False, allow_null=True)
+
+
+class TokenValueSerializer(StrictSerializer):
+    """Spec "Value" for tokens: ``amount`` in display units (the instrument's decimals and,
+    for Scaled UI Amount mints, its multiplier), ``lamports`` in base units. Either; both
+    must agree (positions/values.py checks against the instrument)."""
+
+    amount = serializers.DecimalField(max_digits=40, decimal_places=18, required=False, allow_null=True, min_value=Decimal(0))
+    lamports = StrictIntegerField(required=False, allow_null=True, min_value=0, max_value=U64_MAX)
+
+    def validate(self, attrs):
+        if attrs.get("amount") is None and attrs.get("lamports") is None:
+            raise serializers.ValidationError({"lamports": [serializers.ErrorDetail("Give amount or lamports.", code="required")]})
+        return attrs
+
+
+class NetworkValueSerializer(TokenValueSerializer):
+    """Spec "Value" for network currency: ``amount`` in SOL (9 decimals), ``lamports``."""
+
+
+class PositionReferencesSerializer(AccountReferencesSerializer):
+    """offchainReferences of the position's token account (type follows the instrument)."""
+
+
+class InitializePositionItem(StrictSerializer):
+    owner = LookupSerializer()
+    financialInstrument = InstrumentLookupSerializer()
+    offchainReferences = PositionReferencesSerializer(required=False, allow_null=True)
+    associated = StrictBooleanField(required=False, default=True, help_text="false: a token account of its own managed key instead of the owner's associated token account.")
+    alreadyOnchain = StrictBooleanField(required=False, default=False, help_text="Onboard the owner's existing associated token account: no transaction.")
+    tokenDebitLimits = serializers.ListField(child=DebitLimitSerializer(), required=False, allow_null=True, max_length=20)
+    tokenDebitApiKeys = serializers.ListField(child=StrictCharField(max_length=64), required=False, allow_null=True, max_length=100)
+
+
+class InitializePositionInput(TransactionEnvelopeSerializer):
+    itemData = InitializePositionItem()
+
+
+class PositionLookupInput(EnvelopeSerializer):
+    itemData = PositionLookupSerializer()
+
+
+class PositionBalanceItem(PositionLookupSerializer):
+    at = serializers.DateTimeField(required=False, allow_null=True, help_text="The offchain balance at this past time.")
+
+
+class PositionBalanceInput(EnvelopeSerializer):
+    itemData = PositionBalanceItem()
+
+
+class BulkPositionsInput(EnvelopeSerializer):
+    itemQuery = ItemQuerySerializer(required=False, allow_null=True)
+
+
+# --- output --------------------------------------------------------------------------------
+
+
+class PositionInstrumentOutput(serializers.Serializer):
+    onchainId = serializers.CharField()
+    offchainId = serializers.UUIDField()
+    alId = serializers.CharField()
+    version = serializers.ChoiceField(choices=TokenVersion.choices)
+    symbol = serializers.CharField()
+    decimals = serializers.IntegerField()
+    paused = serializers.BooleanField(allow_null=True)
+
+
+class DelegateOutput(serializers.Serializer):
+    onchainId = serializers.CharField()
+    delegatedAmount = ValueOutput()
+
+
+class PositionOutput(serializers.Serializer):
+    """Position response (docs/positions.md): the token account, its owner and instrument,
+    state, balance (instrument display units and base units) and debit settings."""
+
+    onchainId = serializers.CharField()
+    offchainId = serializers.UUIDField()
+    account = AccountOutput()
+    owner = AccountCompactOutput()
+    financialInstrument = PositionInstrumentOutput()
+    status = serializers.ChoiceField(choices=PositionStatus.choices)
+    state = serializers.ChoiceField(choices=PositionState.choices)
+    isAssociated = serializers.BooleanField()
+    wasOnchainAlready = serializers.BooleanField()
+    balance = ValueOutput()
+    delegate = DelegateOutput(allow_null=True)
+    tokenDebitLimits = DebitLimitSerializer(many=True, allow_null=True, help_text="As configured on the position; null: the owner's, else the token defaults (docs/positions.md).")
+    tokenDebitApiKeys = serializers.ListField(child=serializers.CharField())
+    lastTransactionAt = serializers.DateTimeField(allow_null=True)
+    createdAt = serializers.DateTimeField()
+
+
+def mutation_output(result_name: str, component: str):
+    """``{<result_name>: {onchainId, offchainId}, svmTransaction}`` as a named schema."""
+    return type(component, (serializers.Serializer,), {result_name: IdentifiersOut(), "svmTransaction": TransactionResultOutput(allow_null=True), "__module__": __name__})
+
+
+InitializePositionOutput = mutation_output("newPosition", "InitializePositionOutput")

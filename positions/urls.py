@@ -1,0 +1,8 @@
+from django.urls import path
+
+from .views import PositionViewSet
+
+urlpatterns = [
+    path("positions", PositionViewSet.as_view({"post": "initialize"}), name="positions"),
+    path("positions/single", PositionViewSet.as_view({"post": "details"}), name="position-details"),
+]

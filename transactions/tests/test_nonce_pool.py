@@ -8,6 +8,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 from solana.rpc.api import Client
+from solana.rpc.commitment import Confirmed
 from solders.pubkey import Pubkey
 
 from accounts.models import Account
@@ -32,7 +33,7 @@ def private_node(tmp_path, settings, monkeypatch):
     node = LocalnetProcess(tmp_path / "node").start()
     settings.LEDGER_CLUSTERS = {**settings.LEDGER_CLUSTERS, CLUSTER: node.url}
     try:
-        yield Client(node.url, timeout=10), kicked
+        yield Client(node.url, timeout=10, commitment=Confirmed), kicked
     finally:
         node.stop()
 

@@ -53,7 +53,9 @@ def reconcile_inflight(*, stale_seconds: float = 5.0) -> int:
 
 @shared_task(name="ledger.transactions.expire_held", acks_late=True, autoretry_for=(ChainUnavailable,), retry_backoff=True, max_retries=5)
 def expire_held_transaction(*, transaction_id: int) -> None:
-    services.transaction_expire_held(transaction_id=transaction_id)
+    if services.transaction_expire_held(transaction_id=transaction_id) == services.TransactionStatus.SUBMITTED:
+        # It landed without the service sending it: follow it now, not at the next sweep.
+        confirm_transaction.delay(transaction_id=transaction_id, check=0)
 
 
 @shared_task(name="ledger.transactions.fill_nonce_pool", acks_late=True, autoretry_for=(ChainUnavailable,), retry_backoff=True, max_retries=5)

@@ -235,6 +235,10 @@ LEDGER_LOCALNET_AIRDROP_FUNDING = env.bool("LEDGER_LOCALNET_AIRDROP_FUNDING", de
 LEDGER_NONCE_POOL_CLUSTERS = env.list("LEDGER_NONCE_POOL_CLUSTERS", default=[LEDGER_DEFAULT_CLUSTER])
 LEDGER_NONCE_POOL_TARGET = env.int("LEDGER_NONCE_POOL_TARGET", default=4)
 LEDGER_NONCE_POOL_LOW_WATER = env.int("LEDGER_NONCE_POOL_LOW_WATER", default=2)
+# Free nonce accounts beyond this many (never fewer than TARGET) are closed by the pool
+# task, their rent withdrawn to the platform fee payer; above TARGET it leaves headroom so
+# a pool whose demand swings is not created and closed over and over.
+LEDGER_NONCE_POOL_TRIM_ABOVE = env.int("LEDGER_NONCE_POOL_TRIM_ABOVE", default=LEDGER_NONCE_POOL_TARGET)
 # At most this many nonce accounts per cluster, free and leased (their rent is the platform
 # fee payer's): past it a DURABLE_NONCE request answers 503 NONCE_POOL_EMPTY.
 LEDGER_NONCE_POOL_MAX = env.int("LEDGER_NONCE_POOL_MAX", default=64)

@@ -5,6 +5,7 @@ import urllib.request
 
 import pytest
 import solders.solders as solders_native
+from solana.rpc.commitment import Confirmed
 from solana.rpc.core import RPCException
 from solana.rpc.types import MemcmpOpts, TokenAccountOpts, TxOpts
 from solders.address_lookup_table_account import AddressLookupTable, AddressLookupTableAccount
@@ -206,7 +207,7 @@ def test_history_methods_page_and_honour_commitment_as_a_validator(localnet_url,
     (solana.com/docs/rpc/http/getsignaturesforaddress, .../gettransaction): newest first,
     pages with `before`, nothing for an unknown `before`, `finalized` by default, no
     `processed`, memos formatted "[length] text"."""
-    from solana.rpc.commitment import Confirmed, Finalized, Processed
+    from solana.rpc.commitment import Finalized, Processed
     from solders.signature import Signature
     from spl.memo.constants import MEMO_PROGRAM_ID
     from spl.memo.instructions import MemoParams, create_memo
@@ -246,3 +247,27 @@ def test_history_methods_page_and_honour_commitment_as_a_validator(localnet_url,
     slot = chain.get_slot().value
     with pytest.raises(RPCException, match="Minimum context slot"):
         chain.get_signatures_for_address(target, commitment=Confirmed, min_context_slot=slot + 1000)
+
+
+def test_nonce_stored_under_the_latest_blockhash_cannot_be_used_yet(chain):
+    """As a validator: a durable nonce initialized (or advanced) under the current blockhash
+    cannot be advanced until the next one — BlockhashNotFound; then it can."""
+    payer = funded(chain)
+    target = Keypair().pubkey()
+    refused = False
+    for _ in range(10):  # the slot may turn between the creation and the send: try again
+        nonce = create_nonce(chain, payer, payer.pubkey())
+        created_in = chain.get_signatures_for_address(nonce, commitment=Confirmed).value[-1].slot
+        stored = nonce_value(chain, nonce)
+        ixs = [advance_nonce_account(AdvanceNonceAccountParams(nonce_pubkey=nonce, authorized_pubkey=payer.pubkey())), transfer(TransferParams(from_pubkey=payer.pubkey(), to_pubkey=target, lamports=1))]
+        try:
+            signature = chain.send_transaction(VersionedTransaction(Message.new_with_blockhash(ixs, payer.pubkey(), stored), [payer])).value
+        except RPCException as err:
+            assert "BlockhashNotFound" in str(err.args[0].data.err)
+            refused = True
+            break
+        assert wait(chain, signature).slot > created_in  # accepted only under a newer blockhash
+    assert refused
+    next_slot(chain)
+    send(chain, payer, ixs, v0=False, blockhash=stored)
+    assert chain.get_balance(target).value == 1

@@ -9,6 +9,7 @@ import pytest
 from django.utils import timezone
 from solana.rpc.api import Client
 from solana.rpc.commitment import Confirmed
+from solders.hash import Hash
 from solders.pubkey import Pubkey
 
 from accounts.models import Account
@@ -288,3 +289,15 @@ def test_a_lease_and_a_trim_never_take_the_same_account(private_node, monkeypatc
     assert last is not None and last.pk != leased.pk
     with pytest.raises(fee_payers.NoncePoolEmpty):
         fee_payers.nonce_lease(cluster=CLUSTER)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_new_pool_account_can_be_used_at_once(private_node):
+    """The fill waits until the blockhash its nonce was stored under has passed, so a lease
+    can use the account at once (a validator refuses it within that blockhash)."""
+    client, _ = private_node
+    for _ in range(3):
+        fee_payers.nonce_pool_fill(cluster=CLUSTER, target=NonceAccount.objects.count() + 1)
+        row = NonceAccount.objects.order_by("-pk").first()
+        stored = Hash(bytes(client.get_account_info(Pubkey.from_string(row.address)).value.data[40:72]))
+        assert fee_payers.nonce_advance(cluster=CLUSTER, nonce_address=row.address, expected=str(stored)) is True

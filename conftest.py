@@ -120,10 +120,15 @@ def localnet_url(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def chain(localnet_url):
-    """solana-py Client on the shared node: tests check chain state independently."""
-    from solana.rpc.api import Client
+    """solana-py Client on the shared node: tests check chain state independently.
 
-    return Client(localnet_url, timeout=10)
+    At `confirmed` commitment: history methods (getTransaction, getSignaturesForAddress)
+    at the SDK's default `finalized` see a transaction only ~32 slots after it landed, on
+    the local node as on any validator."""
+    from solana.rpc.api import Client
+    from solana.rpc.commitment import Confirmed
+
+    return Client(localnet_url, timeout=10, commitment=Confirmed)
 
 
 #: where test host names under the reserved ``.example`` TLD (RFC 2606) resolve: a public

@@ -240,6 +240,10 @@ LEDGER_LOCALNET_AIRDROP_FUNDING = env.bool("LEDGER_LOCALNET_AIRDROP_FUNDING", de
 LEDGER_NONCE_POOL_CLUSTERS = env.list("LEDGER_NONCE_POOL_CLUSTERS", default=[LEDGER_DEFAULT_CLUSTER])
 LEDGER_NONCE_POOL_TARGET = env.int("LEDGER_NONCE_POOL_TARGET", default=4)
 LEDGER_NONCE_POOL_LOW_WATER = env.int("LEDGER_NONCE_POOL_LOW_WATER", default=2)
+# Free nonce accounts beyond this many (never fewer than TARGET) are closed by the pool
+# task, their rent withdrawn to the platform fee payer; above TARGET it leaves headroom so
+# a pool whose demand swings is not created and closed over and over.
+LEDGER_NONCE_POOL_TRIM_ABOVE = env.int("LEDGER_NONCE_POOL_TRIM_ABOVE", default=LEDGER_NONCE_POOL_TARGET)
 # At most this many nonce accounts per cluster, free and leased (their rent is the platform
 # fee payer's): past it a DURABLE_NONCE request answers 503 NONCE_POOL_EMPTY.
 LEDGER_NONCE_POOL_MAX = env.int("LEDGER_NONCE_POOL_MAX", default=64)
@@ -251,6 +255,10 @@ LEDGER_NONCE_LEASE_TIMEOUT_SECONDS = env.int("LEDGER_NONCE_LEASE_TIMEOUT_SECONDS
 # A DURABLE_NONCE transaction not landed this long after it was built (waiting for
 # signatures or approval) or submitted is ended: its nonce is advanced, then EXPIRED.
 LEDGER_DURABLE_NONCE_WINDOW_SECONDS = env.int("LEDGER_DURABLE_NONCE_WINDOW_SECONDS", default=24 * 3600)
+# A held transaction whose fee payer signs off platform (no known signature) is looked for
+# in the chain's history before it is called EXPIRED: at most this many signatures of that
+# history are examined per expiry run; the next run resumes where this one stopped.
+LEDGER_LANDING_SCAN_PER_RUN = env.int("LEDGER_LANDING_SCAN_PER_RUN", default=200)
 
 # --- Key custody ----------------------------------------------------------------------
 # The master key comes from LEDGER_MASTER_KEY or from an existing key file. Only the

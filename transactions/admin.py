@@ -62,6 +62,6 @@ class PlatformFeePayerAdmin(admin.ModelAdmin):
 
 @admin.register(NonceAccount)
 class NonceAccountAdmin(admin.ModelAdmin):
-    list_display = ("address", "cluster", "state", "leased_by", "leased_at", "created_at")
+    list_display = ("address", "cluster", "state", "leased_by", "leased_at", "created_at", "closed_at")
     list_filter = ("cluster", "state")
-    readonly_fields = ("address", "cluster", "state", "account_key", "authority_key", "leased_by", "leased_at", "created_at")
+    readonly_fields = ("address", "cluster", "state", "account_key", "authority_key", "leased_by", "leased_at", "created_at", "closed_at")

@@ -5,7 +5,9 @@ clusters operators fund it (its address is in the admin and in /healthz-adjacent
 
 The nonce pool (docs/transactions.md, "Durable nonces"): requests only lease
 (``nonce_lease``); accounts are created ahead of demand by the pool task
-(``nonce_pool_fill``), which records each account's keys before it sends the creation.
+(``nonce_pool_fill``), which records each account's keys before it sends the creation,
+and free accounts beyond what the pool keeps are closed by it (``nonce_pool_trim``), their
+rent withdrawn to the platform fee payer.
 """
 
 from __future__ import annotations
@@ -25,9 +27,11 @@ from solders.system_program import (
     AdvanceNonceAccountParams,
     CreateAccountParams,
     InitializeNonceAccountParams,
+    WithdrawNonceAccountParams,
     advance_nonce_account,
     create_account,
     initialize_nonce_account,
+    withdraw_nonce_account,
 )
 
 from ledger_project.api.errors import RateLimitedError, ServiceUnavailableError
@@ -185,7 +189,8 @@ def nonce_pool_fill(*, cluster: str, target: int | None = None) -> int:
     # LEDGER_NONCE_POOL_MAX bounds the rent the platform fee payer locks in nonce accounts:
     # past it no account is created however many leases are held (a lease then answers 503).
     pool_max = settings.LEDGER_NONCE_POOL_MAX
-    while _free(cluster).count() < target and NonceAccount.objects.filter(cluster=cluster).count() < pool_max:
+    on_chain = NonceAccount.objects.filter(cluster=cluster).exclude(state=NonceState.CLOSED)
+    while _free(cluster).count() < target and on_chain.count() < pool_max:
         _nonce_account_finish(nonce_account_record(cluster=cluster))
         ready += 1
     return ready
@@ -225,14 +230,17 @@ def _wait_landed(rpc, signature, what: str, attempts: int = 200) -> None:
     raise RuntimeError(f"{what} did not land")
 
 
-def _next_blockhash(rpc, address: Pubkey) -> None:
-    # The runtime refuses to advance a nonce within the blockhash it was stored under:
-    # wait for the next blockhash so the account can be used at once.
-    blockhash = builder.nonce_value(rpc, address)
-    for _ in range(100):
-        if rpc.latest_blockhash().blockhash != blockhash:
-            return
+def _next_blockhash(rpc, address: Pubkey, attempts: int = 100) -> bool:
+    """Wait until the nonce stored in ``address`` can be advanced or withdrawn: the runtime
+    refuses both while the latest blockhash is the one it was stored under ("nonce can only
+    advance once per slot"). The stored value is derived from that blockhash, never equal
+    to it (``builder.durable_nonce_of``). Returns whether the blockhash moved on in time."""
+    stored = builder.nonce_value(rpc, address)
+    for _ in range(attempts):
+        if builder.durable_nonce_of(rpc.latest_blockhash().blockhash) != stored:
+            return True
         time.sleep(0.05)
+    return False
 
 
 def _nonce_account_finish(row: NonceAccount) -> None:
@@ -295,3 +303,86 @@ def nonce_advance(*, cluster: str, nonce_address: str, expected: str) -> bool:
     _wait_landed(rpc, signature, "nonce advance")
     _next_blockhash(rpc, address)
     return True
+
+
+def nonce_pool_trim(*, cluster: str, keep: int | None = None) -> int:
+    """Close free accounts beyond ``keep`` (LEDGER_NONCE_POOL_TRIM_ABOVE, never below
+    LEDGER_NONCE_POOL_TARGET, so fill and trim never undo each other): each is withdrawn in
+    full to the platform fee payer, which paid its rent. Finishes accounts a crash left
+    CLOSING first. Never touches a leased account. Returns how many became CLOSED."""
+    if keep is None:
+        keep = max(settings.LEDGER_NONCE_POOL_TRIM_ABOVE, settings.LEDGER_NONCE_POOL_TARGET)
+    closed = 0
+    for row in NonceAccount.objects.select_related("authority_key").filter(cluster=cluster, state=NonceState.CLOSING).order_by("pk"):
+        closed += _nonce_account_close(row)
+    while _free(cluster).count() > keep:
+        row = _claim_for_closing(cluster)
+        if row is None:
+            break
+        closed += _nonce_account_close(row)
+    return closed
+
+
+def _claim_for_closing(cluster: str) -> NonceAccount | None:
+    """Take one free account out of the pool: READY → CLOSING, committed before anything is
+    sent. The conditional update on the very condition a lease claims with
+    (``_free``) is the claim: a lease and a trim reading the same row cannot both take it
+    (on PostgreSQL the second UPDATE waits for the first and then matches nothing; SQLite
+    serializes them). The newest are closed, the oldest leased (``nonce_lease``)."""
+    if transaction.get_connection().in_atomic_block:
+        raise RuntimeError("a nonce account is claimed for closing in its own committed transaction")
+    for _ in range(5):
+        candidate = _free(cluster).order_by("-pk").values_list("pk", flat=True).first()
+        if candidate is None:
+            return None
+        if _free(cluster).filter(pk=candidate).update(state=NonceState.CLOSING):
+            return NonceAccount.objects.select_related("authority_key").get(pk=candidate)
+    return None
+
+
+def _nonce_gone(rpc, address: Pubkey) -> bool:
+    # Withdrawn in full, the account is deleted. Lamports someone sends to the address
+    # afterwards make a plain system account again, never a nonce: that counts as gone too.
+    account = rpc.account(address)
+    return account is None or len(account.data) == 0
+
+
+def _nonce_account_close(row: NonceAccount) -> bool:
+    """Withdraw the whole balance of a CLOSING account to the platform fee payer, and mark
+    it CLOSED once the chain shows it gone. Safe to repeat at any point: a withdraw of the
+    whole balance succeeds once, later ones are refused. Returns whether it is CLOSED; if
+    not, it stays CLOSING for the next run."""
+    from accounts.custody import managed_key_signer
+
+    rpc = rpc_for(row.cluster)
+    address = Pubkey.from_string(row.address)
+    if not _nonce_gone(rpc, address):
+        # The runtime refuses to empty a nonce account while the latest blockhash is the
+        # one its nonce was stored under ("nonce can only advance once per slot"): wait for
+        # the next, or leave it to the next run.
+        if not _next_blockhash(rpc, address):
+            logger.info("nonce account %s: its nonce is still the current one; closing it next run", row.address)
+            return False
+        payer = platform_fee_payer(row.cluster)
+        authority = Pubkey.from_string(row.authority_key.public_key)
+        lamports = rpc.account(address).lamports
+        instruction = withdraw_nonce_account(WithdrawNonceAccountParams(nonce_pubkey=address, authorized_pubkey=authority, to_pubkey=payer.pubkey, lamports=lamports))
+        built = builder.build(builder.BuildPlan(instructions=[instruction], fee_payer=payer.pubkey, version="LEGACY"), rpc)
+        message = built.to_bytes()
+        signatures = {
+            str(payer.pubkey): str(managed_key_signer(key=payer.managed_key).sign_message(message)),
+            str(authority): str(managed_key_signer(key=row.authority_key).sign_message(message)),
+        }
+        try:
+            _wait_landed(rpc, rpc.send_raw(bytes(builder.assemble(built.message, signatures))), "nonce account close")
+        except (SimulationFailed, RuntimeError) as exc:
+            # Refused (e.g. a concurrent close emptied it first) or not landed in time:
+            # the chain decides below.
+            logger.info("nonce account %s: withdraw not done (%s)", row.address, exc)
+        if not _nonce_gone(rpc, address):
+            return False
+    return _mark_closed(row)
+
+
+def _mark_closed(row: NonceAccount) -> bool:
+    return bool(NonceAccount.objects.filter(pk=row.pk, state=NonceState.CLOSING).update(state=NonceState.CLOSED, closed_at=timezone.now()))

@@ -128,6 +128,8 @@ class PlatformFeePayer(models.Model):
 class NonceState(models.TextChoices):
     CREATING = "CREATING"  # row and keys recorded; the creation may or may not have landed
     READY = "READY"  # initialized on chain, available to lease
+    CLOSING = "CLOSING"  # taken out of the pool to be closed; the withdraw may or may not have landed
+    CLOSED = "CLOSED"  # gone from the chain, its rent back with the platform fee payer (kept as a record)
 
 
 class NonceAccount(models.Model):
@@ -139,7 +141,10 @@ class NonceAccount(models.Model):
     rent can be recovered. A request leases (``leased_at`` set, ``leased_by`` null) and binds
     the lease to its transaction (``leased_by``) when it commits; an unbound lease older than
     ``LEDGER_NONCE_LEASE_TIMEOUT_SECONDS`` is reclaimed. The lease ends when the transaction
-    finalizes or is provably dead.
+    finalizes or is provably dead. Free accounts above what the pool keeps are closed by the
+    same task (``fee_payers.nonce_pool_trim``): CLOSING is committed before the withdraw is
+    sent (a claim on the same condition a lease takes, so never a leased account), CLOSED
+    only once the chain shows the account gone.
     """
 
     cluster = models.CharField(max_length=40, db_index=True)
@@ -150,6 +155,7 @@ class NonceAccount(models.Model):
     leased_by = models.OneToOneField("transactions.Transaction", null=True, blank=True, on_delete=models.SET_NULL, related_name="nonce_lease")
     leased_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    closed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["cluster", "address"], name="nonce_unique_address_per_cluster")]

@@ -25,7 +25,7 @@ from solders.signature import Signature
 from ledger_project.api.errors import LedgerError
 from tenancy.scoping import worker_only
 
-from . import effects, fee_payers
+from . import effects, fee_payers, landing
 from .chain import builder
 from .chain.errors import ChainUnavailable, SimulationFailed
 from .chain.rpc import rpc_for
@@ -468,9 +468,14 @@ def transaction_expire_held(*, transaction_id: int) -> str | None:
     when LEDGER_DURABLE_NONCE_WINDOW_SECONDS have passed since it was built. Failure
     effects run and the nonce lease ends. Returns the new status, if any.
 
-    If it landed anyway (someone holding every signature sent it), it is followed like a
-    submitted one.
+    If it landed anyway (someone holding every signature sent it), it becomes SUBMITTED
+    and is followed like a submitted one — found by its signature, or, when the fee
+    payer's signature is unknown (it signs off platform), by its message in the chain's
+    history (``landing.find_landed``, at most LEDGER_LANDING_SCAN_PER_RUN signatures per
+    run; an unfinished scan leaves it held and the next run resumes).
     """
+    from django.conf import settings
+
     tx = Transaction.unscoped.filter(pk=transaction_id, status__in=HELD).first()
     if tx is None or (tx.status == TransactionStatus.SIGNED and tx.submit_when_signed):
         return None  # SIGNED and queued: the submit path owns it
@@ -480,13 +485,40 @@ def transaction_expire_held(*, transaction_id: int) -> str | None:
     if not _lifetime_over(tx, rpc):
         Transaction.unscoped.filter(pk=tx.pk).update(updated_at=timezone.now())
         return None
-    landed = rpc.signature_statuses([Signature.from_string(tx.onchain_id)])[0] if tx.onchain_id else None
-    if landed is not None:
-        if Transaction.unscoped.filter(pk=tx.pk, status=tx.status).update(status=TransactionStatus.SUBMITTED, submitted_at=timezone.now(), updated_at=timezone.now()):
-            _event(tx, "LANDED_UNSUBMITTED", slot=landed.slot)
-            return TransactionStatus.SUBMITTED
-        return None
+    if tx.onchain_id:
+        landed = rpc.signature_statuses([Signature.from_string(tx.onchain_id)])[0]
+        if landed is not None:
+            return _landed_unsubmitted(tx, slot=landed.slot)
+    else:
+        scan = landing.find_landed(tx, rpc, budget=settings.LEDGER_LANDING_SCAN_PER_RUN, resume_before=_scan_cursor(tx))
+        if scan.landed:
+            return _landed_unsubmitted(tx, slot=scan.slot, signatures=scan.signatures)
+        if not scan.done:
+            _event(tx, "LANDING_SCAN", before=scan.cursor, examined=scan.examined)
+            Transaction.unscoped.filter(pk=tx.pk).update(updated_at=timezone.now())
+            return None
     return TransactionStatus.EXPIRED if _finish(tx, TransactionStatus.EXPIRED, error_message=_EXPIRED_MESSAGE[tx.lifetime]) else None
+
+
+def _scan_cursor(tx: Transaction) -> str | None:
+    """Where the last unfinished history scan of ``tx`` stopped (its LANDING_SCAN event)."""
+    last = TransactionEvent.objects.filter(transaction=tx, kind="LANDING_SCAN").order_by("-at", "-pk").first()
+    return last.detail.get("before") if last is not None else None
+
+
+@worker_only  # called by transaction_expire_held (reconciliation) only
+def _landed_unsubmitted(tx: Transaction, *, slot: int, signatures: dict[str, str] | None = None) -> str | None:
+    """A held transaction found on chain: SUBMITTED (and due for following, whatever
+    submit_when_signed said), with the signatures it landed with; the confirm path moves
+    it on and applies effects once."""
+    now = timezone.now()
+    fields = {"status": TransactionStatus.SUBMITTED, "submit_when_signed": True, "submitted_at": now, "updated_at": now}
+    if signatures:
+        fields.update(signatures={**tx.signatures, **signatures}, onchain_id=signatures[tx.required_signers[0]])
+    if not Transaction.unscoped.filter(pk=tx.pk, status=tx.status).update(**fields):
+        return None
+    _event(tx, "LANDED_UNSUBMITTED", slot=slot, found_by="history" if signatures else "signature")
+    return TransactionStatus.SUBMITTED
 
 
 def transaction_cancel(*, transaction: Transaction, reason: str = "") -> Transaction:

@@ -4,7 +4,8 @@ submit → confirm (rescheduled with backoff while in flight) → effects applie
 ``reconcile_inflight`` runs on beat and when a worker starts, so transactions whose tasks
 were lost in a crash are looked up again by signature, and held ones (never submitted) end
 once their lifetime is over. ``fill_nonce_pools`` (beat) and ``fill_nonce_pool`` (kicked by a
-lease that leaves the pool low) create durable nonce accounts ahead of demand.
+lease that leaves the pool low) create durable nonce accounts ahead of demand and close free
+ones beyond what the pool keeps.
 """
 
 from __future__ import annotations
@@ -53,7 +54,9 @@ def reconcile_inflight(*, stale_seconds: float = 5.0) -> int:
 
 @shared_task(name="ledger.transactions.expire_held", acks_late=True, autoretry_for=(ChainUnavailable,), retry_backoff=True, max_retries=5)
 def expire_held_transaction(*, transaction_id: int) -> None:
-    services.transaction_expire_held(transaction_id=transaction_id)
+    if services.transaction_expire_held(transaction_id=transaction_id) == services.TransactionStatus.SUBMITTED:
+        # It landed without the service sending it: follow it now, not at the next sweep.
+        confirm_transaction.delay(transaction_id=transaction_id, check=0)
 
 
 @shared_task(name="ledger.transactions.fill_nonce_pool", acks_late=True, autoretry_for=(ChainUnavailable,), retry_backoff=True, max_retries=5)
@@ -64,7 +67,9 @@ def fill_nonce_pool(*, cluster: str) -> int:
     if not cache.add(lock, 1, timeout=300):
         return 0
     try:
-        return fee_payers.nonce_pool_fill(cluster=cluster)
+        ready = fee_payers.nonce_pool_fill(cluster=cluster)
+        fee_payers.nonce_pool_trim(cluster=cluster)  # free accounts beyond what is kept: rent back
+        return ready
     finally:
         cache.delete(lock)
 

@@ -6,6 +6,7 @@ lookup tables and fee estimates it needs (through ``rpc.ChainRpc``).
 
 from __future__ import annotations
 
+import hashlib
 import statistics
 from dataclasses import dataclass, field
 from typing import Sequence
@@ -94,6 +95,13 @@ def nonce_value(rpc: ChainRpc, address: Pubkey) -> Hash:
 
         raise LedgerError(f"{address} is not an initialized nonce account.", code="INVALID_NONCE_ACCOUNT")
     return Hash(bytes(account.data[40:72]))
+
+
+def durable_nonce_of(blockhash: Hash) -> Hash:
+    """The value a nonce account stores when initialized or advanced while ``blockhash`` is
+    the cluster's latest: the runtime derives it (DurableNonce::from_blockhash, sha256 of
+    "DURABLE_NONCE" and the blockhash), so it never equals a blockhash itself."""
+    return Hash(hashlib.sha256(b"DURABLE_NONCE" + bytes(blockhash)).digest())
 
 
 def _writable(instructions: Sequence[Instruction]) -> list[Pubkey]:

@@ -25,7 +25,7 @@ from solders.hash import Hash
 from solders.pubkey import Pubkey
 from solders.rpc.errors import SendTransactionPreflightFailureMessage
 from solders.rpc.requests import GetRecentPrioritizationFees, IsBlockhashValid
-from solders.rpc.responses import GetRecentPrioritizationFeesResp, IsBlockhashValidResp
+from solders.rpc.responses import GetRecentPrioritizationFeesResp, IsBlockhashValidResp, RpcConfirmedTransactionStatusWithSignature
 from solders.signature import Signature
 from solders.transaction_status import TransactionStatus
 
@@ -144,6 +144,18 @@ class ChainRpc:
                 if entry.account_index < len(keys):
                     tokens.setdefault(keys[entry.account_index], [None, None])[index] = int(entry.ui_token_amount.amount)
         return TransactionBalances(value.slot, lamports, {k: (v[0], v[1]) for k, v in tokens.items()})
+
+    def signatures_for_address(self, address: Pubkey, *, before: Signature | None = None, limit: int = 1000, commitment: str = "confirmed") -> list[RpcConfirmedTransactionStatusWithSignature]:
+        """The transactions that touched ``address``, newest first, older than ``before``
+        (getSignaturesForAddress; at most 1000 per call). ``commitment`` must be given: a
+        validator's default, finalized, hides the last ~32 slots."""
+        return self._call(self.client.get_signatures_for_address, address, before, None, limit, Commitment(commitment)).value
+
+    def raw_transaction(self, signature: Signature, commitment: str = "confirmed") -> bytes | None:
+        """The wire bytes (signatures and message) of a landed transaction, None when the
+        node does not know it (getTransaction, base64)."""
+        value = self._call(self.client.get_transaction, signature, "base64", Commitment(commitment), 0).value
+        return None if value is None else bytes(value.transaction.transaction)
 
     def token_account_balance(self, address: Pubkey) -> int:
         return int(self._call(self.client.get_token_account_balance, address).value.amount)

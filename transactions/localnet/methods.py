@@ -6,15 +6,21 @@ import base64
 
 from solders.message import MessageV0, from_bytes_versioned
 from solders.pubkey import Pubkey
+from solders.signature import Signature
 from solders.transaction import VersionedTransaction
 
 from ledger_project.base58 import b58decode, b58encode
 
 from . import tokens
-from .node import Node, RpcError
+from .node import FINALIZED_DEPTH, Node, RpcError
 
 VERSION = {"solana-core": "2.2.0", "feature-set": 3294202862}
 SLOTS_PER_EPOCH = 432_000
+MAX_SIGNATURES_FOR_ADDRESS = 1000  # a validator's MAX_GET_CONFIRMED_SIGNATURES_FOR_ADDRESS2_LIMIT
+MEMO_PROGRAMS = {
+    Pubkey.from_string("MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr"),
+    Pubkey.from_string("Memo1UhkJRfHyvLMcVucJwxXeuD728EqVDDwQDxFMNo"),
+}
 
 
 def _bad(message: str) -> RpcError:
@@ -30,6 +36,16 @@ def _pubkey(value) -> Pubkey:
 
 def _param(params: list, index: int, default=None):
     return params[index] if len(params) > index and params[index] is not None else default
+
+
+def _signature(value, name: str = "signature") -> str:
+    if not isinstance(value, str):
+        raise RpcError(-32602, f"Invalid param: {name} must be a base-58 string")
+    try:
+        Signature.from_string(value)
+    except ValueError as exc:
+        raise RpcError(-32602, f"Invalid param: {exc}")
+    return value
 
 
 def _config(params: list, index: int) -> dict:
@@ -285,28 +301,57 @@ class Methods:
             out.append({"slot": slot, "confirmations": confirmations, "err": err, "status": {"Err": err} if err is not None else {"Ok": None}, "confirmationStatus": level})
         return self._with_context(out)
 
+    def _history_slot(self, cfg: dict) -> int:
+        """Highest slot a history read (getSignaturesForAddress, getTransaction) may see.
+
+        As on a validator: `finalized` (the default) sees only finalized slots, here
+        FINALIZED_DEPTH behind the tip; `confirmed` sees every executed slot (one node:
+        processed = confirmed); `processed` is refused for these methods."""
+        commitment = cfg.get("commitment") or "finalized"
+        if commitment == "processed":
+            raise RpcError(-32602, "Method does not support commitment below `confirmed`")
+        if commitment not in ("confirmed", "finalized"):
+            raise _bad(f"unknown commitment {commitment!r}")
+        return self.node.slot if commitment == "confirmed" else self.node.slot - FINALIZED_DEPTH
+
     def _signature_info(self, tx) -> dict:
         _, level = self.node.confirmation(tx.slot)
-        return {"signature": tx.signature, "slot": tx.slot, "err": tx.err, "memo": None, "blockTime": tx.block_time, "confirmationStatus": level}
+        return {"signature": tx.signature, "slot": tx.slot, "err": tx.err, "memo": _memo(tx.raw), "blockTime": tx.block_time, "confirmationStatus": level}
 
     def rpc_getSignaturesForAddress(self, params):
         address = str(_pubkey(_param(params, 0)))
         cfg = _config(params, 1)
-        limit = int(cfg.get("limit") or 1000)
-        if not 1 <= limit <= 1000:
-            raise _bad("limit must be 1..1000")
+        limit = cfg.get("limit")
+        limit = MAX_SIGNATURES_FOR_ADDRESS if limit is None else limit
+        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_SIGNATURES_FOR_ADDRESS:
+            raise RpcError(-32602, f"Invalid limit; max {MAX_SIGNATURES_FOR_ADDRESS}")
+        before = _signature(cfg["before"], "before") if cfg.get("before") is not None else None
+        until = _signature(cfg["until"], "until") if cfg.get("until") is not None else None
+        highest = self._history_slot(cfg)
+        min_context = cfg.get("minContextSlot")
+        if min_context is not None and min_context > highest:
+            raise RpcError(-32016, "Minimum context slot has not been reached", {"contextSlot": highest})
         store = self.node.store
-        before = store.transaction(cfg["before"]).seq if cfg.get("before") and store.transaction(cfg["before"]) else None
-        until = store.transaction(cfg["until"]).seq if cfg.get("until") and store.transaction(cfg["until"]) else None
-        return [self._signature_info(tx) for tx in store.signatures_for_address(address, limit=limit, before_seq=before, until_seq=until)]
+        before_seq = until_seq = None
+        if before is not None:
+            # A validator answers nothing when `before` is not in its ledger (at this
+            # commitment): it does not restart from the newest signature.
+            found = store.transaction(before)
+            if found is None or found.slot > highest:
+                return []
+            before_seq = found.seq
+        if until is not None:
+            found = store.transaction(until)  # unknown `until`: search to the oldest
+            until_seq = found.seq if found is not None else None
+        rows = store.signatures_for_address(address, limit=limit, before_seq=before_seq, until_seq=until_seq, max_slot=highest)
+        return [self._signature_info(tx) for tx in rows]
 
     def rpc_getTransaction(self, params):
-        signature = _param(params, 0)
-        if not isinstance(signature, str):
-            raise _bad("expected a signature")
+        signature = _signature(_param(params, 0))
         cfg = params[1] if len(params) > 1 and isinstance(params[1], dict) else {"encoding": params[1]} if len(params) > 1 and isinstance(params[1], str) else {}
+        highest = self._history_slot(cfg)
         tx = self.node.store.transaction(signature)
-        if tx is None:
+        if tx is None or tx.slot > highest:
             return None
         version = tx.meta.get("version", "legacy")
         if version != "legacy" and cfg.get("maxSupportedTransactionVersion") is None:
@@ -326,6 +371,23 @@ class Methods:
         if cfg.get("maxSupportedTransactionVersion") is not None:
             result["version"] = version
         return result
+
+
+def _memo(raw: bytes) -> str | None:
+    """The `memo` of a signature entry, as a validator formats it: "[length] text" for each
+    Memo program instruction, joined by "; "."""
+    message = VersionedTransaction.from_bytes(raw).message
+    keys = message.account_keys
+    memos = []
+    for ix in message.instructions:
+        if ix.program_id_index < len(keys) and keys[ix.program_id_index] in MEMO_PROGRAMS:
+            data = bytes(ix.data)
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError:
+                text = "(unparseable)"
+            memos.append(f"[{len(data)}] {text}")
+    return "; ".join(memos) if memos else None
 
 
 def _ui_transaction(tx: VersionedTransaction) -> dict:

@@ -9,6 +9,7 @@ refusal, and persistence of every executed transaction and the accounts it wrote
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 import threading
 import time
@@ -40,6 +41,12 @@ SYSTEM_PROGRAM = Pubkey.from_string("11111111111111111111111111111111")
 COMPUTE_BUDGET = Pubkey.from_string("ComputeBudget111111111111111111111111111111")
 ADDRESS_LOOKUP_TABLE_PROGRAM = Pubkey.from_string("AddressLookupTab1e1111111111111111111111111")
 ADVANCE_NONCE = (4).to_bytes(4, "little")
+
+
+def durable_nonce_of(blockhash: Hash) -> bytes:
+    """What a nonce account stores when advanced under ``blockhash`` (the runtime's
+    DurableNonce::from_blockhash)."""
+    return hashlib.sha256(b"DURABLE_NONCE" + bytes(blockhash)).digest()
 
 
 class RpcError(Exception):
@@ -204,6 +211,11 @@ class Node:
         return keys, writable, {k: [str(a) for a in v] for k, v in loaded.items()}
 
     def _nonce_ok(self, message, blockhash: str) -> bool:
+        """A durable-nonce transaction's age check, as a validator's: the nonce account
+        holds ``blockhash`` and can be advanced now. It cannot while the latest blockhash
+        is the one the nonce was stored under (the stored value is derived from it): a
+        validator answers BlockhashNotFound. LiteSVM would judge that by the transaction's
+        own blockhash, the nonce itself, and let it through."""
         if not message.instructions:
             return False
         first = message.instructions[0]
@@ -211,7 +223,10 @@ class Node:
         if keys[first.program_id_index] != SYSTEM_PROGRAM or bytes(first.data)[:4] != ADVANCE_NONCE or not first.accounts:
             return False
         nonce = self.svm.get_account(keys[first.accounts[0]])
-        return nonce is not None and len(nonce.data) >= 72 and str(Hash(bytes(nonce.data[40:72]))) == blockhash
+        if nonce is None or len(nonce.data) < 72:
+            return False
+        stored = bytes(nonce.data[40:72])
+        return str(Hash(stored)) == blockhash and stored != durable_nonce_of(self.svm.latest_blockhash())
 
     def _fee(self, message) -> tuple[int, int]:
         """(fee charged in lamports, compute unit price requested).

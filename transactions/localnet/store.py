@@ -193,9 +193,14 @@ class Store:
                 out[sig] = (slot, json.loads(err) if err else None)
         return out
 
-    def signatures_for_address(self, address: str, *, limit: int, before_seq: int | None, until_seq: int | None) -> list[StoredTransaction]:
+    def signatures_for_address(self, address: str, *, limit: int, before_seq: int | None, until_seq: int | None, max_slot: int | None = None) -> list[StoredTransaction]:
+        """Newest first (execution order), at most ``limit``, strictly between ``until_seq``
+        and ``before_seq``, in slots up to ``max_slot``."""
         sql = "SELECT t.seq, t.signature, t.slot, t.block_time, t.raw, t.err, t.meta FROM address_signatures a JOIN transactions t ON t.seq=a.seq WHERE a.address=?"
         params: list = [address]
+        if max_slot is not None:
+            sql += " AND t.slot <= ?"
+            params.append(max_slot)
         if before_seq is not None:
             sql += " AND a.seq < ?"
             params.append(before_seq)

@@ -3,6 +3,7 @@
 import pytest
 import solders.solders as solders_native
 from solana.rpc.api import Client
+from solana.rpc.commitment import Confirmed
 from solana.rpc.core import RPCException
 from solders.address_lookup_table_account import AddressLookupTable
 from solders.keypair import Keypair
@@ -19,7 +20,7 @@ pytestmark = pytest.mark.chain
 def test_state_and_history_survive_kill_9(tmp_path):
     node = LocalnetProcess(tmp_path / "data").start()
     try:
-        client = Client(node.url, timeout=10)
+        client = Client(node.url, timeout=10, commitment=Confirmed)
         genesis = client.get_genesis_hash().value
         payer = funded(client)
         owner = Keypair().pubkey()

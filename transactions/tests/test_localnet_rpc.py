@@ -5,6 +5,7 @@ import urllib.request
 
 import pytest
 import solders.solders as solders_native
+from solana.rpc.commitment import Confirmed
 from solana.rpc.core import RPCException
 from solana.rpc.types import MemcmpOpts, TokenAccountOpts, TxOpts
 from solders.address_lookup_table_account import AddressLookupTable, AddressLookupTableAccount
@@ -88,7 +89,7 @@ def test_token_mint_and_transfer_checked(chain, program):
 def test_v0_transaction_needs_max_supported_version(localnet_url, chain):
     payer = funded(chain)
     signature = send(chain, payer, [transfer(TransferParams(from_pubkey=payer.pubkey(), to_pubkey=Keypair().pubkey(), lamports=10**6))])
-    answer = raw_rpc(localnet_url, {"jsonrpc": "2.0", "id": 1, "method": "getTransaction", "params": [str(signature), {"encoding": "json"}]})
+    answer = raw_rpc(localnet_url, {"jsonrpc": "2.0", "id": 1, "method": "getTransaction", "params": [str(signature), {"encoding": "json", "commitment": "confirmed"}]})
     assert answer["error"]["code"] == -32015
 
 
@@ -199,3 +200,74 @@ def test_signature_status_confirmations_grow(chain):
     next_slot(chain)
     later = chain.get_signature_statuses([signature]).value[0]
     assert later.confirmations > first.confirmations
+
+
+def test_history_methods_page_and_honour_commitment_as_a_validator(localnet_url, chain):
+    """getSignaturesForAddress and getTransaction in the standard shape
+    (solana.com/docs/rpc/http/getsignaturesforaddress, .../gettransaction): newest first,
+    pages with `before`, nothing for an unknown `before`, `finalized` by default, no
+    `processed`, memos formatted "[length] text"."""
+    from solana.rpc.commitment import Finalized, Processed
+    from solders.signature import Signature
+    from spl.memo.constants import MEMO_PROGRAM_ID
+    from spl.memo.instructions import MemoParams, create_memo
+
+    payer = funded(chain, 10**9)
+    target = Keypair().pubkey()
+    sent = [send(chain, payer, [transfer(TransferParams(from_pubkey=payer.pubkey(), to_pubkey=target, lamports=1_000_000 + i))]) for i in range(3)]
+    memo = send(chain, payer, [create_memo(MemoParams(program_id=MEMO_PROGRAM_ID, signer=payer.pubkey(), message=b"invoice 42"))])
+
+    newest_first = chain.get_signatures_for_address(target, commitment=Confirmed).value
+    assert [s.signature for s in newest_first] == sent[::-1]
+    assert {str(s.confirmation_status) for s in newest_first} == {"TransactionConfirmationStatus.Confirmed"}
+    first_page = chain.get_signatures_for_address(target, limit=2, commitment=Confirmed).value
+    second_page = chain.get_signatures_for_address(target, limit=2, before=first_page[-1].signature, commitment=Confirmed).value
+    assert [s.signature for s in first_page + second_page] == sent[::-1]
+    assert chain.get_signatures_for_address(target, until=sent[0], commitment=Confirmed).value[-1].signature == sent[1]
+    # A `before` the node never saw: nothing (a validator does not restart from the newest).
+    assert chain.get_signatures_for_address(target, before=Signature.new_unique(), commitment=Confirmed).value == []
+    assert chain.get_signatures_for_address(payer.pubkey(), limit=1, commitment=Confirmed).value[0].memo == "[10] invoice 42"
+
+    # `finalized` (the SDK's and the node's default) sees a transaction only 32 slots on.
+    assert chain.get_signatures_for_address(target, commitment=Finalized).value == []
+    assert chain.get_transaction(sent[0], commitment=Finalized, max_supported_transaction_version=0).value is None
+    assert chain.get_transaction(sent[0], commitment=Confirmed, max_supported_transaction_version=0).value.slot == newest_first[-1].slot
+    with pytest.raises(RPCException, match="commitment below `confirmed`"):
+        chain.get_signatures_for_address(target, commitment=Processed)
+    with pytest.raises(RPCException, match="commitment below `confirmed`"):
+        chain.get_transaction(memo, commitment=Processed)
+    with pytest.raises(RPCException, match="Invalid limit; max 1000"):
+        chain.get_signatures_for_address(target, limit=0, commitment=Confirmed)
+    with pytest.raises(RPCException, match="Invalid limit; max 1000"):
+        chain.get_signatures_for_address(target, limit=1001, commitment=Confirmed)
+    bad = raw_rpc(localnet_url, {"jsonrpc": "2.0", "id": 1, "method": "getSignaturesForAddress", "params": [str(target), {"before": "not-a-signature"}]})
+    assert bad["error"]["code"] == -32602
+    bad = raw_rpc(localnet_url, {"jsonrpc": "2.0", "id": 1, "method": "getTransaction", "params": ["not-a-signature", {"encoding": "json"}]})
+    assert bad["error"]["code"] == -32602
+    slot = chain.get_slot().value
+    with pytest.raises(RPCException, match="Minimum context slot"):
+        chain.get_signatures_for_address(target, commitment=Confirmed, min_context_slot=slot + 1000)
+
+
+def test_nonce_stored_under_the_latest_blockhash_cannot_be_used_yet(chain):
+    """As a validator: a durable nonce initialized (or advanced) under the current blockhash
+    cannot be advanced until the next one — BlockhashNotFound; then it can."""
+    payer = funded(chain)
+    target = Keypair().pubkey()
+    refused = False
+    for _ in range(10):  # the slot may turn between the creation and the send: try again
+        nonce = create_nonce(chain, payer, payer.pubkey())
+        created_in = chain.get_signatures_for_address(nonce, commitment=Confirmed).value[-1].slot
+        stored = nonce_value(chain, nonce)
+        ixs = [advance_nonce_account(AdvanceNonceAccountParams(nonce_pubkey=nonce, authorized_pubkey=payer.pubkey())), transfer(TransferParams(from_pubkey=payer.pubkey(), to_pubkey=target, lamports=1))]
+        try:
+            signature = chain.send_transaction(VersionedTransaction(Message.new_with_blockhash(ixs, payer.pubkey(), stored), [payer])).value
+        except RPCException as err:
+            assert "BlockhashNotFound" in str(err.args[0].data.err)
+            refused = True
+            break
+        assert wait(chain, signature).slot > created_in  # accepted only under a newer blockhash
+    assert refused
+    next_slot(chain)
+    send(chain, payer, ixs, v0=False, blockhash=stored)
+    assert chain.get_balance(target).value == 1

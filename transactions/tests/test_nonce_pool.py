@@ -8,12 +8,14 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 from solana.rpc.api import Client
+from solana.rpc.commitment import Confirmed
+from solders.hash import Hash
 from solders.pubkey import Pubkey
 
 from accounts.models import Account
 from conftest import assert_error
-from transactions import fee_payers
-from transactions.models import NonceAccount, NonceState, Transaction
+from transactions import fee_payers, tasks
+from transactions.models import NonceAccount, NonceState, PlatformFeePayer, Transaction
 from transactions.tests.chainkit import SYSTEM_PROGRAM, funded
 
 pytestmark = pytest.mark.chain
@@ -32,7 +34,7 @@ def private_node(tmp_path, settings, monkeypatch):
     node = LocalnetProcess(tmp_path / "node").start()
     settings.LEDGER_CLUSTERS = {**settings.LEDGER_CLUSTERS, CLUSTER: node.url}
     try:
-        yield Client(node.url, timeout=10), kicked
+        yield Client(node.url, timeout=10, commitment=Confirmed), kicked
     finally:
         node.stop()
 
@@ -178,3 +180,124 @@ def test_tenant_nonce_lease_quota_is_429_and_changes_nothing(api, private_node, 
     assert int(refused["Retry-After"]) > 0
     assert Account.unscoped.count() == accounts and Transaction.unscoped.count() == 1
     assert NonceAccount.objects.filter(leased_at__isnull=False).count() == 1
+
+
+# --- trimming: free accounts beyond what the pool keeps are closed, their rent recovered ----
+
+
+def platform_payer_balance(client: Client) -> int:
+    return client.get_balance(Pubkey.from_string(PlatformFeePayer.objects.get(cluster=CLUSTER).managed_key.public_key)).value
+
+
+def gone(client: Client, row: NonceAccount) -> bool:
+    return client.get_account_info(Pubkey.from_string(row.address)).value is None
+
+
+CLOSE_FEE = 2 * 5_000  # the platform fee payer's and the nonce authority's signatures
+
+
+@pytest.mark.django_db(transaction=True)
+def test_trim_closes_free_accounts_above_target_and_returns_their_rent(private_node, settings, monkeypatch):
+    client, _ = private_node
+    settings.LEDGER_NONCE_POOL_TARGET = settings.LEDGER_NONCE_POOL_TRIM_ABOVE = 2
+    # A fill that did not wait for the blockhash to move on (as a concurrent advance could
+    # leave it): the trim must wait itself rather than fail "nonce can only advance once
+    # per slot".
+    with monkeypatch.context() as patch:
+        patch.setattr(fee_payers, "_next_blockhash", lambda rpc, address: True)
+        assert fee_payers.nonce_pool_fill(cluster=CLUSTER, target=6) == 6  # demand has gone since
+    leased = [fee_payers.nonce_lease(cluster=CLUSTER) for _ in range(2)]  # in use: never touched
+    rent = client.get_minimum_balance_for_rent_exemption(80).value
+    before = platform_payer_balance(client)
+
+    assert fee_payers.nonce_pool_trim(cluster=CLUSTER) == 2  # four free, two kept
+    closed = list(NonceAccount.objects.filter(state=NonceState.CLOSED))
+    assert len(closed) == 2 and all(row.closed_at is not None for row in closed)
+    assert all(gone(client, row) for row in closed)
+    assert platform_payer_balance(client) == before + 2 * (rent - CLOSE_FEE)
+    for row in leased:
+        row.refresh_from_db()
+        assert row.state == NonceState.READY and row.leased_at is not None and not gone(client, row)
+    assert fee_payers._free(CLUSTER).count() == 2
+    kept = NonceAccount.objects.exclude(state=NonceState.CLOSED).select_related("authority_key")
+    assert onchain_nonce_accounts(client) == {r.address: bytes(Pubkey.from_string(r.authority_key.public_key)) for r in kept}
+    assert fee_payers.nonce_pool_trim(cluster=CLUSTER) == 0  # at the target: nothing to do
+    # A lease ends: one free account too many, which the beat's pool task closes.
+    fee_payers.nonce_lease_release(nonce_account_id=leased[0].pk)
+    assert tasks.fill_nonce_pool(cluster=CLUSTER) == 0
+    assert fee_payers._free(CLUSTER).count() == 2 and NonceAccount.objects.filter(state=NonceState.CLOSED).count() == 3
+    # Closed accounts no longer count towards LEDGER_NONCE_POOL_MAX.
+    settings.LEDGER_NONCE_POOL_MAX = 4
+    assert fee_payers.nonce_pool_fill(cluster=CLUSTER, target=3) == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_trim_interrupted_after_marking_closing_is_finished_by_the_next_run(private_node, monkeypatch):
+    client, _ = private_node
+    fee_payers.nonce_pool_fill(cluster=CLUSTER, target=3)
+    rent = client.get_minimum_balance_for_rent_exemption(80).value
+
+    def killed(row):
+        raise RuntimeError("worker killed after the withdraw landed")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(fee_payers, "_mark_closed", killed)
+        with pytest.raises(RuntimeError):
+            fee_payers.nonce_pool_trim(cluster=CLUSTER, keep=2)
+    withdrawn = NonceAccount.objects.get(state=NonceState.CLOSING)
+    assert gone(client, withdrawn)  # on chain it is closed; the row still says CLOSING
+    claimed = fee_payers._claim_for_closing(CLUSTER)  # killed after the claim, before sending
+    assert claimed.state == NonceState.CLOSING and not gone(client, claimed)
+    assert fee_payers.nonce_lease(cluster=CLUSTER).pk not in (withdrawn.pk, claimed.pk)  # CLOSING is never leased
+    before = platform_payer_balance(client)
+
+    assert fee_payers.nonce_pool_trim(cluster=CLUSTER, keep=0) == 2  # finishes both; the leased one stays
+    for row in (withdrawn, claimed):
+        row.refresh_from_db()
+        assert row.state == NonceState.CLOSED and gone(client, row)
+    assert platform_payer_balance(client) == before + rent - CLOSE_FEE  # only the claimed one was still to withdraw
+    assert NonceAccount.objects.filter(state=NonceState.READY, leased_at__isnull=False).count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_lease_and_a_trim_never_take_the_same_account(private_node, monkeypatch):
+    client, _ = private_node
+    fee_payers.nonce_pool_fill(cluster=CLUSTER, target=3)
+    real_free = fee_payers._free
+    calls: list[int] = []
+    raced: list[int] = []
+
+    def lease_wins_the_race(cluster):
+        # _free's third call is the trim's conditional UPDATE of the candidate it read on the
+        # second: a request leases that very account in between.
+        calls.append(1)
+        if len(calls) == 3:
+            candidate = real_free(cluster).order_by("-pk").values_list("pk", flat=True).first()
+            assert real_free(cluster).filter(pk=candidate).update(leased_at=timezone.now()) == 1
+            raced.append(candidate)
+        return real_free(cluster)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(fee_payers, "_free", lease_wins_the_race)
+        assert fee_payers.nonce_pool_trim(cluster=CLUSTER, keep=1) == 1
+    leased = NonceAccount.objects.get(pk=raced[0])
+    assert leased.state == NonceState.READY and leased.leased_at is not None and not gone(client, leased)
+    assert NonceAccount.objects.filter(state=NonceState.CLOSED).count() == 1
+
+    # The other way round: the trim claimed the last free account first; the lease finds none.
+    last = fee_payers._claim_for_closing(CLUSTER)
+    assert last is not None and last.pk != leased.pk
+    with pytest.raises(fee_payers.NoncePoolEmpty):
+        fee_payers.nonce_lease(cluster=CLUSTER)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_new_pool_account_can_be_used_at_once(private_node):
+    """The fill waits until the blockhash its nonce was stored under has passed, so a lease
+    can use the account at once (a validator refuses it within that blockhash)."""
+    client, _ = private_node
+    for _ in range(3):
+        fee_payers.nonce_pool_fill(cluster=CLUSTER, target=NonceAccount.objects.count() + 1)
+        row = NonceAccount.objects.order_by("-pk").first()
+        stored = Hash(bytes(client.get_account_info(Pubkey.from_string(row.address)).value.data[40:72]))
+        assert fee_payers.nonce_advance(cluster=CLUSTER, nonce_address=row.address, expected=str(stored)) is True

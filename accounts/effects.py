@@ -1,22 +1,18 @@
 """What confirmed (or failed) transactions change in account records.
 
-Worker code (the effects task, for no tenant): it uses ``Account.unscoped``."""
+Worker code (the effects task, for no tenant): it uses ``Account.unscoped``. Handlers only
+read and write the database; what they need from the chain is in ``facts``
+(transactions/effects.py, read before the database transaction opened)."""
 
 from __future__ import annotations
 
-import logging
 from datetime import timedelta
 
 from django.utils import timezone
-from solders.signature import Signature
 
-from transactions.chain.builder import message_from_bytes
-from transactions.chain.rpc import rpc_for
-from transactions.effects import effect_handler, failure_handler, on_every_confirmation, touched_addresses
+from transactions.effects import ConfirmationFacts, effect_handler, failure_handler, on_every_confirmation
 
 from .models import Account, AccountStatus, BalanceSnapshot
-
-logger = logging.getLogger("ledger.accounts")
 
 
 def _account(tx) -> Account | None:
@@ -25,7 +21,7 @@ def _account(tx) -> Account | None:
 
 
 @effect_handler("accounts.create")
-def account_created(tx) -> None:
+def account_created(tx, facts: ConfirmationFacts) -> None:
     account = _account(tx)
     if account is not None and account.status == AccountStatus.PENDING:
         account.status = AccountStatus.ACTIVE
@@ -43,7 +39,7 @@ def account_creation_failed(tx) -> None:
 
 
 @effect_handler("accounts.inactivate")
-def account_inactivated(tx) -> None:
+def account_inactivated(tx, facts: ConfirmationFacts) -> None:
     account = _account(tx)
     if account is not None:
         account.status = AccountStatus.INACTIVE
@@ -61,14 +57,14 @@ def account_inactivation_failed(tx) -> None:
 
 
 @on_every_confirmation
-def in_flight_ended(tx) -> None:
+def in_flight_ended(tx, facts: ConfirmationFacts) -> None:
     _clear_in_flight(tx)
 
 
 @on_every_confirmation
-def balances_after(tx) -> None:
-    """Balance history from the transaction's own pre/post balances (getTransaction meta),
-    in slot order.
+def balances_after(tx, facts: ConfirmationFacts) -> None:
+    """Balance history from the transaction's own pre/post balances (its getTransaction
+    record, ``facts.transaction``), in slot order.
 
     Re-reading the accounts after confirmation could record a later transaction's result
     under this one, and two confirmations applied out of order could move a balance
@@ -77,14 +73,9 @@ def balances_after(tx) -> None:
     it reflects (a later slot, or the same slot starting from the recorded balance); an
     earlier one only adds its history entry, placed before the later entries.
     """
-    keys = touched_addresses(tx)
-    message = message_from_bytes(bytes(tx.message))
-    if not getattr(message, "address_table_lookups", None) and not Account.unscoped.filter(cluster=tx.cluster, address__in=keys).exists():
-        return
-    found = rpc_for(tx.cluster).transaction_balances(Signature.from_string(tx.onchain_id), keys)
+    found = facts.transaction
     if found is None:
-        logger.warning("transaction %s confirmed but its metadata is not available; balances not recorded", tx.onchain_id)
-        return
+        return  # no metadata on the node (logged by the prefetch): nothing to record from
     at = tx.confirmed_at or timezone.now()
     accounts = Account.unscoped.select_for_update().filter(cluster=tx.cluster, address__in=list(found.lamports)).order_by("pk")
     snapshots = []

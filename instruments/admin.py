@@ -19,7 +19,7 @@ class FinancialInstrumentAdmin(admin.ModelAdmin):
         ("Offchain (editable)", {"fields": ("offchain_data", "comments", "shared_across_tenants")}),
         ("Onchain (as last read from the network)", {"fields": (
             "name", "symbol", "uri", "decimals", "onchain_metadata", "extensions", "default_position_state", "paused",
-            "scaled_ui_multiplier", "transfer_hook_program_address", "supply_onchain", "supply_offchain", "data_length", "synced_at",
+            "scaled_ui_multiplier", "transfer_hook_program_address", "supply_onchain", "supply_offchain", "data_length", "synced_at", "synced_slot",
         )}),
         ("Authorities", {"fields": _AUTHORITY_FIELDS}),
         ("Transactions", {"fields": ("creation_transaction", "creation_transaction_at", "last_transaction", "last_transaction_at")}),
@@ -27,7 +27,7 @@ class FinancialInstrumentAdmin(admin.ModelAdmin):
     readonly_fields = (
         "al_id", "al_category", "al_type", "tenant", "cluster", "address", "version", "status", "managed", "was_onchain_already",
         "name", "symbol", "uri", "decimals", "onchain_metadata", "extensions", "default_position_state", "paused",
-        "scaled_ui_multiplier", "transfer_hook_program_address", "supply_onchain", "supply_offchain", "data_length", "synced_at",
+        "scaled_ui_multiplier", "transfer_hook_program_address", "supply_onchain", "supply_offchain", "data_length", "synced_at", "synced_slot",
         "creation_transaction", "creation_transaction_at", "last_transaction", "last_transaction_at", *_AUTHORITY_FIELDS,
     )
     actions = ["sync_from_chain"]

@@ -2,7 +2,9 @@
 
 Every confirmed transaction that names a recorded mint re-reads that mint from the chain
 (authorities, extension state, metadata, supply), so the record follows the chain whatever
-operation moved it; the handlers below add what only the operation knows.
+operation moved it; the handlers below add what only the operation knows. The mint
+accounts are read by the engine's prefetch (``mints_named`` asks for them), before the
+database transaction that applies the effects: the handlers only write.
 
 Worker code (the effects task, for no tenant): it uses ``Model.unscoped``.
 """
@@ -12,9 +14,11 @@ from __future__ import annotations
 from django.utils import timezone
 
 from accounts.models import Account, AccountStatus
-from transactions.effects import effect_handler, failure_handler, on_every_confirmation, touched_addresses
+from transactions.effects import ConfirmationFacts, effect_handler, failure_handler, needs_accounts, on_every_confirmation
+from transactions.locks import lock_rows
 
 from .models import FinancialInstrument, InstrumentStatus
+from .onchain import mint_from_account
 from .services import instrument_sync
 
 
@@ -24,7 +28,7 @@ def _instrument(tx) -> FinancialInstrument | None:
 
 
 @effect_handler("instruments.create")
-def instrument_created(tx) -> None:
+def instrument_created(tx, facts: ConfirmationFacts) -> None:
     instrument = _instrument(tx)
     if instrument is not None and instrument.status == InstrumentStatus.PENDING:
         at = tx.confirmed_at or timezone.now()
@@ -51,21 +55,34 @@ for _operation in ("instruments.update", "instruments.pause", "instruments.unpau
 
 
 @on_every_confirmation
-def in_flight_ended(tx) -> None:
+def in_flight_ended(tx, facts: ConfirmationFacts) -> None:
     _clear_in_flight(tx)
 
 
 @effect_handler("instruments.close")
-def instrument_closed(tx) -> None:
+def instrument_closed(tx, facts: ConfirmationFacts) -> None:
     instrument = _instrument(tx)
     if instrument is not None:
         FinancialInstrument.unscoped.filter(pk=instrument.pk).update(status=InstrumentStatus.CLOSED, last_transaction=tx, last_transaction_at=tx.confirmed_at or timezone.now())
         Account.unscoped.filter(pk=instrument.mint_account_id).update(status=AccountStatus.INACTIVE)
 
 
+def _open_instruments(tx, addresses):
+    return FinancialInstrument.unscoped.filter(cluster=tx.cluster, address__in=list(addresses)).exclude(status=InstrumentStatus.CLOSED)
+
+
+@needs_accounts
+def mints_named(tx, addresses) -> list[str]:
+    """The recorded, open instruments' mints the transaction names (prefetched in one read)."""
+    return list(_open_instruments(tx, addresses).values_list("address", flat=True))
+
+
 @on_every_confirmation
-def mints_after(tx) -> None:
-    """Re-read every recorded, open instrument whose mint the transaction names."""
-    keys = touched_addresses(tx)
-    for instrument in FinancialInstrument.unscoped.filter(cluster=tx.cluster, address__in=keys).exclude(status=InstrumentStatus.CLOSED):
-        instrument_sync(instrument=instrument, tx=tx)
+def mints_after(tx, facts: ConfirmationFacts) -> None:
+    """Copy every recorded, open instrument whose mint the transaction names from the mint
+    as the prefetch read it (rows locked in pk order, so the read-slot check and the write
+    are one step)."""
+    for instrument in lock_rows(_open_instruments(tx, facts.addresses)):
+        chain = mint_from_account(facts.accounts.get(instrument.address), slot=facts.accounts_slot)
+        if chain is not None:
+            instrument_sync(instrument=instrument, tx=tx, mint=chain)

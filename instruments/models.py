@@ -71,7 +71,8 @@ class FinancialInstrument(TenantOwnedModel):
     ASSET_TOKEN or CURRENCY_TOKEN); ``al_id`` follows the identifier pattern and is unique
     per tenant and cluster; onchain fields (authorities, extensions, metadata, supply) are
     the chain's, refreshed from the mint account whenever a transaction touching it
-    confirms (instruments/effects.py); ``offchain_data`` belongs to the service alone.
+    confirms (instruments/effects.py), never from a read older than ``synced_slot``;
+    ``offchain_data`` belongs to the service alone.
     """
 
     mint_account = models.OneToOneField("accounts.Account", on_delete=models.PROTECT, related_name="instrument")
@@ -109,6 +110,9 @@ class FinancialInstrument(TenantOwnedModel):
     creation_transaction_at = models.DateTimeField(null=True, blank=True)
     last_transaction_at = models.DateTimeField(null=True, blank=True)
     synced_at = models.DateTimeField(null=True, blank=True)
+    # The slot of the chain read the onchain fields come from: a sync from an older read
+    # (overtaken by another worker's fresher one) is skipped, so they never move backwards.
+    synced_slot = models.PositiveBigIntegerField(null=True, blank=True)
 
     # Authorities: the FK when the service records the address, the address always (as on chain).
     mint_authority = models.ForeignKey("accounts.Account", null=True, blank=True, on_delete=models.PROTECT, related_name="+")

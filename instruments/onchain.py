@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass
 
 from django.utils import timezone
+from solders.account import Account as ChainAccount
 from solders.pubkey import Pubkey
 
 from transactions.chain.rpc import rpc_for
@@ -26,9 +27,12 @@ _API_NAME = {ext.name: api for api, ext in API_EXTENSIONS.items()}
 
 @dataclass(frozen=True)
 class ChainMint:
+    """A mint as the chain had it at ``slot`` (the slot the node answered the read at)."""
+
     version: str
     lamports: int
     mint: DecodedMint
+    slot: int | None = None
 
 
 def version_of_owner(owner: Pubkey) -> str | None:
@@ -36,8 +40,15 @@ def version_of_owner(owner: Pubkey) -> str | None:
 
 
 def read_mint(cluster: str, address: str) -> ChainMint | None:
-    """The mint as the chain has it; None when the account is absent or not a mint."""
-    account = rpc_for(cluster).account(Pubkey.from_string(address))
+    """The mint as the chain has it now; None when the account is absent or not a mint.
+    Network: call it outside any database transaction."""
+    read = rpc_for(cluster).read_accounts([address])
+    return mint_from_account(read.accounts.get(address), slot=read.slot)
+
+
+def mint_from_account(account: ChainAccount | None, *, slot: int | None = None) -> ChainMint | None:
+    """Decode account data already read (e.g. by the confirmation prefetch) as a mint;
+    None when the account is absent or not an initialized mint."""
     if account is None:
         return None
     version = version_of_owner(account.owner)
@@ -49,7 +60,7 @@ def read_mint(cluster: str, address: str) -> ChainMint | None:
         return None
     if not decoded.is_initialized:
         return None
-    return ChainMint(version=version, lamports=account.lamports, mint=decoded)
+    return ChainMint(version=version, lamports=account.lamports, mint=decoded, slot=slot)
 
 
 def effective_multiplier(scaled: dict, now: float | None = None) -> float:
@@ -148,5 +159,6 @@ def apply_chain_state(instrument: FinancialInstrument, chain: ChainMint) -> list
         changed += [f"{column}_address", column]
     instrument.transfer_hook_program = known.get(hook_address) if hook_address else None
     instrument.synced_at = timezone.now()
-    changed += ["transfer_hook_program", "synced_at"]
+    instrument.synced_slot = chain.slot
+    changed += ["transfer_hook_program", "synced_at", "synced_slot"]
     return changed

@@ -25,7 +25,7 @@ from . import alid, webhooks
 from .extensions import b64_of, metadata_of, multiplier_of, requested_extensions
 from .locks import lock_instrument
 from .models import FinancialInstrument, InstrumentStatus, PositionState, TokenVersion, authority_column
-from .onchain import PROGRAMS, apply_chain_state, chain_fields, read_mint
+from .onchain import PROGRAMS, ChainMint, apply_chain_state, chain_fields, read_mint
 from .token2022 import instructions as t22
 from .token2022.constants import API_EXTENSIONS, AccountState, AuthorityType
 from .token2022.sizes import mint_size, mint_space
@@ -631,11 +631,19 @@ def instrument_close(*, tenant, cluster: str, api_key, instrument: FinancialInst
 # --- Sync (workers) ----------------------------------------------------------------------
 
 
-def instrument_sync(*, instrument: FinancialInstrument, tx: Transaction | None = None) -> FinancialInstrument:
-    """Re-read the mint from the chain onto the record (after a confirmed transaction)."""
-    chain = read_mint(instrument.cluster, instrument.address)
+def instrument_sync(*, instrument: FinancialInstrument, tx: Transaction | None = None, mint: ChainMint | None = None) -> FinancialInstrument:
+    """Copy the mint as the chain has it onto the record.
+
+    ``mint``: the mint as already read — the confirmation effects pass what the prefetch
+    read (no network inside their database transaction); without it the chain is read now
+    (admin and API callers, outside any database transaction). A read older than the one
+    the record already reflects (``synced_slot``) changes nothing.
+    """
+    chain = mint if mint is not None else read_mint(instrument.cluster, instrument.address)
     if chain is None:
         return instrument
+    if chain.slot is not None and instrument.synced_slot is not None and chain.slot < instrument.synced_slot:
+        return instrument  # another worker already copied a later state
     fields = apply_chain_state(instrument, chain)
     if tx is not None:
         instrument.last_transaction = tx

@@ -7,7 +7,7 @@ from __future__ import annotations
 from django.utils import timezone
 
 from accounts.models import Account, AccountStatus
-from transactions.effects import effect_handler, failure_handler, on_every_confirmation
+from transactions.effects import ConfirmationFacts, effect_handler, failure_handler, on_every_confirmation
 
 from .models import Position, PositionStatus
 
@@ -21,7 +21,7 @@ def _clear_in_flight(tx) -> None:
 
 
 @effect_handler("positions.initialize")
-def position_initialized(tx) -> None:
+def position_initialized(tx, facts: ConfirmationFacts) -> None:
     position = _position(tx)
     if position is not None and position.status == PositionStatus.PENDING:
         at = tx.confirmed_at or timezone.now()
@@ -39,5 +39,5 @@ def position_initialization_failed(tx) -> None:
 
 
 @on_every_confirmation
-def in_flight_ended(tx) -> None:
+def in_flight_ended(tx, facts: ConfirmationFacts) -> None:
     _clear_in_flight(tx)

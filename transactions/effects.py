@@ -1,19 +1,67 @@
 """Offchain effects of operations, applied once when their transaction settles.
 
 Each area registers, per operation name, a handler for success and optionally one for
-failure (FAILED or EXPIRED) in its own ``effects`` module (imported by its
+failure (FAILED, EXPIRED or CANCELLED) in its own ``effects`` module (imported by its
 AppConfig.ready); ``on_every_confirmation`` hooks run for every confirmed transaction
 (e.g. balance history). The engine calls them inside the database transaction that claims
 ``effects_applied_at``, so each runs exactly once per transaction.
+
+No network under database locks (docs/transactions.md, "Path of a mutation"): everything a
+confirmation's handlers need from the chain is read first, by ``prefetch``, while no
+database transaction is open, and handed to them as ``ConfirmationFacts``; handlers only
+read and write the database. ``prefetch`` always reads the transaction's own record (one
+getTransaction: lamport and token balances); an area that needs account data (e.g. the
+mints a transaction names) declares which with ``needs_accounts``, and every area's
+addresses are read together in one getMultipleAccounts. A chain outage in the prefetch
+raises before anything is claimed, so the confirm task retries with nothing changed.
+
+Signatures: success handlers and confirmation hooks ``fn(tx, facts)``; failure handlers
+``fn(tx)`` (they only undo offchain records; nothing is read from the chain for them).
 """
 
 from __future__ import annotations
 
+import logging
+from dataclasses import dataclass, field
 from typing import Callable
+
+from solders.account import Account
+from solders.signature import Signature
+
+from .chain.rpc import TransactionBalances, rpc_for
+
+logger = logging.getLogger("ledger.transactions")
 
 _HANDLERS: dict[str, Callable] = {}
 _FAILURE_HANDLERS: dict[str, Callable] = {}
 _EVERY: list[Callable] = []
+_ACCOUNTS_NEEDED: list[Callable] = []
+
+
+@dataclass(frozen=True)
+class ConfirmationFacts:
+    """What the chain says about one confirmed transaction, read before its effects apply.
+
+    - ``transaction``: its own record from one getTransaction (``chain.rpc.TransactionBalances``:
+      ``slot``; ``keys``, static then loaded from lookup tables; ``lamports`` address →
+      (pre, post); ``tokens`` token account → ``TokenBalance`` (mint, owner, program_id,
+      decimals, pre, post, opened, closed), amounts in base units). None when the node has
+      no metadata for it (pruned history).
+    - ``addresses``: every address the transaction names — ``transaction.keys`` when the
+      record is known, else the message's static keys.
+    - ``accounts``: address → account data (solders ``Account``; None when absent on chain)
+      for every address an area asked for with ``needs_accounts``; read in one
+      getMultipleAccounts (per 100 addresses) at ``confirmed``, after the transaction
+      confirmed.
+    - ``accounts_slot``: the slot that read answered at (None when nothing was asked): a
+      handler compares it with what its record already reflects, so a read that another
+      worker's fresher one overtook never moves a record backwards.
+    """
+
+    transaction: TransactionBalances | None
+    addresses: tuple[str, ...]
+    accounts: dict[str, Account | None] = field(default_factory=dict)
+    accounts_slot: int | None = None
 
 
 def _register(table: dict, operation: str):
@@ -27,36 +75,64 @@ def _register(table: dict, operation: str):
 
 
 def effect_handler(operation: str):
+    """Register ``fn(tx, facts)``: what a confirmed ``operation`` changes offchain."""
     return _register(_HANDLERS, operation)
 
 
 def failure_handler(operation: str):
+    """Register ``fn(tx)``: what an ``operation`` that did not land undoes offchain."""
     return _register(_FAILURE_HANDLERS, operation)
 
 
 def on_every_confirmation(fn: Callable) -> Callable:
+    """Register ``fn(tx, facts)``, run for every confirmed transaction whatever its operation."""
     if fn not in _EVERY:
         _EVERY.append(fn)
     return fn
 
 
-def touched_addresses(tx) -> list[str]:
-    """The addresses a transaction's message names, parsed once per transaction however
-    many confirmation hooks ask."""
-    cached = getattr(tx, "_touched_addresses", None)
-    if cached is None:
-        from .chain.builder import message_from_bytes
-
-        cached = tx._touched_addresses = [str(k) for k in message_from_bytes(bytes(tx.message)).account_keys]
-    return cached
+def needs_accounts(fn: Callable) -> Callable:
+    """Register ``fn(tx, addresses) -> iterable of addresses`` whose account data the area's
+    handlers need (in ``facts.accounts``). It runs in the prefetch, outside any database
+    transaction: it may read the database, never lock or write it."""
+    if fn not in _ACCOUNTS_NEEDED:
+        _ACCOUNTS_NEEDED.append(fn)
+    return fn
 
 
-def apply(tx) -> None:
+def static_addresses(tx) -> list[str]:
+    """The addresses of the transaction's message (lookup-table addresses are known only
+    from its getTransaction record: ``ConfirmationFacts.addresses``)."""
+    from .chain.builder import message_from_bytes
+
+    return [str(k) for k in message_from_bytes(bytes(tx.message)).account_keys]
+
+
+def prefetch(tx) -> ConfirmationFacts:
+    """Read what the confirmation handlers of ``tx`` need from the chain. Must run outside
+    any database transaction; raises ChainUnavailable (nothing claimed yet) when the
+    cluster does not answer."""
+    rpc = rpc_for(tx.cluster)
+    static = static_addresses(tx)
+    record = rpc.transaction_balances(Signature.from_string(tx.onchain_id), static)
+    if record is None:
+        logger.warning("transaction %s confirmed but its metadata is not available; balances not recorded", tx.onchain_id)
+    addresses = tuple(record.keys) if record is not None else tuple(static)
+    wanted: list[str] = []
+    for ask in _ACCOUNTS_NEEDED:
+        wanted.extend(str(a) for a in ask(tx, addresses))
+    if not wanted:
+        return ConfirmationFacts(transaction=record, addresses=addresses)
+    read = rpc.read_accounts(wanted)
+    return ConfirmationFacts(transaction=record, addresses=addresses, accounts=read.accounts, accounts_slot=read.slot)
+
+
+def apply(tx, facts: ConfirmationFacts) -> None:
     handler = _HANDLERS.get(tx.operation)
     if handler is not None:
-        handler(tx)
+        handler(tx, facts)
     for hook in _EVERY:
-        hook(tx)
+        hook(tx, facts)
 
 
 def apply_failure(tx) -> None:

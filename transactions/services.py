@@ -4,8 +4,9 @@ The path of every chain-changing operation: an area service resolves records and
 instructions → ``transaction_build`` builds, simulates and signs the message outside any
 database transaction → ``transaction_record`` stores the Transaction row in the service's
 ``write_phase()`` with its domain rows → on commit the worker's
-``submit`` task sends the stored bytes → ``confirm`` follows the signature and applies the
-operation's offchain effects exactly once.
+``submit`` task sends the stored bytes → ``confirm`` follows the signature, reads what the
+effects need from the chain (``effects.prefetch``, no database transaction open) and
+applies the operation's offchain effects exactly once.
 """
 
 from __future__ import annotations
@@ -415,6 +416,10 @@ def transaction_confirm(*, transaction_id: int) -> bool:
     finalized = reached == "finalized"
     new_status = TransactionStatus.FINALIZED if finalized else TransactionStatus.CONFIRMED
     confirmations = status.confirmations if status.confirmations is not None else (32 if finalized else 0)
+    applies = _COMMITMENT_RANK[reached] >= max(_COMMITMENT_RANK["confirmed"], _COMMITMENT_RANK.get(tx.commitment, 1))
+    # Read what the effects need before any database transaction opens (no locks held
+    # across RPC); a chain outage here changes nothing and the task retries.
+    facts = effects.prefetch(tx) if applies and tx.effects_applied_at is None else None
     now = timezone.now()
     with db_transaction.atomic():
         fields = {"status": new_status, "confirmations_count": confirmations, "slot": status.slot, "updated_at": now}
@@ -423,8 +428,8 @@ def transaction_confirm(*, transaction_id: int) -> bool:
         if finalized:
             fields["finalized_at"] = now
         Transaction.unscoped.filter(pk=tx.pk, status__in=[TransactionStatus.SUBMITTED, TransactionStatus.CONFIRMED]).update(**fields)
-        if _COMMITMENT_RANK[reached] >= max(_COMMITMENT_RANK["confirmed"], _COMMITMENT_RANK.get(tx.commitment, 1)):
-            transaction_apply_effects(transaction_id=tx.pk)
+        if facts is not None:
+            _apply_effects(tx.pk, facts)
         if finalized:
             NonceAccount.objects.filter(leased_by_id=tx.pk).update(leased_by=None, leased_at=None)
             _event(tx, "FINALIZED", slot=status.slot)
@@ -542,16 +547,17 @@ def transaction_cancel(*, transaction: Transaction, reason: str = "") -> Transac
     return tx
 
 
-@worker_only  # the effects task: acts for no tenant
-def transaction_apply_effects(*, transaction_id: int) -> bool:
-    """Apply the operation's offchain effects once: claimed by effects_applied_at."""
-    with db_transaction.atomic():
-        claimed = Transaction.unscoped.filter(pk=transaction_id, effects_applied_at__isnull=True).update(effects_applied_at=timezone.now())
-        if not claimed:
-            return False
-        tx = Transaction.unscoped.get(pk=transaction_id)
-        effects.apply(tx)
-        _event(tx, "EFFECTS_APPLIED")
+@worker_only  # the confirm task: acts for no tenant
+def _apply_effects(transaction_id: int, facts: effects.ConfirmationFacts) -> bool:
+    """Apply a confirmed transaction's offchain effects once, claimed by effects_applied_at,
+    in the caller's database transaction. What the handlers need from the chain was read
+    before it opened (``effects.prefetch``, in transaction_confirm): they only write."""
+    claimed = Transaction.unscoped.filter(pk=transaction_id, effects_applied_at__isnull=True).update(effects_applied_at=timezone.now())
+    if not claimed:
+        return False
+    tx = Transaction.unscoped.get(pk=transaction_id)
+    effects.apply(tx, facts)
+    _event(tx, "EFFECTS_APPLIED")
     return True
 
 

@@ -40,13 +40,54 @@ _clients_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
+class TokenBalance:
+    """One token account around one landed transaction, from the transaction's own
+    ``preTokenBalances`` / ``postTokenBalances`` (the standard Solana JSON-RPC shape:
+    accountIndex, mint, owner, programId, uiTokenAmount {amount, decimals}).
+
+    Amounts are base units (int). An account absent from preTokenBalances was opened by the
+    transaction (``opened``, ``pre`` 0); one absent from postTokenBalances was closed by it
+    (``closed``, ``post`` 0). ``mint``, ``owner`` and ``program_id`` are as the transaction
+    left them (as it found them for a closed account); ``owner`` / ``program_id`` are ""
+    when the node omits them (old ledgers)."""
+
+    mint: str
+    owner: str
+    program_id: str
+    decimals: int
+    pre: int
+    post: int
+    opened: bool = False
+    closed: bool = False
+
+
+@dataclass(frozen=True)
 class TransactionBalances:
-    """What one landed transaction did to balances, from its own metadata (getTransaction):
-    the chain's record of that transaction, not a later re-read of the accounts."""
+    """What one landed transaction did to balances, from its own metadata (one
+    getTransaction): the chain's record of that transaction, not a later re-read of the
+    accounts, so it stays right however late or out of order it is applied.
+
+    - ``slot``: the slot it landed in (orders it against other transactions);
+    - ``keys``: every account key in the transaction's order — the message's static keys,
+      then the addresses loaded from lookup tables (writable, then read-only);
+    - ``lamports``: address → (pre, post) lamports, for every key;
+    - ``tokens``: token account address → TokenBalance, for every key that was a token
+      account before or after it (SPL Token and Token-2022).
+    """
 
     slot: int
-    lamports: dict[str, tuple[int, int]]  # address → (pre, post)
-    tokens: dict[str, tuple[int | None, int | None]]  # token account → (pre, post) base units
+    keys: tuple[str, ...]
+    lamports: dict[str, tuple[int, int]]
+    tokens: dict[str, TokenBalance]
+
+
+@dataclass(frozen=True)
+class AccountsRead:
+    """Account data read in one go (getMultipleAccounts): address → account (None when
+    absent), and the slot the node answered at (the lowest, when it took several calls)."""
+
+    slot: int
+    accounts: dict[str, Account | None]
 
 
 @dataclass(frozen=True)
@@ -103,10 +144,21 @@ class ChainRpc:
         return self._call(self.client.get_account_info, address, Commitment(commitment)).value
 
     def accounts(self, addresses: Sequence[Pubkey], commitment: str = "confirmed") -> list[Account | None]:
-        out: list[Account | None] = []
-        for start in range(0, len(addresses), 100):  # the RPC limit per call
-            out.extend(self._call(self.client.get_multiple_accounts, list(addresses[start:start + 100]), Commitment(commitment)).value)
-        return out
+        found = self.read_accounts([str(a) for a in addresses], commitment).accounts
+        return [found[str(a)] for a in addresses]
+
+    def read_accounts(self, addresses: Sequence[str], commitment: str = "confirmed") -> AccountsRead:
+        """Several accounts and the slot they were read at: one getMultipleAccounts per 100
+        addresses (the RPC limit per call)."""
+        unique = list(dict.fromkeys(addresses))
+        found: dict[str, Account | None] = {}
+        slots: list[int] = []
+        for start in range(0, len(unique), 100):
+            batch = unique[start:start + 100]
+            resp = self._call(self.client.get_multiple_accounts, [Pubkey.from_string(a) for a in batch], Commitment(commitment))
+            slots.append(resp.context.slot)
+            found.update(zip(batch, resp.value))
+        return AccountsRead(min(slots) if slots else 0, found)
 
     def minimum_balance_for_rent_exemption(self, size: int) -> int:
         # Rent parameters are fixed per cluster: one call per size and process.
@@ -125,7 +177,8 @@ class ChainRpc:
         return out
 
     def transaction_balances(self, signature: Signature, static_keys: Sequence[str], commitment: str = "confirmed") -> TransactionBalances | None:
-        """Pre/post balances of a landed transaction (None when the node does not know it).
+        """Pre/post lamport and token balances of a landed transaction, from one
+        getTransaction (None when the node does not know it or has no metadata for it).
 
         Balances are indexed like the transaction's keys: the message's static keys, then
         the addresses loaded from lookup tables (writable, then read-only).
@@ -138,12 +191,21 @@ class ChainRpc:
         if meta.loaded_addresses is not None:
             keys += [str(k) for k in meta.loaded_addresses.writable] + [str(k) for k in meta.loaded_addresses.readonly]
         lamports = {key: (pre, post) for key, pre, post in zip(keys, meta.pre_balances, meta.post_balances)}
-        tokens: dict[str, list] = {}
-        for index, balances in enumerate((meta.pre_token_balances, meta.post_token_balances)):
-            for entry in balances or ():
-                if entry.account_index < len(keys):
-                    tokens.setdefault(keys[entry.account_index], [None, None])[index] = int(entry.ui_token_amount.amount)
-        return TransactionBalances(value.slot, lamports, {k: (v[0], v[1]) for k, v in tokens.items()})
+        pre = _token_entries(meta.pre_token_balances, keys)
+        post = _token_entries(meta.post_token_balances, keys)
+        tokens = {}
+        for address in dict.fromkeys([*pre, *post]):
+            before, after = pre.get(address), post.get(address)
+            entry = after or before
+            tokens[address] = TokenBalance(
+                mint=str(entry.mint), owner=str(entry.owner) if entry.owner is not None else "",
+                program_id=str(entry.program_id) if entry.program_id is not None else "",
+                decimals=int(entry.ui_token_amount.decimals),
+                pre=int(before.ui_token_amount.amount) if before is not None else 0,
+                post=int(after.ui_token_amount.amount) if after is not None else 0,
+                opened=before is None, closed=after is None,
+            )
+        return TransactionBalances(value.slot, tuple(keys), lamports, tokens)
 
     def signatures_for_address(self, address: Pubkey, *, before: Signature | None = None, limit: int = 1000, commitment: str = "confirmed") -> list[RpcConfirmedTransactionStatusWithSignature]:
         """The transactions that touched ``address``, newest first, older than ``before``
@@ -182,6 +244,11 @@ class ChainRpc:
 
     def airdrop(self, address: Pubkey, lamports: int) -> Signature:
         return self._call(self.client.request_airdrop, address, lamports).value
+
+
+def _token_entries(entries, keys: list[str]) -> dict:
+    """pre/postTokenBalances by the token account's address (accountIndex into ``keys``)."""
+    return {keys[e.account_index]: e for e in entries or () if e.account_index < len(keys)}
 
 
 def rpc_for(cluster: str) -> ChainRpc:

@@ -15,7 +15,7 @@ from solders.message import Message
 from solders.system_program import AdvanceNonceAccountParams, TransferParams, advance_nonce_account, transfer
 from solders.transaction import VersionedTransaction
 from spl.token.constants import TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID
-from spl.token.instructions import TransferCheckedParams, transfer_checked
+from spl.token.instructions import CloseAccountParams, TransferCheckedParams, close_account, create_associated_token_account, get_associated_token_address, transfer_checked
 
 from transactions.tests.chainkit import create_ata, create_mint, create_nonce, funded, mint_to, next_slot, nonce_value, send, wait
 
@@ -84,6 +84,36 @@ def test_token_mint_and_transfer_checked(chain, program):
     assert sorted(post.values()) == ["2500000", "997500000"]
     b64 = chain.get_transaction(signature, encoding="base64", max_supported_transaction_version=0).value
     assert b64.transaction.transaction.signatures[0] == signature
+
+
+@pytest.mark.parametrize("program", [TOKEN_PROGRAM_ID, TOKEN_2022_PROGRAM_ID], ids=["spl", "token2022"])
+def test_transaction_meta_has_token_balances_before_and_after(chain, program):
+    """pre/postTokenBalances in the standard shape: an account opened by the transaction is
+    only in post, one it closed only in pre."""
+    payer, holder = funded(chain), Keypair()
+    mint = create_mint(chain, payer, decimals=6, program=program)
+    source = create_ata(chain, payer, payer.pubkey(), mint, program)
+    mint_to(chain, payer, mint, source, 5_250_000, program=program)
+    dest = get_associated_token_address(holder.pubkey(), mint, program)
+    signature = send(chain, payer, [
+        create_associated_token_account(payer.pubkey(), holder.pubkey(), mint, program),
+        transfer_checked(TransferCheckedParams(program_id=program, source=source, mint=mint, dest=dest, owner=payer.pubkey(), amount=5_250_000, decimals=6)),
+        close_account(CloseAccountParams(program_id=program, account=source, dest=payer.pubkey(), owner=payer.pubkey())),
+    ])
+    found = chain.get_transaction(signature, max_supported_transaction_version=0).value
+    keys = [str(k) for k in found.transaction.transaction.message.account_keys]
+    meta = found.transaction.meta
+    assert [(keys[b.account_index], b.ui_token_amount.amount) for b in meta.pre_token_balances] == [(str(source), "5250000")]
+    assert [(keys[b.account_index], b.ui_token_amount.amount) for b in meta.post_token_balances] == [(str(dest), "5250000")]
+    (before,), (after,) = meta.pre_token_balances, meta.post_token_balances
+    assert (before.mint, before.owner, before.program_id) == (mint, payer.pubkey(), program)
+    assert (after.mint, after.owner, after.program_id) == (mint, holder.pubkey(), program)
+    assert after.ui_token_amount.decimals == 6 and after.ui_token_amount.ui_amount_string == "5.25"
+    # The wire names, as the Solana JSON-RPC documents them.
+    raw = raw_rpc(chain._provider.endpoint_uri, {"jsonrpc": "2.0", "id": 1, "method": "getTransaction", "params": [str(signature), {"encoding": "json", "maxSupportedTransactionVersion": 0}]})
+    entry = raw["result"]["meta"]["postTokenBalances"][0]
+    assert set(entry) == {"accountIndex", "mint", "owner", "programId", "uiTokenAmount"}
+    assert entry["uiTokenAmount"] == {"amount": "5250000", "decimals": 6, "uiAmount": 5.25, "uiAmountString": "5.25"}
 
 
 def test_v0_transaction_needs_max_supported_version(localnet_url, chain):

@@ -37,6 +37,8 @@ ENDPOINTS = [
     ("post", "/api/v1/financial-instruments/token-extensions-calculator", None),
     ("post", "/api/v1/positions", lambda lk: {"itemData": {"owner": lk, "financialInstrument": {"offchainId": str(uuid.uuid4())}}}),
     ("post", "/api/v1/positions/single", lambda lk: {"itemData": {"position": lk}}),
+    ("patch", "/api/v1/transactions/approve", None),
+    ("patch", "/api/v1/transactions/reject", None),
 ]
 PUBLIC = {"/api/v1/auth/token"}
 

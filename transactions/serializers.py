@@ -44,3 +44,14 @@ class TransactionStatusItem(StrictSerializer):
 
 class TransactionStatusInput(EnvelopeSerializer):
     itemData = TransactionStatusItem()
+
+
+class TransactionDecisionItem(StrictSerializer):
+    """Approve / Reject Transaction: the held transaction and, optionally, why."""
+
+    transaction = TransactionIdentifier()
+    reason = StrictCharField(required=False, allow_blank=True, allow_null=True, max_length=1000, help_text="Recorded with the decision (TransactionApproval); a rejection's reason is also the transaction's errorMessage.")
+
+
+class TransactionDecisionInput(EnvelopeSerializer):
+    itemData = TransactionDecisionItem()

@@ -305,6 +305,40 @@ def test_concurrent_transfers_cannot_jointly_exceed_a_duration_limit(api, celery
     assert balance(chain, destination) == 3_000_000
 
 
+@pytest.mark.django_db(transaction=True)
+def test_two_simultaneous_write_phases_serialize_on_the_source_lock(api_key, celery_worker_process, chain, monkeypatch):
+    """Both requests pass their read phase before either writes (a barrier after the build):
+    their write phases then meet at the source's row lock, and only one passes unheld."""
+    import threading
+
+    from django.db import connection
+
+    api = make_client(api_key.secret)
+    limits = [{"destinationType": "MANAGED", "limitType": "DURATION", "maxAmountWithoutApproval": 5_000_000, "durationHours": 24}]
+    source, destination = account(api, SOL, networkCurrencyDebitLimits=limits), account(api)
+    barrier, real, statuses = threading.Barrier(2, timeout=30), transfers.transaction_build, []
+
+    def build_then_wait(**kwargs):
+        prepared = real(**kwargs)
+        barrier.wait()
+        return prepared
+
+    monkeypatch.setattr(transfers, "transaction_build", build_then_wait)
+
+    def call():
+        try:
+            statuses.append(result(transfer(make_client(api_key.secret), source, destination, {"lamports": 3_000_000}, wait=False))["status"])
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=call) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert sorted(statuses) == ["PENDING_APPROVAL", "SIGNED"]
+
+
 # --- the admin ---------------------------------------------------------------------------------------
 
 

@@ -37,6 +37,9 @@ worked example; token transfers, mints into others' positions, trades do the sam
   destinationType, instrument?, position?}``) go into the Transaction's effects: that is
   what later DURATION windows sum (``accounts.limits.debited_within``). ``Decision.merge``
   combines several debits of one transaction (held when any is).
+- A held transaction's signature (``onchain_id``) must not reach a response before it is
+  approved (the transaction result hides it): do not render it elsewhere either (e.g. as
+  a record's last transaction id) — with the message it may complete the transaction.
 """
 
 from __future__ import annotations

@@ -100,11 +100,26 @@ def test_off_platform_destination_is_held_by_the_zero_default_and_nothing_moves(
     held = result(transfer(api, source, outside, {"lamports": RENT}))
     assert held["status"] == "PENDING_APPROVAL" and held["success"] is True
     assert "OFF_PLATFORM" in held["errorMessage"] and "PER_TRANSACTION" in held["errorMessage"]
-    assert held["onchainId"]  # built and signed, never submitted
-    assert chain.get_signature_statuses([Signature.from_string(held["onchainId"])]).value[0] is None
-    assert balance(chain, outside) == 0 and balance(chain, source) == 2 * SOL
     tx = Transaction.unscoped.get(offchain_id=held["offchainId"])
     assert tx.approval_required and tx.submitted_at is None and tx.submit_attempts == 0
+    # Built and signed, never submitted; its signature is not disclosed while it is held.
+    assert tx.onchain_id and held["onchainId"] is None and held["serializedMessage"]
+    assert chain.get_signature_statuses([Signature.from_string(tx.onchain_id)]).value[0] is None
+    assert balance(chain, outside) == 0 and balance(chain, source) == 2 * SOL
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_held_source_paying_its_own_fee_cannot_be_sent_around_the_approval(api, approver, celery_worker_process, chain):
+    """The source is the only signer: its signature and the message would be a complete
+    transaction. Neither the answer nor the status endpoint discloses the signature until
+    approved, nor after a rejection."""
+    source = account(api, SOL)
+    held = result(transfer(api, source, off_platform(), {"lamports": RENT}, svmTransactionConfig={"feePayer": {"offchainId": source["offchainId"]}}))
+    tx = Transaction.unscoped.get(offchain_id=held["offchainId"])
+    assert tx.required_signers == [source["onchainId"]] and held["status"] == "PENDING_APPROVAL" and held["onchainId"] is None
+    status = api.call("post", "/api/v1/transactions/single/status", {"itemData": {"transaction": {"offchainId": held["offchainId"]}}}).json()
+    assert status["onchainId"] is None
+    assert decide(approver, "reject", held).json()["onchainId"] is None
 
 
 @pytest.mark.django_db(transaction=True)
@@ -165,7 +180,7 @@ def test_approval_by_another_key_submits_it_and_the_lamports_land(api, api_key, 
     response = decide(approver, "approve", held, wait=True, reason="invoice 42")
     assert response.status_code == 200, response.json()
     assert response.json()["status"] in ("CONFIRMED", "FINALIZED") and response.json()["errorMessage"] == ""
-    assert response.json()["onchainId"] == held["onchainId"]  # the very bytes signed before
+    assert response.json()["onchainId"] == Transaction.unscoped.get(offchain_id=held["offchainId"]).onchain_id  # the very bytes signed before
     assert balance(chain, outside) == 5_000_000
     record = TransactionApproval.objects.get(transaction__offchain_id=held["offchainId"])
     assert (record.decision, record.reason, record.staff_user_id) == ("APPROVED", "invoice 42", None)

@@ -270,7 +270,8 @@ class AccountOutput(serializers.Serializer):
 
         return effective_limits(a, "networkCurrency")
 
-    def get_tokenDebitLimits(self, a) -> list:
+    def get_tokenDebitLimits(self, a) -> list | None:
+        """null: not configured, so each position's token defaults apply (docs/positions.md)."""
         from .limits import effective_limits
 
         return effective_limits(a, "token")

@@ -257,12 +257,12 @@ def funding_effects(funding: Funding | None, *, tenant, api_key) -> dict:
     ``transaction_record``: re-check the funder's debit keys and limits under its row lock
     (two concurrent fundings cannot both fit the DURATION window) and return the
     ``effects`` entry that window counts (accounts/limits.py): ``{"funding": {source,
-    lamports}}`` to merge into the Transaction's effects; {} when nothing is funded."""
+    lamports, destinationType}}`` to merge into the Transaction's effects; {} when nothing is funded."""
     if funding is None:
         return {}
     if funding.funder is not None:
         network_debit_check(lock_visible_account(funding.funder.pk, tenant=tenant), api_key=api_key, lamports=funding.lamports, destination_type=funding.destination_type, field=FEE_PAYER_FIELD)
-    return {"funding": {"source": str(funding.pubkey), "lamports": funding.lamports}}
+    return {"funding": {"source": str(funding.pubkey), "lamports": funding.lamports, "destinationType": funding.destination_type}}
 
 
 def account_create(*, tenant, cluster: str, api_key, data: dict, svm_config: dict | None = None, request_id=None) -> AccountResult:

@@ -140,3 +140,28 @@ def mutation_output(result_name: str, component: str):
 
 
 InitializePositionOutput = mutation_output("newPosition", "InitializePositionOutput")
+
+
+# --- Transfer Network Currency (positions/transfers.py) ---------------------------------------
+
+
+class TransferNetworkCurrencyItem(StrictSerializer):
+    """Spec "Transfer Network Currency Definition" (body decided here: docs/positions.md)."""
+
+    source = LookupSerializer(help_text="The account debited: it signs (managed and usable by the organization; else the transaction waits PARTIALLY_SIGNED).")
+    destination = LookupSerializer(help_text="The account credited, or {onchainId, offPlatform: true} for an address the service does not know.")
+    value = NetworkValueSerializer(help_text="amount in SOL (at most 9 decimals) or lamports; both must agree.")
+
+
+class TransferNetworkCurrencyInput(TransactionEnvelopeSerializer):
+    itemData = TransferNetworkCurrencyItem()
+
+
+class DestinationAccountIdentifiers(serializers.Serializer):
+    onchainId = serializers.CharField()
+    offchainId = serializers.UUIDField(allow_null=True, help_text="null for an off-platform destination.")
+
+
+class TransferNetworkCurrencyOutput(serializers.Serializer):
+    destinationAccount = DestinationAccountIdentifiers()
+    svmTransaction = TransactionResultOutput(help_text="status PENDING_APPROVAL when a debit limit holds it for approval (errorMessage says which).")

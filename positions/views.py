@@ -14,9 +14,10 @@ from ledger_project.api.schema import api_responses, operation_parameters
 from ledger_project.api.viewsets import TenantScopedViewSet
 from transactions.responses import mutation_response
 
-from . import render, selectors, services
+from . import render, selectors, services, transfers
 from .models import Position
 from .serializers import InitializePositionInput, InitializePositionOutput, PositionLookupInput, PositionOutput
+from .serializers import TransferNetworkCurrencyInput, TransferNetworkCurrencyOutput
 
 TAG = ["Positions"]
 
@@ -38,3 +39,27 @@ class PositionViewSet(TenantScopedViewSet):
     def details(self, request):
         lookup = validated(PositionLookupInput, request)["itemData"]
         return Response(render.position_detailed(selectors.position_get(tenant=self.tenant, cluster=self.cluster, lookup=lookup)))
+
+    @extend_schema(
+        operation_id="transferNetworkCurrency", summary="Transfer Network Currency",
+        description=(
+            "A System transfer of lamports from the source account (which signs) to an account or an off-platform address. "
+            "The source must stay rent exempt or end at exactly 0; a new destination must receive at least the rent-exempt minimum. "
+            "The source's networkCurrencyDebitApiKeys apply (403 DEBIT_NOT_ALLOWED); over its networkCurrencyDebitLimits the transaction is "
+            "built and signed but held PENDING_APPROVAL until approved (PATCH /api/v1/transactions/approve)."
+        ),
+        request=TransferNetworkCurrencyInput, responses=api_responses({200: TransferNetworkCurrencyOutput}, mutation=True),
+        parameters=operation_parameters(wait=True), tags=TAG,
+    )
+    @idempotent
+    def transfer_network_currency(self, request):
+        body = validated(TransferNetworkCurrencyInput, request)
+        data = body["itemData"]
+        source = resolve_account(self.tenant, self.cluster, data["source"], field="itemData.source")
+        destination = resolve_account(self.tenant, self.cluster, data["destination"], field="itemData.destination", allow_off_platform=True)
+        result = transfers.network_currency_transfer(
+            tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, source=source, destination=destination, value=data["value"],
+            svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id,
+        )
+        identifiers = {"onchainId": result.destination.address, "offchainId": str(result.destination.offchain_id) if hasattr(result.destination, "offchain_id") else None}
+        return mutation_response(request, "destinationAccount", identifiers, result.transaction)

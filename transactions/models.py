@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 from django.db.models import Q
@@ -71,6 +72,9 @@ class Transaction(TenantOwnedModel):
     signatures = models.JSONField(default=dict, blank=True, help_text="Signer address → base58 signature.")
     commitment = models.CharField(max_length=10, choices=Commitment.choices, default=Commitment.CONFIRMED)
     submit_when_signed = models.BooleanField(default=True)
+    # Recorded over a debit limit: it may not be submitted until approved (PENDING_APPROVAL
+    # once every signature is there); cleared by the approval (docs/transactions.md).
+    approval_required = models.BooleanField(default=False)
 
     confirmations_count = models.IntegerField(null=True, blank=True)
     slot = models.BigIntegerField(null=True, blank=True)
@@ -85,6 +89,8 @@ class Transaction(TenantOwnedModel):
 
     class Meta:
         ordering = ["-txn_timestamp"]
+        # The admin's approve/reject actions need it (superusers have it).
+        permissions = [("approve_transaction", "Can approve or reject transactions held for approval")]
         indexes = [
             models.Index(fields=["tenant", "-txn_timestamp"], name="txn_tenant_time"),
             models.Index(fields=["status", "cluster"], name="txn_status_cluster"),
@@ -112,6 +118,43 @@ class TransactionEvent(models.Model):
     class Meta:
         ordering = ["at", "pk"]
         indexes = [models.Index(fields=["transaction", "kind"], name="txn_event_kind")]
+
+
+class ApprovalDecision(models.TextChoices):
+    APPROVED = "APPROVED"
+    REJECTED = "REJECTED"
+
+
+class TransactionApproval(models.Model):
+    """Audit trail of a decision on a transaction held for approval (debit limits): who
+    decided — an API key with PLATFORM_APPROVE_TRANSACTIONS, or a staff user in the admin —
+    when, what and why. Written in the same database transaction that moves the
+    transaction (released or cancelled), so a decision is recorded exactly when it took
+    effect. Append-only."""
+
+    transaction = models.ForeignKey("transactions.Transaction", on_delete=models.PROTECT, related_name="approvals")
+    decision = models.CharField(max_length=10, choices=ApprovalDecision.choices)
+    reason = models.TextField(blank=True)
+    api_key = models.ForeignKey("tenancy.ApiKey", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    staff_user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    request_id = models.CharField(max_length=64, blank=True)
+    at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-at", "-pk"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(api_key__isnull=False, staff_user__isnull=True) | Q(api_key__isnull=True, staff_user__isnull=False),
+                name="txn_approval_one_decider", violation_error_message="A decision is made by an API key or by a staff user.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.decision} {self.transaction_id} by {self.api_key_id or self.staff_user_id}"
+
+    @property
+    def decided_by(self) -> str:
+        return f"API key {self.api_key.key_id}" if self.api_key_id else f"staff user {self.staff_user}"
 
 
 class PlatformFeePayer(models.Model):

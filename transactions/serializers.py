@@ -10,7 +10,7 @@ class TransactionResultOutput(serializers.Serializer):
     success = serializers.SerializerMethodField()
     offchainId = serializers.UUIDField(source="offchain_id")
     status = serializers.CharField()
-    onchainId = serializers.CharField(source="onchain_id", allow_null=True)
+    onchainId = serializers.SerializerMethodField(help_text="The fee payer's signature; null while the transaction is held for approval (and after it was rejected).")
     confirmationsCount = serializers.IntegerField(source="confirmations_count", allow_null=True)
     serializedMessage = serializers.SerializerMethodField()
     errorMessage = serializers.CharField(source="error_message", allow_blank=True)
@@ -18,6 +18,13 @@ class TransactionResultOutput(serializers.Serializer):
 
     def get_success(self, tx) -> bool:
         return tx.status not in ("FAILED", "EXPIRED", "CANCELLED")
+
+    def get_onchainId(self, tx) -> str | None:
+        # Not disclosed while held for approval: with the message, a transaction whose only
+        # signer is its fee payer (a source paying its own fee) could be sent by anyone, and
+        # the approval bypassed. A rejected one stays undisclosed (its blockhash may still
+        # be valid). Released on approval.
+        return None if tx.approval_required else tx.onchain_id
 
     def get_serializedMessage(self, tx) -> str:
         import base64
@@ -44,3 +51,14 @@ class TransactionStatusItem(StrictSerializer):
 
 class TransactionStatusInput(EnvelopeSerializer):
     itemData = TransactionStatusItem()
+
+
+class TransactionDecisionItem(StrictSerializer):
+    """Approve / Reject Transaction: the held transaction and, optionally, why."""
+
+    transaction = TransactionIdentifier()
+    reason = StrictCharField(required=False, allow_blank=True, allow_null=True, max_length=1000, help_text="Recorded with the decision (TransactionApproval); a rejection's reason is also the transaction's errorMessage.")
+
+
+class TransactionDecisionInput(EnvelopeSerializer):
+    itemData = TransactionDecisionItem()

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Sequence
 
+from django.db import IntegrityError
 from django.db import transaction as db_transaction
 from django.db.models import F, Q
 from django.utils import timezone
@@ -23,7 +24,7 @@ from solders.instruction import Instruction
 from solders.pubkey import Pubkey
 from solders.signature import Signature
 
-from ledger_project.api.errors import LedgerError
+from ledger_project.api.errors import ConflictError, LedgerError
 from tenancy.scoping import worker_only
 
 from . import effects, fee_payers, landing
@@ -174,20 +175,18 @@ def transaction_build(
     )
 
 
-def transaction_record(prepared: Prepared, *, effects_data: dict | None = None, api_key=None, request_id=None, submit: bool = True) -> Transaction:
-    """Write phase: store the Transaction row (and bind the leased nonce) in the caller's
-    ``write_phase()``, together with the domain rows it belongs to (STYLE.md rule 9);
-    submission follows on commit."""
-    complete = prepared.complete
+def _create_row(prepared: Prepared, status: str, effects_data, api_key, request_id, submit: bool, hold_for_approval: bool, hold_reason: str) -> Transaction:
     config = prepared.config
-    tx = Transaction.objects.for_tenant(prepared.tenant).create(
+    return Transaction.objects.for_tenant(prepared.tenant).create(
         tenant=prepared.tenant,
         cluster=prepared.cluster,
         operation=prepared.operation,
         effects=effects_data or {},
         created_by_key=api_key,
         request_id=request_id,
-        status=TransactionStatus.SIGNED if complete else TransactionStatus.PARTIALLY_SIGNED,
+        status=status,
+        approval_required=hold_for_approval,
+        error_message=hold_reason if hold_for_approval else "",
         onchain_id=prepared.signatures.get(prepared.required[0]),
         message=prepared.message,
         version=config.version,
@@ -201,11 +200,42 @@ def transaction_record(prepared: Prepared, *, effects_data: dict | None = None, 
         commitment=config.commitment,
         submit_when_signed=submit,
     )
+
+
+def transaction_record(
+    prepared: Prepared, *, effects_data: dict | None = None, api_key=None, request_id=None, submit: bool = True,
+    hold_for_approval: bool = False, hold_reason: str = "",
+) -> Transaction:
+    """Write phase: store the Transaction row (and bind the leased nonce) in the caller's
+    ``write_phase()``, together with the domain rows it belongs to (STYLE.md rule 9);
+    submission follows on commit.
+
+    ``hold_for_approval`` (a debit limit was exceeded, positions/limits.py): the signed
+    transaction is stored PENDING_APPROVAL (PARTIALLY_SIGNED while signatures are missing,
+    then PENDING_APPROVAL) and nothing is submitted until ``transaction_approve``;
+    ``hold_reason`` is its errorMessage meanwhile."""
+    complete = prepared.complete
+    if complete:
+        status = TransactionStatus.PENDING_APPROVAL if hold_for_approval else TransactionStatus.SIGNED
+    else:
+        status = TransactionStatus.PARTIALLY_SIGNED
+    try:
+        with db_transaction.atomic():
+            tx = _create_row(prepared, status, effects_data, api_key, request_id, submit, hold_for_approval, hold_reason)
+    except IntegrityError:
+        # Another request recorded the very same message (same instructions, signers and
+        # blockhash, so the same signature) first: a second copy could never execute.
+        raise ConflictError(
+            "An identical transaction (same message and signature) was just recorded by another request; retry to build a new one.",
+            code="DUPLICATE_TRANSACTION",
+        )
     if prepared.nonce_row is not None:
         if not NonceAccount.objects.filter(pk=prepared.nonce_row.pk, leased_by__isnull=True).update(leased_by=tx):
             raise LedgerError("The leased durable nonce account was taken by another transaction; retry.", code="NONCE_LEASE_LOST")
     _event(tx, "PREPARED", status=tx.status, signers=prepared.required, signed=sorted(prepared.signatures))
-    if complete and submit:
+    if hold_for_approval:
+        _event(tx, "HELD_FOR_APPROVAL", reason=hold_reason)
+    elif complete and submit:
         _submit_on_commit(tx)
     return tx
 
@@ -274,7 +304,8 @@ def _add_signatures(transaction: Transaction, signatures: dict[str, str], submit
     if submit is not None:
         tx.submit_when_signed = submit
     if not tx.missing_signers:
-        tx.status = TransactionStatus.SIGNED
+        # Still waiting for approval (a debit limit): held, not submitted.
+        tx.status = TransactionStatus.PENDING_APPROVAL if tx.approval_required else TransactionStatus.SIGNED
     tx.save(update_fields=["signatures", "onchain_id", "status", "submit_when_signed", "updated_at"])
     _event(tx, "SIGNATURES_ADDED", signers=sorted(signatures), status=tx.status)
     if tx.status == TransactionStatus.SIGNED and tx.submit_when_signed:
@@ -287,13 +318,17 @@ def transaction_sign_on_platform(*, transaction: Transaction, managed: Sequence[
     return transaction_add_signatures(transaction=transaction, signatures=signatures, submit=submit)
 
 
-def transaction_release(*, transaction: Transaction) -> Transaction:
-    """Submit a SIGNED transaction that was held (submit_when_signed false / approval)."""
-    updated = Transaction.objects.for_tenant(transaction.tenant).filter(pk=transaction.pk, status__in=[TransactionStatus.SIGNED, TransactionStatus.PENDING_APPROVAL]).update(
-        status=TransactionStatus.SIGNED, submit_when_signed=True
+def transaction_release(*, transaction: Transaction, approved: bool = False) -> Transaction:
+    """Submit a SIGNED transaction that was held (submit_when_signed false) or, with
+    ``approved`` (only ``transaction_approve`` passes it: the decision is recorded there),
+    a PENDING_APPROVAL one."""
+    statuses = [TransactionStatus.SIGNED, TransactionStatus.PENDING_APPROVAL] if approved else [TransactionStatus.SIGNED]
+    updated = Transaction.objects.for_tenant(transaction.tenant).filter(pk=transaction.pk, status__in=statuses).update(
+        status=TransactionStatus.SIGNED, submit_when_signed=True, approval_required=False, error_message="", updated_at=timezone.now()
     )
     if not updated:
-        raise LedgerError("Only SIGNED or PENDING_APPROVAL transactions can be submitted.", code="INVALID_TRANSACTION_STATE")
+        what = "SIGNED or PENDING_APPROVAL" if approved else "held SIGNED (PENDING_APPROVAL ones are approved)"
+        raise LedgerError(f"Only {what} transactions can be submitted.", code="INVALID_TRANSACTION_STATE")
     transaction.refresh_from_db()
     _submit_on_commit(transaction)
     return transaction
@@ -351,11 +386,12 @@ def _broadcast(tx: Transaction, *, first: bool = False) -> None:
         logger.warning("broadcast failed: %s", exc.message, extra={"transactionId": str(tx.offchain_id)})
 
 
-def _finish(tx: Transaction, status: str, *, unless_moved: Q | None = None, **fields) -> bool:
+def _finish(tx: Transaction, status: str, *, unless_moved: Q | None = None, also=None, **fields) -> bool:
     """End a transaction that did not land (FAILED, EXPIRED, CANCELLED) — never one that
     is CONFIRMED or already ended — run the operation's failure effects once and end its
     nonce lease. ``unless_moved`` narrows the statuses it may end from (a cancel must not
-    end a transaction submitted meanwhile). Returns whether this call ended it."""
+    end a transaction submitted meanwhile); ``also(tx)`` runs in the database transaction
+    that ends it (a rejection's audit record). Returns whether this call ended it."""
     executed = status == TransactionStatus.FAILED and fields.get("slot") is not None
     if tx.lifetime == MessageLifetime.DURABLE_NONCE and tx.nonce_account and not executed:
         # Before the nonce is leased again, the value this transaction was signed over must
@@ -367,6 +403,8 @@ def _finish(tx: Transaction, status: str, *, unless_moved: Q | None = None, **fi
             return False
         NonceAccount.objects.filter(leased_by_id=tx.pk).update(leased_by=None, leased_at=None)
         _event(tx, status, **{k: v for k, v in fields.items() if k in ("error_message",)})
+        if also is not None:
+            also(tx)
         # Undo what the operation recorded ahead (e.g. a PENDING account): once.
         if Transaction.objects.for_tenant(tx.tenant).filter(pk=tx.pk, effects_applied_at__isnull=True).update(effects_applied_at=timezone.now()):
             tx.refresh_from_db()

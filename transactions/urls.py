@@ -4,4 +4,6 @@ from .views import TransactionViewSet
 
 urlpatterns = [
     path("transactions/single/status", TransactionViewSet.as_view({"post": "status"}), name="transaction-status"),
+    path("transactions/approve", TransactionViewSet.as_view({"patch": "approve"}), name="transaction-approve"),
+    path("transactions/reject", TransactionViewSet.as_view({"patch": "reject"}), name="transaction-reject"),
 ]

@@ -6,12 +6,16 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
 from ledger_project.api.envelope import validated
+from ledger_project.api.idempotency import idempotent, write_phase
+from ledger_project.api.permissions import require_role
 from ledger_project.api.schema import api_responses, operation_parameters
 from ledger_project.api.viewsets import TenantScopedViewSet
+from tenancy.roles import Role
 
-from . import selectors
+from . import approvals, selectors
 from .models import Transaction
-from .serializers import TransactionResultOutput, TransactionStatusInput
+from .responses import attach_wait, transaction_result
+from .serializers import TransactionDecisionInput, TransactionResultOutput, TransactionStatusInput
 
 
 class TransactionViewSet(TenantScopedViewSet):
@@ -30,3 +34,59 @@ class TransactionViewSet(TenantScopedViewSet):
         data = validated(TransactionStatusInput, request)["itemData"]["transaction"]
         tx = selectors.transaction_get(queryset=self.get_queryset(), onchain_id=data.get("onchainId"), offchain_id=data.get("offchainId"))
         return Response(TransactionResultOutput(tx).data)
+
+    def _held(self, request):
+        """The decision's body and transaction: role first (403 MISSING_ROLE whatever the
+        transaction), then the tenant's transaction (404 like any missing one)."""
+        require_role(self.api_key, Role.PLATFORM_APPROVE_TRANSACTIONS, why="approve or reject held transactions")
+        data = validated(TransactionDecisionInput, request)["itemData"]
+        ident = data["transaction"]
+        tx = selectors.transaction_get(queryset=self.get_queryset(), onchain_id=ident.get("onchainId"), offchain_id=ident.get("offchainId"))
+        return data, tx
+
+    def _decided(self, request, tx):
+        response = Response(transaction_result(tx))
+        attach_wait(response, request, tx, transaction_result)
+        return response
+
+    @extend_schema(
+        operation_id="approveTransaction",
+        summary="Approve Transaction",
+        description=(
+            "Releases a transaction held for approval (status PENDING_APPROVAL: a debit limit was exceeded) for submission. "
+            "Needs role PLATFORM_APPROVE_TRANSACTIONS; the API key that requested the transaction cannot approve it (403 SELF_APPROVAL_NOT_ALLOWED). "
+            "A RECENT_BLOCKHASH transaction can be approved only within its blockhash's lifetime (about a minute; later: 400 TRANSACTION_EXPIRED); "
+            "DURABLE_NONCE gives approvers up to the durable-nonce window. A PARTIALLY_SIGNED transaction awaiting approval is approved ahead of its signatures. "
+            "Answers the transaction result; ?wait= waits for it."
+        ),
+        request=TransactionDecisionInput,
+        responses=api_responses({200: TransactionResultOutput}, mutation=True),
+        parameters=operation_parameters(wait=True),
+        tags=["Blockchain transactions"],
+    )
+    @idempotent
+    def approve(self, request):
+        data, tx = self._held(request)
+        approvals.transaction_approval_check(transaction=tx, api_key=self.api_key)
+        with write_phase():
+            tx = approvals.transaction_approve(transaction=tx, api_key=self.api_key, reason=data.get("reason") or "", request_id=request.client_request_id)
+        return self._decided(request, tx)
+
+    @extend_schema(
+        operation_id="rejectTransaction",
+        summary="Reject Transaction",
+        description=(
+            "Cancels a transaction held for approval (PENDING_APPROVAL, or PARTIALLY_SIGNED awaiting approval): status CANCELLED, nothing is executed "
+            "(a durable nonce is advanced first). Needs role PLATFORM_APPROVE_TRANSACTIONS; the requesting key may reject (withdraw) its own request. "
+            "Answers the transaction result."
+        ),
+        request=TransactionDecisionInput,
+        responses=api_responses({200: TransactionResultOutput}, mutation=True),
+        parameters=operation_parameters(),
+        tags=["Blockchain transactions"],
+    )
+    @idempotent
+    def reject(self, request):
+        data, tx = self._held(request)
+        tx = approvals.transaction_reject(transaction=tx, api_key=self.api_key, reason=data.get("reason") or "", request_id=request.client_request_id)
+        return self._decided(request, tx)

@@ -45,7 +45,7 @@ def test_mint_rent_counts_toward_the_funders_duration_limit(api, celery_worker_p
     for _ in range(2):
         response = create(api, {**BOND, "mintAuthority": authority})
         assert response.status_code == 201, response.json()
-        assert funding_of(response) == {"source": source, "lamports": MINT_RENT}
+        assert funding_of(response) == {"source": source, "lamports": MINT_RENT, "destinationType": "MANAGED"}
     # The window holds 2 × 1_461_600: a third mint's rent is over 3_000_000.
     assert_error(create(api, {**BOND, "mintAuthority": authority}), 403, "DEBIT_LIMIT_EXCEEDED", FEE_PAYER)
     assert FinancialInstrument.unscoped.count() == 2

@@ -110,7 +110,7 @@ def test_transaction_meta_has_token_balances_before_and_after(chain, program):
     assert (after.mint, after.owner, after.program_id) == (mint, holder.pubkey(), program)
     assert after.ui_token_amount.decimals == 6 and after.ui_token_amount.ui_amount_string == "5.25"
     # The wire names, as the Solana JSON-RPC documents them.
-    raw = raw_rpc(chain._provider.endpoint_uri, {"jsonrpc": "2.0", "id": 1, "method": "getTransaction", "params": [str(signature), {"encoding": "json", "maxSupportedTransactionVersion": 0}]})
+    raw = raw_rpc(chain._provider.endpoint_uri, {"jsonrpc": "2.0", "id": 1, "method": "getTransaction", "params": [str(signature), {"encoding": "json", "maxSupportedTransactionVersion": 0, "commitment": "confirmed"}]})
     entry = raw["result"]["meta"]["postTokenBalances"][0]
     assert set(entry) == {"accountIndex", "mint", "owner", "programId", "uiTokenAmount"}
     assert entry["uiTokenAmount"] == {"amount": "5250000", "decimals": 6, "uiAmount": 5.25, "uiAmountString": "5.25"}

@@ -3,6 +3,10 @@ from django.urls import path
 from .views import PositionViewSet
 
 urlpatterns = [
-    path("positions", PositionViewSet.as_view({"post": "initialize"}), name="positions"),
+    path("positions", PositionViewSet.as_view({"post": "initialize", "patch": "update"}), name="positions"),
     path("positions/single", PositionViewSet.as_view({"post": "details"}), name="position-details"),
+    path("positions/inactivate", PositionViewSet.as_view({"patch": "inactivate"}), name="position-inactivate"),
+    path("positions/freeze", PositionViewSet.as_view({"patch": "freeze"}), name="position-freeze"),
+    path("positions/unfreeze", PositionViewSet.as_view({"patch": "unfreeze"}), name="position-unfreeze"),
+    path("positions/bulk/<str:detail_level>", PositionViewSet.as_view({"post": "bulk"}), name="positions-bulk"),
 ]

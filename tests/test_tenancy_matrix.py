@@ -37,6 +37,11 @@ ENDPOINTS = [
     ("post", "/api/v1/financial-instruments/token-extensions-calculator", None),
     ("post", "/api/v1/positions", lambda lk: {"itemData": {"owner": lk, "financialInstrument": {"offchainId": str(uuid.uuid4())}}}),
     ("post", "/api/v1/positions/single", lambda lk: {"itemData": {"position": lk}}),
+    ("patch", "/api/v1/positions", lambda lk: {"itemData": {"position": {"position": lk}, "offchainReferences": {"name": "x"}}}),
+    ("patch", "/api/v1/positions/inactivate", lambda lk: {"itemData": {"position": {"position": lk}}}),
+    ("patch", "/api/v1/positions/freeze", lambda lk: {"itemData": {"position": {"position": lk}}}),
+    ("patch", "/api/v1/positions/unfreeze", lambda lk: {"itemData": {"position": {"position": lk}}}),
+    ("post", "/api/v1/positions/bulk/detailed", None),
 ]
 PUBLIC = {"/api/v1/auth/token"}
 

@@ -414,11 +414,12 @@ def postprocess(result, generator, request, public):
         identifier["anyOf"] = [_given("onchainId", "string"), _given("offchainId", "string")]
     # Bulk answers: one of the detail levels' shapes, any of them for an empty page;
     # compact and identifiers items carry exactly their fields.
-    for name in ("BulkAccountsPage", "BulkFinancialInstrumentsPage"):
-        if name in schemas and "oneOf" in schemas[name]:
+    for name in [n for n in schemas if n.startswith("Bulk") and n.endswith("Page")]:
+        if "oneOf" in schemas[name]:
             schemas[name]["anyOf"] = schemas[name].pop("oneOf")
     for name in ("AccountCompactOutput", "AccountCompactOnchainOutput", "AccountCompactOffchainOutput", "AccountIdentifiersOutput",
-                 "InstrumentCompactOutput", "InstrumentCompactOnchainOutput", "InstrumentCompactOffchainOutput", "InstrumentCompactOnchainDataOutput", "IdentifiersOut"):
+                 "InstrumentCompactOutput", "InstrumentCompactOnchainOutput", "InstrumentCompactOffchainOutput", "InstrumentCompactOnchainDataOutput", "IdentifiersOut",
+                 "PositionCompactOutput", "PositionOwnerIdentifiersOutput", "PositionCompactInstrumentOutput", "PositionIdentifiersOutput"):
         if name in schemas:
             schemas[name]["additionalProperties"] = False
     # Rules between fields the services check (accounts/services.py, instruments/services.py).

@@ -247,6 +247,19 @@ def test_inactivate_sends_the_rent_to_the_refund_destination(api, chain, bond_po
 
 
 @pytest.mark.django_db(transaction=True)
+def test_token2022_position_of_a_paused_mint_is_closed(api, chain, celery_worker_process):
+    # Pausing stops transfers, mints and burns; closing an empty token account still works.
+    authority, owner = wallet(api), wallet(api)
+    mint = instrument(api, authority=authority, version="TOKEN_2022", pausableAuthority=authority)
+    created = position(api, owner, mint)
+    paused = api.call("patch", "/api/v1/financial-instruments/pause?wait=confirmed", {"itemData": {"financialInstrument": mint}})
+    assert paused.json()["svmTransaction"]["status"] in ("CONFIRMED", "FINALIZED"), paused.json()
+    landed(inactivate(api, by_id(created)), "inactivatedPosition", created)
+    assert chain.get_account_info(Pubkey.from_string(created["onchainId"])).value is None
+    assert record(created).status == PositionStatus.INACTIVE
+
+
+@pytest.mark.django_db(transaction=True)
 def test_inactivate_with_tokens_on_the_network_is_400_and_changes_nothing(api, chain, celery_worker_process):
     authority_key = funded(chain)
     authority, owner = wallet(api, authority_key), wallet(api)

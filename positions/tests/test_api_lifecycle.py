@@ -288,6 +288,8 @@ def test_token_account_closed_outside_the_service_is_inactivated_without_a_trans
     bond = instrument(api, authority=authority)
     created = position(api, owner, bond)
     send(chain, owner_key, [close_account(CloseAccountParams(program_id=TOKEN_PROGRAM_ID, account=Pubkey.from_string(created["onchainId"]), dest=owner_key.pubkey(), owner=owner_key.pubkey()))])
+    assert_error(freeze(api, by_id(created)), 400, "POSITION_NOT_ONCHAIN", "itemData.position")
+    assert_error(update(api, by_id(created), delegate={"account": authority, "value": {"lamports": 1}}), 400, "POSITION_NOT_ONCHAIN")
     response = inactivate(api, by_id(created), wait=False)
     assert response.status_code == 200, response.json()
     assert response.json() == {"inactivatedPosition": {"onchainId": created["onchainId"], "offchainId": created["offchainId"]}, "svmTransaction": None}

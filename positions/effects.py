@@ -41,3 +41,64 @@ def position_initialization_failed(tx) -> None:
 @on_every_confirmation
 def in_flight_ended(tx, facts: ConfirmationFacts) -> None:
     _clear_in_flight(tx)
+
+
+# --- Lifecycle (positions/lifecycle.py): freeze, unfreeze, delegate, inactivate -----------
+
+
+def _touch(tx, **fields) -> None:
+    position = _position(tx)
+    if position is not None:
+        Position.unscoped.filter(pk=position.pk).update(last_transaction=tx, last_transaction_at=tx.confirmed_at or timezone.now(), **fields)
+
+
+@effect_handler("positions.freeze")
+def position_frozen(tx) -> None:
+    _touch(tx, frozen=True)
+
+
+@effect_handler("positions.unfreeze")
+def position_unfrozen(tx) -> None:
+    _touch(tx, frozen=False)
+
+
+def _delegate_on_chain(tx) -> dict:
+    """The token account's delegate as the chain has it after the transaction (the record
+    follows the chain); the operation's own view when the account cannot be read."""
+    from solders.pubkey import Pubkey
+
+    from transactions.chain.rpc import rpc_for
+
+    from .onchain import decode_token_account
+
+    position = _position(tx)
+    onchain = rpc_for(tx.cluster).account(Pubkey.from_string(position.address)) if position is not None else None
+    if onchain is not None and len(onchain.data) >= 165:
+        state = decode_token_account(bytes(onchain.data))
+        return {"delegate_address": state.delegate or "", "delegated_amount": state.delegated_amount}
+    delegate = tx.effects.get("delegate") or {}
+    return {"delegate_address": delegate.get("onchainId") or "", "delegated_amount": int(delegate.get("lamports") or 0)}
+
+
+@effect_handler("positions.approve")
+def position_delegate_approved(tx) -> None:
+    _touch(tx, **_delegate_on_chain(tx))
+
+
+@effect_handler("positions.revoke")
+def position_delegate_revoked(tx) -> None:
+    _touch(tx, **_delegate_on_chain(tx))
+
+
+@effect_handler("positions.inactivate")
+def position_inactivated(tx) -> None:
+    """The token account is closed: the position and its account record are INACTIVE
+    (initializing the position again reuses both, history kept)."""
+    position = _position(tx)
+    if position is not None and position.status == PositionStatus.ACTIVE:
+        _touch(tx, status=PositionStatus.INACTIVE, frozen=False, delegate_address="", delegated_amount=0)
+        Account.unscoped.filter(pk=position.account_id).update(status=AccountStatus.INACTIVE, token_balance=0, lamports_balance=0)
+
+
+for _operation in ("positions.freeze", "positions.unfreeze", "positions.approve", "positions.revoke", "positions.inactivate"):
+    failure_handler(_operation)(_clear_in_flight)

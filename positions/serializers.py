@@ -165,3 +165,97 @@ class DestinationAccountIdentifiers(serializers.Serializer):
 class TransferNetworkCurrencyOutput(serializers.Serializer):
     destinationAccount = DestinationAccountIdentifiers()
     svmTransaction = TransactionResultOutput(help_text="status PENDING_APPROVAL when a debit limit holds it for approval (errorMessage says which).")
+# --- lifecycle: Update, Inactivate, Freeze, Unfreeze (positions/lifecycle.py) ----------------
+
+
+class DelegateSerializer(StrictSerializer):
+    """A delegate to approve (ApproveChecked): it may then transfer or burn up to ``value``
+    from the position."""
+
+    account = LookupSerializer(help_text="The delegate: an account lookup, or {onchainId, offPlatform: true} for an address the service does not know.")
+    value = TokenValueSerializer(help_text="How much the delegate may move (more than 0; the instrument's display units or base units).")
+
+
+class UpdatePositionItem(StrictSerializer):
+    """Patch: only the fields present change."""
+
+    position = PositionLookupSerializer()
+    offchainReferences = PositionReferencesSerializer(required=False, allow_null=True, help_text="Of the position's token account; its type cannot change.")
+    tokenDebitLimits = serializers.ListField(child=DebitLimitSerializer(), required=False, allow_null=True, max_length=20, help_text="Positions of wallet owners only; null: the owner's, else the token defaults; []: no limits.")
+    tokenDebitApiKeys = serializers.ListField(child=StrictCharField(max_length=64), required=False, allow_null=True, max_length=100, help_text="Role PLATFORM_UPDATE_DEBIT_API_KEYS; null or []: every key may debit.")
+    delegate = DelegateSerializer(required=False, allow_null=True, help_text="Approve this delegate (a network transaction the owner signs); null revokes the current delegate.")
+
+
+class UpdatePositionInput(TransactionEnvelopeSerializer):
+    itemData = UpdatePositionItem()
+
+
+class PositionStateItem(StrictSerializer):
+    position = PositionLookupSerializer(help_text="The position; its freezeAuthority, when given, must be the mint's freeze authority (it signs).")
+
+
+class FreezePositionInput(TransactionEnvelopeSerializer):
+    itemData = PositionStateItem()
+
+
+class InactivatePositionItem(StrictSerializer):
+    position = PositionLookupSerializer()
+    refundDestination = LookupSerializer(required=False, allow_null=True, help_text="Receives the token account's rent (default: the owner); {onchainId, offPlatform: true} for an address the service does not know.")
+
+
+class InactivatePositionInput(TransactionEnvelopeSerializer):
+    itemData = InactivatePositionItem()
+
+
+UpdatePositionOutput = mutation_output("updatedPosition", "UpdatePositionOutput")
+InactivatePositionOutput = mutation_output("inactivatedPosition", "InactivatePositionOutput")
+FreezePositionOutput = mutation_output("frozenPosition", "FreezePositionOutput")
+UnfreezePositionOutput = mutation_output("unfrozenPosition", "UnfreezePositionOutput")
+
+
+# --- Fetch Positions (positions/selectors.py POSITION_QUERY) ----------------------------------
+
+
+class PositionOwnerIdentifiersOutput(serializers.Serializer):
+    onchainId = serializers.CharField()
+    offchainId = serializers.UUIDField()
+
+
+class PositionCompactInstrumentOutput(serializers.Serializer):
+    onchainId = serializers.CharField()
+    offchainId = serializers.UUIDField()
+    alId = serializers.CharField()
+
+
+class PositionCompactOutput(serializers.Serializer):
+    """Detail level `compact` (render.position_compact)."""
+
+    onchainId = serializers.CharField()
+    offchainId = serializers.UUIDField()
+    owner = PositionOwnerIdentifiersOutput()
+    financialInstrument = PositionCompactInstrumentOutput()
+    status = serializers.ChoiceField(choices=PositionStatus.choices)
+    state = serializers.ChoiceField(choices=PositionState.choices)
+    balance = ValueOutput()
+
+
+class PositionIdentifiersOutput(serializers.Serializer):
+    onchainId = serializers.CharField()
+    offchainId = serializers.UUIDField()
+
+
+class BulkPositionsOutput(serializers.Serializer):
+    """Detail level `detailed`."""
+
+    count = serializers.IntegerField()
+    items = PositionOutput(many=True)
+
+
+class BulkPositionsCompactOutput(serializers.Serializer):
+    count = serializers.IntegerField()
+    items = PositionCompactOutput(many=True)
+
+
+class BulkPositionsIdentifiersOutput(serializers.Serializer):
+    count = serializers.IntegerField()
+    items = PositionIdentifiersOutput(many=True)

@@ -3,7 +3,11 @@ from django.urls import path
 from .views import PositionViewSet
 
 urlpatterns = [
-    path("positions", PositionViewSet.as_view({"post": "initialize"}), name="positions"),
+    path("positions", PositionViewSet.as_view({"post": "initialize", "patch": "update"}), name="positions"),
     path("positions/single", PositionViewSet.as_view({"post": "details"}), name="position-details"),
     path("positions/transfer-network-currency", PositionViewSet.as_view({"post": "transfer_network_currency"}), name="position-transfer-network-currency"),
+    path("positions/inactivate", PositionViewSet.as_view({"patch": "inactivate"}), name="position-inactivate"),
+    path("positions/freeze", PositionViewSet.as_view({"patch": "freeze"}), name="position-freeze"),
+    path("positions/unfreeze", PositionViewSet.as_view({"patch": "unfreeze"}), name="position-unfreeze"),
+    path("positions/bulk/<str:detail_level>", PositionViewSet.as_view({"post": "bulk"}), name="positions-bulk"),
 ]

@@ -18,6 +18,25 @@ from . import render, selectors, services, transfers
 from .models import Position
 from .serializers import InitializePositionInput, InitializePositionOutput, PositionLookupInput, PositionOutput
 from .serializers import TransferNetworkCurrencyInput, TransferNetworkCurrencyOutput
+# Lifecycle and Fetch Positions (positions/lifecycle.py, selectors.position_list)
+from ledger_project.api.errors import LedgerError
+from ledger_project.api.schema import DETAIL_LEVEL, bulk_responses, item_query
+
+from . import lifecycle
+from .lookup import resolve_own_position
+from .serializers import (
+    BulkPositionsCompactOutput,
+    BulkPositionsIdentifiersOutput,
+    BulkPositionsInput,
+    BulkPositionsOutput,
+    FreezePositionInput,
+    FreezePositionOutput,
+    InactivatePositionInput,
+    InactivatePositionOutput,
+    UnfreezePositionOutput,
+    UpdatePositionInput,
+    UpdatePositionOutput,
+)
 
 TAG = ["Positions"]
 
@@ -63,3 +82,58 @@ class PositionViewSet(TenantScopedViewSet):
         )
         identifiers = {"onchainId": result.destination.address, "offchainId": str(result.destination.offchain_id) if hasattr(result.destination, "offchain_id") else None}
         return mutation_response(request, "destinationAccount", identifiers, result.transaction)
+    # --- lifecycle (positions/lifecycle.py) and Fetch Positions -----------------------------
+
+    def _lifecycle_position(self, data: dict):
+        return resolve_own_position(self.tenant, self.cluster, data["position"], field="itemData.position")
+
+    @extend_schema(operation_id="updatePosition", summary="Update Position", description="Patch semantics: only fields present change. Offchain fields change at once; `delegate` approves (or, null, revokes) a delegate on the network, signed by the owner.", request=UpdatePositionInput, responses=api_responses({200: UpdatePositionOutput}, mutation=True), parameters=operation_parameters(wait=True), tags=TAG)
+    @idempotent
+    def update(self, request):
+        body = validated(UpdatePositionInput, request)
+        data = body["itemData"]
+        raw = request.data.get("itemData") or {}
+        changes = {k: v for k, v in data.items() if k in raw and k != "position"}
+        if changes.get("offchainReferences"):
+            changes["offchainReferences"] = {k: v for k, v in changes["offchainReferences"].items() if k in (raw.get("offchainReferences") or {})}
+        position = self._lifecycle_position(data)
+        result = lifecycle.position_update(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, position=position, changes=changes, svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id)
+        return mutation_response(request, "updatedPosition", render.position_identifiers(result.position), result.transaction)
+
+    @extend_schema(operation_id="inactivatePosition", summary="Inactivate Position", description="Closes the empty token account (CloseAccount; its rent to refundDestination, default the owner); INACTIVE once confirmed.", request=InactivatePositionInput, responses=api_responses({200: InactivatePositionOutput}, mutation=True), parameters=operation_parameters(wait=True), tags=TAG)
+    @idempotent
+    def inactivate(self, request):
+        body = validated(InactivatePositionInput, request)
+        data = body["itemData"]
+        position = self._lifecycle_position(data)
+        refund = None
+        if data.get("refundDestination"):
+            refund = resolve_account(self.tenant, self.cluster, data["refundDestination"], field="itemData.refundDestination", allow_off_platform=True)
+        result = lifecycle.position_inactivate(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, position=position, refund_to=refund, svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id)
+        return mutation_response(request, "inactivatedPosition", render.position_identifiers(result.position), result.transaction)
+
+    def _set_frozen(self, request, frozen: bool):
+        body = validated(FreezePositionInput, request)
+        lookup = body["itemData"]["position"]
+        position = self._lifecycle_position(body["itemData"])
+        result = lifecycle.position_set_frozen(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, position=position, frozen=frozen, authority_lookup=lookup.get("freezeAuthority"), svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id)
+        return mutation_response(request, "frozenPosition" if frozen else "unfrozenPosition", render.position_identifiers(result.position), result.transaction)
+
+    @extend_schema(operation_id="freezePosition", summary="Freeze Position", description="FreezeAccount, signed by the mint's freeze authority: the token account can then neither send nor receive.", request=FreezePositionInput, responses=api_responses({200: FreezePositionOutput}, mutation=True), parameters=operation_parameters(wait=True), tags=TAG)
+    @idempotent
+    def freeze(self, request):
+        return self._set_frozen(request, True)
+
+    @extend_schema(operation_id="unfreezePosition", summary="Unfreeze Position", description="ThawAccount, signed by the mint's freeze authority.", request=FreezePositionInput, responses=api_responses({200: UnfreezePositionOutput}, mutation=True), parameters=operation_parameters(wait=True), tags=TAG)
+    @idempotent
+    def unfreeze(self, request):
+        return self._set_frozen(request, False)
+
+    @extend_schema(operation_id=item_query("fetchPositions", selectors.POSITION_QUERY), summary="Fetch Positions", description="Creates no transaction. detail-level: detailed, compact, identifiers.", request=BulkPositionsInput, responses=bulk_responses("BulkPositionsPage", BulkPositionsOutput, BulkPositionsCompactOutput, BulkPositionsIdentifiersOutput), parameters=[DETAIL_LEVEL, *operation_parameters()], tags=TAG)
+    def bulk(self, request, detail_level: str):
+        output = render.RENDERERS.get(detail_level)
+        if output is None:
+            raise LedgerError("detail-level must be detailed, compact or identifiers.", field="detail-level", code="INVALID_ENUM")
+        body = validated(BulkPositionsInput, request)
+        items, count = selectors.position_list(queryset=self.get_queryset(), tenant=self.tenant, cluster=self.cluster, item_query=body.get("itemQuery"), detail_level=detail_level)
+        return Response({"count": count, "items": [output(p) for p in items]})

@@ -40,6 +40,11 @@ ENDPOINTS = [
     ("post", "/api/v1/positions/transfer-network-currency", lambda lk: {"itemData": {"source": lk, "destination": {"onchainId": "11111111111111111111111111111112", "offPlatform": True}, "value": {"lamports": 1_000_000}}}),
     ("patch", "/api/v1/transactions/approve", None),
     ("patch", "/api/v1/transactions/reject", None),
+    ("patch", "/api/v1/positions", lambda lk: {"itemData": {"position": {"position": lk}, "offchainReferences": {"name": "x"}}}),
+    ("patch", "/api/v1/positions/inactivate", lambda lk: {"itemData": {"position": {"position": lk}}}),
+    ("patch", "/api/v1/positions/freeze", lambda lk: {"itemData": {"position": {"position": lk}}}),
+    ("patch", "/api/v1/positions/unfreeze", lambda lk: {"itemData": {"position": {"position": lk}}}),
+    ("post", "/api/v1/positions/bulk/detailed", None),
 ]
 PUBLIC = {"/api/v1/auth/token"}
 

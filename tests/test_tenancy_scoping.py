@@ -23,6 +23,8 @@ from tenancy.scoping import TenantOwnedModel, UnscopedQueryError
 from tenancy.tests.factories import issue_key
 from transactions.models import Transaction
 from transactions.selectors import transaction_get
+from positions.models import Position as _Position
+from positions.selectors import position_list as _position_list
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Every tenant-owned model, found rather than listed: a new one is covered as it lands.
@@ -207,7 +209,8 @@ def test_a_view_may_not_override_get_queryset():
     lambda qs: account_list(queryset=qs(Account), cluster="CHAIN_LOCALNET", item_query=None),
     lambda qs: instrument_list(queryset=qs(FinancialInstrument), cluster="CHAIN_LOCALNET", item_query=None),
     lambda qs: transaction_get(queryset=qs(Transaction), offchain_id="00000000-0000-0000-0000-000000000000"),
-], ids=["account_list", "instrument_list", "transaction_get"])
+    lambda qs: _position_list(queryset=qs(_Position), tenant=None, cluster="CHAIN_LOCALNET", item_query=None),
+], ids=["account_list", "instrument_list", "transaction_get", "position_list"])
 def test_selectors_refuse_an_unscoped_queryset(db, page):
     with pytest.raises(UnscopedQueryError):
         page(lambda model: model.unscoped.all())
@@ -241,15 +244,20 @@ def test_row_locks_and_writes_take_the_tenant(tenant, other_tenant):
     from accounts.locks import lock_account, lock_visible_account
     from instruments.locks import lock_instrument
     from instruments.tests.factories import FinancialInstrumentFactory
+    from positions.locks import lock_position
+    from positions.tests.test_api_bulk import make_position
 
     mine, shared = AccountFactory(tenant=tenant), AccountFactory(tenant=other_tenant, shared_across_tenants=True)
     instrument = FinancialInstrumentFactory(tenant=tenant)
+    held = make_position(tenant, instrument)
     with transaction.atomic():
         assert lock_account(mine.pk, tenant=tenant).pk == mine.pk
+        assert lock_position(held.pk, tenant=tenant).pk == held.pk
         assert lock_instrument(instrument.pk, tenant=tenant).pk == instrument.pk
         assert lock_visible_account(shared.pk, tenant=tenant).pk == shared.pk  # a shared funder: re-checks only
         for lock in (lambda: lock_account(mine.pk, tenant=other_tenant), lambda: lock_instrument(instrument.pk, tenant=other_tenant),
-                     lambda: lock_account(shared.pk, tenant=tenant), lambda: lock_visible_account(mine.pk, tenant=other_tenant)):
+                     lambda: lock_account(shared.pk, tenant=tenant), lambda: lock_visible_account(mine.pk, tenant=other_tenant),
+                     lambda: lock_position(held.pk, tenant=other_tenant)):
             with pytest.raises(LookupError):
                 lock()
 
@@ -259,7 +267,7 @@ def test_row_locks_and_writes_take_the_tenant(tenant, other_tenant):
 #: @cross_tenant_aggregate (a number over every tenant's rows, e.g. a shared funder's limits).
 REQUEST_PATH_MODULES = [
     "ledger_project/api/*.py", "*/views.py", "*/selectors.py", "*/lookup.py", "*/serializers.py", "*/render.py",
-    "*/services.py", "*/limits.py", "*/locks.py", "*/webhooks.py",
+    "*/services.py", "*/lifecycle.py", "*/limits.py", "*/locks.py", "*/webhooks.py",
 ]
 UNSCOPED = re.compile(r"\.unscoped\b|_default_manager|_base_manager")
 

@@ -412,13 +412,21 @@ def postprocess(result, generator, request, public):
     identifier = schemas.get("TransactionIdentifierRequest")
     if identifier is not None:
         identifier["anyOf"] = [_given("onchainId", "string"), _given("offchainId", "string")]
+    # A position is named by position, or by owner and financialInstrument (positions/lookup.py).
+    for name in ("PositionLookupRequest", "PositionBalanceItemRequest"):
+        if name in schemas:
+            schemas[name]["anyOf"] = [
+                {"required": ["position"], "properties": {"position": {"type": "object"}}},
+                {"required": ["owner", "financialInstrument"], "properties": {"owner": {"type": "object"}, "financialInstrument": {"type": "object"}}},
+            ]
     # Bulk answers: one of the detail levels' shapes, any of them for an empty page;
     # compact and identifiers items carry exactly their fields.
-    for name in ("BulkAccountsPage", "BulkFinancialInstrumentsPage"):
-        if name in schemas and "oneOf" in schemas[name]:
+    for name in [n for n in schemas if n.startswith("Bulk") and n.endswith("Page")]:
+        if "oneOf" in schemas[name]:
             schemas[name]["anyOf"] = schemas[name].pop("oneOf")
     for name in ("AccountCompactOutput", "AccountCompactOnchainOutput", "AccountCompactOffchainOutput", "AccountIdentifiersOutput",
-                 "InstrumentCompactOutput", "InstrumentCompactOnchainOutput", "InstrumentCompactOffchainOutput", "InstrumentCompactOnchainDataOutput", "IdentifiersOut"):
+                 "InstrumentCompactOutput", "InstrumentCompactOnchainOutput", "InstrumentCompactOffchainOutput", "InstrumentCompactOnchainDataOutput", "IdentifiersOut",
+                 "PositionCompactOutput", "PositionOwnerIdentifiersOutput", "PositionCompactInstrumentOutput", "PositionIdentifiersOutput"):
         if name in schemas:
             schemas[name]["additionalProperties"] = False
     # Rules between fields the services check (accounts/services.py, instruments/services.py).
@@ -527,6 +535,10 @@ def postprocess(result, generator, request, public):
     # A value names lamports or amount.
     if "ValueRequest" in schemas:
         schemas["ValueRequest"]["anyOf"] = [_given("lamports", "integer"), {"required": ["amount"], "properties": {"amount": {"type": "string", "minLength": 1}}}]
+    # A token value too (positions/values.py): amount a decimal string or integer.
+    for name in ("TokenValueRequest", "NetworkValueRequest"):
+        if name in schemas:
+            schemas[name]["anyOf"] = [_given("lamports", "integer"), {"required": ["amount"], "properties": {"amount": {"anyOf": [{"type": "string", "minLength": 1}, {"type": "integer"}]}}}]
     for path in result.get("paths", {}).values():
         for operation in path.values():
             spec = ITEM_QUERIES.get(operation.get("operationId"))

@@ -7,7 +7,7 @@ from __future__ import annotations
 from django.utils import timezone
 
 from accounts.models import Account, AccountStatus
-from transactions.effects import ConfirmationFacts, effect_handler, failure_handler, on_every_confirmation
+from transactions.effects import ConfirmationFacts, effect_handler, failure_handler, needs_accounts, on_every_confirmation
 
 from .models import Position, PositionStatus
 
@@ -53,26 +53,35 @@ def _touch(tx, **fields) -> None:
 
 
 @effect_handler("positions.freeze")
-def position_frozen(tx) -> None:
+def position_frozen(tx, facts: ConfirmationFacts) -> None:
     _touch(tx, frozen=True)
 
 
 @effect_handler("positions.unfreeze")
-def position_unfrozen(tx) -> None:
+def position_unfrozen(tx, facts: ConfirmationFacts) -> None:
     _touch(tx, frozen=False)
 
 
-def _delegate_on_chain(tx) -> dict:
+_DELEGATE_OPERATIONS = ("positions.approve", "positions.revoke")
+
+
+@needs_accounts
+def delegated_accounts(tx, addresses) -> list[str]:
+    """A delegate change reads its token account back from the chain in the prefetch (no
+    network inside the effects' database transaction)."""
+    if tx.operation not in _DELEGATE_OPERATIONS:
+        return []
+    position = _position(tx)
+    return [position.address] if position is not None else []
+
+
+def _delegate_on_chain(tx, facts: ConfirmationFacts) -> dict:
     """The token account's delegate as the chain has it after the transaction (the record
-    follows the chain); the operation's own view when the account cannot be read."""
-    from solders.pubkey import Pubkey
-
-    from transactions.chain.rpc import rpc_for
-
+    follows the chain); the operation's own view when the account could not be read."""
     from .onchain import decode_token_account
 
     position = _position(tx)
-    onchain = rpc_for(tx.cluster).account(Pubkey.from_string(position.address)) if position is not None else None
+    onchain = facts.accounts.get(position.address) if position is not None else None
     if onchain is not None and len(onchain.data) >= 165:
         state = decode_token_account(bytes(onchain.data))
         return {"delegate_address": state.delegate or "", "delegated_amount": state.delegated_amount}
@@ -81,17 +90,17 @@ def _delegate_on_chain(tx) -> dict:
 
 
 @effect_handler("positions.approve")
-def position_delegate_approved(tx) -> None:
-    _touch(tx, **_delegate_on_chain(tx))
+def position_delegate_approved(tx, facts: ConfirmationFacts) -> None:
+    _touch(tx, **_delegate_on_chain(tx, facts))
 
 
 @effect_handler("positions.revoke")
-def position_delegate_revoked(tx) -> None:
-    _touch(tx, **_delegate_on_chain(tx))
+def position_delegate_revoked(tx, facts: ConfirmationFacts) -> None:
+    _touch(tx, **_delegate_on_chain(tx, facts))
 
 
 @effect_handler("positions.inactivate")
-def position_inactivated(tx) -> None:
+def position_inactivated(tx, facts: ConfirmationFacts) -> None:
     """The token account is closed: the position and its account record are INACTIVE
     (initializing the position again reuses both, history kept)."""
     position = _position(tx)

@@ -7,3 +7,4 @@ class PositionsConfig(AppConfig):
 
     def ready(self) -> None:
         from . import effects  # noqa: F401  (registers the area's transaction effects)
+        from . import movement_effects  # noqa: F401  (mint, burn, transfer, trade)

@@ -37,6 +37,10 @@ ENDPOINTS = [
     ("post", "/api/v1/financial-instruments/token-extensions-calculator", None),
     ("post", "/api/v1/positions", lambda lk: {"itemData": {"owner": lk, "financialInstrument": {"offchainId": str(uuid.uuid4())}}}),
     ("post", "/api/v1/positions/single", lambda lk: {"itemData": {"position": lk}}),
+    ("post", "/api/v1/positions/mint", lambda lk: {"itemData": {"position": {"position": lk}, "value": {"lamports": 1}}}),
+    ("post", "/api/v1/positions/burn", lambda lk: {"itemData": {"position": {"position": lk}, "value": {"lamports": 1}}}),
+    ("post", "/api/v1/positions/transfer", lambda lk: {"itemData": {"source": {"position": lk}, "destination": {"position": lk}, "value": {"lamports": 1}}}),
+    ("post", "/api/v1/positions/trade", lambda lk: {"itemData": {"legs": [{"source": {"position": lk}, "destination": {"position": lk}, "value": {"lamports": 1}}] * 2}}),
 ]
 PUBLIC = {"/api/v1/auth/token"}
 

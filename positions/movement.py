@@ -16,8 +16,8 @@ Every operation has the shape of the house (docs/transactions.md, "Path of a mut
    what moves (positions/movement_effects.py applies the supply once on confirmation).
 
 Debit limits and approvals (positions/limits.py) are not checked here: their check
-belongs after ``_legs_checked`` in the read phase and again under the source rows'
-lock in ``_write``, where the legs (source, destination kind, amount) are at hand.
+belongs in ``_run`` before ``_build`` (every leg's source, destination kind and amount
+are resolved by then) and again in ``_recheck``, under the source rows' lock.
 """
 
 from __future__ import annotations

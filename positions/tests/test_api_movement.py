@@ -430,3 +430,35 @@ def test_other_tenants_positions_are_not_found(api, other_api, celery_worker_pro
         assert assert_error(mint(api, lookup, {"lamports": 1}), 404)["errors"] == assert_error(mint(api, missing, {"lamports": 1}), 404)["errors"]
         assert_error(transfer(api, at(pos), lookup, {"lamports": 1}), 404)
         assert_error(burn(api, lookup, {"lamports": 1}), 404)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_freeze_or_pause_recorded_while_building_is_refused_in_the_write_phase(api, celery_worker_process, chain, monkeypatch):
+    """The write phase re-checks under the source rows' lock what the read phase saw: a
+    freeze (or pause) recorded between the two is refused, nothing is recorded."""
+    from positions import movement
+
+    authority, alice, bob = wallet(api), wallet(api), wallet(api)
+    token = instrument(api, authority=authority, version="TOKEN_2022", pausableAuthority=authority)
+    a, b = position(api, alice, token), position(api, bob, token)
+    settled(mint(api, at(a), {"lamports": 10}))
+    real_build = movement.transaction_build
+    meanwhile = []
+
+    def build_then(**kwargs):
+        prepared = real_build(**kwargs)
+        meanwhile.pop()()
+        return prepared
+
+    monkeypatch.setattr(movement, "transaction_build", build_then)
+    before = Transaction.unscoped.count()
+    meanwhile.append(lambda: Position.unscoped.filter(offchain_id=a["offchainId"]).update(frozen=True))
+    assert_error(transfer(api, at(a), {"owner": wallet(api), "financialInstrument": token}, {"lamports": 1}), 400, "POSITION_FROZEN", "itemData.source")
+    Position.unscoped.filter(offchain_id=a["offchainId"]).update(frozen=False)
+    meanwhile.append(lambda: Position.unscoped.filter(offchain_id=b["offchainId"]).update(frozen=True))
+    assert_error(transfer(api, at(a), at(b), {"lamports": 1}), 400, "POSITION_FROZEN", "itemData.destination")
+    Position.unscoped.filter(offchain_id=b["offchainId"]).update(frozen=False)
+    meanwhile.append(lambda: FinancialInstrument.unscoped.filter(offchain_id=token["offchainId"]).update(paused=True))
+    assert_error(burn(api, at(a), {"lamports": 1}), 400, "INSTRUMENT_PAUSED")
+    assert Transaction.unscoped.count() == before and Position.unscoped.count() == 2
+    assert balance(chain, a["onchainId"]) == 10

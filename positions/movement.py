@@ -170,9 +170,17 @@ def _source(tenant, cluster: str, lookup: dict, field: str, role: str = "send") 
     return live_position(position, field, role)
 
 
-def _chain_state(cluster: str, address: str):
+def _chain_state(cluster: str, address: str, instrument: FinancialInstrument):
+    """The token account at ``address`` and its decoded state; (None, None) when there is
+    none — also when only lamports were sent there (a system account: the ATA program
+    creates the token account over it)."""
     account = rpc_for(cluster).account(Pubkey.from_string(address))
-    return account, (decode_token_account(bytes(account.data)) if account is not None else None)
+    if account is None or account.owner != ix.program_of(instrument):
+        return None, None
+    try:
+        return account, decode_token_account(bytes(account.data))
+    except ValueError:
+        return None, None
 
 
 def _destination(plan: _Plan, tenant, cluster: str, lookup: dict, field: str, *, instrument: FinancialInstrument | None, create: bool, off_platform: bool, allowed: tuple[str, ...] = ()) -> Party:
@@ -184,7 +192,7 @@ def _destination(plan: _Plan, tenant, cluster: str, lookup: dict, field: str, *,
     found = resolve_position(tenant, cluster, lookup, field=field, allow_missing=create, allow_off_platform_owner=off_platform)
     if isinstance(found, Position):
         if instrument is not None:
-            _same_instrument(found.instrument, instrument, f"{field}.financialInstrument")
+            _same_instrument(found.instrument, instrument, f"{field}.financialInstrument" if lookup.get("financialInstrument") else field)
         movable_instrument(found.instrument, field)
         live_position(found, field, "receive")
         return plan.parties.setdefault(found.address, Party(found.address, found.owner_address, position=found))
@@ -196,7 +204,7 @@ def _destination(plan: _Plan, tenant, cluster: str, lookup: dict, field: str, *,
     address = str(ix.associated_address(owner_address, target.instrument))
     if address in plan.parties:  # a trade's second leg to the same new position
         return plan.parties[address]
-    onchain, state = _chain_state(cluster, address)
+    onchain, state = _chain_state(cluster, address, target.instrument)
     if state is not None and (state.mint != target.instrument.address or state.owner != owner_address):
         raise LedgerError("The token account on the network belongs to another mint or owner.", field=field, code="ACCOUNT_MISMATCH")
     if (state.frozen if state is not None else target.instrument.default_position_state == PositionState.FROZEN):

@@ -8,6 +8,8 @@ import uuid
 import pytest
 from solders.keypair import Keypair
 from solders.pubkey import Pubkey
+from solders.system_program import TransferParams
+from solders.system_program import transfer as transfer_lamports
 from spl.token.instructions import create_associated_token_account, get_associated_token_address
 
 from conftest import assert_error
@@ -241,6 +243,13 @@ def test_transfer_to_an_off_platform_owner_creates_its_token_account_without_rec
     # Its token account exists now: the next transfer only moves tokens.
     settled(transfer(api, at(a), destination, {"lamports": 5}))
     assert balance(chain, str(ata)) == 35 and balance(chain, a["onchainId"]) == 65
+    # Lamports sent to an associated address before its token account exists do not stop it.
+    prefunded = Keypair().pubkey()
+    prefunded_ata = get_associated_token_address(prefunded, Pubkey.from_string(bond["onchainId"]))
+    sender = funded(chain)
+    send(chain, sender, [transfer_lamports(TransferParams(from_pubkey=sender.pubkey(), to_pubkey=prefunded_ata, lamports=1_000_000))])
+    settled(transfer(api, at(a), {"owner": {"onchainId": str(prefunded), "offPlatform": True}, "financialInstrument": bond}, {"lamports": 2}))
+    assert balance(chain, str(prefunded_ata)) == 2
     # Without offPlatform, an unknown owner is not found.
     assert_error(transfer(api, at(a), {"owner": {"onchainId": str(outsider)}, "financialInstrument": bond}, {"lamports": 1}), 404)
 

@@ -145,8 +145,18 @@ InitializePositionOutput = mutation_output("newPosition", "InitializePositionOut
 # --- Mint, Burn, Transfer Financial Instrument, Trade (positions/movement.py) -------------
 
 
+class MintPositionLookupSerializer(PositionLookupSerializer):
+    """The receiving position of a Mint: mintAuthority may name the signing mint authority;
+    freezeAuthority does not apply (400 NOT_APPLICABLE)."""
+
+
+class MovingPositionLookupSerializer(PositionLookupSerializer):
+    """A position that sends or receives in a burn, transfer or trade: mintAuthority and
+    freezeAuthority do not apply (400 NOT_APPLICABLE)."""
+
+
 class MintItem(StrictSerializer):
-    position = PositionLookupSerializer(help_text="The receiving position; mintAuthority may name the signing mint authority (it must be the mint's).")
+    position = MintPositionLookupSerializer(help_text="The receiving position; mintAuthority may name the signing mint authority (it must be the mint's).")
     value = TokenValueSerializer()
     createIfMissing = StrictBooleanField(required=False, default=False, help_text="With an owner + financialInstrument lookup: create the owner's associated position in the same transaction when it does not exist (answer 201).")
 
@@ -156,7 +166,7 @@ class MintInput(TransactionEnvelopeSerializer):
 
 
 class BurnItem(StrictSerializer):
-    position = PositionLookupSerializer()
+    position = MovingPositionLookupSerializer()
     value = TokenValueSerializer()
     authority = LookupSerializer(required=False, allow_null=True, help_text="Who signs: the position's owner (default), its delegate, or the instrument's permanent delegate (any position of the instrument).")
 
@@ -166,8 +176,8 @@ class BurnInput(TransactionEnvelopeSerializer):
 
 
 class TransferItem(StrictSerializer):
-    source = PositionLookupSerializer()
-    destination = PositionLookupSerializer(help_text="A position; or owner + financialInstrument, whose associated position is created on the way when missing; or owner {onchainId, offPlatform: true}: that address's associated token account (created when missing, never recorded).")
+    source = MovingPositionLookupSerializer()
+    destination = MovingPositionLookupSerializer(help_text="A position; or owner + financialInstrument, whose associated position is created on the way when missing; or owner {onchainId, offPlatform: true}: that address's associated token account (created when missing, never recorded).")
     value = TokenValueSerializer()
     authority = LookupSerializer(required=False, allow_null=True, help_text="Who signs: the source's owner (default), its delegate, or the instrument's permanent delegate.")
 

@@ -527,6 +527,16 @@ def postprocess(result, generator, request, public):
     # A value names lamports or amount.
     if "ValueRequest" in schemas:
         schemas["ValueRequest"]["anyOf"] = [_given("lamports", "integer"), {"required": ["amount"], "properties": {"amount": {"type": "string", "minLength": 1}}}]
+    # A token value too (positions/values.py); a position lookup names the position, or an
+    # owner and an instrument (positions/lookup.py: 400 INVALID_LOOKUP / REQUIRED otherwise).
+    if "TokenValueRequest" in schemas:
+        schemas["TokenValueRequest"]["anyOf"] = [_given("lamports", "integer"), {"required": ["amount"], "properties": {"amount": {"type": "string", "minLength": 1}}}]
+    inapplicable = {"MintPositionLookupRequest": ("freezeAuthority",), "MovingPositionLookupRequest": ("mintAuthority", "freezeAuthority")}
+    for name in ("PositionLookupRequest", "PositionBalanceItemRequest", *inapplicable):
+        if name in schemas:
+            schemas[name]["anyOf"] = [_given("position", "object"), {"allOf": [_given("owner", "object"), _given("financialInstrument", "object")]}]
+            for field in inapplicable.get(name, ()):
+                schemas[name]["properties"][field] = {"type": "object", "nullable": True, "enum": [None], "description": "Does not apply to this operation (400 NOT_APPLICABLE)."}
     for path in result.get("paths", {}).values():
         for operation in path.values():
             spec = ITEM_QUERIES.get(operation.get("operationId"))

@@ -259,3 +259,68 @@ class BulkPositionsCompactOutput(serializers.Serializer):
 class BulkPositionsIdentifiersOutput(serializers.Serializer):
     count = serializers.IntegerField()
     items = PositionIdentifiersOutput(many=True)
+# --- Mint, Burn, Transfer Financial Instrument, Trade (positions/movement.py) -------------
+
+
+class MintPositionLookupSerializer(PositionLookupSerializer):
+    """The receiving position of a Mint: mintAuthority may name the signing mint authority;
+    freezeAuthority does not apply (400 NOT_APPLICABLE)."""
+
+
+class MovingPositionLookupSerializer(PositionLookupSerializer):
+    """A position that sends or receives in a burn, transfer or trade: mintAuthority and
+    freezeAuthority do not apply (400 NOT_APPLICABLE)."""
+
+
+class MintItem(StrictSerializer):
+    position = MintPositionLookupSerializer(help_text="The receiving position; mintAuthority may name the signing mint authority (it must be the mint's).")
+    value = TokenValueSerializer()
+    createIfMissing = StrictBooleanField(required=False, default=False, help_text="With an owner + financialInstrument lookup: create the owner's associated position in the same transaction when it does not exist (answer 201).")
+
+
+class MintInput(TransactionEnvelopeSerializer):
+    itemData = MintItem()
+
+
+class BurnItem(StrictSerializer):
+    position = MovingPositionLookupSerializer()
+    value = TokenValueSerializer()
+    authority = LookupSerializer(required=False, allow_null=True, help_text="Who signs: the position's owner (default), its delegate, or the instrument's permanent delegate (any position of the instrument).")
+
+
+class BurnInput(TransactionEnvelopeSerializer):
+    itemData = BurnItem()
+
+
+class TransferItem(StrictSerializer):
+    source = MovingPositionLookupSerializer()
+    destination = MovingPositionLookupSerializer(help_text="A position; or owner + financialInstrument, whose associated position is created on the way when missing; or owner {onchainId, offPlatform: true}: that address's associated token account (created when missing, never recorded).")
+    value = TokenValueSerializer()
+    authority = LookupSerializer(required=False, allow_null=True, help_text="Who signs: the source's owner (default), its delegate, or the instrument's permanent delegate.")
+
+
+class TransferInput(TransactionEnvelopeSerializer):
+    itemData = TransferItem()
+
+
+class TradeLegSerializer(TransferItem):
+    """One leg of a trade: a transfer of one instrument from one position to another."""
+
+
+class TradeItem(StrictSerializer):
+    legs = serializers.ListField(child=TradeLegSerializer(), min_length=2, max_length=10, help_text="Settled atomically in one transaction: every leg or none.")
+
+
+class TradeInput(TransactionEnvelopeSerializer):
+    itemData = TradeItem()
+
+
+class MovedPositionOut(serializers.Serializer):
+    onchainId = serializers.CharField()
+    offchainId = serializers.UUIDField(allow_null=True, help_text="null for an off-platform owner's token account (not recorded).")
+
+
+MintPositionOutput = mutation_output("mintedPosition", "MintPositionOutput")
+BurnPositionOutput = mutation_output("burnedPosition", "BurnPositionOutput")
+TransferPositionOutput = type("TransferPositionOutput", (serializers.Serializer,), {"destinationPosition": MovedPositionOut(), "svmTransaction": TransactionResultOutput(), "__module__": __name__})
+TradeOutput = mutation_output("trade", "TradeOutput")

@@ -141,21 +141,20 @@ def position_initialize(*, tenant, cluster: str, api_key, owner: Account | OffPl
         if already:
             if onchain is None:
                 raise NotFoundError("The owner has no associated token account for this instrument on the network.", field=f"{p}.owner", code="ACCOUNT_NOT_ONCHAIN")
-            account, position = _draft(tenant=tenant, cluster=cluster, owner=owner, instrument=instrument, address=address, data=data, already=True)
-            _onboard_state(account, position, onchain)
+            account, position = associated_draft(tenant=tenant, cluster=cluster, owner=owner, instrument=instrument, data=data, onchain=onchain)
             with write_phase():
                 _save(account, position)
             return PositionResult(position, None)
         if onchain is not None:
             raise ConflictError("The owner's associated token account for this instrument already exists on the network; onboard it with alreadyOnchain: true.", field=p, code="POSITION_EXISTS_ONCHAIN")
-        key = None
+        account, position = associated_draft(tenant=tenant, cluster=cluster, owner=owner, instrument=instrument, data=data, onchain=None)
+        rent = associated_rent(cluster, instrument)
     else:
         key = custody.managed_key_generate(save=False)
         address = key.public_key
-
-    account, position = _draft(tenant=tenant, cluster=cluster, owner=owner, instrument=instrument, address=address, data=data, managed_key=key, already=False)
-    size = ix.account_size(instrument) if not associated else _associated_size(instrument)
-    rent = rpc.minimum_balance_for_rent_exemption(size)
+        account, position = _draft(tenant=tenant, cluster=cluster, owner=owner, instrument=instrument, address=address, data=data, managed_key=key, already=False)
+        size = ix.account_size(instrument)
+        rent = rpc.minimum_balance_for_rent_exemption(size)
     funding = funding_signer(tenant=tenant, cluster=cluster, api_key=api_key, svm_config=svm_config, lamports=rent, destination_type="MANAGED")
     target = Pubkey.from_string(address)
     if associated:
@@ -171,15 +170,45 @@ def position_initialize(*, tenant, cluster: str, api_key, owner: Account | OffPl
     prepared = transaction_build(tenant=tenant, cluster=cluster, operation="positions.initialize", instructions=instructions, signers=signers, config=transaction_config(tenant, cluster, svm_config))
     with write_phase(on_abort=prepared.release):
         funded = funding_effects(funding, tenant=tenant, api_key=api_key)
-        if _existing_position(tenant, cluster, address) is not None:
-            raise ConflictError("The owner already has a position in this financial instrument.", field=p, code="DUPLICATE_POSITION")
-        _save(account, position)
+        position_save_new(account, position, field=p)
         tx = transaction_record(prepared, effects_data={"position": str(position.offchain_id), **funded}, api_key=api_key, request_id=request_id)
-        account.creation_transaction = account.last_transaction = tx
-        account.save(update_fields=["creation_transaction", "last_transaction", "updated_at"])
-        position.creation_transaction = position.last_transaction = position.pending_transaction = tx
-        position.save(update_fields=["creation_transaction", "last_transaction", "pending_transaction", "updated_at"])
+        position_link_creation(account, position, tx)
     return PositionResult(position, tx)
+
+
+def associated_draft(*, tenant, cluster: str, owner: Account, instrument: FinancialInstrument, data: dict | None = None, onchain=None) -> tuple[Account, Position]:
+    """Read phase: the unsaved records of ``owner``'s associated position in
+    ``instrument`` — PENDING, to be created by a transaction, or (``onchain``: the token
+    account as the network holds it) ACTIVE and onboarded with the chain's balance, state
+    and delegate. Shared by Initialize Position and the operations that create a
+    destination position on the way (positions/movement.py)."""
+    address = str(ix.associated_address(owner.address, instrument))
+    account, position = _draft(tenant=tenant, cluster=cluster, owner=owner, instrument=instrument, address=address, data=data or {}, already=onchain is not None)
+    if onchain is not None:
+        _onboard_state(account, position, onchain)
+    return account, position
+
+
+def associated_rent(cluster: str, instrument: FinancialInstrument) -> int:
+    """Lamports an associated token account of ``instrument`` needs to be rent exempt."""
+    return rpc_for(cluster).minimum_balance_for_rent_exemption(_associated_size(instrument))
+
+
+def position_save_new(account: Account, position: Position, *, field: str = "itemData") -> None:
+    """Write phase: store a drafted position (409 DUPLICATE_POSITION when a live one took
+    its address since the read phase)."""
+    if _existing_position(position.tenant, position.cluster, position.address) is not None:
+        raise ConflictError("The owner already has a position in this financial instrument.", field=field, code="DUPLICATE_POSITION")
+    _save(account, position)
+
+
+def position_link_creation(account: Account, position: Position, tx: Transaction) -> None:
+    """Write phase, after ``transaction_record``: the transaction that creates the token
+    account, and the position's in-flight marker until it ends."""
+    account.creation_transaction = account.last_transaction = tx
+    account.save(update_fields=["creation_transaction", "last_transaction", "updated_at"])
+    position.creation_transaction = position.last_transaction = position.pending_transaction = tx
+    position.save(update_fields=["creation_transaction", "last_transaction", "pending_transaction", "updated_at"])
 
 
 def _wallet_types():

@@ -11,3 +11,12 @@ urlpatterns = [
     path("positions/unfreeze", PositionViewSet.as_view({"patch": "unfreeze"}), name="position-unfreeze"),
     path("positions/bulk/<str:detail_level>", PositionViewSet.as_view({"post": "bulk"}), name="positions-bulk"),
 ]
+
+from .views import PositionMovementViewSet  # noqa: E402  (movement endpoints, positions/movement.py)
+
+urlpatterns += [
+    path("positions/mint", PositionMovementViewSet.as_view({"post": "mint"}), name="position-mint"),
+    path("positions/burn", PositionMovementViewSet.as_view({"post": "burn"}), name="position-burn"),
+    path("positions/transfer", PositionMovementViewSet.as_view({"post": "transfer"}), name="position-transfer"),
+    path("positions/trade", PositionMovementViewSet.as_view({"post": "trade"}), name="position-trade"),
+]

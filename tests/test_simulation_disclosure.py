@@ -112,3 +112,29 @@ def test_create_account_seed_over_a_shared_funders_balance_is_scrubbed(api, othe
     response = other_api.call("post", "/api/v1/accounts", {"itemData": SEED_OVER_BALANCE, "svmTransactionConfig": {"feePayer": {"onchainId": shared}}})
     body = assert_error(response, 400, "TRANSACTION_SIMULATION_FAILED")
     _assert_scrubbed(body["errors"][0]["message"], shared, chain.get_balance(Pubkey.from_string(shared)).value)
+
+
+def test_the_failing_programs_own_message_is_the_reason():
+    """Token-2022 logs some reasons without "Error:" (a paused mint); the reason is then
+    the failing program's last own message — not a nested program's, not its
+    "Instruction:" line, not an earlier instruction's."""
+    from transactions.chain.errors import reason_from_logs
+
+    token = "TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb"
+    paused = [
+        "Program ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL invoke [1]", "Program log: CreateIdempotent",
+        "Program ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL success",
+        f"Program {token} invoke [1]", "Program log: Instruction: TransferChecked",
+        "Program log: Transferring, minting, and burning is paused on this mint",
+        f"Program {token} consumed 1590 of 200000 compute units", f"Program {token} failed: custom program error: 0x43",
+    ]
+    assert reason_from_logs(paused, None) == "Transferring, minting, and burning is paused on this mint"
+    nested = [
+        f"Program {token} invoke [1]", "Program log: Instruction: TransferChecked",
+        "Program Hook111111111111111111111111111111111111 invoke [2]", "Program log: hook says no",
+        "Program Hook111111111111111111111111111111111111 failed: custom program error: 0x1",
+        f"Program {token} failed: custom program error: 0x1",
+    ]
+    assert reason_from_logs(nested, None) == "hook says no"
+    quiet = [f"Program {token} invoke [1]", "Program log: Instruction: MintToChecked", f"Program {token} failed: custom program error: 0x5"]
+    assert reason_from_logs(quiet, None) == "custom program error: 0x5"

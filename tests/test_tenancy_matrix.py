@@ -45,6 +45,10 @@ ENDPOINTS = [
     ("patch", "/api/v1/positions/freeze", lambda lk: {"itemData": {"position": {"position": lk}}}),
     ("patch", "/api/v1/positions/unfreeze", lambda lk: {"itemData": {"position": {"position": lk}}}),
     ("post", "/api/v1/positions/bulk/detailed", None),
+    ("post", "/api/v1/positions/mint", lambda lk: {"itemData": {"position": {"position": lk}, "value": {"lamports": 1}}}),
+    ("post", "/api/v1/positions/burn", lambda lk: {"itemData": {"position": {"position": lk}, "value": {"lamports": 1}}}),
+    ("post", "/api/v1/positions/transfer", lambda lk: {"itemData": {"source": {"position": lk}, "destination": {"position": lk}, "value": {"lamports": 1}}}),
+    ("post", "/api/v1/positions/trade", lambda lk: {"itemData": {"legs": [{"source": {"position": lk}, "destination": {"position": lk}, "value": {"lamports": 1}}] * 2}}),
 ]
 PUBLIC = {"/api/v1/auth/token"}
 

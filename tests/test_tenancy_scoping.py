@@ -267,7 +267,7 @@ def test_row_locks_and_writes_take_the_tenant(tenant, other_tenant):
 #: @cross_tenant_aggregate (a number over every tenant's rows, e.g. a shared funder's limits).
 REQUEST_PATH_MODULES = [
     "ledger_project/api/*.py", "*/views.py", "*/selectors.py", "*/lookup.py", "*/serializers.py", "*/render.py",
-    "*/services.py", "*/lifecycle.py", "*/limits.py", "*/locks.py", "*/webhooks.py",
+    "*/services.py", "*/lifecycle.py", "*/limits.py", "*/locks.py", "*/webhooks.py", "*/movement.py", "*/transfers.py",
 ]
 UNSCOPED = re.compile(r"\.unscoped\b|_default_manager|_base_manager")
 

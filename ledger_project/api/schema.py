@@ -412,13 +412,6 @@ def postprocess(result, generator, request, public):
     identifier = schemas.get("TransactionIdentifierRequest")
     if identifier is not None:
         identifier["anyOf"] = [_given("onchainId", "string"), _given("offchainId", "string")]
-    # A position is named by position, or by owner and financialInstrument (positions/lookup.py).
-    for name in ("PositionLookupRequest", "PositionBalanceItemRequest"):
-        if name in schemas:
-            schemas[name]["anyOf"] = [
-                {"required": ["position"], "properties": {"position": {"type": "object"}}},
-                {"required": ["owner", "financialInstrument"], "properties": {"owner": {"type": "object"}, "financialInstrument": {"type": "object"}}},
-            ]
     # Bulk answers: one of the detail levels' shapes, any of them for an empty page;
     # compact and identifiers items carry exactly their fields.
     for name in [n for n in schemas if n.startswith("Bulk") and n.endswith("Page")]:
@@ -539,6 +532,14 @@ def postprocess(result, generator, request, public):
     for name in ("TokenValueRequest", "NetworkValueRequest"):
         if name in schemas:
             schemas[name]["anyOf"] = [_given("lamports", "integer"), {"required": ["amount"], "properties": {"amount": {"anyOf": [{"type": "string", "minLength": 1}, {"type": "integer"}]}}}]
+    # A position lookup names the position, or an owner and an instrument (positions/lookup.py:
+    # 400 INVALID_LOOKUP / REQUIRED otherwise).
+    inapplicable = {"MintPositionLookupRequest": ("freezeAuthority",), "MovingPositionLookupRequest": ("mintAuthority", "freezeAuthority")}
+    for name in ("PositionLookupRequest", "PositionBalanceItemRequest", *inapplicable):
+        if name in schemas:
+            schemas[name]["anyOf"] = [_given("position", "object"), {"allOf": [_given("owner", "object"), _given("financialInstrument", "object")]}]
+            for field in inapplicable.get(name, ()):
+                schemas[name]["properties"][field] = {"type": "object", "nullable": True, "enum": [None], "description": "Does not apply to this operation (400 NOT_APPLICABLE)."}
     for path in result.get("paths", {}).values():
         for operation in path.values():
             spec = ITEM_QUERIES.get(operation.get("operationId"))

@@ -100,10 +100,36 @@ class BlockhashExpired(LedgerError):
     code = "BLOCKHASH_EXPIRED"
 
 
+_FRAME_END = re.compile(r"^Program \S+ (success|failed: )")
+_FRAME_START = re.compile(r"^Program \S+ invoke \[")
+
+
+def _failing_program_message(logs: list[str]) -> str | None:
+    """The last message the failing program logged itself (Token-2022 logs "Transferring,
+    minting, and burning is paused on this mint" without an "Error:" prefix): scanning
+    back from the first "… failed: …" line to that program's invoke, skipping the frames of
+    programs it invoked and its "Instruction: …" line."""
+    failed = next((i for i, line in enumerate(logs) if line.startswith("Program ") and " failed: " in line), None)
+    if failed is None:
+        return None
+    depth = 0
+    for line in reversed(logs[:failed]):
+        if _FRAME_END.match(line):
+            depth += 1
+        elif _FRAME_START.match(line):
+            if depth == 0:
+                return None
+            depth -= 1
+        elif depth == 0 and line.startswith("Program log: ") and not line.startswith("Program log: Instruction: "):
+            return line[len("Program log: "):]
+    return None
+
+
 def reason_from_logs(logs: list[str], err: object) -> str:
     """The most specific reason a failed simulation gives, preferring the program's own
     words: "Program log: Error: …", then a bare message line (the System program logs
-    "Transfer: insufficient lamports …" that way), then the runtime's "… failed: …"."""
+    "Transfer: insufficient lamports …" that way), then the failing program's last own
+    message, then the runtime's "… failed: …"."""
     logs = logs or []
     for line in reversed(logs):
         if line.startswith("Program log: Error: "):
@@ -111,6 +137,9 @@ def reason_from_logs(logs: list[str], err: object) -> str:
     for line in reversed(logs):
         if not line.startswith("Program "):
             return line
+    own = _failing_program_message(logs)
+    if own:
+        return own
     for line in reversed(logs):
         if line.startswith("Program log: ") and ("rror" in line or "nsufficient" in line):
             return line[len("Program log: "):]

@@ -1,0 +1,467 @@
+"""Token movements of positions: Mint, Burn, Transfer Financial Instrument and Trade
+(docs/positions.md, "Moving tokens").
+
+Every operation has the shape of the house (docs/transactions.md, "Path of a mutation"):
+
+1. read phase — resolve the lookups into legs (who sends, who receives, how much, who
+   signs), refuse what the service can tell is bound to fail (closed, paused or
+   confidential instruments, positions that are pending, failed, inactive or frozen,
+   authorities that are not the mint's / the position's) with clear codes;
+2. network phase — rent funding for token accounts created on the way, then
+   ``transaction_build`` (simulation is the backstop: insufficient balance, a paused
+   mint or a frozen account the records did not know of yet come back as 400
+   TRANSACTION_SIMULATION_FAILED with the program's reason; nothing is stored);
+3. write phase — lock the source positions, re-check what the read phase relied on,
+   store drafted destination positions and the Transaction row, whose ``effects`` say
+   what moves (positions/movement_effects.py applies the supply once on confirmation).
+
+Debit limits and approvals (positions/limits.py) are not checked here: their check
+belongs in ``_run`` before ``_build`` (every leg's source, destination kind and amount
+are resolved by then) and again in ``_recheck``, under the source rows' lock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field as dc_field
+
+from solders.instruction import Instruction
+from solders.pubkey import Pubkey
+from spl.token.instructions import (
+    BurnCheckedParams,
+    MintToCheckedParams,
+    TransferCheckedParams,
+    burn_checked,
+    mint_to_checked,
+    transfer_checked,
+)
+
+from accounts.lookup import OffPlatform, resolve_account
+from accounts.models import Account
+from accounts.services import funding_effects, funding_signer
+from accounts.signers import ensure_usable, signer_for, transaction_config
+from instruments.models import FinancialInstrument, PositionState
+from instruments.token2022.transfer_hook import HookAccountsError, transfer_hook_accounts
+from ledger_project.api.errors import LedgerError
+from ledger_project.api.idempotency import write_phase
+from transactions.chain.rpc import rpc_for
+from transactions.locks import lock_rows
+from transactions.models import Transaction
+from transactions.services import SignerSpec, transaction_build, transaction_record
+
+from . import instructions as ix
+from .lookup import OwnerTarget, resolve_position
+from .models import Position, PositionStatus
+from .onchain import decode_token_account
+from .render import position_identifiers
+from .services import associated_draft, associated_rent, position_link_creation, position_save_new, usable_instrument
+from .values import base_units
+
+MINT, BURN, TRANSFER, TRADE = "MINT", "BURN", "TRANSFER", "TRADE"
+#: Funding destination types, strictest first (accounts/limits.py): rent of a token
+#: account created for an off-platform owner leaves the organization's control.
+_STRICTNESS = ("OFF_PLATFORM", "NON_MANAGED", "MANAGED")
+
+
+@dataclass
+class Party:
+    """One end of a leg: a token account, recorded as a position or not.
+
+    ``draft``: records to store in the write phase (a position created by this
+    transaction — ``create`` — or onboarded from the chain); ``position`` is then the
+    drafted one. Off-platform owners' token accounts have no records at all."""
+
+    address: str
+    owner_address: str
+    position: Position | None = None
+    draft: tuple[Account, Position] | None = None
+    create: bool = False
+    funding_type: str = "MANAGED"
+
+    @property
+    def identifiers(self) -> dict:
+        if self.position is not None:
+            return position_identifiers(self.position)
+        return {"onchainId": self.address, "offchainId": None}
+
+    def describe(self) -> dict:
+        return {"position": str(self.position.offchain_id) if self.position is not None else None, "address": self.address}
+
+
+@dataclass
+class Leg:
+    kind: str
+    instrument: FinancialInstrument
+    amount: int
+    authority: SignerSpec
+    source: Party | None = None  # None: minted
+    destination: Party | None = None  # None: burned
+    field: str = "itemData"
+
+
+@dataclass
+class MovementResult:
+    identifiers: dict
+    transaction: Transaction
+    created: bool  # the request recorded a new position (201)
+
+
+@dataclass
+class _Plan:
+    """What the read phase decided, for the network and write phases."""
+
+    kind: str
+    legs: list[Leg]
+    parties: dict[str, Party] = dc_field(default_factory=dict)  # by token account address
+
+
+# --- read phase: checks -------------------------------------------------------------------
+
+
+def movable_instrument(instrument: FinancialInstrument, field: str) -> FinancialInstrument:
+    """An instrument whose tokens can move through this service (docs/positions.md)."""
+    usable_instrument(instrument, field)
+    if "CONFIDENTIAL_MINT_BURN" in (instrument.extensions or []):
+        raise LedgerError(
+            "This instrument has Confidential Mint and Burn: its mints, burns and transfers need zero-knowledge proofs "
+            "(and the holders' ElGamal keys), which this service cannot produce. Move it with a wallet that builds the proofs; "
+            "the service does not fall back to a non-confidential movement.",
+            field=field, code="CONFIDENTIAL_PROOFS_REQUIRED",
+        )
+    if instrument.paused:
+        raise LedgerError("The financial instrument is paused: the token program refuses its mints, burns and transfers until it is unpaused.", field=field, code="INSTRUMENT_PAUSED")
+    return instrument
+
+
+_NOT_LIVE = {
+    PositionStatus.PENDING: ("POSITION_PENDING", "The position's initialization has not been confirmed yet"),
+    PositionStatus.FAILED: ("POSITION_NOT_ONCHAIN", "The position's initialization failed: it does not exist on the network"),
+    PositionStatus.INACTIVE: ("POSITION_INACTIVE", "The position is inactive: its token account is closed"),
+}
+
+
+def live_position(position: Position, field: str, role: str) -> Position:
+    """A position that can send or receive (``role``): ACTIVE and not frozen."""
+    if position.status in _NOT_LIVE:
+        code, text = _NOT_LIVE[position.status]
+        raise LedgerError(f"{text}; it can neither send nor receive.", field=field, code=code)
+    if position.frozen:
+        raise LedgerError(f"The position is frozen: it cannot {role} until it is unfrozen.", field=field, code="POSITION_FROZEN")
+    return position
+
+
+def _no_authority_fields(lookup: dict, field: str, allowed: tuple[str, ...] = ()) -> None:
+    for name in ("mintAuthority", "freezeAuthority"):
+        if lookup.get(name) and name not in allowed:
+            raise LedgerError(f"{name} does not apply to this operation.", field=f"{field}.{name}", code="NOT_APPLICABLE")
+
+
+def _same_instrument(found: FinancialInstrument, expected: FinancialInstrument, field: str) -> None:
+    if found.pk != expected.pk:
+        raise LedgerError("The destination holds another financial instrument than the source.", field=field, code="INSTRUMENT_MISMATCH")
+
+
+# --- read phase: resolving --------------------------------------------------------------------
+
+
+def _source(tenant, cluster: str, lookup: dict, field: str, role: str = "send") -> Position:
+    _no_authority_fields(lookup, field)
+    position = resolve_position(tenant, cluster, lookup, field=field)
+    movable_instrument(position.instrument, field)
+    return live_position(position, field, role)
+
+
+def _chain_state(cluster: str, address: str, instrument: FinancialInstrument):
+    """The token account at ``address`` and its decoded state; (None, None) when there is
+    none — also when only lamports were sent there (a system account: the ATA program
+    creates the token account over it)."""
+    account = rpc_for(cluster).account(Pubkey.from_string(address))
+    if account is None or account.owner != ix.program_of(instrument):
+        return None, None
+    try:
+        return account, decode_token_account(bytes(account.data))
+    except ValueError:
+        return None, None
+
+
+def _destination(plan: _Plan, tenant, cluster: str, lookup: dict, field: str, *, instrument: FinancialInstrument | None, create: bool, off_platform: bool, allowed: tuple[str, ...] = ()) -> Party:
+    """The receiving end: a live position, or — with ``create`` — the owner's associated
+    token account created idempotently by this transaction (recorded PENDING, or
+    onboarded when the network already has it), or — with ``off_platform`` — the
+    associated token account of an address the service does not know (no records)."""
+    _no_authority_fields(lookup, field, allowed)
+    found = resolve_position(tenant, cluster, lookup, field=field, allow_missing=create, allow_off_platform_owner=off_platform)
+    if isinstance(found, Position):
+        if instrument is not None:
+            _same_instrument(found.instrument, instrument, f"{field}.financialInstrument" if lookup.get("financialInstrument") else field)
+        movable_instrument(found.instrument, field)
+        live_position(found, field, "receive")
+        return plan.parties.setdefault(found.address, Party(found.address, found.owner_address, position=found))
+    target: OwnerTarget = found
+    if instrument is not None:
+        _same_instrument(target.instrument, instrument, f"{field}.financialInstrument")
+    movable_instrument(target.instrument, f"{field}.financialInstrument")
+    owner_address = target.owner.address
+    address = str(ix.associated_address(owner_address, target.instrument))
+    if address in plan.parties:  # a trade's second leg to the same new position
+        return plan.parties[address]
+    onchain, state = _chain_state(cluster, address, target.instrument)
+    if state is not None and (state.mint != target.instrument.address or state.owner != owner_address):
+        raise LedgerError("The token account on the network belongs to another mint or owner.", field=field, code="ACCOUNT_MISMATCH")
+    if (state.frozen if state is not None else target.instrument.default_position_state == PositionState.FROZEN):
+        why = "is frozen" if state is not None else "would start frozen (the instrument's defaultPositionState is FROZEN)"
+        raise LedgerError(f"The destination's token account {why}: it cannot receive until it is unfrozen.", field=field, code="POSITION_FROZEN")
+    if isinstance(target.owner, OffPlatform):
+        party = Party(address, owner_address, create=onchain is None, funding_type="OFF_PLATFORM")
+    else:
+        ensure_usable(target.owner, field=f"{field}.owner")
+        account, position = associated_draft(tenant=tenant, cluster=cluster, owner=target.owner, instrument=target.instrument, onchain=onchain)
+        party = Party(address, owner_address, position=position, draft=(account, position), create=onchain is None)
+    plan.parties[address] = party
+    return party
+
+
+def _signer(tenant, cluster: str, lookup: dict, field: str) -> tuple[str, SignerSpec]:
+    """An authority named by a lookup: its key signs here when the organization may use
+    it; any other signer (not managed, off platform) leaves the transaction
+    PARTIALLY_SIGNED for Sign Transaction."""
+    resolved = resolve_account(tenant, cluster, lookup, field=field, allow_off_platform=True)
+    if isinstance(resolved, OffPlatform):
+        return resolved.address, SignerSpec(Pubkey.from_string(resolved.address), None)
+    return resolved.address, signer_for(resolved, tenant, field=field)
+
+
+def _recorded_signer(account: Account | None, address: str, tenant, field: str) -> SignerSpec:
+    if account is None:
+        return SignerSpec(Pubkey.from_string(address), None)
+    return signer_for(account, tenant, field=field)
+
+
+def _mint_authority(tenant, cluster: str, instrument: FinancialInstrument, lookup: dict | None, field: str) -> SignerSpec:
+    address = instrument.mint_authority_address
+    if not address:
+        raise LedgerError("The mint has no mint authority: its supply is fixed.", field=field, code="NO_AUTHORITY")
+    if lookup:
+        given, signer = _signer(tenant, cluster, lookup, field)
+        if given != address:
+            raise LedgerError(f"The mint's mint authority is {address}.", field=field, code="AUTHORITY_MISMATCH")
+        return signer
+    return _recorded_signer(instrument.mint_authority, address, tenant, field)
+
+
+def _debit_authority(tenant, cluster: str, position: Position, lookup: dict | None, field: str) -> SignerSpec:
+    """Who signs a burn or transfer from ``position``: its owner (the default), its
+    delegate (within the delegated amount) or the instrument's permanent delegate
+    (Token-2022 PERMANENT_DELEGATE: any position of the instrument)."""
+    if not lookup:
+        return _recorded_signer(position.owner, position.owner_address, tenant, field)
+    allowed = {position.owner_address}
+    if position.delegate_address:
+        allowed.add(position.delegate_address)
+    permanent = position.instrument.permanent_delegate_authority_address
+    if permanent and "PERMANENT_DELEGATE" in (position.instrument.extensions or []):
+        allowed.add(permanent)
+    given, signer = _signer(tenant, cluster, lookup, field)
+    if given not in allowed:
+        raise LedgerError("The authority must be the position's owner, its delegate or the instrument's permanent delegate.", field=field, code="AUTHORITY_MISMATCH")
+    return signer
+
+
+def _transfer_leg(plan: _Plan, tenant, cluster: str, data: dict, prefix: str) -> Leg:
+    source = _source(tenant, cluster, data["source"], f"{prefix}.source")
+    instrument = source.instrument
+    destination = _destination(plan, tenant, cluster, data["destination"], f"{prefix}.destination", instrument=instrument, create=True, off_platform=True)
+    if destination.address == source.address:
+        raise LedgerError("The source and the destination are the same position.", field=f"{prefix}.destination", code="SAME_POSITION")
+    amount = base_units(data["value"], instrument, field=f"{prefix}.value")
+    authority = _debit_authority(tenant, cluster, source, data.get("authority"), f"{prefix}.authority")
+    source_party = plan.parties.setdefault(source.address, Party(source.address, source.owner_address, position=source))
+    return Leg(TRANSFER, instrument, amount, authority, source=source_party, destination=destination, field=prefix)
+
+
+# --- network phase ------------------------------------------------------------------------------
+
+
+def _fetch(cluster: str):
+    rpc = rpc_for(cluster)
+
+    def fetch(address: Pubkey) -> bytes | None:
+        account = rpc.account(address)
+        return bytes(account.data) if account is not None else None
+
+    return fetch
+
+
+def _movement_instruction(leg: Leg, cluster: str) -> Instruction:
+    instrument = leg.instrument
+    program, mint, decimals = ix.program_of(instrument), Pubkey.from_string(instrument.address), int(instrument.decimals)
+    authority = leg.authority.pubkey
+    if leg.kind == MINT:
+        return mint_to_checked(MintToCheckedParams(program_id=program, mint=mint, dest=Pubkey.from_string(leg.destination.address), mint_authority=authority, amount=leg.amount, decimals=decimals, signers=[]))
+    source = Pubkey.from_string(leg.source.address)
+    if leg.kind == BURN:
+        return burn_checked(BurnCheckedParams(program_id=program, mint=mint, account=source, owner=authority, amount=leg.amount, decimals=decimals, signers=[]))
+    destination = Pubkey.from_string(leg.destination.address)
+    instruction = transfer_checked(TransferCheckedParams(program_id=program, source=source, mint=mint, dest=destination, owner=authority, amount=leg.amount, decimals=decimals, signers=[]))
+    hook = instrument.transfer_hook_program_address if "TRANSFER_HOOK" in (instrument.extensions or []) else ""
+    if hook:
+        try:
+            extra = transfer_hook_accounts(program=Pubkey.from_string(hook), mint=mint, source=source, destination=destination, authority=authority, amount=leg.amount, fetch=_fetch(cluster))
+        except HookAccountsError as exc:
+            raise LedgerError(f"The transfer hook's extra accounts cannot be resolved: {exc}", field=leg.field, code="TRANSFER_HOOK_UNRESOLVED") from exc
+        instruction = Instruction(instruction.program_id, instruction.data, [*instruction.accounts, *extra])
+    return instruction
+
+
+def _build(plan: _Plan, *, tenant, cluster: str, api_key, svm_config: dict | None):
+    creations = [p for p in plan.parties.values() if p.create]
+    funding = None
+    instructions: list[Instruction] = []
+    signers: list[SignerSpec] = []
+    if creations:
+        # Rent of token accounts created on the way comes from the funding account, never
+        # the platform fee payer (docs/accounts.md, "Who pays"); one funder for all of them,
+        # checked under the strictest destination type among them.
+        instruments = {p.address: _party_instrument(plan, p) for p in creations}
+        rent = sum(associated_rent(cluster, instruments[p.address]) for p in creations)
+        kind = min((p.funding_type for p in creations), key=_STRICTNESS.index)
+        funding = funding_signer(tenant=tenant, cluster=cluster, api_key=api_key, svm_config=svm_config, lamports=rent, destination_type=kind)
+        signers.append(funding.signer)
+        for party in creations:
+            instructions.append(ix.create_associated_idempotent(payer=funding.pubkey, owner=Pubkey.from_string(party.owner_address), instrument=instruments[party.address]))
+    for leg in plan.legs:
+        instructions.append(_movement_instruction(leg, cluster))
+        signers.append(leg.authority)
+    prepared = transaction_build(tenant=tenant, cluster=cluster, operation=f"positions.{plan.kind.lower()}", instructions=instructions, signers=signers, config=transaction_config(tenant, cluster, svm_config))
+    return prepared, funding
+
+
+def _party_instrument(plan: _Plan, party: Party) -> FinancialInstrument:
+    return next(leg.instrument for leg in plan.legs if party in (leg.source, leg.destination))
+
+
+# --- write phase --------------------------------------------------------------------------------
+
+
+def _recheck(plan: _Plan, tenant) -> None:
+    """Under the source rows' lock: what the read phase relied on still holds (a freeze,
+    pause or inactivation recorded meanwhile is refused here as it was there)."""
+    sources = {leg.source.position.pk: leg for leg in plan.legs if leg.source is not None}
+    locked = {p.pk: p for p in lock_rows(Position.objects.for_tenant(tenant).filter(pk__in=list(sources)))}
+    for pk, leg in sources.items():
+        live_position(locked[pk], f"{leg.field}.source" if leg.kind == TRANSFER else f"{leg.field}.position", "send")
+    # Destinations are re-read, not locked: receiving needs no limit, and a hot receiving
+    # position (a treasury) would otherwise serialize every transfer to it.
+    receiving = {leg.destination.position.pk: leg for leg in plan.legs if leg.destination is not None and leg.destination.position is not None and leg.destination.draft is None}
+    for position in Position.objects.for_tenant(tenant).filter(pk__in=list(receiving)):
+        leg = receiving[position.pk]
+        live_position(position, f"{leg.field}.destination" if leg.kind == TRANSFER else f"{leg.field}.position", "receive")
+    instruments = {leg.instrument.pk: leg for leg in plan.legs}
+    for instrument in FinancialInstrument.objects.visible_to(tenant).filter(pk__in=list(instruments)):
+        movable_instrument(instrument, instruments[instrument.pk].field)
+
+
+def _effects(plan: _Plan, funded: dict) -> dict:
+    recorded = [p.position for p in plan.parties.values() if p.position is not None]
+    return {
+        "positions": [str(p.offchain_id) for p in recorded],
+        "created": [str(p.draft[1].offchain_id) for p in plan.parties.values() if p.draft is not None and p.create],
+        "movement": {
+            "kind": plan.kind,
+            # Amounts are strings: base units go up to u64, past what every JSON reader keeps exact.
+            "legs": [
+                {
+                    "instrument": str(leg.instrument.offchain_id), "mint": leg.instrument.address, "amount": str(leg.amount),
+                    "decimals": int(leg.instrument.decimals), "authority": str(leg.authority.pubkey),
+                    "source": leg.source.describe() if leg.source is not None else None,
+                    "destination": leg.destination.describe() if leg.destination is not None else None,
+                }
+                for leg in plan.legs
+            ],
+        },
+        **funded,
+    }
+
+
+def _write(plan: _Plan, prepared, funding, *, tenant, api_key, request_id) -> Transaction:
+    with write_phase(on_abort=prepared.release):
+        _recheck(plan, tenant)
+        funded = funding_effects(funding, tenant=tenant, api_key=api_key)
+        drafted = [p for p in plan.parties.values() if p.draft is not None]
+        for party in drafted:
+            position_save_new(*party.draft, field=_party_field(plan, party))
+        tx = transaction_record(prepared, effects_data=_effects(plan, funded), api_key=api_key, request_id=request_id)
+        for party in drafted:
+            if party.create:
+                position_link_creation(*party.draft, tx)
+        touched = [p.position.pk for p in plan.parties.values() if p.position is not None and not (p.draft is not None and p.create)]
+        Position.objects.for_tenant(tenant).filter(pk__in=touched).update(last_transaction=tx)
+    return tx
+
+
+def _party_field(plan: _Plan, party: Party) -> str:
+    leg = next(leg for leg in plan.legs if leg.destination is party)
+    return f"{leg.field}.destination" if leg.kind == TRANSFER else f"{leg.field}.position"
+
+
+def _run(plan: _Plan, *, tenant, cluster: str, api_key, svm_config, request_id) -> Transaction:
+    prepared, funding = _build(plan, tenant=tenant, cluster=cluster, api_key=api_key, svm_config=svm_config)
+    return _write(plan, prepared, funding, tenant=tenant, api_key=api_key, request_id=request_id)
+
+
+def _created(plan: _Plan) -> bool:
+    return any(p.draft is not None for p in plan.parties.values())
+
+
+# --- operations ---------------------------------------------------------------------------------
+
+
+def position_mint(*, tenant, cluster: str, api_key, lookup: dict, value: dict, create_if_missing: bool = False, svm_config: dict | None = None, request_id=None) -> MovementResult:
+    """Mint: MintToChecked into the position, signed by the instrument's mint authority
+    (``lookup.mintAuthority`` may name it; it must be the mint's). With
+    ``createIfMissing``, an owner + instrument lookup without a position creates the
+    owner's associated token account in the same transaction (recorded PENDING)."""
+    p = "itemData.position"
+    plan = _Plan(MINT, [])
+    destination = _destination(plan, tenant, cluster, lookup, p, instrument=None, create=create_if_missing, off_platform=False, allowed=("mintAuthority",))
+    instrument = destination.position.instrument
+    amount = base_units(value, instrument, field="itemData.value")
+    authority = _mint_authority(tenant, cluster, instrument, lookup.get("mintAuthority"), f"{p}.mintAuthority")
+    plan.legs.append(Leg(MINT, instrument, amount, authority, destination=destination, field="itemData"))
+    tx = _run(plan, tenant=tenant, cluster=cluster, api_key=api_key, svm_config=svm_config, request_id=request_id)
+    return MovementResult(destination.identifiers, tx, _created(plan))
+
+
+def position_burn(*, tenant, cluster: str, api_key, lookup: dict, value: dict, authority_lookup: dict | None = None, svm_config: dict | None = None, request_id=None) -> MovementResult:
+    """Burn: BurnChecked from the position, signed by its owner (default), its delegate
+    or the instrument's permanent delegate (``authority``)."""
+    p = "itemData.position"
+    position = _source(tenant, cluster, lookup, p, role="burn")
+    amount = base_units(value, position.instrument, field="itemData.value")
+    authority = _debit_authority(tenant, cluster, position, authority_lookup, "itemData.authority")
+    source = Party(position.address, position.owner_address, position=position)
+    plan = _Plan(BURN, [Leg(BURN, position.instrument, amount, authority, source=source, field="itemData")], {position.address: source})
+    tx = _run(plan, tenant=tenant, cluster=cluster, api_key=api_key, svm_config=svm_config, request_id=request_id)
+    return MovementResult(position_identifiers(position), tx, False)
+
+
+def position_transfer(*, tenant, cluster: str, api_key, data: dict, svm_config: dict | None = None, request_id=None) -> MovementResult:
+    """Transfer Financial Instrument: TransferChecked from ``source`` to ``destination``
+    (an existing position, the owner's associated position created on the way, or an
+    off-platform owner's associated token account), with a transfer hook's extra
+    accounts when the mint has one."""
+    plan = _Plan(TRANSFER, [])
+    leg = _transfer_leg(plan, tenant, cluster, data, "itemData")
+    plan.legs.append(leg)
+    tx = _run(plan, tenant=tenant, cluster=cluster, api_key=api_key, svm_config=svm_config, request_id=request_id)
+    return MovementResult(leg.destination.identifiers, tx, _created(plan))
+
+
+def position_trade(*, tenant, cluster: str, api_key, legs: list[dict], svm_config: dict | None = None, request_id=None) -> MovementResult:
+    """Trade (delivery versus payment): every leg is a transfer, all in one transaction,
+    so either every leg settles or none does. Each leg's authority signs; a party whose
+    key the service may not use leaves the trade PARTIALLY_SIGNED."""
+    plan = _Plan(TRADE, [])
+    for i, data in enumerate(legs):
+        plan.legs.append(_transfer_leg(plan, tenant, cluster, data, f"itemData.legs[{i}]"))
+    tx = _run(plan, tenant=tenant, cluster=cluster, api_key=api_key, svm_config=svm_config, request_id=request_id)
+    return MovementResult({"onchainId": tx.onchain_id, "offchainId": str(tx.offchain_id)}, tx, _created(plan))

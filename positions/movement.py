@@ -15,16 +15,21 @@ Every operation has the shape of the house (docs/transactions.md, "Path of a mut
    store drafted destination positions and the Transaction row, whose ``effects`` say
    what moves (positions/movement_effects.py applies the supply once on confirmation).
 
-Debit limits and approvals (positions/limits.py) are not checked here: their check
-belongs in ``_run`` before ``_build`` (every leg's source, destination kind and amount
-are resolved by then) and again in ``_recheck``, under the source rows' lock.
+Debit limits and approvals (positions/limits.py) apply to every transfer leg (Transfer,
+Trade): decided in the read phase (403 DEBIT_NOT_ALLOWED before anything is signed) and
+again in the write phase under the debited owners' row locks, taken first and in pk order
+(then the source positions): the order the confirmation effects lock in (accounts, then
+positions), so a write phase and an effects transaction never wait on each other in a
+cycle. Over a limit the transaction is recorded held, PENDING_APPROVAL. Mints and burns
+debit no one's holdings to another party and have no limits.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field as dc_field
 
-from solders.instruction import Instruction
+from solders.instruction import AccountMeta, Instruction
+from solders.keypair import Keypair
 from solders.pubkey import Pubkey
 from spl.token.instructions import (
     BurnCheckedParams,
@@ -35,6 +40,7 @@ from spl.token.instructions import (
     transfer_checked,
 )
 
+from accounts.locks import lock_visible_account
 from accounts.lookup import OffPlatform, resolve_account
 from accounts.models import Account
 from accounts.services import funding_effects, funding_signer
@@ -49,6 +55,7 @@ from transactions.models import Transaction
 from transactions.services import SignerSpec, transaction_build, transaction_record
 
 from . import instructions as ix
+from .limits import TOKEN, Decision, debit_decision
 from .lookup import OwnerTarget, resolve_position
 from .models import Position, PositionStatus
 from .onchain import decode_token_account
@@ -112,6 +119,7 @@ class _Plan:
     kind: str
     legs: list[Leg]
     parties: dict[str, Party] = dc_field(default_factory=dict)  # by token account address
+    reference: Pubkey = dc_field(default_factory=lambda: Keypair().pubkey())
 
 
 # --- read phase: checks -------------------------------------------------------------------
@@ -331,6 +339,13 @@ def _build(plan: _Plan, *, tenant, cluster: str, api_key, svm_config: dict | Non
     for leg in plan.legs:
         instructions.append(_movement_instruction(leg, cluster))
         signers.append(leg.authority)
+    # A reference key (read-only, not a signer: the token programs ignore accounts past an
+    # ordinary owner's, Solana Pay's technique) on the first movement makes every request
+    # its own transaction: two equal mints or transfers built within one blockhash would
+    # otherwise be the same message, executed once (the second refused as a duplicate).
+    first = len(instructions) - len(plan.legs)
+    head = instructions[first]
+    instructions[first] = Instruction(head.program_id, head.data, [*head.accounts, AccountMeta(plan.reference, is_signer=False, is_writable=False)])
     prepared = transaction_build(tenant=tenant, cluster=cluster, operation=f"positions.{plan.kind.lower()}", instructions=instructions, signers=signers, config=transaction_config(tenant, cluster, svm_config))
     return prepared, funding
 
@@ -342,11 +357,37 @@ def _party_instrument(plan: _Plan, party: Party) -> FinancialInstrument:
 # --- write phase --------------------------------------------------------------------------------
 
 
-def _recheck(plan: _Plan, tenant) -> None:
+def _debits(plan: _Plan, tenant, api_key, *, positions: dict[int, Position] | None = None, owners: dict[int, Account] | None = None) -> Decision | None:
+    """The debit-limit decision of every transfer leg (positions/limits.py), merged: held
+    when any leg is over a limit. ``positions``/``owners``: the rows locked in the write
+    phase (fresh limits and windows); None in the read phase."""
+    decisions = []
+    for leg in plan.legs:
+        if leg.kind != TRANSFER:
+            continue
+        position = (positions or {}).get(leg.source.position.pk, leg.source.position)
+        owner = (owners or {}).get(position.owner_id, position.owner)
+        destination = leg.destination.position if leg.destination.position is not None else OffPlatform(leg.destination.owner_address)
+        decisions.append(debit_decision(tenant=tenant, api_key=api_key, kind=TOKEN, source=owner, position=position, amount=leg.amount, destination=destination, field=f"{leg.field}.source"))
+    return Decision.merge(*decisions) if decisions else None
+
+
+def _lock_debited_accounts(plan: _Plan, tenant, funding) -> dict[int, Account]:
+    """Write phase, first: the owners whose limits a transfer leg uses and the rent funder,
+    locked together in pk order (an owner may be another organization's shared account:
+    visible, never written; funding_effects then finds the funder's row already locked)."""
+    pks = {leg.source.position.owner_id for leg in plan.legs if leg.kind == TRANSFER}
+    if funding is not None and funding.funder is not None:
+        pks.add(funding.funder.pk)
+    return {pk: lock_visible_account(pk, tenant=tenant) for pk in sorted(pks)}
+
+
+def _recheck(plan: _Plan, tenant) -> dict[int, Position]:
     """Under the source rows' lock: what the read phase relied on still holds (a freeze,
-    pause or inactivation recorded meanwhile is refused here as it was there)."""
+    pause or inactivation recorded meanwhile is refused here as it was there). Returns the
+    locked source positions."""
     sources = {leg.source.position.pk: leg for leg in plan.legs if leg.source is not None}
-    locked = {p.pk: p for p in lock_rows(Position.objects.for_tenant(tenant).filter(pk__in=list(sources)))}
+    locked = {p.pk: p for p in lock_rows(Position.objects.for_tenant(tenant).filter(pk__in=list(sources)).select_related("instrument"))}
     for pk, leg in sources.items():
         live_position(locked[pk], f"{leg.field}.source" if leg.kind == TRANSFER else f"{leg.field}.position", "send")
     # Destinations are re-read, not locked: receiving needs no limit, and a hot receiving
@@ -358,15 +399,18 @@ def _recheck(plan: _Plan, tenant) -> None:
     instruments = {leg.instrument.pk: leg for leg in plan.legs}
     for instrument in FinancialInstrument.objects.visible_to(tenant).filter(pk__in=list(instruments)):
         movable_instrument(instrument, instruments[instrument.pk].field)
+    return locked
 
 
-def _effects(plan: _Plan, funded: dict) -> dict:
+def _effects(plan: _Plan, funded: dict, decision: Decision | None) -> dict:
     recorded = [p.position for p in plan.parties.values() if p.position is not None]
     return {
+        **(decision.effects if decision is not None else {}),
         "positions": [str(p.offchain_id) for p in recorded],
         "created": [str(p.draft[1].offchain_id) for p in plan.parties.values() if p.draft is not None and p.create],
         "movement": {
             "kind": plan.kind,
+            "reference": str(plan.reference),
             # Amounts are strings: base units go up to u64, past what every JSON reader keeps exact.
             "legs": [
                 {
@@ -384,12 +428,14 @@ def _effects(plan: _Plan, funded: dict) -> dict:
 
 def _write(plan: _Plan, prepared, funding, *, tenant, api_key, request_id) -> Transaction:
     with write_phase(on_abort=prepared.release):
-        _recheck(plan, tenant)
+        owners = _lock_debited_accounts(plan, tenant, funding)
+        decision = _debits(plan, tenant, api_key, positions=_recheck(plan, tenant), owners=owners)
         funded = funding_effects(funding, tenant=tenant, api_key=api_key)
         drafted = [p for p in plan.parties.values() if p.draft is not None]
         for party in drafted:
             position_save_new(*party.draft, field=_party_field(plan, party))
-        tx = transaction_record(prepared, effects_data=_effects(plan, funded), api_key=api_key, request_id=request_id)
+        held = decision is not None and decision.needs_approval
+        tx = transaction_record(prepared, effects_data=_effects(plan, funded, decision), api_key=api_key, request_id=request_id, hold_for_approval=held, hold_reason=decision.reason if held else "")
         for party in drafted:
             if party.create:
                 position_link_creation(*party.draft, tx)
@@ -404,6 +450,7 @@ def _party_field(plan: _Plan, party: Party) -> str:
 
 
 def _run(plan: _Plan, *, tenant, cluster: str, api_key, svm_config, request_id) -> Transaction:
+    _debits(plan, tenant, api_key)  # 403 DEBIT_NOT_ALLOWED before anything is signed
     prepared, funding = _build(plan, tenant=tenant, cluster=cluster, api_key=api_key, svm_config=svm_config)
     return _write(plan, prepared, funding, tenant=tenant, api_key=api_key, request_id=request_id)
 
@@ -464,4 +511,6 @@ def position_trade(*, tenant, cluster: str, api_key, legs: list[dict], svm_confi
     for i, data in enumerate(legs):
         plan.legs.append(_transfer_leg(plan, tenant, cluster, data, f"itemData.legs[{i}]"))
     tx = _run(plan, tenant=tenant, cluster=cluster, api_key=api_key, svm_config=svm_config, request_id=request_id)
-    return MovementResult({"onchainId": tx.onchain_id, "offchainId": str(tx.offchain_id)}, tx, _created(plan))
+    # The trade is named by its transaction; its signature stays undisclosed while held for
+    # approval, as in the transaction result (transactions/serializers.py).
+    return MovementResult({"onchainId": None if tx.approval_required else tx.onchain_id, "offchainId": str(tx.offchain_id)}, tx, _created(plan))

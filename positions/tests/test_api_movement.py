@@ -16,7 +16,7 @@ from conftest import assert_error
 from instruments.models import FinancialInstrument
 from positions.models import Position, PositionStatus
 from transactions.models import Transaction
-from transactions.services import transaction_add_signatures, transaction_apply_effects
+from transactions.services import transaction_add_signatures, transaction_confirm
 from transactions.tests.chainkit import funded, send
 
 from .kit import details, instrument, position, wallet
@@ -78,8 +78,8 @@ def test_mint_moves_tokens_into_the_position_and_counts_the_supply_once(api, cel
         "destination": {"position": pos["offchainId"], "address": pos["onchainId"]},
     }]
     assert _supply(bond) == 1234
-    # Effects apply once: a second claim changes nothing.
-    assert transaction_apply_effects(transaction_id=tx.pk) is False
+    # Effects apply once: confirming it again changes nothing.
+    transaction_confirm(transaction_id=tx.pk)
     assert _supply(bond) == 1234
     supply = api.call("post", "/api/v1/financial-instruments/single/circulating-supply", {"itemData": bond}).json()
     assert supply["inAgreement"] is True and supply["onchain"]["lamports"] == 1234
@@ -230,6 +230,9 @@ def test_transfer_to_an_off_platform_owner_creates_its_token_account_without_rec
     authority, alice = wallet(api), wallet(api)
     bond = instrument(api, authority=authority)
     a = position(api, alice, bond)
+    # No debit limits on this position (an off-platform destination is otherwise held for
+    # approval by the token defaults: test_api_movement_limits.py).
+    Position.unscoped.filter(offchain_id=a["offchainId"]).update(token_debit_limits=[])
     settled(mint(api, at(a), {"lamports": 100}))
     outsider = Keypair().pubkey()
     destination = {"owner": {"onchainId": str(outsider), "offPlatform": True}, "financialInstrument": bond}

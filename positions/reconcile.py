@@ -76,7 +76,12 @@ def reconcile(*, cluster: str, repair: bool = False) -> Report:
             continue
         position = positions.get(account.pk)
         if onchain is None:
-            report.drift.append(Drift("MISSING_ONCHAIN", str(account.offchain_id), account.address, int(account.lamports_balance), None))
+            # An account without lamports does not exist on the network: in agreement when
+            # the record says 0 and it is no position (a token account must exist).
+            if position is not None or int(account.lamports_balance):
+                report.drift.append(Drift("MISSING_ONCHAIN", str(account.offchain_id), account.address, int(account.lamports_balance), None))
+                if position is None:
+                    fixes.append(("account", account.pk, {"lamports_balance": 0}))
             continue
         if int(account.lamports_balance) != onchain.lamports:
             report.drift.append(Drift("LAMPORTS", str(account.offchain_id), account.address, int(account.lamports_balance), onchain.lamports))

@@ -12,7 +12,7 @@ from ledger_project.api.query import QueryField, QuerySpec, apply_item_query
 from tenancy.scoping import scoped_tenant
 
 from .lookup import resolve_own_position
-from .models import Position
+from .models import Position, PositionBalanceSnapshot
 
 
 def with_display_accounts(positions: list[Position], *, tenant) -> list[Position]:
@@ -29,6 +29,38 @@ def with_display_accounts(positions: list[Position], *, tenant) -> list[Position
 def position_get(*, tenant, cluster: str, lookup: dict, field: str = "itemData") -> Position:
     position = resolve_own_position(tenant, cluster, lookup, field=field)
     return with_display_accounts([position], tenant=tenant)[0]
+
+
+def position_balance(*, tenant, cluster: str, lookup: dict, at=None, field: str = "itemData") -> dict:
+    """Fetch Position Balance: the offchain token balance — now (as of the last confirmed
+    transaction, with the chain's beside it) or at ``at`` (from the balance history: the
+    entry of the last transaction confirmed at or before it; 0 before the first)."""
+    from solders.pubkey import Pubkey
+
+    from accounts.render import uuid_text
+    from ledger_project.timestamps import timestamp_text
+    from transactions.chain.rpc import rpc_for
+
+    from .onchain import decode_token_account
+    from .values import token_value
+
+    position = resolve_own_position(tenant, cluster, lookup, field=field)
+    instrument = position.instrument
+    if at is not None:
+        snapshot = PositionBalanceSnapshot.objects.filter(position=position, at__lte=at).order_by("-at", "-pk").values_list("amount", flat=True).first()
+        offchain, onchain = int(snapshot or 0), None
+    else:
+        offchain = int(position.account.token_balance or 0)
+        chain = rpc_for(cluster).account(Pubkey.from_string(position.address))
+        onchain = decode_token_account(bytes(chain.data)).amount if chain is not None and len(chain.data) >= 165 else None
+    return {
+        "position": {"onchainId": position.address, "offchainId": uuid_text(position.offchain_id)},
+        "financialInstrument": {"onchainId": instrument.address, "offchainId": uuid_text(instrument.offchain_id)},
+        "at": timestamp_text(at),
+        "offchain": token_value(offchain, instrument),
+        "onchain": token_value(onchain, instrument) if onchain is not None else None,
+        "inAgreement": (offchain == onchain) if at is None else None,
+    }
 
 
 # --- Fetch Positions -------------------------------------------------------------------------

@@ -91,6 +91,19 @@ class PositionBalanceInput(EnvelopeSerializer):
     itemData = PositionBalanceItem()
 
 
+class PositionBalanceOutput(serializers.Serializer):
+    """Fetch Position Balance: the offchain balance (as of the last confirmed transaction,
+    or at ``at``) and, for the current balance, the chain's, in the instrument's display
+    units and base units."""
+
+    position = IdentifiersOut()
+    financialInstrument = IdentifiersOut()
+    at = serializers.DateTimeField(allow_null=True)
+    offchain = ValueOutput()
+    onchain = ValueOutput(allow_null=True, help_text="null for a past balance (at) or a token account no longer on the network.")
+    inAgreement = serializers.BooleanField(allow_null=True, help_text="offchain equals onchain (null for a past balance).")
+
+
 class BulkPositionsInput(EnvelopeSerializer):
     itemQuery = ItemQuerySerializer(required=False, allow_null=True)
 

@@ -5,6 +5,7 @@ from .views import PositionViewSet
 urlpatterns = [
     path("positions", PositionViewSet.as_view({"post": "initialize", "patch": "update"}), name="positions"),
     path("positions/single", PositionViewSet.as_view({"post": "details"}), name="position-details"),
+    path("positions/single/balance", PositionViewSet.as_view({"post": "balance"}), name="position-balance"),
     path("positions/transfer-network-currency", PositionViewSet.as_view({"post": "transfer_network_currency"}), name="position-transfer-network-currency"),
     path("positions/inactivate", PositionViewSet.as_view({"patch": "inactivate"}), name="position-inactivate"),
     path("positions/freeze", PositionViewSet.as_view({"patch": "freeze"}), name="position-freeze"),

@@ -16,7 +16,7 @@ from transactions.responses import mutation_response
 
 from . import render, selectors, services, transfers
 from .models import Position
-from .serializers import InitializePositionInput, InitializePositionOutput, PositionLookupInput, PositionOutput
+from .serializers import InitializePositionInput, InitializePositionOutput, PositionBalanceInput, PositionBalanceOutput, PositionLookupInput, PositionOutput
 from .serializers import TransferNetworkCurrencyInput, TransferNetworkCurrencyOutput
 # Lifecycle and Fetch Positions (positions/lifecycle.py, selectors.position_list)
 from ledger_project.api.errors import LedgerError
@@ -53,6 +53,12 @@ class PositionViewSet(TenantScopedViewSet):
         instrument = resolve_instrument(self.tenant, self.cluster, data["financialInstrument"], field="itemData.financialInstrument")
         result = services.position_initialize(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, owner=owner, instrument=instrument, data=data, svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id)
         return mutation_response(request, "newPosition", render.position_identifiers(result.position), result.transaction, status=status.HTTP_201_CREATED)
+
+    @extend_schema(operation_id="fetchPositionBalance", summary="Fetch Position Balance", description="Creates no transaction. The current offchain and onchain token balance, or the offchain balance at a past time (`at`).", request=PositionBalanceInput, responses=api_responses({200: PositionBalanceOutput}), parameters=operation_parameters(), tags=TAG)
+    def balance(self, request):
+        data = validated(PositionBalanceInput, request)["itemData"]
+        at = data.pop("at", None)
+        return Response(selectors.position_balance(tenant=self.tenant, cluster=self.cluster, lookup=data, at=at))
 
     @extend_schema(operation_id="fetchPositionDetails", summary="Fetch Position Details", description="Creates no transaction.", request=PositionLookupInput, responses=api_responses({200: PositionOutput}), parameters=operation_parameters(), tags=TAG)
     def details(self, request):

@@ -37,6 +37,7 @@ ENDPOINTS = [
     ("post", "/api/v1/financial-instruments/token-extensions-calculator", None),
     ("post", "/api/v1/positions", lambda lk: {"itemData": {"owner": lk, "financialInstrument": {"offchainId": str(uuid.uuid4())}}}),
     ("post", "/api/v1/positions/single", lambda lk: {"itemData": {"position": lk}}),
+    ("post", "/api/v1/positions/single/balance", lambda lk: {"itemData": {"position": lk}}),
     ("post", "/api/v1/positions/transfer-network-currency", lambda lk: {"itemData": {"source": lk, "destination": {"onchainId": "11111111111111111111111111111112", "offPlatform": True}, "value": {"lamports": 1_000_000}}}),
     ("patch", "/api/v1/transactions/approve", None),
     ("patch", "/api/v1/transactions/reject", None),

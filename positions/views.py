@@ -9,30 +9,40 @@ from rest_framework.response import Response
 from accounts.lookup import resolve_account
 from instruments.lookup import resolve_instrument
 from ledger_project.api.envelope import validated
+from ledger_project.api.errors import LedgerError
 from ledger_project.api.idempotency import idempotent
-from ledger_project.api.schema import api_responses, operation_parameters
+from ledger_project.api.schema import DETAIL_LEVEL, api_responses, bulk_responses, item_query, operation_parameters
 from ledger_project.api.viewsets import TenantScopedViewSet
 from transactions.responses import mutation_response
 
-from . import render, selectors, services, transfers
-from .models import Position
-from .serializers import InitializePositionInput, InitializePositionOutput, PositionBalanceInput, PositionBalanceOutput, PositionLookupInput, PositionOutput
-from .serializers import TransferNetworkCurrencyInput, TransferNetworkCurrencyOutput
-# Lifecycle and Fetch Positions (positions/lifecycle.py, selectors.position_list)
-from ledger_project.api.errors import LedgerError
-from ledger_project.api.schema import DETAIL_LEVEL, bulk_responses, item_query
-
-from . import lifecycle
+from . import lifecycle, movement, render, selectors, services, transfers
 from .lookup import resolve_own_position
+from .models import Position
 from .serializers import (
     BulkPositionsCompactOutput,
     BulkPositionsIdentifiersOutput,
     BulkPositionsInput,
     BulkPositionsOutput,
+    BurnInput,
+    BurnPositionOutput,
     FreezePositionInput,
     FreezePositionOutput,
     InactivatePositionInput,
     InactivatePositionOutput,
+    InitializePositionInput,
+    InitializePositionOutput,
+    MintInput,
+    MintPositionOutput,
+    PositionBalanceInput,
+    PositionBalanceOutput,
+    PositionLookupInput,
+    PositionOutput,
+    TradeInput,
+    TradeOutput,
+    TransferInput,
+    TransferNetworkCurrencyInput,
+    TransferNetworkCurrencyOutput,
+    TransferPositionOutput,
     UnfreezePositionOutput,
     UpdatePositionInput,
     UpdatePositionOutput,
@@ -144,8 +154,6 @@ class PositionViewSet(TenantScopedViewSet):
         items, count = selectors.position_list(queryset=self.get_queryset(), tenant=self.tenant, cluster=self.cluster, item_query=body.get("itemQuery"), detail_level=detail_level)
         return Response({"count": count, "items": [output(p) for p in items]})
 
-from . import movement  # noqa: E402  (appended block: Mint, Burn, Transfer, Trade)
-from .serializers import BurnInput, BurnPositionOutput, MintInput, MintPositionOutput, TradeInput, TradeOutput, TransferInput, TransferPositionOutput  # noqa: E402
 
 
 class PositionMovementViewSet(TenantScopedViewSet):

@@ -17,11 +17,11 @@ from positions.models import Position, PositionStatus
 from positions.onchain import decode_token_account
 from tenancy.roles import Role
 from tenancy.tests.factories import issue_key
-from transactions.models import Transaction, TransactionEvent
+from transactions.models import Transaction
 from transactions.responses import wait_for
 from transactions.tests.chainkit import funded, send
 
-from .kit import BASE, details, initialize, instrument, position, wallet
+from .kit import BASE, details, instrument, position, wallet
 
 pytestmark = pytest.mark.chain
 

@@ -10,7 +10,6 @@ import json
 import pytest
 from django.core.management import call_command
 from django.utils import timezone
-from solders.keypair import Keypair
 from solders.pubkey import Pubkey
 from spl.token.instructions import MintToCheckedParams, mint_to_checked
 

@@ -9,7 +9,10 @@ schemathesis's: non-zero on any failure. Only 127.0.0.1 is ever contacted.
     .venv/bin/python scripts/schemathesis_run.py [extra schemathesis options]
 
 SCHEMATHESIS_MAX_EXAMPLES (default 25) bounds the examples per operation and phase;
-SCHEMATHESIS_KEEP=1 keeps the var dir (server and node logs, the schemathesis report).
+SCHEMATHESIS_KEEP=1 keeps the var dir (server and node logs, the schemathesis report);
+SCHEMATHESIS_REPORT_DIR writes the reports there instead: junit.xml (one testcase per
+operation) and run.json (schemathesis's JSON run report: test case counts, warnings), which
+.ci/run's summary reads (scripts/ci_summary.py).
 """
 
 from __future__ import annotations
@@ -97,6 +100,8 @@ def main(extra: list[str]) -> int:
         )
         url = f"http://127.0.0.1:{port}"
         wait_healthy(url, server)
+        reports = Path(os.environ.get("SCHEMATHESIS_REPORT_DIR") or var / "report").resolve()
+        reports.mkdir(parents=True, exist_ok=True)
         command = [
             str(Path(sys.executable).with_name("schemathesis")), "run", f"{url}/api/schema/?format=json",
             "--url", url,
@@ -106,7 +111,9 @@ def main(extra: list[str]) -> int:
             "--generation-deterministic",
             "--workers", "1",
             "--request-timeout", "30",
-            "--report", "junit", "--report-dir", str(var / "report"),
+            "--report", "junit,json",
+            "--report-junit-path", str(reports / "junit.xml"),
+            "--report-json-path", str(reports / "run.json"),
             *extra,
         ]
         print(f"== schemathesis against {url} (max {MAX_EXAMPLES} examples per operation, deterministic)", flush=True)

@@ -410,7 +410,7 @@ def account_inactivate(*, tenant, cluster: str, api_key, account: Account, refun
     if onchain.data:
         raise LedgerError("The account holds data (dataLength > 0): the System program cannot move its lamports out, so it cannot be closed.", field="itemData.account", code="NOT_CLOSABLE")
     if destination is None:
-        raise LedgerError(f"The account holds {lamports} lamports; give refundDestination to receive them.", field="itemData.refundDestination", code="REQUIRED")
+        raise LedgerError(f"The account holds {lamports} lamports; give refundDestination to receive them.", field="itemData.refundDestination", code="REFUND_DESTINATION_REQUIRED")
     config = transaction_config(tenant, cluster, svm_config)
     if config.fee_payer is not None and str(config.fee_payer.pubkey) == account.address:
         raise LedgerError("The account being closed cannot pay the fee for its own closing.", field="svmTransactionConfig.feePayer", code="INVALID")

@@ -84,3 +84,11 @@ def test_own_lookups_refuse_other_organizations_and_text_refuses_nul(openapi):
     assert schemas["OwnLookupRequest"]["properties"]["otherTenantOrganizationExternalId"]["enum"] == [None]
     assert schemas["UpdateAccountItemRequest"]["properties"]["account"] == {"$ref": "#/components/schemas/OwnLookupRequest"}
     assert schemas["OffchainReferencesRequest"]["properties"]["code"]["pattern"].startswith("^[^\\u0000]*")
+
+
+def test_a_scaled_ui_amount_multiplier_is_positive_wherever_it_is_given(openapi):
+    # Found by schemathesis: Update took 0 as schema-valid and answered 400 OUT_OF_RANGE.
+    schemas = openapi["components"]["schemas"]
+    for name in ("CreateInstrumentItemRequest", "UpdateInstrumentItemRequest"):
+        multiplier = schemas[name]["properties"]["scaledUiAmountMultiplier"]
+        assert multiplier["minimum"] == 0 and multiplier["exclusiveMinimum"] is True, name

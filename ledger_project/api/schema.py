@@ -408,6 +408,11 @@ def postprocess(result, generator, request, public):
                 "type": "string", "nullable": True, "enum": [None],
                 "description": "Null or absent: records of another organization cannot be changed or used to sign (400 NOT_WRITABLE).",
             }
+    # Positive multipliers only (OUT_OF_RANGE), in Create and Update alike.
+    for name in ("CreateInstrumentItemRequest", "UpdateInstrumentItemRequest"):
+        multiplier = schemas.get(name, {}).get("properties", {}).get("scaledUiAmountMultiplier")
+        if multiplier is not None:
+            multiplier.update({"minimum": 0, "exclusiveMinimum": True})
     # A transaction is named by onchainId or offchainId.
     identifier = schemas.get("TransactionIdentifierRequest")
     if identifier is not None:
@@ -482,10 +487,6 @@ def postprocess(result, generator, request, public):
         # (Onboarding names the mint, mintAccount.onchainId or existingMintAccount: REQUIRED; stated in
         # alreadyOnchain's description and the schemathesis filter_case hook, like FROZEN below.)
         create_instrument["allOf"].append({"anyOf": [onboarding, new_mint]})
-        # Positive multipliers only (OUT_OF_RANGE).
-        multiplier = create_instrument["properties"].get("scaledUiAmountMultiplier")
-        if multiplier is not None:
-            multiplier.update({"minimum": 0, "exclusiveMinimum": True})
         for name in ("alreadyOnchain", "alreadyOnChain"):
             if name in create_instrument["properties"]:
                 create_instrument["properties"][name]["description"] = "true: record a mint that exists, named by mintAccount.onchainId or existingMintAccount (400 REQUIRED)."

@@ -92,3 +92,20 @@ def test_a_scaled_ui_amount_multiplier_is_positive_wherever_it_is_given(openapi)
     for name in ("CreateInstrumentItemRequest", "UpdateInstrumentItemRequest"):
         multiplier = schemas[name]["properties"]["scaledUiAmountMultiplier"]
         assert multiplier["minimum"] == 0 and multiplier["exclusiveMinimum"] is True, name
+
+
+@pytest.mark.parametrize(("role", "given", "valid"), [
+    ("TransferHook", {"currentTransferHookAuthority"}, False),
+    ("TransferHook", {"currentTransferHookAuthority", "newTransferHookAuthority"}, True),
+    ("Closing", {"newClosingAuthority"}, True),
+    ("Pausable", {"currentPausableAuthority"}, False),
+    ("ScaledUiAmount", {"currentScaledUiAmountAuthority"}, False),
+])
+def test_update_states_that_a_current_authority_goes_with_the_new_one(openapi, role, given, valid):
+    # Found by schemathesis: a schema-valid Update naming currentTransferHookAuthority alone
+    # was refused 400 REQUIRED (instruments/services.py: "current… goes with new…").
+    import jsonschema
+
+    body = {"mintAccount": {"offchainId": "00000000-0000-0000-0000-000000000001"}, **{name: {"offchainId": "00000000-0000-0000-0000-000000000002"} for name in given}}
+    validator = jsonschema.Draft4Validator({"$ref": "#/components/schemas/UpdateInstrumentItemRequest", "components": openapi["components"]})
+    assert validator.is_valid(body) is valid

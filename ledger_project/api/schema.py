@@ -498,6 +498,14 @@ def postprocess(result, generator, request, public):
         if mint_account is not None:
             mint_account.setdefault("allOf", []).append({"properties": {"offchainReferences": {"type": "object", "nullable": True, "properties": {
                 "alId": {"type": "string", "nullable": True, "pattern": al_id_pattern(), "description": "AL{category code}{type code of that category}{8 digits}, e.g. ALFICBD00000001."}}}}})
+    update_instrument = schemas.get("UpdateInstrumentItemRequest")
+    if update_instrument is not None:
+        # A current authority is named only to replace it: current… goes with new… (REQUIRED).
+        update_instrument.setdefault("allOf", []).extend(
+            {"anyOf": [{"properties": {f"current{role}Authority": {"nullable": True, "enum": [None]}}},
+                       {"required": [f"new{role}Authority"], "properties": {f"new{role}Authority": {"type": "object"}}}]}
+            for role in ("Closing", "Pausable", "ScaledUiAmount", "TransferHook")
+        )
     # ElGamal public keys are 32 bytes, a decryptable supply 36 bytes, base64-encoded (INVALID).
     base64_sizes = {"ConfidentialTransferRequest": {"auditorElgamalPubkey": 32}, "ConfidentialMintBurnRequest": {"supplyElgamalPubkey": 32, "decryptableSupply": 36}}
     for name, fields in base64_sizes.items():

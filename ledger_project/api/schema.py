@@ -408,11 +408,14 @@ def postprocess(result, generator, request, public):
                 "type": "string", "nullable": True, "enum": [None],
                 "description": "Null or absent: records of another organization cannot be changed or used to sign (400 NOT_WRITABLE).",
             }
-    # Positive multipliers only (OUT_OF_RANGE), in Create and Update alike.
+    # Positive normal multipliers only (OUT_OF_RANGE; Token-2022 refuses subnormals), in Create
+    # and Update alike.
+    from instruments.extensions import MIN_MULTIPLIER
+
     for name in ("CreateInstrumentItemRequest", "UpdateInstrumentItemRequest"):
         multiplier = schemas.get(name, {}).get("properties", {}).get("scaledUiAmountMultiplier")
         if multiplier is not None:
-            multiplier.update({"minimum": 0, "exclusiveMinimum": True})
+            multiplier.update({"minimum": MIN_MULTIPLIER, "description": "A positive normal double (at least the smallest normal, 2.2250738585072014e-308)."})
     # A transaction is named by onchainId or offchainId.
     identifier = schemas.get("TransactionIdentifierRequest")
     if identifier is not None:

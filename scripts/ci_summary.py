@@ -99,9 +99,11 @@ def schemathesis_report(directory: Path) -> Schemathesis:
             cases = data["test_cases"]
             generated, failed = int(cases["generated"]), int(cases["with_failures"]) + int(cases["errored"])
             skipped = int(cases["without_checks"])
-            result.cases = f"test cases: {generated} generated, {generated - failed - skipped} passed, {failed} failed" + (f", {skipped} skipped" if skipped else "")
+            # As schemathesis's own "Test cases:" line counts them: skipped apart from generated.
+            result.cases = f"test cases: {generated} generated, {generated - failed} passed, {failed} failed" + (f", {skipped} skipped" if skipped else "")
             result.failed_cases = failed
-            result.warnings = sorted(data.get("warnings") or [])
+            warnings = data.get("warnings") or {}  # {kind: [operation, ...]}
+            result.warnings = sorted(f"{kind} ({len(labels)})" for kind, labels in warnings.items() if labels) if isinstance(warnings, dict) else sorted(map(str, warnings))
         except (ValueError, KeyError, TypeError) as exc:
             result.cases = f"test cases: unreadable run report ({exc.__class__.__name__})"
     return result

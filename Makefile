@@ -38,7 +38,8 @@ test-embedded: venv
 	env -u DATABASE_URL -u REDIS_URL LEDGER_VAR_DIR=$(CURDIR)/var/test-embedded $(BIN)/python scripts/with_localnet.py $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -q $(PYTEST_ARGS)
 
 # schemathesis (every check) over the whole OpenAPI against a throwaway server (SQLite, own
-# local node, a tenant key): scripts/schemathesis_run.py. SCHEMATHESIS_MAX_EXAMPLES bounds it.
+# local node and worker, a tenant key, records seeded through the API): scripts/schemathesis_run.py,
+# docs/api.md. SCHEMATHESIS_MAX_EXAMPLES bounds it.
 schemathesis: venv
 	env -u DATABASE_URL -u REDIS_URL $(BIN)/python scripts/schemathesis_run.py $(SCHEMATHESIS_ARGS)
 

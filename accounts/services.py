@@ -339,8 +339,12 @@ def account_update(*, tenant, cluster: str, api_key, account: Account, changes: 
 def _account_update(*, tenant, cluster: str, api_key, account: Account, changes: dict) -> Account:
     refs = changes.get("offchainReferences") or {}
     new_type = refs.get("type") or account.type
-    if "type" in refs and refs["type"] and refs["type"] != account.type and (refs["type"] in SPECIALIZED_TYPES or account.type in SPECIALIZED_TYPES):
-        raise LedgerError("The type of a position, lookup table or nonce account cannot change.", field="itemData.offchainReferences.type", code="INVALID")
+    # A rule of the record, not of the body: the type enum is the same for every account.
+    if refs.get("type") and refs["type"] != account.type:
+        if account.type in SPECIALIZED_TYPES:
+            raise LedgerError("The type of a position, lookup table or nonce account cannot change.", field="itemData.offchainReferences.type", code="IMMUTABLE")
+        if refs["type"] in SPECIALIZED_TYPES:
+            raise LedgerError(f"Only its own endpoint makes an account a {refs['type']}.", field="itemData.offchainReferences.type", code="USE_SPECIALIZED_ENDPOINT")
     _check_debit_settings(api_key, changes, new_type, "itemData")
     for name, column in _PATCHABLE.items():
         if name in changes:
@@ -406,7 +410,7 @@ def account_inactivate(*, tenant, cluster: str, api_key, account: Account, refun
     if onchain.data:
         raise LedgerError("The account holds data (dataLength > 0): the System program cannot move its lamports out, so it cannot be closed.", field="itemData.account", code="NOT_CLOSABLE")
     if destination is None:
-        raise LedgerError(f"The account holds {lamports} lamports; give refundDestination to receive them.", field="itemData.refundDestination", code="REQUIRED")
+        raise LedgerError(f"The account holds {lamports} lamports; give refundDestination to receive them.", field="itemData.refundDestination", code="REFUND_DESTINATION_REQUIRED")
     config = transaction_config(tenant, cluster, svm_config)
     if config.fee_payer is not None and str(config.fee_payer.pubkey) == account.address:
         raise LedgerError("The account being closed cannot pay the fee for its own closing.", field="svmTransactionConfig.feePayer", code="INVALID")

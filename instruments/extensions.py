@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import math
+import sys
 
 from ledger_project.api.errors import LedgerError
 
@@ -23,9 +24,14 @@ EXTENSION_FIELDS = {
     "confidentialMintBurn": "CONFIDENTIAL_MINT_BURN", "confidentialMintBurnAuthority": "CONFIDENTIAL_MINT_BURN",
 }
 
+#: the smallest multiplier Token-2022 takes: it refuses zero, negatives, infinities and
+#: subnormal doubles (InvalidScale), so positive normal doubles only (the OpenAPI's minimum)
+MIN_MULTIPLIER = sys.float_info.min
+
+
 def multiplier_of(value: float, field: str) -> float:
-    if not math.isfinite(value) or value <= 0:
-        raise LedgerError("scaledUiAmountMultiplier must be a positive number.", field=field, code="OUT_OF_RANGE")
+    if not math.isfinite(value) or value < MIN_MULTIPLIER:
+        raise LedgerError(f"scaledUiAmountMultiplier must be a positive normal number (at least {MIN_MULTIPLIER!r}).", field=field, code="OUT_OF_RANGE")
     return float(value)
 
 

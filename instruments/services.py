@@ -614,7 +614,7 @@ def instrument_close(*, tenant, cluster: str, api_key, instrument: FinancialInst
             locked.save(update_fields=["status", "updated_at"])
         return InstrumentResult(locked, None)
     if not refund_lookup:
-        raise LedgerError("Closing returns the mint's rent to refundDestination.", field=f"{p}.refundDestination", code="REQUIRED")
+        raise LedgerError("Closing returns the mint's rent to refundDestination: name it.", field=f"{p}.refundDestination", code="REFUND_DESTINATION_REQUIRED")
     refund = _authority(tenant, cluster, refund_lookup, f"{p}.refundDestination")
     if refund.account is not None and refund.account.status == AccountStatus.INACTIVE:
         raise LedgerError("The refund destination is inactive.", field=f"{p}.refundDestination", code="ACCOUNT_INACTIVE")

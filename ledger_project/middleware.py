@@ -24,7 +24,6 @@ ApiRequestGuardMiddleware: under ``/api/``, before authentication and before any
 
 from __future__ import annotations
 
-import re
 import uuid
 
 from django.conf import settings
@@ -38,15 +37,12 @@ API_PREFIX = "/api/"
 QUERY_ENUMS = {"wait": ("submitted", "confirmed", "finalized")}
 
 
-_UUID_FORM = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
-
-
 def parse_request_id(raw: str | None) -> uuid.UUID | None:
     """The header's UUID in its canonical 8-4-4-4-12 form (what the OpenAPI states);
     ``uuid.UUID`` would also take braces, ``urn:uuid:`` and bare hex."""
-    if raw is None or not _UUID_FORM.fullmatch(raw.strip()):
-        return None
-    return uuid.UUID(raw.strip())
+    from ledger_project.api.envelope import canonical_uuid
+
+    return canonical_uuid(raw.strip()) if raw is not None else None
 
 
 class RequestIdMiddleware:

@@ -1,14 +1,37 @@
-"""schemathesis hooks (SCHEMATHESIS_HOOKS=scripts.schemathesis_hooks): strategies for the
-custom string formats the OpenAPI declares (ledger_project/api/schema.py)."""
+"""schemathesis hooks (SCHEMATHESIS_HOOKS=scripts.schemathesis_hooks).
+
+- strategies for the custom string formats the OpenAPI declares (ledger_project/api/schema.py);
+- filters for rules the OpenAPI states in descriptions only, and for schema-valid cases whose
+  custom-format values schemathesis cannot check (addresses, outbound URLs);
+- with SCHEMATHESIS_SEED_FILE (scripts/schemathesis_run.py writes it after
+  scripts/schemathesis_seed.py): every lookup of a schema-valid body names a seeded record
+  of the run's organization (``LOOKUPS``), tenancyConfig overrides name that organization,
+  Issue Access Token gets the run's key as client credentials, and x-request-id is derived
+  from the request itself, so that generated requests reach the
+  operations' logic instead of 404 (nothing by that name), 403 (an override naming another
+  organization needs PLATFORM_CROSS_TENANT_ACCESS) or 409 REQUEST_ID_REUSED (deterministic
+  generation draws the same UUID for different requests);
+- the checks ``valid_request_not_refused_as_invalid`` and ``error_codes_documented``
+  (docs/errors.md decides the statuses and codes; docs/api.md, "make schemathesis").
+"""
 
 from __future__ import annotations
 
+import copy
 import ipaddress
+import json
+import os
+import uuid
+from functools import lru_cache
+from pathlib import Path
 
 import schemathesis
 from hypothesis import strategies as st
+from schemathesis.core.parameters import ParameterLocation
 from solders.keypair import Keypair
 from solders.pubkey import Pubkey
+
+ROOT = Path(__file__).resolve().parent.parent
 
 # "base58-address": the base58 text of a 32-byte public key. The pattern alone also admits
 # strings that decode to another length (e.g. 43 "1"s), which the API refuses.
@@ -55,3 +78,291 @@ def filter_case(context, case) -> bool:
     if case.operation.method.upper() == "POST" and case.operation.path == "/api/v1/financial-instruments" and not _frozen_ok(case.body):
         return False
     return _metadata_keys_ok(case.body)
+
+
+# --- seeded records -------------------------------------------------------------------------
+
+_FEE_PAYER = ("svmTransactionConfig", "feePayer")
+_AUTHORITIES = ("updateAuthority", "freezeAuthority")
+
+#: (METHOD, path) → {path of a lookup in the body: the seeded record it names}
+#: (scripts/schemathesis_seed.py). Every lookup the OpenAPI has is listed
+#: (tests/test_schemathesis_hooks.py); None leaves it as generated: existingMintAccount would
+#: need a pre-created, empty mint account, and transferHookProgram an executable program.
+LOOKUPS: dict[tuple[str, str], dict[tuple[str, ...], str | None]] = {
+    ("POST", "/api/v1/accounts"): {_FEE_PAYER: "funder"},
+    ("PATCH", "/api/v1/accounts"): {("itemData", "account"): "subject"},
+    ("PATCH", "/api/v1/accounts/inactivate"): {_FEE_PAYER: "funder", ("itemData", "account"): "victim", ("itemData", "refundDestination"): "authority"},
+    ("POST", "/api/v1/accounts/single"): {("itemData",): "subject"},
+    ("POST", "/api/v1/accounts/single/balance"): {("itemData", "account"): "subject"},
+    ("POST", "/api/v1/accounts/single/private-key"): {("itemData",): "subject"},
+    ("POST", "/api/v1/accounts/single/tenant-info"): {("itemData",): "subject"},
+    ("POST", "/api/v1/financial-instruments"): {
+        _FEE_PAYER: "funder",
+        ("itemData", "existingMintAccount"): None,
+        ("itemData", "transferHookProgram"): None,
+        **{("itemData", name): "authority" for name in (
+            "mintAuthority", *_AUTHORITIES, "permanentDelegateAuthority", "closingAuthority", "pausableAuthority", "scaledUiAmountAuthority",
+            "transferHookAuthority", "confidentialTransferAuthority", "confidentialMintBurnAuthority",
+        )},
+    },
+    ("PATCH", "/api/v1/financial-instruments"): {
+        _FEE_PAYER: "funder",
+        ("itemData", "mintAccount"): "instrument",
+        ("itemData", "transferHookProgram"): None,
+        **{("itemData", name): "authority" for name in (
+            *_AUTHORITIES, "newClosingAuthority", "currentClosingAuthority", "newPausableAuthority", "currentPausableAuthority",
+            "newScaledUiAmountAuthority", "currentScaledUiAmountAuthority", "newTransferHookAuthority", "currentTransferHookAuthority",
+        )},
+    },
+    ("PATCH", "/api/v1/financial-instruments/close"): {
+        _FEE_PAYER: "funder", ("itemData", "financialInstrumentToClose"): "closable",
+        ("itemData", "refundDestination"): "authority", ("itemData", "closeAuthority"): "authority",
+    },
+    ("PATCH", "/api/v1/financial-instruments/pause"): {_FEE_PAYER: "funder", ("itemData", "financialInstrument"): "instrument", ("itemData", "pausableAuthority"): "authority"},
+    ("PATCH", "/api/v1/financial-instruments/unpause"): {_FEE_PAYER: "funder", ("itemData", "financialInstrument"): "instrument", ("itemData", "pausableAuthority"): "authority"},
+    ("POST", "/api/v1/financial-instruments/single"): {("itemData",): "instrument"},
+    ("POST", "/api/v1/financial-instruments/single/circulating-supply"): {("itemData",): "instrument"},
+    ("POST", "/api/v1/transactions/single/status"): {("itemData", "transaction"): "transaction"},
+}
+
+_REQUEST_IDS = uuid.UUID("0b5c4f1e-5d1a-4c59-9a43-7c8e2f3b6a10")  # namespace of derived x-request-ids
+
+
+def lookup_naming(record: dict, generated: dict) -> dict:
+    """A lookup naming ``record`` the way ``generated`` named its record — by offchainId,
+    onchainId or offchainReferences (alId when it used one and the record has one, else
+    code) — so each way of looking up is exercised; autoSign and offPlatform are kept, and
+    otherTenantOrganizationExternalId is cleared (the record is the acting organization's)."""
+    lookup = {key: generated[key] for key in ("autoSign", "offPlatform") if key in generated}
+    if "otherTenantOrganizationExternalId" in generated:
+        lookup["otherTenantOrganizationExternalId"] = None
+    refs = generated.get("offchainReferences")
+    if generated.get("offchainId") or not (generated.get("onchainId") or refs or "code" in record):
+        lookup["offchainId"] = record["offchainId"]
+    elif generated.get("onchainId") or "code" not in record:
+        lookup["onchainId"] = record["onchainId"]
+    else:
+        lookup["offchainReferences"] = {"alId": record["alId"]} if isinstance(refs, dict) and refs.get("alId") and record.get("alId") else {"code": record["code"]}
+    return lookup
+
+
+def seeded_body(method: str, path: str, body, seed: dict):
+    """``body`` with every lookup ``LOOKUPS`` maps naming its seeded record, and a
+    tenancyConfig override naming the run's organization. Bodies that are not objects, and
+    lookups that are null or not objects, stay as they are."""
+    if not isinstance(body, dict):
+        return body
+    body = copy.deepcopy(body)  # the generated value stays untouched
+    for where, role in LOOKUPS.get((method.upper(), path), {}).items():
+        if role is None:
+            continue
+        *parents, last = where
+        node = body
+        for key in parents:
+            node = node.get(key) if isinstance(node, dict) else None
+        if isinstance(node, dict) and isinstance(node.get(last), dict):
+            node[last] = lookup_naming(seed["records"][role], node[last])
+    tenancy = body.get("tenancyConfig")
+    if isinstance(tenancy, dict) and tenancy.get("overrideOrganizationExternalId"):
+        tenancy["overrideOrganizationExternalId"] = seed["organization"]
+    # OAuth client credentials (JSON or form body): the run's own key, so tokens are issued.
+    if (method.upper(), path) == ("POST", "/api/v1/auth/token") and "apiKey" in seed:
+        for field, name in (("client_id", "keyId"), ("client_secret", "secret")):
+            if isinstance(body.get(field), str):
+                body[field] = seed["apiKey"][name]
+    return body
+
+
+def derived_request_id(method: str, path: str, query, body) -> str:
+    """One x-request-id per distinct request: a retry of the same request replays, another
+    request never collides (docs/api.md, idempotency)."""
+    text = json.dumps([method.upper(), path, query or {}, body], sort_keys=True, default=str)
+    return str(uuid.uuid5(_REQUEST_IDS, text))
+
+
+@lru_cache(maxsize=1)
+def _seed() -> dict | None:
+    path = os.environ.get("SCHEMATHESIS_SEED_FILE")
+    return json.loads(Path(path).read_text()) if path else None
+
+
+def _is_uuid(value) -> bool:
+    try:
+        return str(uuid.UUID(str(value))) == str(value).lower()
+    except ValueError:
+        return False
+
+
+@schemathesis.hook
+def map_case(context, case):
+    seed = _seed()
+    meta = case.meta
+    if seed is None or meta is None:
+        return case
+    method, path = case.operation.method.upper(), case.operation.path
+    if not meta.is_negative_at(ParameterLocation.BODY):
+        mapped = seeded_body(method, path, case.body, seed)
+        if mapped != case.body:
+            case.body = mapped
+    if not meta.is_negative_at(ParameterLocation.HEADER) and _is_uuid(case.headers.get("x-request-id")):
+        body = case.body if isinstance(case.body, (dict, list, str, int, float, bool, type(None))) else repr(case.body)
+        case.headers["x-request-id"] = derived_request_id(method, path, case.query, body)
+    return case
+
+
+# --- outbound URLs --------------------------------------------------------------------------
+
+_OUTBOUND_URL_FIELDS = ("endpointUrl", "accessTokenUrl")
+
+
+def _outbound_urls_decidable(node) -> bool:
+    """Whether every outbound URL in ``node`` is an https URL with a public IPv4 literal
+    host — what the "outbound-url" strategy above draws. A schema-valid URL must have a
+    host that resolves to public addresses only: the pattern cannot say it and
+    schemathesis's coverage phase, which draws from the pattern (e.g. "https://000…0"), does
+    not know the format, so its other URLs may or may not be valid."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in _OUTBOUND_URL_FIELDS and isinstance(value, str):
+                host = value[len("https://"):].split("/", 1)[0].split("?", 1)[0].split("#", 1)[0] if value.startswith("https://") else ""
+                try:
+                    if not ipaddress.IPv4Address(host).is_global:
+                        return False
+                except ValueError:
+                    return False
+            elif not _outbound_urls_decidable(value):
+                return False
+    elif isinstance(node, list):
+        return all(_outbound_urls_decidable(v) for v in node)
+    return True
+
+
+@schemathesis.hook("filter_case")
+def outbound_urls_decidable(context, case) -> bool:
+    meta = case.meta
+    if meta is None or meta.is_negative_at(ParameterLocation.BODY):
+        return True
+    return _outbound_urls_decidable(case.body)
+
+
+# --- addresses --------------------------------------------------------------------------------
+
+def _is_address(value) -> bool:
+    try:
+        Pubkey.from_string(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def addresses_decodable(node, *, signatures: bool = False) -> bool:
+    """Whether every "base58-address" value in ``node`` is the base58 of 32 bytes: lookups'
+    and new accounts' onchainId, publickKey, addressLookupTables, and ONCHAIN_ADDRESS_ID
+    filter values. schemathesis knows the format only as a strategy: a value it takes from
+    a response (a transaction signature, 88 characters) is schema-valid to it, and refused
+    400 INVALID_ADDRESS by the API. ``signatures``: onchainId names a transaction there
+    (Fetch Transaction Status), not an address."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in ("onchainId", "publickKey") and isinstance(value, str) and not signatures:
+                if not _is_address(value):
+                    return False
+            elif key == "addressLookupTables" and isinstance(value, list):
+                if not all(isinstance(v, str) and _is_address(v) for v in value):
+                    return False
+            elif node.get("dataType") == "ONCHAIN_ADDRESS_ID" and key in ("valueString", "valuesString"):
+                values = value if isinstance(value, list) else [value]
+                if not all(_is_address(v) for v in values if isinstance(v, str)):
+                    return False
+            elif not addresses_decodable(value, signatures=signatures):
+                return False
+    elif isinstance(node, list):
+        return all(addresses_decodable(v, signatures=signatures) for v in node)
+    return True
+
+
+@schemathesis.hook("filter_case")
+def positive_addresses_decodable(context, case) -> bool:
+    meta = case.meta
+    if meta is None or meta.is_negative_at(ParameterLocation.BODY):
+        return True
+    return addresses_decodable(case.body, signatures=case.operation.path == "/api/v1/transactions/single/status")
+
+
+# --- checks: docs/errors.md decides the statuses ----------------------------------------------
+
+def documented_codes(text: str) -> set[tuple[int, str]]:
+    """(status, code) pairs of docs/errors.md's tables: ``| 400 | `A`, `B` / `C` | … |``."""
+    import re
+
+    pairs = set()
+    for line in text.splitlines():
+        match = re.match(r"^\|\s*(\d{3})\s*\|([^|]*)\|", line)
+        if match:
+            pairs |= {(int(match.group(1)), code) for code in re.findall(r"`([A-Z][A-Z0-9_]*)`", match.group(2))}
+    return pairs
+
+
+@lru_cache(maxsize=1)
+def _documented() -> set[tuple[int, str]]:
+    return documented_codes((ROOT / "docs" / "errors.md").read_text(encoding="utf-8"))
+
+
+#: codes saying that the request breaks its schema (docs/errors.md): a request the OpenAPI
+#: admits must never get them. Every other 400 code of docs/errors.md names a rule the
+#: schema cannot state — the state of a record (ALREADY_PAUSED, ACCOUNT_INACTIVE), the
+#: network (SEED_BELOW_RENT, TRANSACTION_SIMULATION_FAILED), who pays
+#: (FUNDING_ACCOUNT_REQUIRED) — which a schema-valid request may break.
+AS_IF_INVALID = frozenset({
+    "MALFORMED_JSON", "NESTING_TOO_DEEP", "TOO_MANY_ITEMS", "TOO_MANY_KEYS", "TOO_LARGE", "REQUIRED", "INVALID",
+    "INVALID_TYPE", "INVALID_ENUM", "OUT_OF_RANGE", "TOO_LONG", "TOO_SHORT", "TOO_MANY_ERRORS", "UNKNOWN_FIELD",
+    "INVALID_REQUEST_ID", "BAD_REQUEST", "INVALID_CLUSTER", "INVALID_ADDRESS", "INVALID_LOOKUP", "URL_NOT_ALLOWED",
+})
+
+
+def _error_codes(response) -> list[str] | None:
+    try:
+        body = response.json()
+    except Exception:  # noqa: BLE001 - not JSON: response_schema_conformance reports it
+        return None
+    if not isinstance(body, dict) or not isinstance(body.get("errors"), list):
+        return None
+    return [e.get("code") for e in body["errors"] if isinstance(e, dict)]
+
+
+def refused_as_invalid(status: int, codes: list[str] | None, documented: set[tuple[int, str]]) -> list[str]:
+    """The codes of a 400 answer to a schema-valid request that call it invalid: the
+    schema-shape codes, and any code docs/errors.md does not list for 400."""
+    if status != 400 or codes is None:
+        return []
+    return sorted({c for c in codes if c in AS_IF_INVALID or (400, c) not in documented})
+
+
+def undocumented(status: int, codes: list[str] | None, documented: set[tuple[int, str]]) -> list[str]:
+    """Codes of an error answer that docs/errors.md does not list with its status."""
+    if status < 400 or codes is None:
+        return []
+    return sorted({c for c in codes if (status, c) not in documented})
+
+
+@schemathesis.check
+def valid_request_not_refused_as_invalid(ctx, response, case):
+    """A schema-valid request may be refused 400 only for a rule docs/errors.md lists that
+    the schema cannot state (schemathesis.toml lets positive_data_acceptance take 400s)."""
+    meta = case.meta
+    if meta is None or not meta.generation.mode.is_positive:
+        return None
+    codes = refused_as_invalid(response.status_code, _error_codes(response), _documented())
+    if codes:
+        raise AssertionError(f"A schema-valid request was refused as invalid: {', '.join(codes)}")
+    return None
+
+
+@schemathesis.check
+def error_codes_documented(ctx, response, case):
+    """Every error code the API answers is listed in docs/errors.md with that status."""
+    codes = undocumented(response.status_code, _error_codes(response), _documented())
+    if codes:
+        raise AssertionError(f"{response.status_code} with codes docs/errors.md does not list for it: {', '.join(codes)}")
+    return None

@@ -1,15 +1,29 @@
 """Run schemathesis (every check) over the whole OpenAPI against a live, throwaway server.
 
 Against a throwaway var dir (SQLite, filesystem broker, its own master key): migrate,
-start a local SVM node and the API under gunicorn on free 127.0.0.1 ports, create a
-tenant and an API key, run ``schemathesis run --checks all`` with a bounded number of
-examples per operation and a fixed seed, then stop everything. The exit code is
-schemathesis's: non-zero on any failure. Only 127.0.0.1 is ever contacted.
+start a local SVM node, a Celery worker (with beat: the durable-nonce pool, expiry) and the
+API under gunicorn on free 127.0.0.1 ports, create a tenant and an API key, seed the tenant
+with records through the API (scripts/schemathesis_seed.py), run ``schemathesis run
+--checks all`` with a bounded number of examples per operation, deterministically, with
+the hooks feeding the seeded records into generated lookups (scripts/schemathesis_hooks.py),
+then stop everything. The exit code is schemathesis's: non-zero on any failure. Only
+127.0.0.1 is ever contacted.
+
+The key holds the roles the operations under test need for its own organization:
+PLATFORM_UPDATE_DEBIT_API_KEYS (debit-key fields of Create/Update Account, and the seeded
+funder's networkCurrencyDebitApiKeys naming this key) and PLATFORM_SENSITIVE_DATA_ACCESS
+(Fetch Account Private Key). Not PLATFORM_CROSS_TENANT_ACCESS: the hooks name the run's own
+organization in tenancyConfig overrides (which needs no role), and a generated name of
+another organization is refused 403 MISSING_ROLE, as it should be.
 
     .venv/bin/python scripts/schemathesis_run.py [extra schemathesis options]
 
-SCHEMATHESIS_MAX_EXAMPLES (default 25) bounds the examples per operation and phase;
-SCHEMATHESIS_KEEP=1 keeps the var dir (server and node logs, the schemathesis report).
+SCHEMATHESIS_MAX_EXAMPLES (default 25) bounds the examples per operation of the fuzzing phase
+(the coverage phase, positive cases only: scripts/schemathesis.toml, is as large as the schema);
+SCHEMATHESIS_KEEP=1 keeps the var dir (server and node logs, the schemathesis report);
+SCHEMATHESIS_REPORT_DIR writes the reports there instead: junit.xml (one testcase per
+operation) and run.json (schemathesis's JSON run report: test case counts, warnings), which
+.ci/run's summary reads (scripts/ci_summary.py).
 """
 
 from __future__ import annotations
@@ -29,10 +43,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from scripts.schemathesis_seed import seed  # noqa: E402
 from transactions.localnet.testing import LocalnetProcess, free_port  # noqa: E402
 
 MAX_EXAMPLES = int(os.environ.get("SCHEMATHESIS_MAX_EXAMPLES", "25"))
 TENANT = "SCHEMATHESIS"
+KEY_NAME = "schemathesis"
+KEY_ROLES = "PLATFORM_UPDATE_DEBIT_API_KEYS,PLATFORM_SENSITIVE_DATA_ACCESS"
 
 
 def manage(env: dict, *args: str) -> str:
@@ -67,7 +84,7 @@ def stop(proc: subprocess.Popen | None) -> None:
 
 def main(extra: list[str]) -> int:
     var = Path(tempfile.mkdtemp(prefix="ledger-schemathesis-"))
-    node = server = None
+    node = server = worker = None
     try:
         node = LocalnetProcess(var / "localnet", log_path=var / "localnet.log").start()
         port = free_port()
@@ -80,7 +97,7 @@ def main(extra: list[str]) -> int:
             "LEDGER_LOCALNET_RPC_URL": node.url,
             "LEDGER_MASTER_KEY": base64.urlsafe_b64encode(os.urandom(32)).decode(),
             "DJANGO_SECRET_KEY": base64.urlsafe_b64encode(os.urandom(32)).decode(),
-            # No Celery worker runs: ?wait= answers with the current status quickly.
+            # ?wait= answers with the current status quickly (the worker confirms meanwhile).
             "LEDGER_WAIT_TIMEOUT_SECONDS": "0.5",
             # schemathesis sends many requests from one key.
             "LEDGER_RATE_LIMIT_PER_MINUTE": "1000000",
@@ -89,7 +106,12 @@ def main(extra: list[str]) -> int:
         })
         manage(env, "migrate", "--noinput", "-v0")
         manage(env, "create_tenant", "--external-id", TENANT, "--name", "schemathesis")
-        key = json.loads(manage(env, "create_api_key", "--org", TENANT, "--name", "schemathesis"))
+        key = json.loads(manage(env, "create_api_key", "--org", TENANT, "--name", KEY_NAME, "--roles", KEY_ROLES))
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "ledger_project", "worker", "--beat", "--schedule", str(var / "celerybeat-schedule"),
+             "--pool", "threads", "--concurrency", "2", "--without-gossip", "--without-mingle", "--without-heartbeat", "--loglevel", "WARNING"],
+            cwd=ROOT, env=env, stdout=open(var / "worker.log", "ab"), stderr=subprocess.STDOUT, start_new_session=True,
+        )
         log = open(var / "gunicorn.log", "ab")
         server = subprocess.Popen(
             [sys.executable, "-m", "gunicorn", "ledger_project.wsgi", "--config", "gunicorn.conf.py", "--bind", f"127.0.0.1:{port}"],
@@ -97,8 +119,18 @@ def main(extra: list[str]) -> int:
         )
         url = f"http://127.0.0.1:{port}"
         wait_healthy(url, server)
+        reports = Path(os.environ.get("SCHEMATHESIS_REPORT_DIR") or var / "report").resolve()
+        reports.mkdir(parents=True, exist_ok=True)
+        started = time.monotonic()
+        records = seed(url=url, secret=key["secret"], key_name=KEY_NAME, node_url=node.url)
+        seed_file = var / "seed.json"
+        # The key's secret too (Issue Access Token's client credentials): a throwaway key of a
+        # throwaway server, in its throwaway var dir.
+        seed_file.write_text(json.dumps({"organization": TENANT, "apiKey": {"keyId": key["keyId"], "secret": key["secret"]}, "records": records}, indent=2))
+        print(f"== seeded {', '.join(records)} in {time.monotonic() - started:.1f}s", flush=True)
         command = [
-            str(Path(sys.executable).with_name("schemathesis")), "run", f"{url}/api/schema/?format=json",
+            str(Path(sys.executable).with_name("schemathesis")), "--config-file", str(ROOT / "scripts" / "schemathesis.toml"),
+            "run", f"{url}/api/schema/?format=json",
             "--url", url,
             "--checks", "all",
             "--header", f"Authorization: Bearer {key['secret']}",
@@ -106,13 +138,17 @@ def main(extra: list[str]) -> int:
             "--generation-deterministic",
             "--workers", "1",
             "--request-timeout", "30",
-            "--report", "junit", "--report-dir", str(var / "report"),
+            "--report", "junit,json",
+            "--report-junit-path", str(reports / "junit.xml"),
+            "--report-json-path", str(reports / "run.json"),
             *extra,
         ]
         print(f"== schemathesis against {url} (max {MAX_EXAMPLES} examples per operation, deterministic)", flush=True)
-        return subprocess.call(command, cwd=var, env={**os.environ, "SCHEMATHESIS_HOOKS": "scripts.schemathesis_hooks", "PYTHONPATH": str(ROOT)})
+        hooks_env = {**os.environ, "SCHEMATHESIS_HOOKS": "scripts.schemathesis_hooks", "SCHEMATHESIS_SEED_FILE": str(seed_file), "PYTHONPATH": str(ROOT)}
+        return subprocess.call(command, cwd=var, env=hooks_env)
     finally:
         stop(server)
+        stop(worker)
         if node is not None:
             node.stop()
         if os.environ.get("SCHEMATHESIS_KEEP") == "1":

@@ -126,3 +126,55 @@ def test_error_cap_applies_to_field_errors_too(api):
     assert response.status_code == 400 and len(errors) == 21
     assert errors[0] == {"code": "INVALID", "message": "Must be an integer.", "field": "itemData.tags[0]"}
     assert errors[-1]["code"] == "TOO_MANY_ERRORS" and errors[-1]["message"].startswith("13 more errors")
+
+
+def _documented_codes() -> set[tuple[int, str]]:
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "errors.md").read_text()
+    pairs = set()
+    for match in re.finditer(r"^\|\s*(\d{3})\s*\|([^|]*)\|", text, re.M):
+        pairs |= {(int(match.group(1)), code) for code in re.findall(r"`([A-Z][A-Z0-9_]*)`", match.group(2))}
+    return pairs
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("text", "a\x00b"),               # DRF: null_characters_not_allowed
+    ("text", "a\ud800b"),             # surrogate_characters_not_allowed
+    ("amount", "1234.5"),             # max_whole_digits
+    ("amount", "12345.67"),           # max_digits
+    ("amount", "1.234"),              # max_decimal_places
+    ("items", []),                    # empty
+    ("at", "tomorrow"),               # invalid
+    ("meta", {"k": float("inf")}),     # FreeFormObjectField: not_finite
+])
+def test_field_errors_leave_with_codes_docs_errors_lists(field, value):
+    # Found by schemathesis (error_codes_documented): DRF's own codes were upper-cased into
+    # codes docs/errors.md does not list (NULL_CHARACTERS_NOT_ALLOWED, MAX_WHOLE_DIGITS, ...).
+    from rest_framework import serializers
+
+    from ledger_project.api.envelope import FreeFormObjectField
+    from ledger_project.api.errors import flatten_validation
+
+    class Sample(serializers.Serializer):
+        text = serializers.CharField(required=False)
+        amount = serializers.DecimalField(max_digits=5, decimal_places=2, required=False)
+        items = serializers.ListField(child=serializers.IntegerField(), allow_empty=False, required=False)
+        at = serializers.DateTimeField(required=False)
+        meta = FreeFormObjectField(required=False)
+
+    sample = Sample(data={field: value})
+    assert not sample.is_valid()
+    errors = flatten_validation(sample.errors)
+    assert errors and all((400, e["code"]) in _documented_codes() for e in errors), errors
+    assert {e["field"] for e in errors} == {field}
+
+
+def test_our_own_upper_case_codes_pass_through_and_unknown_drf_codes_become_invalid():
+    from rest_framework.exceptions import ErrorDetail
+
+    from ledger_project.api.errors import flatten_validation
+
+    errors = flatten_validation({"a": [ErrorDetail("x", code="INVALID_LOOKUP")], "b": [ErrorDetail("y", code="some_new_drf_code")]})
+    assert [(e["field"], e["code"]) for e in errors] == [("a", "INVALID_LOOKUP"), ("b", "INVALID")]

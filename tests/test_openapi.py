@@ -84,3 +84,31 @@ def test_own_lookups_refuse_other_organizations_and_text_refuses_nul(openapi):
     assert schemas["OwnLookupRequest"]["properties"]["otherTenantOrganizationExternalId"]["enum"] == [None]
     assert schemas["UpdateAccountItemRequest"]["properties"]["account"] == {"$ref": "#/components/schemas/OwnLookupRequest"}
     assert schemas["OffchainReferencesRequest"]["properties"]["code"]["pattern"].startswith("^[^\\u0000]*")
+
+
+def test_a_scaled_ui_amount_multiplier_is_positive_and_normal_wherever_it_is_given(openapi):
+    # Found by schemathesis: Update took 0 as schema-valid and answered 400 OUT_OF_RANGE; then
+    # 5e-324 (subnormal), which Token-2022 refuses. The smallest normal double is the minimum.
+    import sys
+
+    schemas = openapi["components"]["schemas"]
+    for name in ("CreateInstrumentItemRequest", "UpdateInstrumentItemRequest"):
+        multiplier = schemas[name]["properties"]["scaledUiAmountMultiplier"]
+        assert multiplier["minimum"] == sys.float_info.min and not multiplier.get("exclusiveMinimum"), name
+
+
+@pytest.mark.parametrize(("role", "given", "valid"), [
+    ("TransferHook", {"currentTransferHookAuthority"}, False),
+    ("TransferHook", {"currentTransferHookAuthority", "newTransferHookAuthority"}, True),
+    ("Closing", {"newClosingAuthority"}, True),
+    ("Pausable", {"currentPausableAuthority"}, False),
+    ("ScaledUiAmount", {"currentScaledUiAmountAuthority"}, False),
+])
+def test_update_states_that_a_current_authority_goes_with_the_new_one(openapi, role, given, valid):
+    # Found by schemathesis: a schema-valid Update naming currentTransferHookAuthority alone
+    # was refused 400 REQUIRED (instruments/services.py: "current… goes with new…").
+    import jsonschema
+
+    body = {"mintAccount": {"offchainId": "00000000-0000-0000-0000-000000000001"}, **{name: {"offchainId": "00000000-0000-0000-0000-000000000002"} for name in given}}
+    validator = jsonschema.Draft4Validator({"$ref": "#/components/schemas/UpdateInstrumentItemRequest", "components": openapi["components"]})
+    assert validator.is_valid(body) is valid

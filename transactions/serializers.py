@@ -1,6 +1,6 @@
 from rest_framework import serializers
 
-from ledger_project.api.envelope import EnvelopeSerializer, StrictCharField, StrictSerializer
+from ledger_project.api.envelope import EnvelopeSerializer, StrictCharField, StrictSerializer, StrictUUIDField
 from ledger_project.timestamps import timestamp_text
 
 
@@ -37,7 +37,7 @@ class TransactionResultOutput(serializers.Serializer):
 
 class TransactionIdentifier(StrictSerializer):
     onchainId = StrictCharField(required=False, allow_null=True, max_length=100)
-    offchainId = serializers.UUIDField(required=False, allow_null=True)
+    offchainId = StrictUUIDField(required=False, allow_null=True)
 
     def validate(self, attrs):
         if not attrs.get("onchainId") and not attrs.get("offchainId"):

@@ -258,6 +258,44 @@ def test_conflicting_lookup_is_400(api, tenant, localnet_url):
 
 
 @pytest.mark.django_db
+def test_a_lookup_naming_nothing_is_refused_where_the_operation_does_not_use_it(api, localnet_url):
+    # Found by schemathesis (ST201): an unfunded Create Account never resolves its feePayer,
+    # and a lookup whose offchainReferences name nothing (the OpenAPI refuses it) was accepted.
+    for fee_payer, field in (({"offchainReferences": {"accountNumber": None}}, "svmTransactionConfig.feePayer"),
+                             ({"onchainId": None, "offchainReferences": {}}, "svmTransactionConfig.feePayer"),
+                             ({"onchainId": str(Keypair().pubkey()), "offchainReferences": {"type": "WALLET"}}, "svmTransactionConfig.feePayer.offchainReferences")):
+        response = create(api, {"managed": True}, svmTransactionConfig={"feePayer": fee_payer})
+        assert_error(response, 400, "INVALID_LOOKUP", field)
+    assert Account.unscoped.count() == 0
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("offchain_id", [False, 0, 12, "0" * 32, "{00000000-0000-0000-0000-000000000000}", "urn:uuid:00000000-0000-0000-0000-000000000000"])
+def test_an_offchain_id_is_a_uuid_string_in_its_canonical_form(api, localnet_url, offchain_id):
+    # Found by schemathesis (ST201): DRF's UUIDField took false as UUID 0 (and bare hex,
+    # braces, urn:uuid:), which the OpenAPI's format uuid refuses.
+    response = create(api, {"managed": True}, svmTransactionConfig={"feePayer": {"offchainId": offchain_id}})
+    assert_error(response, 400, "INVALID", "svmTransactionConfig.feePayer.offchainId")
+    assert Account.unscoped.count() == 0
+
+
+@pytest.mark.django_db
+def test_a_specialized_type_is_neither_given_nor_left_by_update(api, tenant, localnet_url):
+    # Found by schemathesis: the OpenAPI admits type NONCE in Update Account (the type enum is
+    # shared), so the refusal is a rule of the record, not a malformed field (was INVALID).
+    wallet = AccountFactory(tenant=tenant, type="WALLET")
+    nonce = AccountFactory(tenant=tenant, type="NONCE")
+    to_nonce = api.call("patch", ACCOUNTS, {"itemData": {"account": {"offchainId": str(wallet.offchain_id)}, "offchainReferences": {"type": "NONCE"}}})
+    assert_error(to_nonce, 400, "USE_SPECIALIZED_ENDPOINT", "itemData.offchainReferences.type")
+    from_nonce = api.call("patch", ACCOUNTS, {"itemData": {"account": {"offchainId": str(nonce.offchain_id)}, "offchainReferences": {"type": "WALLET"}}})
+    assert_error(from_nonce, 400, "IMMUTABLE", "itemData.offchainReferences.type")
+    same = api.call("patch", ACCOUNTS, {"itemData": {"account": {"offchainId": str(nonce.offchain_id)}, "offchainReferences": {"type": "NONCE"}, "comments": "kept"}})
+    assert same.status_code == 200, same.json()
+    wallet.refresh_from_db()
+    assert wallet.type == "WALLET"
+
+
+@pytest.mark.django_db
 def test_other_tenants_account_is_indistinguishable_from_missing(api, other_tenant, localnet_url):
     theirs = AccountFactory(tenant=other_tenant)
     hidden = details(api, {"offchainId": str(theirs.offchain_id)})
@@ -368,7 +406,9 @@ def test_inactivate_moves_lamports_and_closes_the_account(api, celery_worker_pro
     created = create(api, {"managed": True, "seed": {"lamports": 7_000_000}}, wait=True).json()["newAccount"]
     destination = create(api, {"managed": True}).json()["newAccount"]
     lookup = {"offchainId": created["offchainId"]}
-    assert_error(api.call("patch", ACCOUNTS + "/inactivate", {"itemData": {"account": lookup}}), 400, "REQUIRED", "itemData.refundDestination")
+    # refundDestination is optional (an account without lamports needs none): a rule, not a
+    # missing field (schemathesis ST202 on a schema-valid request)
+    assert_error(api.call("patch", ACCOUNTS + "/inactivate", {"itemData": {"account": lookup}}), 400, "REFUND_DESTINATION_REQUIRED", "itemData.refundDestination")
     response = api.call("patch", ACCOUNTS + "/inactivate?wait=confirmed", {"itemData": {"account": lookup, "refundDestination": {"offchainId": destination["offchainId"]}}})
     assert response.status_code == 200, response.json()
     assert response.json()["svmTransaction"]["status"] in ("CONFIRMED", "FINALIZED")

@@ -93,6 +93,25 @@ def test_scaled_ui_amount(chain, payer):
     assert read(chain, mint)[0].extensions["SCALED_UI_AMOUNT"]["newMultiplier"] == 2.0
 
 
+def test_the_program_takes_only_positive_normal_multipliers_and_so_does_the_service(chain, payer):
+    # Found by schemathesis: a multiplier of 5e-324 (positive, subnormal) passed the service's
+    # check and failed in simulation (custom program error 0x42, InvalidScale).
+    import sys
+
+    from instruments.extensions import multiplier_of
+    from ledger_project.api.errors import LedgerError
+
+    mint = make_mint(chain, payer, {ExtensionType.SCALED_UI_AMOUNT}, lambda m: [t22.initialize_scaled_ui_amount(mint=m, authority=payer.pubkey(), multiplier=1.0)])
+    for refused in (5e-324, sys.float_info.min / 2):
+        with pytest.raises(RPCException, match="0x42"):
+            send(chain, payer, [t22.update_scaled_ui_multiplier(mint=mint, authority=payer.pubkey(), multiplier=refused, effective_timestamp=0)])
+        with pytest.raises(LedgerError) as err:
+            multiplier_of(refused, "itemData.scaledUiAmountMultiplier")
+        assert err.value.code == "OUT_OF_RANGE"
+    send(chain, payer, [t22.update_scaled_ui_multiplier(mint=mint, authority=payer.pubkey(), multiplier=sys.float_info.min, effective_timestamp=0)])
+    assert read(chain, mint)[0].extensions["SCALED_UI_AMOUNT"]["newMultiplier"] == sys.float_info.min == multiplier_of(sys.float_info.min, "f")
+
+
 def test_confidential_transfer_and_mint_burn(chain, payer):
     extensions = {ExtensionType.CONFIDENTIAL_TRANSFER_MINT, ExtensionType.CONFIDENTIAL_MINT_BURN}
     supply_key = bytes(Keypair().pubkey())  # any valid point encoding is not needed at init

@@ -7,6 +7,7 @@ names it instead of being silently ignored.
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from decimal import Decimal
 
@@ -126,6 +127,28 @@ def _is_address(value: str) -> bool:
     return True
 
 
+_UUID_FORM = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
+
+def canonical_uuid(value) -> uuid.UUID | None:
+    """The UUID of a string in the canonical 8-4-4-4-12 form (the OpenAPI's format uuid),
+    else None: ``uuid.UUID`` also takes braces, ``urn:uuid:`` and bare hex."""
+    if not isinstance(value, str) or not _UUID_FORM.fullmatch(value):
+        return None
+    return uuid.UUID(value)
+
+
+class StrictUUIDField(serializers.UUIDField):
+    """A UUID string in its canonical form only: DRF's UUIDField also takes integers (false
+    became UUID 0), bare hex, braces and urn:uuid:, which the OpenAPI refuses."""
+
+    def to_internal_value(self, data):
+        value = canonical_uuid(data)
+        if value is None:
+            self.fail("invalid", value=data)
+        return value
+
+
 class AddressField(StrictCharField):
     """A base58 network address (32-byte public key)."""
 
@@ -168,18 +191,36 @@ class LookupSerializer(StrictSerializer):
         if name == "onchainId":
             return {"onchainId": value} if _is_address(value) else None
         if name == "offchainId":
-            try:
-                return {"offchainId": uuid.UUID(value)} if len(value) == 36 else None
-            except ValueError:
-                return None
+            parsed = canonical_uuid(value)
+            return {"offchainId": parsed} if parsed is not None else None
         return None
 
     onchainId = AddressField(required=False, allow_null=True)
-    offchainId = serializers.UUIDField(required=False, allow_null=True)
+    offchainId = StrictUUIDField(required=False, allow_null=True)
     offchainReferences = OffchainReferencesSerializer(required=False, allow_null=True)
     autoSign = StrictBooleanField(required=False, allow_null=True)
     otherTenantOrganizationExternalId = StrictCharField(required=False, allow_null=True, max_length=64)
     offPlatform = StrictBooleanField(required=False, allow_null=True)
+
+    #: the offchainReferences that name a record (ledger_project/api/schema.py states the same)
+    references = ("alId", "code", "accountNumber")
+    #: given with another identifier, offchainReferences is empty or names the record too
+    #: (accounts/lookup.py refuses narrowing by type alone; instruments/lookup.py ignores it)
+    references_name_the_record = True
+
+    def validate(self, attrs):
+        """A lookup names a record, whether or not the operation ends up using it (a
+        feePayer of a request that moves no lamports is still checked): 400 INVALID_LOOKUP,
+        as the resolvers answer (docs/accounts.md, Lookups)."""
+        refs = attrs.get("offchainReferences") or {}
+        named = any(refs.get(name) for name in self.references)
+        if not (attrs.get("onchainId") or attrs.get("offchainId") or named):
+            raise serializers.ValidationError(
+                f"A lookup needs onchainId, offchainId or offchainReferences naming the record ({', '.join(self.references)}).", code="INVALID_LOOKUP")
+        if self.references_name_the_record and not named and any(value is not None for value in refs.values()):
+            raise serializers.ValidationError(
+                {"offchainReferences": [serializers.ErrorDetail(f"offchainReferences must name the record ({', '.join(self.references)}) or be empty.", code="INVALID_LOOKUP")]})
+        return attrs
 
 
 class OwnLookupSerializer(LookupSerializer):
@@ -190,7 +231,10 @@ class OwnLookupSerializer(LookupSerializer):
 
 class InstrumentLookupSerializer(LookupSerializer):
     """A lookup of a financial instrument: offchainReferences name it by alId or code
-    (schema only; instruments/lookup.py)."""
+    (instruments/lookup.py)."""
+
+    references = ("alId", "code")
+    references_name_the_record = False
 
 
 class OwnInstrumentLookupSerializer(InstrumentLookupSerializer):

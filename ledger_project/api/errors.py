@@ -104,7 +104,9 @@ class ServiceUnavailableError(LedgerError):
     default_message = "A backing service is unavailable; retry later."
 
 
-# DRF's own error codes → ours (docs/errors.md). Anything unlisted is upper-cased.
+# DRF's own error codes → ours (docs/errors.md). Our own codes (upper case, raised through
+# ValidationError(code=...)) pass through; any other DRF code is INVALID, so no code leaves
+# that docs/errors.md does not list (tests/test_api_errors.py).
 _DRF_CODES = {
     "required": "REQUIRED",
     "null": "REQUIRED",
@@ -118,7 +120,20 @@ _DRF_CODES = {
     "min_value": "OUT_OF_RANGE",
     "max_length": "TOO_LONG",
     "min_length": "TOO_SHORT",
+    "empty": "TOO_SHORT",
     "max_string_length": "TOO_LONG",
+    "max_digits": "OUT_OF_RANGE",
+    "max_whole_digits": "OUT_OF_RANGE",
+    "max_decimal_places": "INVALID",
+    "null_characters_not_allowed": "INVALID",
+    "surrogate_characters_not_allowed": "INVALID",
+    "date": "INVALID",
+    "make_aware": "INVALID",
+    "overflow": "INVALID",
+    "unknown_field": "UNKNOWN_FIELD",
+    "too_many_keys": "TOO_MANY_KEYS",
+    "too_large": "TOO_LARGE",
+    "url_not_allowed": "URL_NOT_ALLOWED",
     "parse_error": "MALFORMED_JSON",
     "unsupported_media_type": "UNSUPPORTED_MEDIA_TYPE",
     "method_not_allowed": "METHOD_NOT_ALLOWED",
@@ -134,7 +149,10 @@ _DRF_CODES = {
 def _code(drf_code: str | None) -> str:
     if not drf_code:
         return "INVALID"
-    return _DRF_CODES.get(drf_code, str(drf_code).upper())
+    code = str(drf_code)
+    if code in _DRF_CODES:
+        return _DRF_CODES[code]
+    return code if code.isupper() else "INVALID"
 
 
 def flatten_validation(detail: Any, prefix: str = "") -> list[dict[str, Any]]:

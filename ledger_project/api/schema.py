@@ -408,6 +408,14 @@ def postprocess(result, generator, request, public):
                 "type": "string", "nullable": True, "enum": [None],
                 "description": "Null or absent: records of another organization cannot be changed or used to sign (400 NOT_WRITABLE).",
             }
+    # Positive normal multipliers only (OUT_OF_RANGE; Token-2022 refuses subnormals), in Create
+    # and Update alike.
+    from instruments.extensions import MIN_MULTIPLIER
+
+    for name in ("CreateInstrumentItemRequest", "UpdateInstrumentItemRequest"):
+        multiplier = schemas.get(name, {}).get("properties", {}).get("scaledUiAmountMultiplier")
+        if multiplier is not None:
+            multiplier.update({"minimum": MIN_MULTIPLIER, "description": "A positive normal double (at least the smallest normal, 2.2250738585072014e-308)."})
     # A transaction is named by onchainId or offchainId.
     identifier = schemas.get("TransactionIdentifierRequest")
     if identifier is not None:
@@ -483,10 +491,6 @@ def postprocess(result, generator, request, public):
         # (Onboarding names the mint, mintAccount.onchainId or existingMintAccount: REQUIRED; stated in
         # alreadyOnchain's description and the schemathesis filter_case hook, like FROZEN below.)
         create_instrument["allOf"].append({"anyOf": [onboarding, new_mint]})
-        # Positive multipliers only (OUT_OF_RANGE).
-        multiplier = create_instrument["properties"].get("scaledUiAmountMultiplier")
-        if multiplier is not None:
-            multiplier.update({"minimum": 0, "exclusiveMinimum": True})
         for name in ("alreadyOnchain", "alreadyOnChain"):
             if name in create_instrument["properties"]:
                 create_instrument["properties"][name]["description"] = "true: record a mint that exists, named by mintAccount.onchainId or existingMintAccount (400 REQUIRED)."
@@ -498,6 +502,14 @@ def postprocess(result, generator, request, public):
         if mint_account is not None:
             mint_account.setdefault("allOf", []).append({"properties": {"offchainReferences": {"type": "object", "nullable": True, "properties": {
                 "alId": {"type": "string", "nullable": True, "pattern": al_id_pattern(), "description": "AL{category code}{type code of that category}{8 digits}, e.g. ALFICBD00000001."}}}}})
+    update_instrument = schemas.get("UpdateInstrumentItemRequest")
+    if update_instrument is not None:
+        # A current authority is named only to replace it: current… goes with new… (REQUIRED).
+        update_instrument.setdefault("allOf", []).extend(
+            {"anyOf": [{"properties": {f"current{role}Authority": {"nullable": True, "enum": [None]}}},
+                       {"required": [f"new{role}Authority"], "properties": {f"new{role}Authority": {"type": "object"}}}]}
+            for role in ("Closing", "Pausable", "ScaledUiAmount", "TransferHook")
+        )
     # ElGamal public keys are 32 bytes, a decryptable supply 36 bytes, base64-encoded (INVALID).
     base64_sizes = {"ConfidentialTransferRequest": {"auditorElgamalPubkey": 32}, "ConfidentialMintBurnRequest": {"supplyElgamalPubkey": 32, "decryptableSupply": 36}}
     for name, fields in base64_sizes.items():

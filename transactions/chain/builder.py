@@ -120,14 +120,24 @@ def estimate_price(rpc: ChainRpc, instructions: Sequence[Instruction]) -> int:
     return min(int(statistics.median(fees)), _PRICE_CAP) if fees else 0
 
 
-def _lookup_tables(rpc: ChainRpc, addresses: Sequence[Pubkey]) -> list[AddressLookupTableAccount]:
-    tables = []
-    for address, account in zip(addresses, rpc.accounts(list(addresses))):
-        if account is None:
-            from ledger_project.api.errors import LedgerError
+ADDRESS_LOOKUP_TABLE_PROGRAM = Pubkey.from_string("AddressLookupTab1e1111111111111111111111111")
 
-            raise LedgerError(f"Address lookup table {address} does not exist.", code="INVALID_LOOKUP_TABLE")
-        table = AddressLookupTable.deserialize(bytes(account.data))
+
+def _lookup_tables(rpc: ChainRpc, addresses: Sequence[Pubkey]) -> list[AddressLookupTableAccount]:
+    from ledger_project.api.errors import LedgerError
+
+    tables = []
+    for index, (address, account) in enumerate(zip(addresses, rpc.accounts(list(addresses)))):
+        field = f"svmTransactionConfig.addressLookupTables[{index}]"
+        if account is None:
+            raise LedgerError(f"Address lookup table {address} does not exist.", field=field, code="INVALID_LOOKUP_TABLE")
+        # Any existing account can be named: only one the lookup-table program owns is a table.
+        try:
+            if account.owner != ADDRESS_LOOKUP_TABLE_PROGRAM:
+                raise ValueError(f"owned by {account.owner}")
+            table = AddressLookupTable.deserialize(bytes(account.data))
+        except ValueError:
+            raise LedgerError(f"{address} is not an address lookup table.", field=field, code="INVALID_LOOKUP_TABLE") from None
         tables.append(AddressLookupTableAccount(address, list(table.addresses)))
     return tables
 

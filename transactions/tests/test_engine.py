@@ -131,6 +131,21 @@ def test_simulation_failure_is_a_400_with_the_programs_reason(localnet_url, tena
 
 
 @pytest.mark.django_db(transaction=True)
+def test_an_account_that_is_not_a_lookup_table_is_a_400_not_a_crash(localnet_url, tenant, chain):
+    # Found by schemathesis (ST101, a 500): addressLookupTables naming the System program —
+    # an account that exists but is no lookup table — failed to deserialize.
+    source = funded(chain, 10**8)
+    ix = transfer(TransferParams(from_pubkey=source.pubkey(), to_pubkey=Keypair().pubkey(), lamports=1))
+    signer = managed(source)
+    for table in (Pubkey.from_string("11111111111111111111111111111111"), source.pubkey()):
+        with pytest.raises(LedgerError) as err:
+            prepare(tenant, [ix], [signer], config=TxConfig(lookup_tables=(table,)))
+        assert (err.value.status_code, err.value.code, err.value.field) == (400, "INVALID_LOOKUP_TABLE", "svmTransactionConfig.addressLookupTables[0]")
+        assert str(table) in err.value.message
+    assert Transaction.unscoped.count() == 0
+
+
+@pytest.mark.django_db(transaction=True)
 def test_compute_budget_and_priority_fee_are_applied(celery_worker_process, tenant, chain):
     source = funded(chain, 10**9)
     ix = transfer(TransferParams(from_pubkey=source.pubkey(), to_pubkey=Keypair().pubkey(), lamports=1000))

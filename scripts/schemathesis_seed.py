@@ -1,0 +1,139 @@
+"""Records the schemathesis run looks up: created through the API, on the run's own local
+node, before schemathesis starts (scripts/schemathesis_run.py).
+
+Without them every lookup schemathesis generates names nothing (404), and Create Financial
+Instrument never gets past its authorities and funding. Each record has one job, so a
+fuzzed mutation of one does not starve the others:
+
+- ``funder``: a managed wallet funded by airdrop, named in ``svmTransactionConfig.feePayer``
+  (it pays seeds, account and mint rent: docs/accounts.md, "Who pays"); its
+  ``networkCurrencyDebitApiKeys`` lists the run's key by name, so the debit-key check runs.
+- ``authority``: signs as every authority (mint, freeze, pausable, closing, ...) and takes
+  refunds.
+- ``subject``: the account reads and Update Account look up.
+- ``victim``: the account Inactivate Account looks up (inactivation is one-way).
+- ``instrument``: a Token-2022 mint with metadata and every authority extension the
+  operations change (pause, close, scaled UI amount, permanent delegate, freeze).
+- ``closable``: the instrument Close looks up (closing is one-way).
+- ``transaction``: the creation transaction of ``instrument``.
+
+``seed(...)`` returns ``{role: {"onchainId", "offchainId", "code"}}`` (instruments also
+``alId``; ``transaction``: onchainId/offchainId), which the hooks feed into generated lookups
+(scripts/schemathesis_hooks.py).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+import uuid
+
+#: the records seed() returns, by role (the hooks' LOOKUPS name them)
+ROLES = ("funder", "authority", "subject", "victim", "instrument", "closable", "transaction")
+AIRDROP_LAMPORTS = 1_000 * 10**9
+SEED_LAMPORTS = 10_000_000
+DONE = ("CONFIRMED", "FINALIZED")
+
+
+class SeedError(RuntimeError):
+    pass
+
+
+class Api:
+    def __init__(self, url: str, secret: str):
+        self.url, self.secret = url.rstrip("/"), secret
+
+    def call(self, method: str, path: str, body: dict) -> dict:
+        request = urllib.request.Request(
+            f"{self.url}/api/v1/{path}", method=method, data=json.dumps(body).encode(),
+            headers={"Authorization": f"Bearer {self.secret}", "Content-Type": "application/json", "x-request-id": str(uuid.uuid4())},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=60) as response:
+                return json.loads(response.read())
+        except urllib.error.HTTPError as exc:
+            raise SeedError(f"{method} {path} answered {exc.code}: {exc.read().decode(errors='replace')[:2000]}") from None
+
+    def wait_landed(self, transaction: dict | None, timeout: float = 90.0) -> dict | None:
+        """Poll Fetch Transaction Status until the transaction is confirmed (a worker runs)."""
+        if transaction is None:
+            return None
+        deadline = time.monotonic() + timeout
+        while True:
+            status = self.call("POST", "transactions/single/status", {"itemData": {"transaction": {"offchainId": transaction["offchainId"]}}})
+            if status["status"] in DONE:
+                return status
+            if status["status"] in ("FAILED", "EXPIRED", "CANCELLED") or time.monotonic() > deadline:
+                raise SeedError(f"seed transaction {transaction['offchainId']} ended {status['status']}: {status.get('errorMessage')}")
+            time.sleep(0.2)
+
+
+def rpc(url: str, method: str, params: list) -> object:
+    request = urllib.request.Request(url, data=json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).encode(), headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        answer = json.loads(response.read())
+    if "error" in answer:
+        raise SeedError(f"{method}: {answer['error']}")
+    return answer["result"]
+
+
+def airdrop(node_url: str, address: str, lamports: int, timeout: float = 30.0) -> None:
+    rpc(node_url, "requestAirdrop", [address, lamports])
+    deadline = time.monotonic() + timeout
+    while rpc(node_url, "getBalance", [address])["value"] < lamports:
+        if time.monotonic() > deadline:
+            raise SeedError(f"the airdrop to {address} did not land")
+        time.sleep(0.1)
+
+
+def _account(api: Api, code: str, *, funder: dict | None = None, **fields) -> dict:
+    item = {"managed": True, "offchainReferences": {"type": "WALLET", "code": code, "name": f"schemathesis {code}"}, **fields}
+    body: dict = {"itemData": item}
+    if funder is not None:
+        item["seed"] = {"lamports": SEED_LAMPORTS}
+        body["svmTransactionConfig"] = {"feePayer": {"offchainId": funder["offchainId"]}}
+    created = api.call("POST", "accounts", body)
+    api.wait_landed(created["svmTransaction"])
+    return {**created["newAccount"], "code": code}
+
+
+def _instrument(api: Api, code: str, *, funder: dict, authority: dict, authorities: tuple[str, ...]) -> tuple[dict, dict]:
+    """A Token-2022 mint with metadata; ``authority`` holds every role in ``authorities``
+    (each adds its extension: docs/instruments.md)."""
+    by_id = {"offchainId": authority["offchainId"]}
+    item = {
+        "version": "TOKEN_2022",
+        "offchainReferences": {"newAlId": {"financialInstrumentType": "CORPORATE_BOND"}},
+        "mintAccount": {"offchainReferences": {"code": code, "name": f"schemathesis {code}"}},
+        "mintAuthority": by_id,
+        "onchainData": {"name": f"Schemathesis {code}", "symbol": "STH", "decimals": 2},
+        **{name: by_id for name in authorities},
+    }
+    created = api.call("POST", "financial-instruments", {"itemData": item, "svmTransactionConfig": {"feePayer": {"offchainId": funder["offchainId"]}}})
+    landed = api.wait_landed(created["svmTransaction"])
+    ids = created["newFinancialInstrument"]
+    details = api.call("POST", "financial-instruments/single", {"itemData": {"offchainId": ids["offchainId"]}})
+    return {**ids, "code": code, "alId": details["alId"]}, landed
+
+
+def seed(*, url: str, secret: str, key_name: str, node_url: str) -> dict:
+    api = Api(url, secret)
+    funder = _account(api, "ST-FUNDER", networkCurrencyDebitApiKeys=[key_name])
+    airdrop(node_url, funder["onchainId"], AIRDROP_LAMPORTS)
+    authority = _account(api, "ST-AUTHORITY", funder=funder)
+    subject = _account(api, "ST-SUBJECT", funder=funder)
+    victim = _account(api, "ST-VICTIM", funder=funder)
+    instrument, created = _instrument(
+        api, "ST-INSTRUMENT", funder=funder, authority=authority,
+        authorities=("freezeAuthority", "pausableAuthority", "closingAuthority", "permanentDelegateAuthority", "scaledUiAmountAuthority"),
+    )
+    closable, _ = _instrument(api, "ST-CLOSABLE", funder=funder, authority=authority, authorities=("closingAuthority",))
+    records = {
+        "funder": funder, "authority": authority, "subject": subject, "victim": victim,
+        "instrument": instrument, "closable": closable,
+        "transaction": {"onchainId": created["onchainId"], "offchainId": created["offchainId"]},
+    }
+    assert tuple(records) == ROLES
+    return records

@@ -1,0 +1,177 @@
+"""The schemathesis run's hooks (scripts/schemathesis_hooks.py): which seeded record each
+lookup of the OpenAPI names, how a generated lookup is rewritten, derived request ids, and
+the checks that hold the answers to docs/errors.md. The run itself is `make schemathesis`."""
+
+from __future__ import annotations
+
+import copy
+import uuid
+
+import pytest
+
+from scripts import schemathesis_hooks as hooks
+from scripts.schemathesis_seed import ROLES
+
+LOOKUP_COMPONENTS = {"LookupRequest", "OwnLookupRequest", "InstrumentLookupRequest", "OwnInstrumentLookupRequest", "TransactionIdentifierRequest"}
+
+SEED = {
+    "organization": "SCHEMATHESIS",
+    "apiKey": {"keyId": "ak_run", "secret": "lsk_run"},
+    "records": {
+        "funder": {"onchainId": "F" * 44, "offchainId": str(uuid.UUID(int=1)), "code": "ST-FUNDER"},
+        "authority": {"onchainId": "A" * 44, "offchainId": str(uuid.UUID(int=2)), "code": "ST-AUTHORITY"},
+        "subject": {"onchainId": "S" * 44, "offchainId": str(uuid.UUID(int=3)), "code": "ST-SUBJECT"},
+        "victim": {"onchainId": "V" * 44, "offchainId": str(uuid.UUID(int=4)), "code": "ST-VICTIM"},
+        "instrument": {"onchainId": "J" * 44, "offchainId": str(uuid.UUID(int=5)), "code": "ST-INSTRUMENT", "alId": "ALFICBD00000001"},
+        "closable": {"onchainId": "C" * 44, "offchainId": str(uuid.UUID(int=6)), "code": "ST-CLOSABLE", "alId": "ALFICBD00000002"},
+        "transaction": {"onchainId": "T" * 88, "offchainId": str(uuid.UUID(int=7))},
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def openapi(django_db_blocker):
+    from drf_spectacular.generators import SchemaGenerator
+
+    with django_db_blocker.unblock():
+        return SchemaGenerator().get_schema(request=None, public=True)
+
+
+def _refs(schema: dict) -> list[str]:
+    found = [schema["$ref"].rsplit("/", 1)[-1]] if "$ref" in schema else []
+    for key in ("allOf", "anyOf", "oneOf"):
+        for branch in schema.get(key, []):
+            found += _refs(branch)
+    return found
+
+
+def _lookups(components: dict, name: str, where: tuple[str, ...], seen: frozenset) -> set[tuple[str, ...]]:
+    if name in LOOKUP_COMPONENTS:
+        return {where}
+    if name in seen:
+        return set()
+    found = set()
+    for prop, schema in components[name].get("properties", {}).items():
+        for ref in _refs(schema):
+            found |= _lookups(components, ref, (*where, prop), seen | {name})
+    return found
+
+
+def test_every_lookup_of_the_openapi_is_mapped_to_a_seeded_record(openapi):
+    components = openapi["components"]["schemas"]
+    in_schema = set()
+    for path, item in openapi["paths"].items():
+        for method, operation in item.items():
+            body = operation.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema", {})
+            for ref in _refs(body):
+                in_schema |= {(method.upper(), path, where) for where in _lookups(components, ref, (), frozenset())}
+    mapped = {(method, path, where) for (method, path), fields in hooks.LOOKUPS.items() for where in fields}
+    assert in_schema == mapped
+    assert {role for fields in hooks.LOOKUPS.values() for role in fields.values() if role} <= set(ROLES)
+
+
+def test_a_generated_lookup_names_the_seeded_record_the_same_way():
+    record = SEED["records"]["instrument"]
+    assert hooks.lookup_naming(record, {"offchainId": str(uuid.uuid4()), "autoSign": True}) == {"offchainId": record["offchainId"], "autoSign": True}
+    assert hooks.lookup_naming(record, {"onchainId": "x" * 32, "offPlatform": None, "otherTenantOrganizationExternalId": "OTHER"}) == {
+        "onchainId": record["onchainId"], "offPlatform": None, "otherTenantOrganizationExternalId": None}
+    assert hooks.lookup_naming(record, {"offchainReferences": {"alId": "ALX", "name": "n"}}) == {"offchainReferences": {"alId": record["alId"]}}
+    assert hooks.lookup_naming(record, {"offchainReferences": {"code": "c"}}) == {"offchainReferences": {"code": record["code"]}}
+    transaction = SEED["records"]["transaction"]  # no code: named by its ids
+    assert hooks.lookup_naming(transaction, {"onchainId": "sig"}) == {"onchainId": transaction["onchainId"]}
+
+
+def test_seeded_body_rewrites_the_mapped_lookups_and_the_override_only():
+    generated = {
+        "itemData": {
+            "financialInstrumentToClose": {"onchainId": "x" * 32, "otherTenantOrganizationExternalId": None},
+            "refundDestination": {"offchainReferences": {"accountNumber": "9"}},
+            "closeAuthority": None,
+        },
+        "svmTransactionConfig": {"feePayer": {"offchainId": str(uuid.uuid4())}, "computeUnitConfig": None},
+        "tenancyConfig": {"overrideOrganizationExternalId": "SOMEONE-ELSE"},
+    }
+    before = copy.deepcopy(generated)
+
+    body = hooks.seeded_body("patch", "/api/v1/financial-instruments/close", generated, SEED)
+
+    records = SEED["records"]
+    assert body["itemData"] == {
+        "financialInstrumentToClose": {"onchainId": records["closable"]["onchainId"], "otherTenantOrganizationExternalId": None},
+        "refundDestination": {"offchainReferences": {"code": records["authority"]["code"]}},
+        "closeAuthority": None,  # null stays null
+    }
+    assert body["svmTransactionConfig"] == {"feePayer": {"offchainId": records["funder"]["offchainId"]}, "computeUnitConfig": None}
+    assert body["tenancyConfig"] == {"overrideOrganizationExternalId": "SCHEMATHESIS"}
+    assert generated == before  # the generated value is not changed in place
+
+
+def test_seeded_body_leaves_unmapped_lookups_and_non_objects_alone():
+    hook_program = {"onchainId": "x" * 32, "offPlatform": True}
+    body = hooks.seeded_body("POST", "/api/v1/financial-instruments", {"itemData": {"transferHookProgram": hook_program, "mintAuthority": {"offchainId": "x"}}}, SEED)
+    assert body["itemData"]["transferHookProgram"] == hook_program
+    assert body["itemData"]["mintAuthority"] == {"offchainId": SEED["records"]["authority"]["offchainId"]}
+    assert hooks.seeded_body("POST", "/api/v1/accounts/single", [1, 2], SEED) == [1, 2]
+    assert hooks.seeded_body("POST", "/api/v1/accounts/single", {"itemData": "text"}, SEED) == {"itemData": "text"}
+    assert hooks.seeded_body("POST", "/api/v1/auth/whoami", {"tenancyConfig": {"overrideOrganizationExternalId": ""}}, SEED) == {"tenancyConfig": {"overrideOrganizationExternalId": ""}}
+
+
+def test_issue_access_token_gets_the_runs_key_as_client_credentials():
+    body = hooks.seeded_body("POST", "/api/v1/auth/token", {"grant_type": "client_credentials", "client_id": "x", "client_secret": "y"}, SEED)
+    assert body == {"grant_type": "client_credentials", "client_id": "ak_run", "client_secret": "lsk_run"}
+    assert hooks.seeded_body("POST", "/api/v1/auth/whoami", {"client_id": "x"}, SEED) == {"client_id": "x"}
+
+
+def test_request_ids_are_one_per_distinct_request():
+    a = hooks.derived_request_id("POST", "/api/v1/accounts", {"wait": "confirmed"}, {"itemData": {"managed": True}})
+    assert a == hooks.derived_request_id("post", "/api/v1/accounts", {"wait": "confirmed"}, {"itemData": {"managed": True}})
+    assert a != hooks.derived_request_id("POST", "/api/v1/accounts", {"wait": "confirmed"}, {"itemData": {"managed": False}})
+    assert a != hooks.derived_request_id("POST", "/api/v1/accounts", None, {"itemData": {"managed": True}})
+    assert str(uuid.UUID(a)) == a
+
+
+@pytest.mark.parametrize(("body", "decidable"), [
+    ({"itemData": {"postTransactionSubmitWebhooks": [{"endpointUrl": "https://8.8.8.8/hook"}]}}, True),
+    ({"itemData": {"hooks": [{"oauth2AuthConfig": {"accessTokenUrl": "https://" + "0" * 490}}]}}, False),
+    ({"itemData": {"endpointUrl": "https://10.0.0.1/x"}}, False),
+    ({"itemData": {"endpointUrl": "https://hooks.example.com/x"}}, False),  # a matter of DNS
+    ({"itemData": {"name": "no urls"}}, True),
+])
+def test_positive_outbound_urls_are_kept_only_when_the_format_is_decidable(body, decidable):
+    assert hooks._outbound_urls_decidable(body) is decidable
+
+
+def test_docs_errors_is_read_status_by_status():
+    documented = hooks._documented()
+    assert {(400, "TOO_MANY_KEYS"), (400, "TOO_LARGE"), (400, "INVALID_LOOKUP"), (400, "AMBIGUOUS_LOOKUP"), (404, "CONFLICTING_LOOKUP"),
+            (404, "ACCOUNT_NOT_ONCHAIN"), (400, "ACCOUNT_NOT_ONCHAIN"), (400, "REFUND_DESTINATION_REQUIRED"), (409, "OPERATION_IN_PROGRESS")} <= documented
+    assert (400, "CONFLICTING_LOOKUP") not in documented
+    assert hooks.documented_codes("| 409 | `A`, `B` / `C` | when |\n| Status | Code | When |\ntext `D`") == {(409, "A"), (409, "B"), (409, "C")}
+
+
+def test_a_valid_request_may_be_refused_400_only_for_a_documented_rule():
+    documented = hooks._documented()
+    assert hooks.refused_as_invalid(400, ["ALREADY_PAUSED"], documented) == []
+    assert hooks.refused_as_invalid(400, ["FUNDING_ACCOUNT_REQUIRED", "REQUIRED"], documented) == ["REQUIRED"]
+    assert hooks.refused_as_invalid(400, ["SOMETHING_NEW"], documented) == ["SOMETHING_NEW"]
+    assert hooks.refused_as_invalid(404, ["REQUIRED"], documented) == []
+    assert hooks.refused_as_invalid(400, None, documented) == []
+
+
+def test_every_error_code_must_be_documented_with_its_status():
+    documented = hooks._documented()
+    assert hooks.undocumented(409, ["OPERATION_IN_PROGRESS"], documented) == []
+    assert hooks.undocumented(400, ["NULL_CHARACTERS_NOT_ALLOWED", "INVALID"], documented) == ["NULL_CHARACTERS_NOT_ALLOWED"]
+    assert hooks.undocumented(400, ["CONFLICTING_LOOKUP"], documented) == ["CONFLICTING_LOOKUP"]
+    assert hooks.undocumented(200, ["ANYTHING"], documented) == []
+
+
+def test_positive_addresses_must_decode_to_32_bytes():
+    address = "11111111111111111111111111111111"
+    signature = "fiK3aJ8Kps1Hq3QJg9TjghkiZQMxnJXwURy9bpJZQ9r8H6DmZEhdYbU9nzNd3TCX3oSeAjapBAe8BEQ6VL7ut9g"
+    assert hooks.addresses_decodable({"itemData": {"transferHookProgram": {"onchainId": address}}})
+    assert not hooks.addresses_decodable({"itemData": {"transferHookProgram": {"onchainId": signature}}})
+    assert not hooks.addresses_decodable({"svmTransactionConfig": {"addressLookupTables": [address, "1" * 44]}})
+    assert not hooks.addresses_decodable({"itemQuery": {"filter": [{"fieldName": "onchainId", "filterValues": [{"dataType": "ONCHAIN_ADDRESS_ID", "valuesString": [signature]}]}]}})
+    assert hooks.addresses_decodable({"itemQuery": {"filter": [{"filterValues": [{"dataType": "TEXT", "valueString": signature}]}]}})
+    assert hooks.addresses_decodable({"itemData": {"transaction": {"onchainId": signature}}}, signatures=True)

@@ -89,6 +89,13 @@ _AUTHORITIES = ("updateAuthority", "freezeAuthority")
 #: (scripts/schemathesis_seed.py). Every lookup the OpenAPI has is listed
 #: (tests/test_schemathesis_hooks.py); None leaves it as generated: existingMintAccount would
 #: need a pre-created, empty mint account, and transferHookProgram an executable program.
+def _position_lookup(field: str | None, authorities: tuple[str, ...] = ("mintAuthority", "freezeAuthority"), position: str = "holding", owner: str = "holder") -> dict:
+    """A Position lookup's parts (itemData.<field>, or itemData itself): the seeded position,
+    its owner and instrument, and the authority where one signs."""
+    at = ("itemData", field) if field else ("itemData",)
+    return {(*at, "position"): position, (*at, "owner"): owner, (*at, "financialInstrument"): "instrument", **{(*at, name): "authority" for name in authorities}}
+
+
 LOOKUPS: dict[tuple[str, str], dict[tuple[str, ...], str | None]] = {
     ("POST", "/api/v1/accounts"): {_FEE_PAYER: "funder"},
     ("PATCH", "/api/v1/accounts"): {("itemData", "account"): "subject"},
@@ -124,6 +131,23 @@ LOOKUPS: dict[tuple[str, str], dict[tuple[str, ...], str | None]] = {
     ("POST", "/api/v1/financial-instruments/single"): {("itemData",): "instrument"},
     ("POST", "/api/v1/financial-instruments/single/circulating-supply"): {("itemData",): "instrument"},
     ("POST", "/api/v1/transactions/single/status"): {("itemData", "transaction"): "transaction"},
+    ("PATCH", "/api/v1/transactions/approve"): {("itemData", "transaction"): "transaction"},
+    ("PATCH", "/api/v1/transactions/reject"): {("itemData", "transaction"): "transaction"},
+    ("POST", "/api/v1/positions"): {_FEE_PAYER: "funder", ("itemData", "owner"): "subject", ("itemData", "financialInstrument"): "instrument"},
+    ("PATCH", "/api/v1/positions"): {_FEE_PAYER: "funder", **_position_lookup("position"), ("itemData", "delegate", "account"): "authority"},
+    ("PATCH", "/api/v1/positions/freeze"): {_FEE_PAYER: "funder", **_position_lookup("position")},
+    ("PATCH", "/api/v1/positions/unfreeze"): {_FEE_PAYER: "funder", **_position_lookup("position")},
+    ("PATCH", "/api/v1/positions/inactivate"): {_FEE_PAYER: "funder", **_position_lookup("position"), ("itemData", "refundDestination"): "authority"},
+    ("POST", "/api/v1/positions/mint"): {_FEE_PAYER: "funder", **_position_lookup("position", ("mintAuthority",))},
+    ("POST", "/api/v1/positions/burn"): {_FEE_PAYER: "funder", **_position_lookup("position", ()), ("itemData", "authority"): "authority"},
+    ("POST", "/api/v1/positions/transfer"): {
+        _FEE_PAYER: "funder", **_position_lookup("source", ()), **_position_lookup("destination", (), "receiving", "payee"),
+        ("itemData", "authority"): "authority",
+    },
+    ("POST", "/api/v1/positions/trade"): {_FEE_PAYER: "funder"},  # legs are arrays: generated lookups stay as they are
+    ("POST", "/api/v1/positions/transfer-network-currency"): {_FEE_PAYER: "funder", ("itemData", "source"): "subject", ("itemData", "destination"): "authority"},
+    ("POST", "/api/v1/positions/single"): _position_lookup(None),
+    ("POST", "/api/v1/positions/single/balance"): _position_lookup(None),
 }
 
 _REQUEST_IDS = uuid.UUID("0b5c4f1e-5d1a-4c59-9a43-7c8e2f3b6a10")  # namespace of derived x-request-ids

@@ -16,6 +16,9 @@ fuzzed mutation of one does not starve the others:
   operations change (pause, close, scaled UI amount, permanent delegate, freeze).
 - ``closable``: the instrument Close looks up (closing is one-way).
 - ``transaction``: the creation transaction of ``instrument``.
+- ``holder`` / ``holding``: a wallet and its position in ``instrument``, holding tokens
+  (the position operations and the source of transfers look it up).
+- ``payee`` / ``receiving``: a wallet and its position in ``instrument`` (destinations).
 
 ``seed(...)`` returns ``{role: {"onchainId", "offchainId", "code"}}`` (instruments also
 ``alId``; ``transaction``: onchainId/offchainId), which the hooks feed into generated lookups
@@ -31,7 +34,7 @@ import urllib.request
 import uuid
 
 #: the records seed() returns, by role (the hooks' LOOKUPS name them)
-ROLES = ("funder", "authority", "subject", "victim", "instrument", "closable", "transaction")
+ROLES = ("funder", "authority", "subject", "victim", "instrument", "closable", "transaction", "holder", "holding", "payee", "receiving")
 AIRDROP_LAMPORTS = 1_000 * 10**9
 SEED_LAMPORTS = 10_000_000
 DONE = ("CONFIRMED", "FINALIZED")
@@ -118,6 +121,15 @@ def _instrument(api: Api, code: str, *, funder: dict, authority: dict, authoriti
     return {**ids, "code": code, "alId": details["alId"]}, landed
 
 
+def _position(api: Api, code: str, *, funder: dict, owner: dict, instrument: dict) -> dict:
+    body = {"itemData": {"owner": {"offchainId": owner["offchainId"]}, "financialInstrument": {"offchainId": instrument["offchainId"]},
+                         "offchainReferences": {"code": code, "name": f"schemathesis {code}"}},
+            "svmTransactionConfig": {"feePayer": {"offchainId": funder["offchainId"]}}}
+    created = api.call("POST", "positions", body)
+    api.wait_landed(created["svmTransaction"])
+    return {**created["newPosition"], "code": code}
+
+
 def seed(*, url: str, secret: str, key_name: str, node_url: str) -> dict:
     api = Api(url, secret)
     funder = _account(api, "ST-FUNDER", networkCurrencyDebitApiKeys=[key_name])
@@ -130,10 +142,17 @@ def seed(*, url: str, secret: str, key_name: str, node_url: str) -> dict:
         authorities=("freezeAuthority", "pausableAuthority", "closingAuthority", "permanentDelegateAuthority", "scaledUiAmountAuthority"),
     )
     closable, _ = _instrument(api, "ST-CLOSABLE", funder=funder, authority=authority, authorities=("closingAuthority",))
+    holder = _account(api, "ST-HOLDER", funder=funder)
+    payee = _account(api, "ST-PAYEE", funder=funder)
+    holding = _position(api, "ST-HOLDING", funder=funder, owner=holder, instrument=instrument)
+    receiving = _position(api, "ST-RECEIVING", funder=funder, owner=payee, instrument=instrument)
+    minted = api.call("POST", "positions/mint", {"itemData": {"position": {"position": {"offchainId": holding["offchainId"]}}, "value": {"lamports": 10**12}}})
+    api.wait_landed(minted["svmTransaction"])
     records = {
         "funder": funder, "authority": authority, "subject": subject, "victim": victim,
         "instrument": instrument, "closable": closable,
         "transaction": {"onchainId": created["onchainId"], "offchainId": created["offchainId"]},
+        "holder": holder, "holding": holding, "payee": payee, "receiving": receiving,
     }
     assert tuple(records) == ROLES
     return records

@@ -133,6 +133,21 @@ while True:
     return {k: tuple(v) for k, v in json.loads(result.stdout.strip().splitlines()[-1]).items()}
 
 
+def drain(env: dict, timeout: float = 120) -> None:
+    """Wait until no transaction is still followed (SUBMITTED or CONFIRMED, not yet
+    finalized): the next measurement starts with an idle worker, not the previous one's
+    finalization polling."""
+    code = """
+import os, time
+import django; django.setup()
+from transactions.models import Transaction
+deadline = time.time() + float(os.environ["DRAIN_TIMEOUT"])
+while Transaction.unscoped.filter(status__in=["SIGNED", "SUBMITTED", "CONFIRMED"]).exists() and time.time() < deadline:
+    time.sleep(0.5)
+"""
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**env, "DRAIN_TIMEOUT": str(timeout)}, check=True)
+
+
 def pct(values: list[float], q: float) -> float | None:
     if not values:
         return None
@@ -141,6 +156,7 @@ def pct(values: list[float], q: float) -> float | None:
 
 
 def measure(env: dict, port: int, key: str, name: str, path: str, make_body, concurrency: int) -> dict:
+    drain(env)
     started_at, latencies, wall = run_load(port, key, make_body, path, concurrency, OPS)
     settled = settle_times(env, [i for i, _ in started_at])
     to_confirmed = [settled[i][1] - t0 for i, t0 in started_at if settled.get(i, ("", None))[0] in ("CONFIRMED", "FINALIZED") and settled[i][1]]

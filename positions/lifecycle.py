@@ -30,13 +30,11 @@ from spl.token.instructions import (
 from accounts.limits import normalize
 from accounts.locks import ensure_no_operation_in_flight, lock_account
 from accounts.lookup import OffPlatform, resolve_account
-from accounts.models import WALLET_TYPES, Account, AccountStatus
+from accounts.models import Account, AccountStatus
 from accounts.services import account_update
 from accounts.signers import ensure_usable, signer_for, transaction_config
 from ledger_project.api.errors import LedgerError
 from ledger_project.api.idempotency import write_phase
-from ledger_project.api.permissions import require_role
-from tenancy.roles import Role
 from transactions.chain.rpc import rpc_for
 from transactions.models import Transaction, TransactionEvent
 from transactions.services import Prepared, SignerSpec, transaction_build, transaction_record
@@ -45,7 +43,7 @@ from . import instructions as ix
 from .locks import lock_position
 from .models import Position, PositionStatus
 from .onchain import TokenAccountState, decode_token_account
-from .services import PositionResult, usable_instrument
+from .services import PositionResult, check_token_debit_settings, usable_instrument
 from .values import display
 
 FIELD = "itemData.position"
@@ -289,11 +287,7 @@ def position_update(*, tenant, cluster: str, api_key, position: Position, change
     record's delegate follows the chain on confirmation."""
     p = "itemData"
     position = _fresh(tenant, position)
-    if "tokenDebitApiKeys" in changes:
-        # Clearing the list widens who may debit as much as setting it narrows: both need the role.
-        require_role(api_key, Role.PLATFORM_UPDATE_DEBIT_API_KEYS, field=f"{p}.tokenDebitApiKeys", why="change tokenDebitApiKeys")
-    if changes.get("tokenDebitLimits") is not None and position.owner.type not in WALLET_TYPES:
-        raise LedgerError("tokenDebitLimits apply to positions of WALLET, ASSETS_WALLET, CURRENCIES_WALLET and DEFI_SETTLEMENT_WALLET owners.", field=f"{p}.tokenDebitLimits", code="LIMITS_NOT_APPLICABLE")
+    check_token_debit_settings(api_key, changes, position.owner, p, present=True)
     refs = dict(changes.get("offchainReferences") or {})
     if refs.get("type") and refs["type"] != position.account.type:
         raise LedgerError(f"A position in this instrument is a {position.account.type}; its type cannot change.", field=f"{p}.offchainReferences.type", code="INVALID_ACCOUNT_TYPE")

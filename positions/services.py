@@ -13,7 +13,7 @@ from spl.token.instructions import InitializeAccount3Params, initialize_account3
 from accounts import custody
 from accounts.limits import normalize
 from accounts.lookup import OffPlatform
-from accounts.models import Account, AccountStatus, AccountType
+from accounts.models import WALLET_TYPES, Account, AccountStatus, AccountType
 from accounts.services import account_save, funding_effects, funding_signer
 from accounts.signers import ensure_usable, transaction_config
 from instruments.models import FinancialInstrument, InstrumentStatus, PositionState
@@ -49,9 +49,15 @@ def usable_instrument(instrument: FinancialInstrument, field: str) -> FinancialI
     return instrument
 
 
-def _check_debit_settings(api_key, data: dict, prefix: str) -> None:
-    if data.get("tokenDebitApiKeys") is not None:
+def check_token_debit_settings(api_key, data: dict, owner: Account, prefix: str, *, present: bool = False) -> None:
+    """The position's debit settings (Initialize and Update): tokenDebitApiKeys needs role
+    PLATFORM_UPDATE_DEBIT_API_KEYS — given at all when ``present`` (an Update clearing the
+    list widens who may debit as much as setting it narrows), else when not null — and
+    tokenDebitLimits apply only to positions of wallet-type owners."""
+    if ("tokenDebitApiKeys" in data) if present else (data.get("tokenDebitApiKeys") is not None):
         require_role(api_key, Role.PLATFORM_UPDATE_DEBIT_API_KEYS, field=f"{prefix}.tokenDebitApiKeys", why="set tokenDebitApiKeys")
+    if data.get("tokenDebitLimits") is not None and owner.type not in WALLET_TYPES:
+        raise LedgerError("tokenDebitLimits apply to positions of WALLET, ASSETS_WALLET, CURRENCIES_WALLET and DEFI_SETTLEMENT_WALLET owners.", field=f"{prefix}.tokenDebitLimits", code="LIMITS_NOT_APPLICABLE")
 
 
 def _reference_conflicts(tenant, cluster: str, refs: dict, prefix: str) -> None:
@@ -88,7 +94,7 @@ def _draft(*, tenant, cluster: str, owner: Account, instrument: FinancialInstrum
     return account, position
 
 
-def _save(account: Account, position: Position) -> None:
+def _save(account: Account, position: Position, *, field: str = "itemData") -> None:
     """Write phase: the token account's record, then the position (409 when a concurrent
     request took the address or the owner's associated position meanwhile). A FAILED or
     INACTIVE position at the same address (a failed initialization, a closed account) is
@@ -96,7 +102,7 @@ def _save(account: Account, position: Position) -> None:
     old = Position.objects.for_tenant(position.tenant).select_for_update().filter(cluster=position.cluster, address=position.address).first()
     if old is not None:
         if old.status not in (PositionStatus.FAILED, PositionStatus.INACTIVE):
-            raise ConflictError("The owner already has a position in this financial instrument.", field="itemData", code="DUPLICATE_POSITION")
+            raise ConflictError("The owner already has a position in this financial instrument.", field=field, code="DUPLICATE_POSITION")
         account.pk, account.offchain_id, account.created_at = old.account_id, old.account.offchain_id, old.account.created_at
         if account.managed_key is not None and account.managed_key.pk is None:
             account.managed_key = custody.managed_key_store(account.managed_key)
@@ -109,7 +115,7 @@ def _save(account: Account, position: Position) -> None:
         with transaction.atomic():
             position.save()
     except IntegrityError:
-        raise ConflictError("The owner already has this position.", field="itemData", code="DUPLICATE_POSITION")
+        raise ConflictError("The owner already has this position.", field=field, code="DUPLICATE_POSITION")
 
 
 def position_initialize(*, tenant, cluster: str, api_key, owner: Account | OffPlatform, instrument: FinancialInstrument, data: dict, svm_config: dict | None = None, request_id=None) -> PositionResult:
@@ -123,9 +129,7 @@ def position_initialize(*, tenant, cluster: str, api_key, owner: Account | OffPl
         raise LedgerError("The owner must be an account the service knows (onboard it with Create Account).", field=f"{p}.owner", code="OFF_PLATFORM_NOT_ALLOWED")
     ensure_usable(owner, field=f"{p}.owner")
     usable_instrument(instrument, f"{p}.financialInstrument")
-    _check_debit_settings(api_key, data, p)
-    if data.get("tokenDebitLimits") is not None and owner.type not in _wallet_types():
-        raise LedgerError("tokenDebitLimits apply to positions of WALLET, ASSETS_WALLET, CURRENCIES_WALLET and DEFI_SETTLEMENT_WALLET owners.", field=f"{p}.tokenDebitLimits", code="LIMITS_NOT_APPLICABLE")
+    check_token_debit_settings(api_key, data, owner, p)
     refs = data.get("offchainReferences") or {}
     _reference_conflicts(tenant, cluster, refs, p)
     associated, already = data.get("associated", True), data.get("alreadyOnchain", False)
@@ -196,10 +200,8 @@ def associated_rent(cluster: str, instrument: FinancialInstrument) -> int:
 
 def position_save_new(account: Account, position: Position, *, field: str = "itemData") -> None:
     """Write phase: store a drafted position (409 DUPLICATE_POSITION when a live one took
-    its address since the read phase)."""
-    if _existing_position(position.tenant, position.cluster, position.address) is not None:
-        raise ConflictError("The owner already has a position in this financial instrument.", field=field, code="DUPLICATE_POSITION")
-    _save(account, position)
+    its address since the read phase: ``_save`` checks under the row lock)."""
+    _save(account, position, field=field)
 
 
 def position_link_creation(account: Account, position: Position, tx: Transaction) -> None:
@@ -209,12 +211,6 @@ def position_link_creation(account: Account, position: Position, tx: Transaction
     account.save(update_fields=["creation_transaction", "last_transaction", "updated_at"])
     position.creation_transaction = position.last_transaction = position.pending_transaction = tx
     position.save(update_fields=["creation_transaction", "last_transaction", "pending_transaction", "updated_at"])
-
-
-def _wallet_types():
-    from accounts.models import WALLET_TYPES
-
-    return WALLET_TYPES
 
 
 def _associated_size(instrument: FinancialInstrument) -> int:

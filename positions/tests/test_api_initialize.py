@@ -18,10 +18,6 @@ from .kit import details, initialize, instrument, position, wallet
 pytestmark = pytest.mark.chain
 
 
-@pytest.fixture(autouse=True)
-def localnet_airdrop_funding(settings):
-    settings.LEDGER_LOCALNET_AIRDROP_FUNDING = True
-
 
 @pytest.mark.django_db(transaction=True)
 def test_initialize_creates_the_owners_associated_token_account(api, celery_worker_process, chain):

@@ -26,10 +26,6 @@ from .kit import BASE, details, instrument, position, wallet
 pytestmark = pytest.mark.chain
 
 
-@pytest.fixture(autouse=True)
-def localnet_airdrop_funding(settings):
-    settings.LEDGER_LOCALNET_AIRDROP_FUNDING = True
-
 
 def call(api, path: str, item: dict, *, wait: bool = True, request_id=None):
     return api.call("patch", BASE + path + ("?wait=confirmed" if wait else ""), {"itemData": item}, request_id=request_id)

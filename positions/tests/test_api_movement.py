@@ -27,10 +27,6 @@ pytestmark = pytest.mark.chain
 U64_MAX = 2**64 - 1
 
 
-@pytest.fixture(autouse=True)
-def localnet_airdrop_funding(settings):
-    settings.LEDGER_LOCALNET_AIRDROP_FUNDING = True
-
 
 def _supply(lookup: dict) -> int:
     return int(FinancialInstrument.unscoped.get(offchain_id=lookup["offchainId"]).supply_offchain)

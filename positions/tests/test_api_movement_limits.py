@@ -7,10 +7,8 @@ from __future__ import annotations
 import pytest
 from solders.keypair import Keypair
 
-from conftest import assert_error, make_client
+from conftest import assert_error
 from positions.models import Position
-from tenancy.roles import Role
-from tenancy.tests.factories import issue_key
 from transactions.models import Transaction
 
 from .kit import instrument, position, wallet
@@ -19,14 +17,6 @@ from .movekit import at, balance, mint, settled, trade, transfer
 pytestmark = pytest.mark.chain
 
 
-@pytest.fixture(autouse=True)
-def localnet_airdrop_funding(settings):
-    settings.LEDGER_LOCALNET_AIRDROP_FUNDING = True
-
-
-@pytest.fixture
-def approver(tenant):
-    return make_client(issue_key(tenant, roles=[Role.PLATFORM_APPROVE_TRANSACTIONS]).secret)
 
 
 def held(response) -> dict:

@@ -21,10 +21,6 @@ from .movekit import at, balance, burn, mint, settled, trade, transfer
 pytestmark = pytest.mark.chain
 
 
-@pytest.fixture(autouse=True)
-def localnet_airdrop_funding(settings):
-    settings.LEDGER_LOCALNET_AIRDROP_FUNDING = True
-
 
 def _b64(n: int) -> str:
     return base64.b64encode(bytes(range(1, n + 1))).decode()

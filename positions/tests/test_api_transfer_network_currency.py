@@ -29,14 +29,6 @@ SOL = 10**9
 RENT = 890_880  # rent-exempt minimum of an account without data
 
 
-@pytest.fixture(autouse=True)
-def localnet_airdrop_funding(settings):
-    settings.LEDGER_LOCALNET_AIRDROP_FUNDING = True
-
-
-@pytest.fixture
-def approver(tenant):
-    return make_client(issue_key(tenant, roles=[Role.PLATFORM_APPROVE_TRANSACTIONS]).secret)
 
 
 def account(api, lamports: int | None = None, **item) -> dict:

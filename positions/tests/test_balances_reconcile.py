@@ -23,10 +23,6 @@ from .movekit import at, balance, burn, mint, settled, trade, transfer
 pytestmark = pytest.mark.chain
 
 
-@pytest.fixture(autouse=True)
-def localnet_airdrop_funding(settings):
-    settings.LEDGER_LOCALNET_AIRDROP_FUNDING = True
-
 
 def reconcile(*args) -> tuple[int, dict]:
     out = io.StringIO()

@@ -193,7 +193,7 @@ class WebhookSerializer(StrictSerializer):
 
     def validate(self, attrs):
         if attrs.get("apiKeyAuthConfig") and attrs.get("oauth2AuthConfig"):
-            raise serializers.ValidationError({"oauth2AuthConfig": [serializers.ErrorDetail("Give one of apiKeyAuthConfig and oauth2AuthConfig.", code="invalid")]})
+            raise serializers.ValidationError({"oauth2AuthConfig": [serializers.ErrorDetail("Give one of apiKeyAuthConfig and oauth2AuthConfig, not both.", code="CONFLICTING_FIELDS")]})
         return attrs
 
 

@@ -382,6 +382,11 @@ def test_update_metadata_offchain_data_authorities_and_multiplier(api, celery_wo
     assert_error(api.call("patch", BASE, {"itemData": {"mintAccount": lookup, "transferHookProgram": {"onchainId": str(TOKEN_PROGRAM_ID), "offPlatform": True}}}), 400, "EXTENSION_MISSING")
     assert_error(api.call("patch", BASE, {"itemData": {"mintAccount": lookup, "onchainData": {"decimals": 9}}}), 400, "IMMUTABLE")
     assert_error(api.call("patch", BASE, {"itemData": {"mintAccount": lookup, "postTransactionSubmitWebhooks": [{"endpointUrl": "ftp://x", "name": "n"}]}}), 400)
+    both = {"endpointUrl": "https://hooks.example/tx", "name": "n", "apiKeyAuthConfig": {"httpHeaderName": "X-Key", "keyValue": "k"},
+            "oauth2AuthConfig": {"accessTokenUrl": "https://auth.example/token", "flowType": "CLIENT_CREDENTIALS", "clientId": "c", "clientSecret": "s"}}
+    hooks = [both, {**both, "oauth2AuthConfig": None}]
+    assert_error(api.call("patch", BASE, {"itemData": {"mintAccount": lookup, "postTransactionSubmitWebhooks": hooks}}), 400, "CONFLICTING_FIELDS", "itemData.postTransactionSubmitWebhooks[0].oauth2AuthConfig")
+    assert opened(FinancialInstrument.unscoped.get(pk=row.pk).post_transaction_submit_webhooks[0], "apiKeyAuthConfig", "keyValue") == "s3cret"  # unchanged
 
 
 @pytest.mark.django_db(transaction=True)

@@ -510,6 +510,11 @@ def postprocess(result, generator, request, public):
                        {"required": [f"new{role}Authority"], "properties": {f"new{role}Authority": {"type": "object"}}}]}
             for role in ("Closing", "Pausable", "ScaledUiAmount", "TransferHook")
         )
+    webhook = schemas.get("WebhookRequest")
+    if webhook is not None:
+        # One way to authenticate to the endpoint, not both (CONFLICTING_FIELDS).
+        _none = {"nullable": True, "enum": [None]}
+        webhook.setdefault("allOf", []).append({"anyOf": [{"properties": {"apiKeyAuthConfig": _none}}, {"properties": {"oauth2AuthConfig": _none}}]})
     # ElGamal public keys are 32 bytes, a decryptable supply 36 bytes, base64-encoded (INVALID).
     base64_sizes = {"ConfidentialTransferRequest": {"auditorElgamalPubkey": 32}, "ConfidentialMintBurnRequest": {"supplyElgamalPubkey": 32, "decryptableSupply": 36}}
     for name, fields in base64_sizes.items():

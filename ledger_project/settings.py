@@ -151,6 +151,7 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE = {
     "purge-idempotency-records": {"task": "ledger.tenancy.purge_idempotency_records", "schedule": 3600.0},
     "reconcile-inflight-transactions": {"task": "ledger.transactions.reconcile_inflight", "schedule": 15.0},
+    "watch-pumps": {"task": "ledger.transactions.pump_watch", "schedule": 2.0},
     "fill-nonce-pools": {"task": "ledger.transactions.fill_nonce_pools", "schedule": 30.0},
 }
 
@@ -227,6 +228,16 @@ for _item in env.list("LEDGER_CLUSTERS", default=[]):
         LEDGER_CLUSTERS[_name.strip()] = _url.strip()
 LEDGER_DEFAULT_CLUSTER = env("LEDGER_DEFAULT_CLUSTER", default="CHAIN_LOCALNET")
 LEDGER_RPC_TIMEOUT_SECONDS = env.float("LEDGER_RPC_TIMEOUT_SECONDS", default=10.0)
+# Calls per JSON-RPC batch request (the pump's sends and reads); providers cap batches.
+LEDGER_RPC_BATCH_SIZE = env.int("LEDGER_RPC_BATCH_SIZE", default=100)
+# The transaction pump (transactions/pump.py, docs/transactions.md "The pump"): one per
+# cluster, holding a lease renewed every pass; a killed holder's lease lapses after
+# LEASE seconds and the next kick or watch takes over.
+LEDGER_PUMP_LEASE_SECONDS = env.float("LEDGER_PUMP_LEASE_SECONDS", default=5.0)
+LEDGER_PUMP_IDLE_SECONDS = env.float("LEDGER_PUMP_IDLE_SECONDS", default=3.0)  # nothing in flight this long: the pump stops
+LEDGER_PUMP_RUN_SECONDS = env.float("LEDGER_PUMP_RUN_SECONDS", default=20.0)  # one task's run; then it hands over to a fresh task
+LEDGER_PUMP_REBROADCAST_SECONDS = env.float("LEDGER_PUMP_REBROADCAST_SECONDS", default=2.0)  # not found this long after a send: send the same bytes again
+LEDGER_PUMP_RECHECK_CONFIRMED_SECONDS = env.float("LEDGER_PUMP_RECHECK_CONFIRMED_SECONDS", default=2.0)  # CONFIRMED, waiting for finalization
 # Longest a request with ?wait=confirmed waits before answering with the current status.
 LEDGER_WAIT_TIMEOUT_SECONDS = env.float("LEDGER_WAIT_TIMEOUT_SECONDS", default=30.0)
 # Opt-in, CHAIN_LOCALNET only: a seed or dataLength rent with no funding account

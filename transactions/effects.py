@@ -13,7 +13,8 @@ read and write the database. ``prefetch`` always reads the transaction's own rec
 getTransaction: lamport and token balances); an area that needs account data (e.g. the
 mints a transaction names) declares which with ``needs_accounts``, and every area's
 addresses are read together in one getMultipleAccounts. A chain outage in the prefetch
-raises before anything is claimed, so the confirm task retries with nothing changed.
+raises before anything is claimed, so the pump retries with nothing changed. The pump
+prefetches for every transaction of a pass at once (``prefetch_many``).
 
 Signatures: success handlers and confirmation hooks ``fn(tx, facts)``; failure handlers
 ``fn(tx)`` (they only undo offchain records; nothing is read from the chain for them).
@@ -109,22 +110,38 @@ def static_addresses(tx) -> list[str]:
 
 
 def prefetch(tx) -> ConfirmationFacts:
-    """Read what the confirmation handlers of ``tx`` need from the chain. Must run outside
-    any database transaction; raises ChainUnavailable (nothing claimed yet) when the
-    cluster does not answer."""
-    rpc = rpc_for(tx.cluster)
-    static = static_addresses(tx)
-    record = rpc.transaction_balances(Signature.from_string(tx.onchain_id), static)
-    if record is None:
-        logger.warning("transaction %s confirmed but its metadata is not available; balances not recorded", tx.onchain_id)
-    addresses = tuple(record.keys) if record is not None else tuple(static)
-    wanted: list[str] = []
-    for ask in _ACCOUNTS_NEEDED:
-        wanted.extend(str(a) for a in ask(tx, addresses))
-    if not wanted:
-        return ConfirmationFacts(transaction=record, addresses=addresses)
-    read = rpc.read_accounts(wanted)
-    return ConfirmationFacts(transaction=record, addresses=addresses, accounts=read.accounts, accounts_slot=read.slot)
+    """Read what the confirmation handlers of ``tx`` need from the chain (``prefetch_many``)."""
+    return prefetch_many([tx])[tx.pk]
+
+
+def prefetch_many(txs) -> dict[int, ConfirmationFacts]:
+    """Read what the confirmation handlers of ``txs`` (one cluster) need from the chain:
+    their records in one JSON-RPC batch of getTransaction, and every address the areas ask
+    for in one getMultipleAccounts per 100 (a single read, so one ``accounts_slot`` for
+    all). Must run outside any database transaction; raises ChainUnavailable (nothing
+    claimed yet) when the cluster does not answer. Facts by transaction id."""
+    txs = list(txs)
+    if not txs:
+        return {}
+    rpc = rpc_for(txs[0].cluster)
+    statics = [static_addresses(tx) for tx in txs]
+    records = rpc.transactions_balances([(Signature.from_string(tx.onchain_id), static) for tx, static in zip(txs, statics)])
+    addresses: dict[int, tuple[str, ...]] = {}
+    wanted: dict[int, list[str]] = {}
+    for tx, static, record in zip(txs, statics, records):
+        if record is None:
+            logger.warning("transaction %s confirmed but its metadata is not available; balances not recorded", tx.onchain_id)
+        addresses[tx.pk] = tuple(record.keys) if record is not None else tuple(static)
+        wanted[tx.pk] = [str(a) for ask in _ACCOUNTS_NEEDED for a in ask(tx, addresses[tx.pk])]
+    everything = [a for asked in wanted.values() for a in asked]
+    read = rpc.read_accounts(everything) if everything else None
+    facts = {}
+    for tx, record in zip(txs, records):
+        if not wanted[tx.pk]:
+            facts[tx.pk] = ConfirmationFacts(transaction=record, addresses=addresses[tx.pk])
+        else:
+            facts[tx.pk] = ConfirmationFacts(transaction=record, addresses=addresses[tx.pk], accounts={a: read.accounts[a] for a in wanted[tx.pk]}, accounts_slot=read.slot)
+    return facts
 
 
 def apply(tx, facts: ConfirmationFacts) -> None:

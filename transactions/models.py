@@ -205,3 +205,18 @@ class NonceAccount(models.Model):
 
     def __str__(self) -> str:
         return f"nonce {self.address} [{self.state}]"
+
+
+class PumpLease(models.Model):
+    """Who runs a cluster's transaction pump (transactions/pump.py): one holder at a time.
+
+    Taken and renewed by a compare-and-set UPDATE (this holder, or a lease that lapsed), so
+    several workers never pump one cluster together, and a killed holder's lease lapses
+    after LEDGER_PUMP_LEASE_SECONDS."""
+
+    cluster = models.CharField(max_length=40, unique=True)
+    holder = models.CharField(max_length=200, blank=True)
+    lease_until = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.cluster} pump ({self.holder or 'idle'})"

@@ -268,19 +268,19 @@ def _pubkey_of(managed_key) -> Pubkey:
 
 
 def _submit_on_commit(tx: Transaction) -> None:
-    from .tasks import submit_transaction
+    from .pump import pump_kick
 
-    tx_id = tx.pk
+    cluster = tx.cluster
 
-    def enqueue() -> None:
+    def kick() -> None:
         # After commit the request has succeeded: a broker outage must not turn it into a
-        # 500. The row is SIGNED; reconcile_inflight queues it again once the broker is back.
+        # 500. The row is SIGNED; the pump watch (beat) starts a pump once the broker is back.
         try:
-            submit_transaction.delay(transaction_id=tx_id)
+            pump_kick(cluster)
         except Exception:  # noqa: BLE001 - any broker/transport failure
-            logger.warning("could not queue the submission of transaction %s; reconciliation will", tx_id, exc_info=True)
+            logger.warning("could not start the pump of %s; the watch will", cluster, exc_info=True)
 
-    db_transaction.on_commit(enqueue)
+    db_transaction.on_commit(kick)
 
 
 def transaction_add_signatures(*, transaction: Transaction, signatures: dict[str, str], submit: bool | None = None) -> Transaction:
@@ -342,48 +342,65 @@ HELD = (TransactionStatus.PENDING_APPROVAL, TransactionStatus.PARTIALLY_SIGNED, 
 _ENDABLE = (TransactionStatus.BUILT, *HELD, TransactionStatus.SUBMITTED)  # never out of CONFIRMED
 
 
-@worker_only  # the submit task: acts for no tenant
-def transaction_submit(*, transaction_id: int) -> bool:
-    """Send a SIGNED transaction's stored bytes. Returns whether it was this call's to send.
+@worker_only  # the pump: acts for no tenant
+def transactions_submit(*, cluster: str | None = None, ids: Sequence[int] | None = None, limit: int = 256) -> list[int]:
+    """Send SIGNED transactions' stored bytes, up to ``limit`` at once (``cluster``'s oldest
+    first, or the given ``ids``), in JSON-RPC batches. Returns the ids this call claimed.
 
-    The claim (SIGNED → SUBMITTED) commits before the bytes leave, so a second delivery of
-    the task finds nothing to do, and a crash after the claim is healed by reconciliation,
-    which rebroadcasts the same bytes (always safe) until the lifetime is over.
+    The claim (SIGNED → SUBMITTED) commits before the bytes leave, so a second sender finds
+    nothing to do, and a crash after the claim is healed by following: the same bytes are
+    sent again (always safe) until their lifetime is over.
     """
-    claimed = Transaction.unscoped.filter(pk=transaction_id, status=TransactionStatus.SIGNED, submit_when_signed=True).update(
-        status=TransactionStatus.SUBMITTED, submitted_at=timezone.now(), submit_attempts=F("submit_attempts") + 1
-    )
-    if not claimed:
-        return False
-    tx = Transaction.unscoped.get(pk=transaction_id)
-    _event(tx, "SUBMITTED")
-    _broadcast(tx, first=True)
-    return True
+    now = timezone.now()
+    with db_transaction.atomic():
+        due = Transaction.unscoped.filter(status=TransactionStatus.SIGNED, submit_when_signed=True)
+        due = due.filter(pk__in=ids) if ids is not None else due.filter(cluster=cluster)
+        # Row locks (PostgreSQL; SQLite runs one writer at a time): two senders never
+        # claim one row, and neither waits for the other's rows.
+        claimed = list(due.select_for_update(skip_locked=True).order_by("pk").values_list("pk", flat=True)[:limit])
+        if not claimed:
+            return []
+        Transaction.unscoped.filter(pk__in=claimed).update(status=TransactionStatus.SUBMITTED, submitted_at=now, updated_at=now, submit_attempts=F("submit_attempts") + 1)
+        TransactionEvent.objects.bulk_create([TransactionEvent(transaction_id=pk, kind="SUBMITTED", detail={}) for pk in claimed])
+    _broadcast(list(Transaction.unscoped.filter(pk__in=claimed).order_by("pk")), first=True)
+    return claimed
+
+
+@worker_only  # a single send (tests, operators); the pump sends in batches
+def transaction_submit(*, transaction_id: int) -> bool:
+    """Send one SIGNED transaction (``transactions_submit``). Returns whether it was this
+    call's to send."""
+    return bool(transactions_submit(ids=[transaction_id]))
 
 
 def _raw(tx: Transaction) -> bytes:
     return bytes(builder.assemble(builder.message_from_bytes(bytes(tx.message)), tx.signatures))
 
 
-def _broadcast(tx: Transaction, *, first: bool = False) -> None:
-    """Send the stored bytes with preflight. Only the first send's preflight refusal is
-    final (nothing else was ever sent); a rebroadcast's refusal proves nothing, since an
-    earlier send may still land: the lifetime check decides (transaction_confirm)."""
+def _broadcast(txs: Sequence[Transaction], *, first: bool = False) -> None:
+    """Send the stored bytes with preflight, in JSON-RPC batches (one cluster). Only the
+    first send's preflight refusal is final (nothing else was ever sent); a rebroadcast's
+    refusal proves nothing, since an earlier send may still land: the lifetime check
+    decides (transactions_follow)."""
+    if not txs:
+        return
     try:
-        rpc_for(tx.cluster).send_raw(_raw(tx), skip_preflight=False, preflight_commitment="processed")
-    except SimulationFailed as exc:
-        text = str(exc.err)
-        if "AlreadyProcessed" in text:
-            return  # it landed: confirmation will see it
-        if "BlockhashNotFound" in text:
-            return  # expired or not yet visible: confirmation decides
-        if first:
-            _finish(tx, TransactionStatus.FAILED, error_message=exc.message, error={"err": text, "logs": exc.logs[-20:]})
-        else:
-            _event(tx, "REBROADCAST_REFUSED", error_message=exc.message, err=text)
+        answers = rpc_for(txs[0].cluster).send_raw_many([_raw(tx) for tx in txs], skip_preflight=False, preflight_commitment="processed")
     except ChainUnavailable as exc:
-        # Unknown whether the node got it: reconciliation will look it up and rebroadcast.
-        logger.warning("broadcast failed: %s", exc.message, extra={"transactionId": str(tx.offchain_id)})
+        # Unknown whether the node got them: following looks them up and sends them again.
+        logger.warning("broadcast of %d transactions failed: %s", len(txs), exc.message)
+        return
+    for tx, answer in zip(txs, answers):
+        if isinstance(answer, SimulationFailed):
+            text = str(answer.err)
+            if "AlreadyProcessed" in text or "BlockhashNotFound" in text:
+                continue  # it landed, or expired / not yet visible: following decides
+            if first:
+                _finish(tx, TransactionStatus.FAILED, error_message=answer.message, error={"err": text, "logs": answer.logs[-20:]})
+            else:
+                _event(tx, "REBROADCAST_REFUSED", error_message=answer.message, err=text)
+        elif isinstance(answer, Exception):
+            logger.warning("broadcast refused: %s", answer, extra={"transactionId": str(tx.offchain_id)})
 
 
 def _finish(tx: Transaction, status: str, *, unless_moved: Q | None = None, also=None, **fields) -> bool:
@@ -417,61 +434,146 @@ def _reached(status) -> str:
     return str(status.confirmation_status).rsplit(".", 1)[-1].lower() if status.confirmation_status is not None else "processed"
 
 
+_IN_FLIGHT = (TransactionStatus.SUBMITTED, TransactionStatus.CONFIRMED)
+
+
 @worker_only  # reconciliation: acts for no tenant
 def transaction_confirm(*, transaction_id: int) -> bool:
-    """Follow a submitted transaction by signature. Returns True while still in flight.
+    """Follow one submitted transaction (``transactions_follow``). Returns True while it
+    is still in flight."""
+    tx = Transaction.unscoped.filter(pk=transaction_id, status__in=_IN_FLIGHT).first()
+    return tx is not None and transaction_id in transactions_follow([tx], rebroadcast_after=0)
 
-    Only ``confirmed`` or ``finalized`` statuses move it (CONFIRMED, FINALIZED, FAILED) and
-    apply effects; ``processed`` is on a block that may still be dropped, so it is only
-    noted. Nothing moves a CONFIRMED transaction but finalization.
+
+@worker_only  # the pump: acts for no tenant
+def transactions_follow(txs: Sequence[Transaction], *, rebroadcast_after: float | None = None) -> set[int]:
+    """Follow submitted transactions of one cluster by signature, in batches: one
+    getSignatureStatuses per 256, one JSON-RPC batch of getTransaction (and one
+    getMultipleAccounts) for those whose effects are due, and one database transaction
+    applying all of their effects. Returns the ids still in flight.
+
+    Only ``confirmed`` or ``finalized`` statuses move a transaction (CONFIRMED, FINALIZED,
+    FAILED) and apply effects; ``processed`` is on a block that may still be dropped, so it
+    is only noted. Nothing moves a CONFIRMED transaction but finalization. One not found is
+    sent again (same bytes: at most every ``rebroadcast_after`` seconds, by default
+    LEDGER_PUMP_REBROADCAST_SECONDS) or, once its lifetime is provably over, EXPIRED.
     """
-    tx = Transaction.unscoped.filter(pk=transaction_id).first()
-    if tx is None or tx.status not in (TransactionStatus.SUBMITTED, TransactionStatus.CONFIRMED):
-        return False
-    rpc = rpc_for(tx.cluster)
-    status = rpc.signature_statuses([Signature.from_string(tx.onchain_id)])[0]
-    if status is None:
-        if tx.status == TransactionStatus.CONFIRMED:
-            # Optimistically confirmed blocks are not rolled back; a node that lost track of
-            # it (restart, pruned status cache) does not make it expired. Keep following.
-            logger.warning("confirmed transaction %s not found by signature; still following", tx.onchain_id)
+    txs = [tx for tx in txs if tx.status in _IN_FLIGHT]
+    if not txs:
+        return set()
+    rpc = rpc_for(txs[0].cluster)
+    statuses = rpc.signature_statuses([Signature.from_string(tx.onchain_id) for tx in txs])
+    in_flight: set[int] = set()
+    settled: list[tuple[Transaction, object]] = []
+    missing: list[Transaction] = []
+    noted: list[tuple[Transaction, object]] = []
+    for tx, status in zip(txs, statuses):
+        if status is None:
+            if tx.status == TransactionStatus.CONFIRMED:
+                # Optimistically confirmed blocks are not rolled back; a node that lost track
+                # of it (restart, pruned status cache) does not make it expired. Keep following.
+                logger.warning("confirmed transaction %s not found by signature; still following", tx.onchain_id)
+                in_flight.add(tx.pk)
+                noted.append((tx, None))
+            else:
+                missing.append(tx)
+        elif _reached(status) == "processed":
+            in_flight.add(tx.pk)
+            noted.append((tx, status))
+        elif status.err is not None:
+            _finish(tx, TransactionStatus.FAILED, error_message=f"The transaction failed on chain: {status.err}", error={"err": str(status.err)}, slot=status.slot)
         else:
-            if tx.lifetime == MessageLifetime.DURABLE_NONCE and _window_over(tx.submitted_at):
-                fee_payers.nonce_advance(cluster=tx.cluster, nonce_address=tx.nonce_account, expected=tx.blockhash)
-            if _is_dead(tx, rpc):
-                _finish(tx, TransactionStatus.EXPIRED, error_message=_EXPIRED_MESSAGE[tx.lifetime])
-                return False
-            _broadcast(tx)  # same signed bytes: safe to repeat
-        Transaction.unscoped.filter(pk=tx.pk).update(updated_at=timezone.now())
-        return True
-    reached = _reached(status)
-    if reached == "processed":
-        Transaction.unscoped.filter(pk=tx.pk).update(slot=status.slot, updated_at=timezone.now())
-        return True
-    if status.err is not None:
-        _finish(tx, TransactionStatus.FAILED, error_message=f"The transaction failed on chain: {status.err}", error={"err": str(status.err)}, slot=status.slot)
-        return False
-    finalized = reached == "finalized"
-    new_status = TransactionStatus.FINALIZED if finalized else TransactionStatus.CONFIRMED
-    confirmations = status.confirmations if status.confirmations is not None else (32 if finalized else 0)
-    applies = _COMMITMENT_RANK[reached] >= max(_COMMITMENT_RANK["confirmed"], _COMMITMENT_RANK.get(tx.commitment, 1))
-    # Read what the effects need before any database transaction opens (no locks held
-    # across RPC); a chain outage here changes nothing and the task retries.
-    facts = effects.prefetch(tx) if applies and tx.effects_applied_at is None else None
+            settled.append((tx, status))
+    in_flight |= _settle(settled)
+    in_flight |= _follow_missing(missing, rpc, rebroadcast_after)
+    _note(noted)
+    return in_flight
+
+
+def _applies(tx: Transaction, reached: str) -> bool:
+    return _COMMITMENT_RANK[reached] >= max(_COMMITMENT_RANK["confirmed"], _COMMITMENT_RANK.get(tx.commitment, 1))
+
+
+@worker_only  # the pump
+def _settle(settled: list[tuple[Transaction, object]]) -> set[int]:
+    """CONFIRMED / FINALIZED, with effects applied once where due, all in one database
+    transaction (a savepoint each: one handler's failure leaves the others applied and its
+    own transaction in flight, retried on the next pass). What the effects need from the
+    chain is read first, in batches, with no database transaction open; a chain outage
+    there changes nothing."""
+    if not settled:
+        return set()
+    due = [tx for tx, status in settled if tx.effects_applied_at is None and _applies(tx, _reached(status))]
+    facts = effects.prefetch_many(due)
+    in_flight: set[int] = set()
     now = timezone.now()
     with db_transaction.atomic():
-        fields = {"status": new_status, "confirmations_count": confirmations, "slot": status.slot, "updated_at": now}
-        if tx.confirmed_at is None:
-            fields["confirmed_at"] = now
-        if finalized:
-            fields["finalized_at"] = now
-        Transaction.unscoped.filter(pk=tx.pk, status__in=[TransactionStatus.SUBMITTED, TransactionStatus.CONFIRMED]).update(**fields)
-        if facts is not None:
-            _apply_effects(tx.pk, facts)
-        if finalized:
-            NonceAccount.objects.filter(leased_by_id=tx.pk).update(leased_by=None, leased_at=None)
-            _event(tx, "FINALIZED", slot=status.slot)
-    return not finalized
+        for tx, status in settled:
+            finalized = _reached(status) == "finalized"
+            try:
+                with db_transaction.atomic():
+                    fields = {"status": TransactionStatus.FINALIZED if finalized else TransactionStatus.CONFIRMED, "slot": status.slot, "updated_at": now,
+                              "confirmations_count": status.confirmations if status.confirmations is not None else (32 if finalized else 0)}
+                    if tx.confirmed_at is None:
+                        fields["confirmed_at"] = now
+                    if finalized:
+                        fields["finalized_at"] = now
+                    Transaction.unscoped.filter(pk=tx.pk, status__in=_IN_FLIGHT).update(**fields)
+                    if tx.pk in facts:
+                        _apply_effects(tx.pk, facts[tx.pk])
+                    if finalized:
+                        NonceAccount.objects.filter(leased_by_id=tx.pk).update(leased_by=None, leased_at=None)
+                        _event(tx, "FINALIZED", slot=status.slot)
+            except Exception:  # noqa: BLE001 - one transaction's bug must not hold up the others
+                logger.exception("could not settle transaction %s; it stays in flight", tx.pk)
+                in_flight.add(tx.pk)
+                continue
+            if not finalized:
+                in_flight.add(tx.pk)
+    return in_flight
+
+
+@worker_only  # the pump
+def _follow_missing(missing: list[Transaction], rpc, rebroadcast_after: float | None) -> set[int]:
+    """Submitted, not found by signature: EXPIRED once provably dead, else sent again
+    (the same bytes) when ``rebroadcast_after`` seconds passed since the last send."""
+    from django.conf import settings
+
+    if not missing:
+        return set()
+    for tx in missing:
+        if tx.lifetime == MessageLifetime.DURABLE_NONCE and _window_over(tx.submitted_at):
+            fee_payers.nonce_advance(cluster=tx.cluster, nonce_address=tx.nonce_account, expected=tx.blockhash)
+    height = rpc.block_height() if any(tx.lifetime == MessageLifetime.RECENT_BLOCKHASH for tx in missing) else None
+    over = [tx for tx in missing if _lifetime_over(tx, rpc, height=height)]
+    # Looked up again *after* the lifetime check: one may have landed between the first
+    # lookup and the check, and must not then be called expired.
+    again = rpc.signature_statuses([Signature.from_string(tx.onchain_id) for tx in over]) if over else []
+    dead = {tx.pk for tx, status in zip(over, again) if status is None}
+    for tx in over:
+        if tx.pk in dead:
+            _finish(tx, TransactionStatus.EXPIRED, error_message=_EXPIRED_MESSAGE[tx.lifetime])
+    alive = [tx for tx in missing if tx.pk not in dead]
+    cutoff = timezone.now() - timedelta(seconds=settings.LEDGER_PUMP_REBROADCAST_SECONDS if rebroadcast_after is None else rebroadcast_after)
+    resend = [tx for tx in alive if tx.updated_at is None or tx.updated_at <= cutoff]
+    _broadcast(resend)
+    if resend:
+        Transaction.unscoped.filter(pk__in=[tx.pk for tx in resend]).update(updated_at=timezone.now())
+    return {tx.pk for tx in alive}
+
+
+@worker_only  # the pump
+def _note(noted: list[tuple[Transaction, object]]) -> None:
+    """Still in flight and looked at: the slot a ``processed`` status names; updated_at
+    either way (CONFIRMED ones are looked at again LEDGER_PUMP_RECHECK_CONFIRMED_SECONDS
+    later)."""
+    if not noted:
+        return
+    now = timezone.now()
+    for tx, status in noted:
+        if status is not None:
+            Transaction.unscoped.filter(pk=tx.pk).update(slot=status.slot, updated_at=now)
+    Transaction.unscoped.filter(pk__in=[tx.pk for tx, status in noted if status is None]).update(updated_at=now)
 
 
 _EXPIRED_MESSAGE = {
@@ -486,21 +588,15 @@ def _window_over(since) -> bool:
     return since is not None and timezone.now() - since >= timedelta(seconds=settings.LEDGER_DURABLE_NONCE_WINDOW_SECONDS)
 
 
-def _lifetime_over(tx: Transaction, rpc) -> bool:
+def _lifetime_over(tx: Transaction, rpc, *, height: int | None = None) -> bool:
+    """Provably never executing: its blockhash is past its last valid block height
+    (``height``: the cluster's, when the caller read it already), or its durable nonce
+    moved on."""
     if tx.lifetime == MessageLifetime.DURABLE_NONCE:
         return str(builder.nonce_value(rpc, Pubkey.from_string(tx.nonce_account))) != tx.blockhash
-    return tx.last_valid_block_height is not None and rpc.block_height() > tx.last_valid_block_height
-
-
-def _is_dead(tx: Transaction, rpc) -> bool:
-    """Provably never executing: blockhash past its last valid height, or nonce moved on.
-
-    The signature is looked up again *after* the lifetime check: it may have landed between
-    the first lookup and the check, and must not then be called expired.
-    """
-    if not _lifetime_over(tx, rpc):
+    if tx.last_valid_block_height is None:
         return False
-    return rpc.signature_statuses([Signature.from_string(tx.onchain_id)])[0] is None
+    return (height if height is not None else rpc.block_height()) > tx.last_valid_block_height
 
 
 @worker_only  # reconciliation: acts for no tenant

@@ -1,11 +1,13 @@
 """Worker tasks of the transaction engine: thin, named, and claiming their work.
 
-submit → confirm (rescheduled with backoff while in flight) → effects applied once.
-``reconcile_inflight`` runs on beat and when a worker starts, so transactions whose tasks
-were lost in a crash are looked up again by signature, and held ones (never submitted) end
-once their lifetime is over. ``fill_nonce_pools`` (beat) and ``fill_nonce_pool`` (kicked by a
-lease that leaves the pool low) create durable nonce accounts ahead of demand and close free
-ones beyond what the pool keeps.
+``pump`` (one per cluster, transactions/pump.py) sends SIGNED transactions and follows
+submitted ones in batches until nothing is in flight; a committed request kicks it, and
+``pump_watch`` (beat, and a worker starting) restarts one whose holder died.
+``reconcile_inflight`` runs on beat and when a worker starts: held transactions (never
+submitted) end once their lifetime is over, and clusters with work get a pump.
+``fill_nonce_pools`` (beat) and ``fill_nonce_pool`` (kicked by a lease that leaves the pool
+low) create durable nonce accounts ahead of demand and close free ones beyond what the pool
+keeps.
 """
 
 from __future__ import annotations
@@ -18,37 +20,50 @@ from celery.signals import worker_ready
 from django.conf import settings
 from django.core.cache import cache
 
-from . import fee_payers, services
+from . import fee_payers, pump as pumping, services
 from .chain.errors import ChainUnavailable
 
-# Seconds between confirmation checks: quick at first, then every 2 s.
-_BACKOFF = (0.2, 0.3, 0.5, 0.5, 1.0, 1.0, 2.0)
-_MAX_CHECKS = 400  # ~13 minutes; reconciliation takes over after that
+
+@shared_task(name="ledger.transactions.pump", acks_late=True)
+def pump(*, cluster: str) -> None:
+    try:
+        more = pumping.pump_run(cluster, holder=pumping.new_holder())
+    except ChainUnavailable:
+        # The cluster does not answer: nothing changed; try again shortly.
+        pump.apply_async(kwargs={"cluster": cluster}, countdown=1.0)
+        return
+    if more:
+        # Run over (or idle with work just committed): a fresh task carries on.
+        pump.delay(cluster=cluster)
 
 
-@shared_task(name="ledger.transactions.submit", acks_late=True, autoretry_for=(ChainUnavailable,), retry_backoff=True, max_retries=5)
+@shared_task(name="ledger.transactions.pump_watch", acks_late=True)
+def pump_watch() -> int:
+    clusters = pumping.clusters_needing_pump()
+    for cluster in clusters:
+        pump.delay(cluster=cluster)
+    return len(clusters)
+
+
+# Messages queued by a service version that had a task per transaction (a rolling upgrade)
+# start the pump instead.
+@shared_task(name="ledger.transactions.submit", acks_late=True)
 def submit_transaction(*, transaction_id: int) -> None:
-    services.transaction_submit(transaction_id=transaction_id)
-    confirm_transaction.apply_async(kwargs={"transaction_id": transaction_id, "check": 0}, countdown=_BACKOFF[0])
+    pump_watch()
 
 
-@shared_task(name="ledger.transactions.confirm", acks_late=True, autoretry_for=(ChainUnavailable,), retry_backoff=True, max_retries=10)
+@shared_task(name="ledger.transactions.confirm", acks_late=True)
 def confirm_transaction(*, transaction_id: int, check: int = 0) -> None:
-    if services.transaction_confirm(transaction_id=transaction_id) and check < _MAX_CHECKS:
-        delay = _BACKOFF[min(check + 1, len(_BACKOFF) - 1)]
-        confirm_transaction.apply_async(kwargs={"transaction_id": transaction_id, "check": check + 1}, countdown=delay)
+    pump_watch()
 
 
 @shared_task(name="ledger.transactions.reconcile_inflight", acks_late=True)
 def reconcile_inflight(*, stale_seconds: float = 5.0) -> int:
     rows = services.transactions_in_flight(stale_after=timedelta(seconds=stale_seconds))
     for transaction_id, status in rows:
-        if status == "SIGNED":
-            submit_transaction.delay(transaction_id=transaction_id)
-        elif status == "HELD":
+        if status == "HELD":
             expire_held_transaction.delay(transaction_id=transaction_id)
-        else:
-            confirm_transaction.delay(transaction_id=transaction_id, check=0)
+    pump_watch()
     return len(rows)
 
 
@@ -56,7 +71,7 @@ def reconcile_inflight(*, stale_seconds: float = 5.0) -> int:
 def expire_held_transaction(*, transaction_id: int) -> None:
     if services.transaction_expire_held(transaction_id=transaction_id) == services.TransactionStatus.SUBMITTED:
         # It landed without the service sending it: follow it now, not at the next sweep.
-        confirm_transaction.delay(transaction_id=transaction_id, check=0)
+        pump.delay(cluster=services.Transaction.unscoped.get(pk=transaction_id).cluster)
 
 
 @shared_task(name="ledger.transactions.fill_nonce_pool", acks_late=True, autoretry_for=(ChainUnavailable,), retry_backoff=True, max_retries=5)
@@ -84,5 +99,7 @@ def fill_nonce_pools() -> None:
 
 @worker_ready.connect
 def _reconcile_on_start(sender=None, **kwargs) -> None:
-    # A restarted worker first looks again at everything left in flight (crash safety).
+    # A restarted worker first looks again at everything left in flight (crash safety),
+    # and once more when a pump lease its killed predecessor held has lapsed.
     reconcile_inflight.delay(stale_seconds=0)
+    pump_watch.apply_async(countdown=settings.LEDGER_PUMP_LEASE_SECONDS + 0.5)

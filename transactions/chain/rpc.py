@@ -9,11 +9,13 @@ program's reason), anything else ``ChainRpcError`` (500).
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from dataclasses import dataclass
 from typing import Sequence
 
+import httpx
 from django.conf import settings
 from solana.exceptions import SolanaRpcException
 from solana.rpc.api import Client
@@ -23,9 +25,14 @@ from solana.rpc.types import TxOpts
 from solders.account import Account
 from solders.hash import Hash
 from solders.pubkey import Pubkey
+from solders.commitment_config import CommitmentLevel
+from solders.rpc.config import RpcSendTransactionConfig, RpcTransactionConfig
 from solders.rpc.errors import SendTransactionPreflightFailureMessage
-from solders.rpc.requests import GetRecentPrioritizationFees, IsBlockhashValid
-from solders.rpc.responses import GetRecentPrioritizationFeesResp, IsBlockhashValidResp, RpcConfirmedTransactionStatusWithSignature
+from solders.rpc.requests import GetRecentPrioritizationFees, GetTransaction, IsBlockhashValid, SendRawTransaction
+from solders.rpc.responses import (
+    GetRecentPrioritizationFeesResp, GetTransactionResp, IsBlockhashValidResp, RPCError, RpcConfirmedTransactionStatusWithSignature, SendTransactionResp,
+)
+from solders.transaction_status import UiTransactionEncoding
 from solders.signature import Signature
 from solders.transaction_status import TransactionStatus
 
@@ -36,6 +43,8 @@ from .errors import ChainRpcError, ChainUnavailable, SimulationFailed, caller_ac
 logger = logging.getLogger("ledger.chain")
 
 _clients: dict[tuple[str, str], "ChainRpc"] = {}
+
+_LEVELS = {"processed": CommitmentLevel.Processed, "confirmed": CommitmentLevel.Confirmed, "finalized": CommitmentLevel.Finalized}
 _clients_lock = threading.Lock()
 
 
@@ -184,28 +193,46 @@ class ChainRpc:
         the addresses loaded from lookup tables (writable, then read-only).
         """
         value = self._call(self.client.get_transaction, signature, "json", Commitment(commitment), 0).value
-        if value is None or value.transaction.meta is None:
-            return None
-        meta = value.transaction.meta
-        keys = list(static_keys)
-        if meta.loaded_addresses is not None:
-            keys += [str(k) for k in meta.loaded_addresses.writable] + [str(k) for k in meta.loaded_addresses.readonly]
-        lamports = {key: (pre, post) for key, pre, post in zip(keys, meta.pre_balances, meta.post_balances)}
-        pre = _token_entries(meta.pre_token_balances, keys)
-        post = _token_entries(meta.post_token_balances, keys)
-        tokens = {}
-        for address in dict.fromkeys([*pre, *post]):
-            before, after = pre.get(address), post.get(address)
-            entry = after or before
-            tokens[address] = TokenBalance(
-                mint=str(entry.mint), owner=str(entry.owner) if entry.owner is not None else "",
-                program_id=str(entry.program_id) if entry.program_id is not None else "",
-                decimals=int(entry.ui_token_amount.decimals),
-                pre=int(before.ui_token_amount.amount) if before is not None else 0,
-                post=int(after.ui_token_amount.amount) if after is not None else 0,
-                opened=before is None, closed=after is None,
-            )
-        return TransactionBalances(value.slot, tuple(keys), lamports, tokens)
+        return _balances(value, static_keys)
+
+    def transactions_balances(self, wanted: Sequence[tuple[Signature, Sequence[str]]], commitment: str = "confirmed") -> list[TransactionBalances | None]:
+        """``transaction_balances`` of several transactions (signature, static keys), in
+        JSON-RPC batches: one HTTP request per LEDGER_RPC_BATCH_SIZE transactions."""
+        config = RpcTransactionConfig(encoding=UiTransactionEncoding.Json, commitment=_LEVELS[commitment], max_supported_transaction_version=0)
+        answers = self._batch([GetTransaction(signature, config, id=i) for i, (signature, _) in enumerate(wanted)], GetTransactionResp)
+        out = []
+        for (signature, static_keys), answer in zip(wanted, answers):
+            if isinstance(answer, RPCError.__args__):
+                raise ChainRpcError(f"The RPC endpoint of {self.cluster} answered an error for getTransaction {signature}: {getattr(answer, 'message', answer)}")
+            out.append(_balances(answer.value, static_keys))
+        return out
+
+    def _batch(self, bodies: list, parser) -> list:
+        """Calls of one method (``bodies``, built with id = their index) sent as JSON-RPC
+        batches; the answers in the same order, each the parsed response or the RPCError
+        the node answered for that call. LEDGER_RPC_BATCH_SIZE calls per HTTP request:
+        public RPC providers cap batches (docs/configuration.md)."""
+        size = max(1, settings.LEDGER_RPC_BATCH_SIZE)
+        out: list = []
+        for start in range(0, len(bodies), size):
+            chunk = tuple(bodies[start:start + size])
+            try:
+                raw = self.client._provider.make_batch_request_unparsed(chunk)
+            except httpx.HTTPError as exc:
+                raise ChainUnavailable(f"The RPC endpoint of {self.cluster} did not answer: {type(exc).__name__}.") from exc
+            try:
+                items = json.loads(raw)
+            except ValueError as exc:
+                raise ChainRpcError(f"The RPC endpoint of {self.cluster} answered a batch with something other than JSON.") from exc
+            if not isinstance(items, list):
+                raise ChainRpcError(f"The RPC endpoint of {self.cluster} refused a batch request: {str(items)[:200]}")
+            by_id = {item.get("id"): item for item in items if isinstance(item, dict)}
+            for index in range(start, start + len(chunk)):
+                item = by_id.get(index)
+                if item is None:
+                    raise ChainRpcError(f"The RPC endpoint of {self.cluster} left call {index} of a batch unanswered.")
+                out.append(parser.from_json(json.dumps(item)))
+        return out
 
     def signatures_for_address(self, address: Pubkey, *, before: Signature | None = None, limit: int = 1000, commitment: str = "confirmed") -> list[RpcConfirmedTransactionStatusWithSignature]:
         """The transactions that touched ``address``, newest first, older than ``before``
@@ -230,6 +257,24 @@ class ChainRpc:
         opts = TxOpts(skip_preflight=skip_preflight, preflight_commitment=Commitment(preflight_commitment), skip_confirmation=True)
         return self._call(self.client.send_raw_transaction, raw, opts).value
 
+    def send_raw_many(self, raws: Sequence[bytes], *, skip_preflight: bool = False, preflight_commitment: str = "confirmed") -> list[Signature | Exception]:
+        """Send several signed transactions in JSON-RPC batches. Each answer is its
+        signature or the exception ``send_raw`` would have raised for it alone
+        (SimulationFailed for a preflight refusal, ChainRpcError otherwise); a transport
+        failure raises ChainUnavailable for the whole batch (which of them arrived is
+        unknown: the caller looks them up by signature)."""
+        config = RpcSendTransactionConfig(skip_preflight=skip_preflight, preflight_commitment=_LEVELS[preflight_commitment])
+        out: list[Signature | Exception] = []
+        for answer in self._batch([SendRawTransaction(raw, config, id=i) for i, raw in enumerate(raws)], SendTransactionResp):
+            if isinstance(answer, SendTransactionPreflightFailureMessage):
+                logs = list(answer.data.logs or [])
+                out.append(SimulationFailed(reason_from_logs(logs, answer.data.err), logs=logs, err=answer.data.err))
+            elif isinstance(answer, RPCError.__args__):
+                out.append(ChainRpcError(f"The RPC endpoint of {self.cluster} answered an error: {getattr(answer, 'message', answer)}"))
+            else:
+                out.append(answer.value)
+        return out
+
     def simulate(self, transaction, *, tenant=None) -> None:
         """Raise SimulationFailed when the transaction would fail; its message names the
         failing account only when it is an account of ``tenant`` (the acting organization)
@@ -244,6 +289,32 @@ class ChainRpc:
 
     def airdrop(self, address: Pubkey, lamports: int) -> Signature:
         return self._call(self.client.request_airdrop, address, lamports).value
+
+
+def _balances(value, static_keys: Sequence[str]) -> TransactionBalances | None:
+    """A getTransaction answer (json encoding) as TransactionBalances."""
+    if value is None or value.transaction.meta is None:
+        return None
+    meta = value.transaction.meta
+    keys = list(static_keys)
+    if meta.loaded_addresses is not None:
+        keys += [str(k) for k in meta.loaded_addresses.writable] + [str(k) for k in meta.loaded_addresses.readonly]
+    lamports = {key: (pre, post) for key, pre, post in zip(keys, meta.pre_balances, meta.post_balances)}
+    pre = _token_entries(meta.pre_token_balances, keys)
+    post = _token_entries(meta.post_token_balances, keys)
+    tokens = {}
+    for address in dict.fromkeys([*pre, *post]):
+        before, after = pre.get(address), post.get(address)
+        entry = after or before
+        tokens[address] = TokenBalance(
+            mint=str(entry.mint), owner=str(entry.owner) if entry.owner is not None else "",
+            program_id=str(entry.program_id) if entry.program_id is not None else "",
+            decimals=int(entry.ui_token_amount.decimals),
+            pre=int(before.ui_token_amount.amount) if before is not None else 0,
+            post=int(after.ui_token_amount.amount) if after is not None else 0,
+            opened=before is None, closed=after is None,
+        )
+    return TransactionBalances(value.slot, tuple(keys), lamports, tokens)
 
 
 def _token_entries(entries, keys: list[str]) -> dict:

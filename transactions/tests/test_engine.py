@@ -219,6 +219,9 @@ def test_inflight_transaction_survives_restart_of_node_and_worker(tmp_path, sett
     route_tasks_to(queue)
     settings.LEDGER_CLUSTERS = {**settings.LEDGER_CLUSTERS, CLUSTER: node.url}
     worker = WorkerProcess(queue, extra_env={"LEDGER_LOCALNET_RPC_URL": node.url})
+    # The session's worker knows CLUSTER by the shared node's URL: its pump would follow
+    # this transaction on the wrong node (in a deployment every worker has one URL per cluster).
+    celery_worker_process.stop()
     try:
         client = Client(node.url, timeout=10)
         source = funded(client, 10**9)
@@ -238,6 +241,7 @@ def test_inflight_transaction_survives_restart_of_node_and_worker(tmp_path, sett
         worker.stop()
         node.stop()
         route_tasks_to(celery_worker_process.queue)
+        celery_worker_process.start()
 
 
 @pytest.mark.django_db(transaction=True)

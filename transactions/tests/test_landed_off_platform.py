@@ -99,11 +99,11 @@ def test_held_nonce_transaction_the_client_sent_itself_is_followed_not_expired(a
 
     settings.LEDGER_DURABLE_NONCE_WINDOW_SECONDS = 0  # its signing window is over
     queued: list[dict] = []
-    monkeypatch.setattr(tasks.confirm_transaction, "delay", lambda **kwargs: queued.append(kwargs))
+    monkeypatch.setattr(tasks.pump, "delay", lambda **kwargs: queued.append(kwargs))
     tasks.expire_held_transaction(transaction_id=tx.pk)
     tx.refresh_from_db()
     assert tx.status == TransactionStatus.SUBMITTED and tx.onchain_id == str(signature)
-    assert queued == [{"transaction_id": tx.pk, "check": 0}]  # followed at once
+    assert queued == [{"cluster": tx.cluster}]  # followed at once: the cluster's pump starts
     services.transaction_confirm(transaction_id=tx.pk)
     tx.refresh_from_db()
     account.refresh_from_db()

@@ -1,0 +1,160 @@
+"""The transaction pump (transactions/pump.py): batches, one holder per cluster, handover.
+
+The tests drive passes in this process while holding the cluster's lease themselves, so a
+worker's pump left from another test cannot take their transactions."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+from django.db import transaction as db_transaction
+from django.utils import timezone
+from solders.keypair import Keypair
+from solders.signature import Signature
+from solders.system_program import TransferParams, transfer
+
+from accounts.custody import managed_key_import
+from tests.workers import wait_for
+from transactions import effects, pump, services
+from transactions.chain.rpc import rpc_for
+from transactions.models import PumpLease, Transaction, TransactionEvent, TransactionStatus
+from transactions.services import SignerSpec
+from transactions.tests.chainkit import funded
+
+pytestmark = [pytest.mark.chain]
+CLUSTER = "CHAIN_LOCALNET"
+HOLDER = "test-holder"
+
+
+@pytest.fixture
+def lease():
+    """This test holds the cluster's pump lease (waiting for a worker's to lapse)."""
+    wait_for(lambda: pump.lease_take(CLUSTER, HOLDER), timeout=15, what="the pump lease")
+    yield
+    pump.lease_release(CLUSTER, HOLDER)
+
+
+def _signed(tenant, source: Keypair, count: int) -> list[Transaction]:
+    """``count`` SIGNED transfers due for sending, recorded without kicking any pump."""
+    signer = SignerSpec(source.pubkey(), managed_key_import(secret=str(source)))
+    rows = []
+    for index in range(count):
+        with db_transaction.atomic():
+            rows.append(services.transaction_prepare(tenant=tenant, cluster=CLUSTER, operation="test.transfer", signers=[signer], submit=False,
+                                                     instructions=[transfer(TransferParams(from_pubkey=source.pubkey(), to_pubkey=Keypair().pubkey(), lamports=1_000_000 + index))]))
+    Transaction.unscoped.filter(pk__in=[tx.pk for tx in rows]).update(submit_when_signed=True)
+    return rows
+
+
+@pytest.fixture
+def rpc_log(monkeypatch):
+    """Every HTTP request the cluster client sends: the JSON-RPC methods in it."""
+    session = rpc_for(CLUSTER).client._provider.session
+    post = session.post
+    requests: list[list[str]] = []
+
+    def counting(*args, **kwargs):
+        body = json.loads(kwargs.get("content") or kwargs.get("data") or "null")
+        requests.append([item["method"] for item in body] if isinstance(body, list) else [body["method"]])
+        return post(*args, **kwargs)
+
+    monkeypatch.setattr(session, "post", counting)
+    return requests
+
+
+@pytest.mark.django_db(transaction=True)
+def test_one_pass_sends_confirms_and_applies_many_in_a_few_requests(tenant, chain, lease, rpc_log):
+    rows = _signed(tenant, funded(chain, 10**9), 30)
+    rpc_log.clear()
+    sent, in_flight = pump.pump_pass(CLUSTER)
+    assert sent == 30 and in_flight == 30  # CONFIRMED, followed until finalized
+    for tx in rows:
+        tx.refresh_from_db()
+        assert tx.status == TransactionStatus.CONFIRMED and tx.effects_applied_at is not None
+        assert chain.get_signature_statuses([Signature.from_string(tx.onchain_id)]).value[0] is not None
+    assert TransactionEvent.objects.filter(transaction__in=rows, kind="EFFECTS_APPLIED").count() == 30
+    # One batch of sends, one status lookup, one batch of getTransaction: not one per transaction.
+    assert rpc_log == [["sendTransaction"] * 30, ["getSignatureStatuses"], ["getTransaction"] * 30]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_handler_failing_for_one_transaction_leaves_the_others_settled(tenant, chain, lease, monkeypatch):
+    rows = _signed(tenant, funded(chain, 10**9), 3)
+    apply = effects.apply
+    poisoned = rows[1].pk
+
+    def failing(tx, facts):
+        if tx.pk == poisoned:
+            raise RuntimeError("a bug in one handler")
+        apply(tx, facts)
+
+    monkeypatch.setattr(effects, "apply", failing)
+    pump.pump_pass(CLUSTER)
+    states = {tx.pk: (tx.status, tx.effects_applied_at is not None) for tx in Transaction.unscoped.filter(pk__in=[r.pk for r in rows])}
+    assert states[rows[0].pk] == states[rows[2].pk] == (TransactionStatus.CONFIRMED, True)
+    assert states[poisoned] == (TransactionStatus.SUBMITTED, False)  # rolled back to its savepoint, still in flight
+    monkeypatch.setattr(effects, "apply", apply)
+    pump.pump_pass(CLUSTER)  # the next pass applies it, once
+    assert TransactionEvent.objects.filter(transaction_id=poisoned, kind="EFFECTS_APPLIED").count() == 1
+    assert Transaction.unscoped.get(pk=poisoned).status == TransactionStatus.CONFIRMED
+
+
+@pytest.mark.django_db(transaction=True)
+def test_one_holder_per_cluster_until_its_lease_lapses():
+    assert pump.lease_take("CHAIN_DEVNET", "a") and pump.lease_take("CHAIN_DEVNET", "a")  # taken, renewed
+    assert not pump.lease_take("CHAIN_DEVNET", "b") and pump.lease_live("CHAIN_DEVNET")
+    PumpLease.objects.filter(cluster="CHAIN_DEVNET").update(lease_until=timezone.now() - timedelta(seconds=1))  # "a" was killed
+    assert not pump.lease_live("CHAIN_DEVNET")
+    assert pump.lease_take("CHAIN_DEVNET", "b")
+    assert not pump.lease_take("CHAIN_DEVNET", "a")  # the old holder, back, stops
+    pump.lease_release("CHAIN_DEVNET", "b")
+    assert not pump.lease_live("CHAIN_DEVNET")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_pump_that_lost_its_lease_stops(tenant, chain, monkeypatch):
+    wait_for(lambda: not pump.lease_live(CLUSTER), timeout=15, what="no pump running")
+    passes = []
+
+    def stolen(cluster):
+        passes.append(cluster)
+        PumpLease.objects.filter(cluster=cluster).update(holder="another", lease_until=timezone.now() + timedelta(seconds=30))
+        return 0, 0
+
+    monkeypatch.setattr(pump, "pump_pass", stolen)
+    assert pump.pump_run(CLUSTER, holder=HOLDER, run_seconds=10) is False
+    assert passes == [CLUSTER]
+    assert PumpLease.objects.get(cluster=CLUSTER).holder == "another"  # not released by the loser
+    PumpLease.objects.filter(cluster=CLUSTER).update(holder="", lease_until=timezone.now())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_work_committed_while_the_pump_stops_is_reported_for_another_run(tenant, chain, settings, monkeypatch):
+    """A request that saw the lease live did not kick; the stopping pump must find its row."""
+    wait_for(lambda: not pump.lease_live(CLUSTER), timeout=15, what="no pump running")
+    settings.LEDGER_PUMP_IDLE_SECONDS = 0
+    source = funded(chain, 10**9)
+    release = pump.lease_release
+    late: list[Transaction] = []
+
+    def release_then_commit(cluster, holder):
+        release(cluster, holder)
+        late.extend(_signed(tenant, source, 1))  # committed just after the lease was given up
+
+    monkeypatch.setattr(pump, "lease_release", release_then_commit)
+    assert pump.pump_run(CLUSTER, holder=HOLDER, run_seconds=5) is True
+    monkeypatch.setattr(pump, "lease_release", release)
+    assert pump.pump_run(CLUSTER, holder=HOLDER, run_seconds=5) in (True, False)  # the next run sends it
+    late[0].refresh_from_db()
+    assert late[0].status in (TransactionStatus.CONFIRMED, TransactionStatus.FINALIZED)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_watch_starts_a_pump_only_where_work_waits_and_none_runs(tenant, chain, lease):
+    _signed(tenant, funded(chain, 10**9), 1)
+    assert pump.clusters_needing_pump() == []  # this test's lease is live
+    pump.lease_release(CLUSTER, HOLDER)
+    assert pump.clusters_needing_pump() == [CLUSTER]
+    pump.lease_take(CLUSTER, HOLDER)

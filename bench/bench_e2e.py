@@ -35,6 +35,9 @@ from transactions.localnet.testing import LocalnetProcess, free_port  # noqa: E4
 
 OPS = int(os.environ.get("BENCH_E2E_OPS", "200"))
 SETUPS = os.environ.get("BENCH_E2E_SETUPS", "embedded,postgres").split(",")
+CASES = [c for c in os.environ.get("BENCH_E2E_CASES", "").split(",") if c]  # e.g. create_account_seeded; default: all
+CONCURRENCY = [int(c) for c in os.environ.get("BENCH_E2E_CONCURRENCY", "8,32").split(",")]
+WORKER_LOG = os.environ.get("BENCH_E2E_WORKER_LOG")  # keep the worker's log (DEBUG for the pump) here
 TERMINAL = {"CONFIRMED", "FINALIZED", "FAILED", "EXPIRED", "CANCELLED"}
 
 
@@ -204,8 +207,10 @@ def run_setup(setup: str, raw: float) -> None:
             manage(env, "create_tenant", "--external-id", "BENCH", "--name", "Bench")
             key = json.loads(manage(env, "create_api_key", "--org", "BENCH", "--rate-limit", "0"))["secret"]
             # As make run starts it (scripts/run-embedded.sh): one worker, beat, concurrency 2.
-            procs.append(subprocess.Popen([sys.executable, "-m", "celery", "-A", "ledger_project", "worker", "--beat", "--schedule", str(Path(tmp) / "beat"), "--concurrency", "2", "--loglevel", "WARNING"],
-                                          cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            worker_out = open(WORKER_LOG, "ab") if WORKER_LOG else subprocess.DEVNULL
+            worker_env = {**env, "LOG_LEVEL": "DEBUG"} if WORKER_LOG else env
+            procs.append(subprocess.Popen([sys.executable, "-m", "celery", "-A", "ledger_project", "worker", "--beat", "--schedule", str(Path(tmp) / "beat"), "--concurrency", "2", "--loglevel", "INFO" if WORKER_LOG else "WARNING"],
+                                          cwd=ROOT, env=worker_env, stdout=worker_out, stderr=subprocess.STDOUT))
             port = free_port()
             procs.append(gunicorn(env, port))
             wait_until_up(port, ("POST", "/api/v1/auth/whoami", "{}", {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}))
@@ -220,15 +225,17 @@ def run_setup(setup: str, raw: float) -> None:
                 return {"itemData": {"managed": True, "seed": {"lamports": 1_000_000}}}
 
             results = {}
-            for concurrency in (8, 32):
+            for concurrency in CONCURRENCY:
                 for name, path, body in (("transfer_financial_instrument", "/api/v1/positions/transfer", transfer("WALLET")),
                                          ("transfer_no_debit_limits", "/api/v1/positions/transfer", transfer("TOKEN_MANAGEMENT_AUTHORITY")),
                                          ("create_account_seeded", "/api/v1/accounts", seeded_account)):
+                    if CASES and name not in CASES:
+                        continue
                     result = measure(env, port, key, name, path, body, concurrency)
                     results[(name, concurrency)] = result
                     print(json.dumps({**result, **common}), flush=True)
-                with_limits, without = results[("transfer_financial_instrument", concurrency)], results[("transfer_no_debit_limits", concurrency)]
-                if without["confirmed_per_s"]:
+                with_limits, without = results.get(("transfer_financial_instrument", concurrency)), results.get(("transfer_no_debit_limits", concurrency))
+                if with_limits and without and without["confirmed_per_s"]:
                     print(json.dumps({"bench": "e2e_debit_limit_check_cost", "concurrency": concurrency, **common,
                                       "confirmed_per_s_ratio": round(with_limits["confirmed_per_s"] / without["confirmed_per_s"], 3),
                                       "http_p50_ratio": round((with_limits["http_p50_ms"] or 0) / (without["http_p50_ms"] or 1), 3), "target_ratio_min": 0.9}), flush=True)

@@ -39,8 +39,10 @@ from .models import PumpLease, Transaction, TransactionStatus
 
 logger = logging.getLogger("ledger.transactions")
 
-_SEND_BATCH = 256
-_FOLLOW_BATCH = 1024
+# Per pass: a pass applies effects at ~15-20 queries a transaction, so it is bounded to stay
+# well inside the lease (renewed between its phases) and to keep confirmation latency even.
+_SEND_BATCH = 100
+_FOLLOW_BATCH = 200
 _IDLE_SLEEP = 0.05  # between passes that moved nothing
 
 
@@ -88,14 +90,19 @@ def work_pending(cluster: str) -> bool:
 
 
 @worker_only  # the pump acts for no tenant
-def pump_pass(cluster: str) -> tuple[int, int]:
-    """One pass: send what is SIGNED, follow what is in flight. Returns (sent, still in
-    flight). CONFIRMED transactions (waiting for finalization) are looked at every
-    LEDGER_PUMP_RECHECK_CONFIRMED_SECONDS, submitted ones every pass."""
+def pump_pass(cluster: str, renew=lambda: True) -> tuple[int, int]:
+    """One pass: send what is SIGNED, follow what is in flight — submitted ones first, then
+    CONFIRMED ones (waiting for finalization) not looked at for
+    LEDGER_PUMP_RECHECK_CONFIRMED_SECONDS. ``renew()`` (the lease) runs between the
+    phases; False stops the pass. Returns (sent, still in flight)."""
     sent = len(services.transactions_submit(cluster=cluster, limit=_SEND_BATCH))
+    if not renew():
+        return sent, 0
     recheck = timezone.now() - timedelta(seconds=settings.LEDGER_PUMP_RECHECK_CONFIRMED_SECONDS)
-    due = _in_flight(cluster).filter(Q(status=TransactionStatus.SUBMITTED) | Q(updated_at__lte=recheck)).order_by("pk")[:_FOLLOW_BATCH]
-    still = services.transactions_follow(list(due))
+    due = list(_in_flight(cluster).filter(status=TransactionStatus.SUBMITTED).order_by("pk")[:_FOLLOW_BATCH])
+    if len(due) < _FOLLOW_BATCH:
+        due += list(_in_flight(cluster).filter(status=TransactionStatus.CONFIRMED, updated_at__lte=recheck).order_by("pk")[:_FOLLOW_BATCH - len(due)])
+    still = services.transactions_follow(due)
     return sent, len(still)
 
 
@@ -111,11 +118,14 @@ def pump_run(cluster: str, *, holder: str, run_seconds: float | None = None) -> 
     idle_since: float | None = None
     try:
         while time.monotonic() - started < run_seconds:
-            sent, in_flight = pump_pass(cluster)
+            began = time.perf_counter()
+            sent, in_flight = pump_pass(cluster, renew=lambda: lease_take(cluster, holder))
+            if sent or in_flight:
+                logger.debug("pump pass on %s: %d sent, %d in flight, %.1f ms", cluster, sent, in_flight, (time.perf_counter() - began) * 1000)
             if not lease_take(cluster, holder):
                 logger.warning("pump of %s lost its lease; stopping", cluster)
                 return False
-            if sent or in_flight or _due_to_send(cluster).exists():
+            if sent or in_flight or work_pending(cluster):
                 idle_since = None
             else:
                 idle_since = idle_since or time.monotonic()

@@ -518,9 +518,12 @@ def _settle(settled: list[tuple[Transaction, object]]) -> set[int]:
                         fields["confirmed_at"] = now
                     if finalized:
                         fields["finalized_at"] = now
-                    Transaction.unscoped.filter(pk=tx.pk, status__in=_IN_FLIGHT).update(**fields)
+                    if not Transaction.unscoped.filter(pk=tx.pk, status__in=_IN_FLIGHT).update(**fields):
+                        continue  # ended meanwhile (another pump, a cancel): not ours to settle
+                    for name, value in fields.items():
+                        setattr(tx, name, value)
                     if tx.pk in facts:
-                        _apply_effects(tx.pk, facts[tx.pk])
+                        _apply_effects(tx, facts[tx.pk])
                     if finalized:
                         NonceAccount.objects.filter(leased_by_id=tx.pk).update(leased_by=None, leased_at=None)
                         _event(tx, "FINALIZED", slot=status.slot)
@@ -682,14 +685,16 @@ def transaction_cancel(*, transaction: Transaction, reason: str = "") -> Transac
 
 
 @worker_only  # the confirm task: acts for no tenant
-def _apply_effects(transaction_id: int, facts: effects.ConfirmationFacts) -> bool:
+def _apply_effects(tx: Transaction, facts: effects.ConfirmationFacts) -> bool:
     """Apply a confirmed transaction's offchain effects once, claimed by effects_applied_at,
     in the caller's database transaction. What the handlers need from the chain was read
-    before it opened (``effects.prefetch``, in transaction_confirm): they only write."""
-    claimed = Transaction.unscoped.filter(pk=transaction_id, effects_applied_at__isnull=True).update(effects_applied_at=timezone.now())
+    before it opened (``effects.prefetch_many``, in ``_settle``): they only write. ``tx``
+    carries the fields the caller just wrote (status, slot, confirmed_at)."""
+    now = timezone.now()
+    claimed = Transaction.unscoped.filter(pk=tx.pk, effects_applied_at__isnull=True).update(effects_applied_at=now)
     if not claimed:
         return False
-    tx = Transaction.unscoped.get(pk=transaction_id)
+    tx.effects_applied_at = now
     effects.apply(tx, facts)
     _event(tx, "EFFECTS_APPLIED")
     return True

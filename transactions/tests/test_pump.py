@@ -118,7 +118,7 @@ def test_a_pump_that_lost_its_lease_stops(tenant, chain, monkeypatch):
     wait_for(lambda: not pump.lease_live(CLUSTER), timeout=15, what="no pump running")
     passes = []
 
-    def stolen(cluster):
+    def stolen(cluster, renew=None):
         passes.append(cluster)
         PumpLease.objects.filter(cluster=cluster).update(holder="another", lease_until=timezone.now() + timedelta(seconds=30))
         return 0, 0

@@ -81,8 +81,11 @@ def mints_named(tx, addresses) -> list[str]:
 def mints_after(tx, facts: ConfirmationFacts) -> None:
     """Copy every recorded, open instrument whose mint the transaction names from the mint
     as the prefetch read it (rows locked in pk order, so the read-slot check and the write
-    are one step)."""
-    for instrument in lock_rows(_open_instruments(tx, facts.addresses)):
+    are one step). Only mints the prefetch read can be copied: a transaction that names
+    none (most of them) costs no query here."""
+    if not facts.accounts:
+        return
+    for instrument in lock_rows(_open_instruments(tx, facts.accounts)):
         chain = mint_from_account(facts.accounts.get(instrument.address), slot=facts.accounts_slot)
         if chain is not None:
             instrument_sync(instrument=instrument, tx=tx, mint=chain)

@@ -496,17 +496,29 @@ def _applies(tx: Transaction, reached: str) -> bool:
 
 @worker_only  # the pump
 def _settle(settled: list[tuple[Transaction, object]]) -> set[int]:
-    """CONFIRMED / FINALIZED, with effects applied once where due, all in one database
-    transaction (a savepoint each: one handler's failure leaves the others applied and its
-    own transaction in flight, retried on the next pass). What the effects need from the
-    chain is read first, in batches, with no database transaction open; a chain outage
-    there changes nothing."""
+    """CONFIRMED / FINALIZED, with effects applied once where due, many in one database
+    transaction (``_SETTLE_CHUNK``; a savepoint each: one handler's failure leaves the
+    others applied and its own transaction in flight, retried on the next pass). What the
+    effects need from the chain is read first, in batches, with no database transaction
+    open; a chain outage there changes nothing."""
     if not settled:
         return set()
     due = [tx for tx, status in settled if tx.effects_applied_at is None and _applies(tx, _reached(status))]
     facts = effects.prefetch_many(due)
     in_flight: set[int] = set()
-    now = timezone.now()
+    for start in range(0, len(settled), _SETTLE_CHUNK):
+        in_flight |= _settle_chunk(settled[start:start + _SETTLE_CHUNK], facts, timezone.now())
+    return in_flight
+
+
+# Confirmations applied per database transaction: one commit for many, while the row locks
+# the handlers take (accounts, positions) are held only for a short chunk's worth of work.
+_SETTLE_CHUNK = 25
+
+
+@worker_only  # the pump
+def _settle_chunk(settled: list[tuple[Transaction, object]], facts: dict, now) -> set[int]:
+    in_flight: set[int] = set()
     with db_transaction.atomic():
         for tx, status in settled:
             finalized = _reached(status) == "finalized"

@@ -10,7 +10,7 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from transactions.effects import ConfirmationFacts, effect_handler, failure_handler, on_every_confirmation
+from transactions.effects import ConfirmationFacts, effect_handler, failure_handler, on_confirmations, on_every_confirmation
 
 from .models import Account, AccountStatus, BalanceSnapshot
 
@@ -22,11 +22,9 @@ def _account(tx) -> Account | None:
 
 @effect_handler("accounts.create")
 def account_created(tx, facts: ConfirmationFacts) -> None:
-    account = _account(tx)
-    if account is not None and account.status == AccountStatus.PENDING:
-        account.status = AccountStatus.ACTIVE
-        account.creation_transaction_at = tx.confirmed_at or timezone.now()
-        account.save(update_fields=["status", "creation_transaction_at", "updated_at"])
+    now = timezone.now()
+    Account.unscoped.filter(offchain_id=tx.effects.get("account"), status=AccountStatus.PENDING).update(
+        status=AccountStatus.ACTIVE, creation_transaction_at=tx.confirmed_at or now, updated_at=now)
 
 
 @failure_handler("accounts.create")
@@ -56,9 +54,10 @@ def account_inactivation_failed(tx) -> None:
     _clear_in_flight(tx)
 
 
-@on_every_confirmation
-def in_flight_ended(tx, facts: ConfirmationFacts) -> None:
-    _clear_in_flight(tx)
+@on_confirmations
+def in_flight_ended(txs) -> None:
+    """The in-flight markers of records whose transactions confirmed end (one UPDATE)."""
+    Account.unscoped.filter(pending_transaction__in=[tx.pk for tx in txs]).update(pending_transaction=None)
 
 
 @on_every_confirmation

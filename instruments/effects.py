@@ -14,7 +14,7 @@ from __future__ import annotations
 from django.utils import timezone
 
 from accounts.models import Account, AccountStatus
-from transactions.effects import ConfirmationFacts, effect_handler, failure_handler, needs_accounts, on_every_confirmation
+from transactions.effects import ConfirmationFacts, effect_handler, failure_handler, needs_accounts, on_confirmations, on_every_confirmation
 from transactions.locks import lock_rows
 
 from .models import FinancialInstrument, InstrumentStatus
@@ -54,9 +54,10 @@ for _operation in ("instruments.update", "instruments.pause", "instruments.unpau
     failure_handler(_operation)(_clear_in_flight)
 
 
-@on_every_confirmation
-def in_flight_ended(tx, facts: ConfirmationFacts) -> None:
-    _clear_in_flight(tx)
+@on_confirmations
+def in_flight_ended(txs) -> None:
+    """The in-flight markers of records whose transactions confirmed end (one UPDATE)."""
+    FinancialInstrument.unscoped.filter(pending_transaction__in=[tx.pk for tx in txs]).update(pending_transaction=None)
 
 
 @effect_handler("instruments.close")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from django.utils import timezone
 
 from accounts.models import Account, AccountStatus
-from transactions.effects import ConfirmationFacts, effect_handler, failure_handler, needs_accounts, on_every_confirmation
+from transactions.effects import ConfirmationFacts, effect_handler, failure_handler, needs_accounts, on_confirmations
 
 from .models import Position, PositionStatus
 
@@ -49,9 +49,10 @@ def position_initialization_failed(tx) -> None:
     positions_not_created(tx, [_position(tx)])
 
 
-@on_every_confirmation
-def in_flight_ended(tx, facts: ConfirmationFacts) -> None:
-    _clear_in_flight(tx)
+@on_confirmations
+def in_flight_ended(txs) -> None:
+    """The in-flight markers of records whose transactions confirmed end (one UPDATE)."""
+    Position.unscoped.filter(pending_transaction__in=[tx.pk for tx in txs]).update(pending_transaction=None)
 
 
 # --- Lifecycle (positions/lifecycle.py): freeze, unfreeze, delegate, inactivate -----------

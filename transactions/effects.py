@@ -36,6 +36,7 @@ logger = logging.getLogger("ledger.transactions")
 _HANDLERS: dict[str, Callable] = {}
 _FAILURE_HANDLERS: dict[str, Callable] = {}
 _EVERY: list[Callable] = []
+_BATCH: list[Callable] = []
 _ACCOUNTS_NEEDED: list[Callable] = []
 
 
@@ -89,6 +90,17 @@ def on_every_confirmation(fn: Callable) -> Callable:
     """Register ``fn(tx, facts)``, run for every confirmed transaction whatever its operation."""
     if fn not in _EVERY:
         _EVERY.append(fn)
+    return fn
+
+
+def on_confirmations(fn: Callable) -> Callable:
+    """Register ``fn(txs)``, run once for transactions confirmed together (a chunk of a
+    pump pass), after their own handlers and in the same database transaction: for
+    set-based writes (one UPDATE for many). It must be right for any subset of
+    transactions: when it raises, the engine redoes the chunk calling it with one
+    transaction at a time, inside that transaction's savepoint."""
+    if fn not in _BATCH:
+        _BATCH.append(fn)
     return fn
 
 
@@ -150,6 +162,13 @@ def apply(tx, facts: ConfirmationFacts) -> None:
         handler(tx, facts)
     for hook in _EVERY:
         hook(tx, facts)
+
+
+def apply_batch(txs) -> None:
+    """The ``on_confirmations`` hooks, for transactions whose effects were just applied."""
+    if txs:
+        for hook in _BATCH:
+            hook(txs)
 
 
 def apply_failure(tx) -> None:

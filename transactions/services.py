@@ -518,34 +518,64 @@ _SETTLE_CHUNK = 25
 
 @worker_only  # the pump
 def _settle_chunk(settled: list[tuple[Transaction, object]], facts: dict, now) -> set[int]:
-    in_flight: set[int] = set()
+    """One database transaction for ``settled``: the ``on_confirmations`` hooks run once
+    for all whose effects applied; if one of them raises, the chunk is rolled back and
+    redone with the hooks called per transaction, each in its own savepoint."""
+    try:
+        with db_transaction.atomic():
+            in_flight, applied = _settle_each(settled, facts, now, batch_hooks=False)
+            effects.apply_batch(applied)
+            TransactionEvent.objects.bulk_create([TransactionEvent(transaction_id=tx.pk, kind="EFFECTS_APPLIED", detail={}) for tx in applied])
+        return in_flight
+    except Exception:  # noqa: BLE001 - a batch hook failed: redo one transaction at a time
+        logger.exception("batch confirmation hooks failed for %d transactions; applying them one at a time", len(settled))
     with db_transaction.atomic():
-        for tx, status in settled:
-            finalized = _reached(status) == "finalized"
-            try:
-                with db_transaction.atomic():
-                    fields = {"status": TransactionStatus.FINALIZED if finalized else TransactionStatus.CONFIRMED, "slot": status.slot, "updated_at": now,
-                              "confirmations_count": status.confirmations if status.confirmations is not None else (32 if finalized else 0)}
-                    if tx.confirmed_at is None:
-                        fields["confirmed_at"] = now
-                    if finalized:
-                        fields["finalized_at"] = now
-                    if not Transaction.unscoped.filter(pk=tx.pk, status__in=_IN_FLIGHT).update(**fields):
-                        continue  # ended meanwhile (another pump, a cancel): not ours to settle
-                    for name, value in fields.items():
-                        setattr(tx, name, value)
-                    if tx.pk in facts:
-                        _apply_effects(tx, facts[tx.pk])
-                    if finalized:
-                        NonceAccount.objects.filter(leased_by_id=tx.pk).update(leased_by=None, leased_at=None)
-                        _event(tx, "FINALIZED", slot=status.slot)
-            except Exception:  # noqa: BLE001 - one transaction's bug must not hold up the others
-                logger.exception("could not settle transaction %s; it stays in flight", tx.pk)
-                in_flight.add(tx.pk)
-                continue
-            if not finalized:
-                in_flight.add(tx.pk)
+        in_flight, applied = _settle_each(settled, facts, now, batch_hooks=True)
+        TransactionEvent.objects.bulk_create([TransactionEvent(transaction_id=tx.pk, kind="EFFECTS_APPLIED", detail={}) for tx in applied])
     return in_flight
+
+
+@worker_only  # the pump
+def _settle_each(settled: list[tuple[Transaction, object]], facts: dict, now, *, batch_hooks: bool) -> tuple[set[int], list[Transaction]]:
+    """Each transaction in a savepoint of its own: its status, and where due its effects
+    (claimed by ``effects_applied_at`` in the same UPDATE). Returns the ids still in flight
+    and the transactions whose effects applied."""
+    in_flight: set[int] = set()
+    applied: list[Transaction] = []
+    for tx, status in settled:
+        finalized = _reached(status) == "finalized"
+        try:
+            with db_transaction.atomic():
+                fields = {"status": TransactionStatus.FINALIZED if finalized else TransactionStatus.CONFIRMED, "slot": status.slot, "updated_at": now,
+                          "confirmations_count": status.confirmations if status.confirmations is not None else (32 if finalized else 0)}
+                if tx.confirmed_at is None:
+                    fields["confirmed_at"] = now
+                if finalized:
+                    fields["finalized_at"] = now
+                moving = Transaction.unscoped.filter(pk=tx.pk, status__in=_IN_FLIGHT)
+                claimed = tx.pk in facts and moving.filter(effects_applied_at__isnull=True).update(**fields, effects_applied_at=now)
+                if not claimed and not moving.update(**fields):
+                    continue  # ended meanwhile (another pump, a cancel): not ours to settle
+                for name, value in fields.items():
+                    setattr(tx, name, value)
+                if claimed:
+                    # Once: the claim above is the only way in, in this savepoint.
+                    tx.effects_applied_at = now
+                    effects.apply(tx, facts[tx.pk])
+                    if batch_hooks:
+                        effects.apply_batch([tx])
+                if finalized:
+                    NonceAccount.objects.filter(leased_by_id=tx.pk).update(leased_by=None, leased_at=None)
+                    _event(tx, "FINALIZED", slot=status.slot)
+        except Exception:  # noqa: BLE001 - one transaction's bug must not hold up the others
+            logger.exception("could not settle transaction %s; it stays in flight", tx.pk)
+            in_flight.add(tx.pk)
+            continue
+        if claimed:
+            applied.append(tx)
+        if not finalized:
+            in_flight.add(tx.pk)
+    return in_flight, applied
 
 
 @worker_only  # the pump
@@ -696,20 +726,6 @@ def transaction_cancel(*, transaction: Transaction, reason: str = "") -> Transac
     return tx
 
 
-@worker_only  # the confirm task: acts for no tenant
-def _apply_effects(tx: Transaction, facts: effects.ConfirmationFacts) -> bool:
-    """Apply a confirmed transaction's offchain effects once, claimed by effects_applied_at,
-    in the caller's database transaction. What the handlers need from the chain was read
-    before it opened (``effects.prefetch_many``, in ``_settle``): they only write. ``tx``
-    carries the fields the caller just wrote (status, slot, confirmed_at)."""
-    now = timezone.now()
-    claimed = Transaction.unscoped.filter(pk=tx.pk, effects_applied_at__isnull=True).update(effects_applied_at=now)
-    if not claimed:
-        return False
-    tx.effects_applied_at = now
-    effects.apply(tx, facts)
-    _event(tx, "EFFECTS_APPLIED")
-    return True
 
 
 @worker_only  # reconciliation sweeps every tenant

@@ -26,3 +26,8 @@ def test_failure_handlers_take_the_transaction_only():
 def test_account_needs_take_the_transaction_and_its_addresses():
     wrong = [f"{fn.__module__}.{fn.__name__}" for fn in effects._ACCOUNTS_NEEDED if _positional(fn) != 2]
     assert not wrong, f"needs_accounts hooks must be fn(tx, addresses): {wrong}"
+
+
+def test_batch_hooks_take_the_transactions():
+    wrong = [f"{fn.__module__}.{fn.__name__}" for fn in effects._BATCH if _positional(fn) != 1]
+    assert not wrong, f"on_confirmations hooks must be fn(txs): {wrong}"

@@ -158,3 +158,20 @@ def test_watch_starts_a_pump_only_where_work_waits_and_none_runs(tenant, chain, 
     pump.lease_release(CLUSTER, HOLDER)
     assert pump.clusters_needing_pump() == [CLUSTER]
     pump.lease_take(CLUSTER, HOLDER)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_failing_batch_hook_is_redone_one_transaction_at_a_time(tenant, chain, lease, monkeypatch):
+    rows = _signed(tenant, funded(chain, 10**9), 4)
+    seen: list[int] = []
+
+    def set_based(txs):
+        if len(txs) > 1:
+            raise RuntimeError("a bug on the set-based path")
+        seen.extend(tx.pk for tx in txs)
+
+    monkeypatch.setattr(effects, "_BATCH", [*effects._BATCH, set_based])
+    pump.pump_pass(CLUSTER)
+    assert sorted(seen) == sorted(tx.pk for tx in rows)  # each once, on the per-transaction path
+    assert all(tx.status == TransactionStatus.CONFIRMED and tx.effects_applied_at for tx in Transaction.unscoped.filter(pk__in=seen))
+    assert TransactionEvent.objects.filter(transaction__in=rows, kind="EFFECTS_APPLIED").count() == 4

@@ -10,7 +10,7 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from transactions.effects import ConfirmationFacts, effect_handler, failure_handler, on_confirmations, on_every_confirmation
+from transactions.effects import ConfirmationFacts, effect_handler, failure_handler, on_confirmations
 
 from .models import Account, AccountStatus, BalanceSnapshot
 
@@ -55,14 +55,14 @@ def account_inactivation_failed(tx) -> None:
 
 
 @on_confirmations
-def in_flight_ended(txs) -> None:
+def in_flight_ended(confirmed) -> None:
     """The in-flight markers of records whose transactions confirmed end (one UPDATE)."""
-    Account.unscoped.filter(pending_transaction__in=[tx.pk for tx in txs]).update(pending_transaction=None)
+    Account.unscoped.filter(pending_transaction__in=[tx.pk for tx, _ in confirmed]).update(pending_transaction=None)
 
 
-@on_every_confirmation
-def balances_after(tx, facts: ConfirmationFacts) -> None:
-    """Balance history from the transaction's own pre/post balances (its getTransaction
+@on_confirmations
+def balances_after(confirmed) -> None:
+    """Balance history from each transaction's own pre/post balances (its getTransaction
     record, ``facts.transaction``), in slot order.
 
     Re-reading the accounts after confirmation could record a later transaction's result
@@ -71,28 +71,52 @@ def balances_after(tx, facts: ConfirmationFacts) -> None:
     slot places it: the current balance only moves to a transaction that comes after the one
     it reflects (a later slot, or the same slot starting from the recorded balance); an
     earlier one only adds its history entry, placed before the later entries.
+
+    Set-based for the transactions confirmed together: their accounts are locked in one
+    query (pk order), each account's latest entry is read once, and the balances and new
+    entries are written in one UPDATE and one INSERT; transactions are taken in the order
+    given, each seeing what the ones before it left.
     """
-    found = facts.transaction
-    if found is None:
-        return  # no metadata on the node (logged by the prefetch): nothing to record from
-    at = tx.confirmed_at or timezone.now()
-    accounts = Account.unscoped.select_for_update().filter(cluster=tx.cluster, address__in=list(found.lamports)).order_by("pk")
-    snapshots = []
-    for account in accounts:
-        pre, post = found.lamports[account.address]
-        current = int(account.lamports_balance)
-        # The slot the recorded balance reflects: its latest entry made from a transaction.
-        latest = BalanceSnapshot.objects.filter(account=account, transaction__slot__isnull=False).order_by("-transaction__slot", "-at", "-pk").values_list("transaction_id", "transaction__slot").first()
-        if latest is not None and latest[0] == tx.pk:
-            continue  # already recorded
-        if latest is None or found.slot > latest[1] or (found.slot == latest[1] and current == pre):
-            account.lamports_balance = post
-            account.last_transaction = tx
-            account.last_transaction_at = at
-            account.save(update_fields=["lamports_balance", "last_transaction", "last_transaction_at", "updated_at"])
-            if current != post or not account.balance_history.exists():
-                snapshots.append(BalanceSnapshot(account=account, lamports=post, transaction=tx, at=at))
-        elif pre != post:
-            later = BalanceSnapshot.objects.filter(account=account, transaction__slot__gte=found.slot).exclude(transaction=tx).order_by("at", "pk").first()
-            snapshots.append(BalanceSnapshot(account=account, lamports=post, transaction=tx, at=min(at, later.at - timedelta(microseconds=1)) if later else at))
+    confirmed = [(tx, facts.transaction) for tx, facts in confirmed if facts.transaction is not None]  # no metadata: nothing to record from
+    if not confirmed:
+        return
+    wanted = {(tx.cluster, address) for tx, found in confirmed for address in found.lamports}
+    clusters = {cluster for cluster, _ in wanted}
+    locked = Account.unscoped.select_for_update().filter(cluster__in=clusters, address__in=list({a for _, a in wanted})).order_by("pk")
+    accounts = {(a.cluster, a.address): a for a in locked}
+    latest: dict[int, tuple[int, int] | None] = {}  # account pk → (transaction id, slot) of its latest entry from a transaction
+    has_history: dict[int, bool] = {}
+    snapshots: list[BalanceSnapshot] = []
+    dirty: dict[int, Account] = {}
+    now = timezone.now()
+    for tx, found in confirmed:
+        at = tx.confirmed_at or now
+        named = sorted((accounts[(tx.cluster, address)] for address in found.lamports if (tx.cluster, address) in accounts), key=lambda a: a.pk)
+        for account in named:
+            pre, post = found.lamports[account.address]
+            current = int(account.lamports_balance)
+            if account.pk not in latest:
+                latest[account.pk] = BalanceSnapshot.objects.filter(account=account, transaction__slot__isnull=False).order_by("-transaction__slot", "-at", "-pk").values_list("transaction_id", "transaction__slot").first()
+            last = latest[account.pk]
+            if last is not None and last[0] == tx.pk:
+                continue  # already recorded
+            if last is None or found.slot > last[1] or (found.slot == last[1] and current == pre):
+                account.lamports_balance = post
+                account.last_transaction = tx
+                account.last_transaction_at = at
+                account.updated_at = now
+                dirty[account.pk] = account
+                if account.pk not in has_history:
+                    has_history[account.pk] = account.balance_history.exists()
+                if current != post or not has_history[account.pk]:
+                    snapshots.append(BalanceSnapshot(account=account, lamports=post, transaction=tx, at=at))
+                    latest[account.pk] = (tx.pk, found.slot)
+                    has_history[account.pk] = True
+            elif pre != post:
+                BalanceSnapshot.objects.bulk_create(snapshots)  # the entries before this one, for the placement below
+                snapshots = []
+                later = BalanceSnapshot.objects.filter(account=account, transaction__slot__gte=found.slot).exclude(transaction=tx).order_by("at", "pk").first()
+                snapshots.append(BalanceSnapshot(account=account, lamports=post, transaction=tx, at=min(at, later.at - timedelta(microseconds=1)) if later else at))
+                has_history[account.pk] = True
+    Account.unscoped.bulk_update(list(dirty.values()), ["lamports_balance", "last_transaction", "last_transaction_at", "updated_at"])
     BalanceSnapshot.objects.bulk_create(snapshots)

@@ -55,9 +55,9 @@ for _operation in ("instruments.update", "instruments.pause", "instruments.unpau
 
 
 @on_confirmations
-def in_flight_ended(txs) -> None:
+def in_flight_ended(confirmed) -> None:
     """The in-flight markers of records whose transactions confirmed end (one UPDATE)."""
-    FinancialInstrument.unscoped.filter(pending_transaction__in=[tx.pk for tx in txs]).update(pending_transaction=None)
+    FinancialInstrument.unscoped.filter(pending_transaction__in=[tx.pk for tx, _ in confirmed]).update(pending_transaction=None)
 
 
 @effect_handler("instruments.close")

@@ -50,9 +50,9 @@ def position_initialization_failed(tx) -> None:
 
 
 @on_confirmations
-def in_flight_ended(txs) -> None:
+def in_flight_ended(confirmed) -> None:
     """The in-flight markers of records whose transactions confirmed end (one UPDATE)."""
-    Position.unscoped.filter(pending_transaction__in=[tx.pk for tx in txs]).update(pending_transaction=None)
+    Position.unscoped.filter(pending_transaction__in=[tx.pk for tx, _ in confirmed]).update(pending_transaction=None)
 
 
 # --- Lifecycle (positions/lifecycle.py): freeze, unfreeze, delegate, inactivate -----------

@@ -94,8 +94,9 @@ def on_every_confirmation(fn: Callable) -> Callable:
 
 
 def on_confirmations(fn: Callable) -> Callable:
-    """Register ``fn(txs)``, run once for transactions confirmed together (a chunk of a
-    pump pass), after their own handlers and in the same database transaction: for
+    """Register ``fn(confirmed)``, run once for transactions confirmed together (a chunk
+    of a pump pass: ``confirmed`` is a list of (tx, facts) in the order they were
+    applied), after their own handlers and in the same database transaction: for
     set-based writes (one UPDATE for many). It must be right for any subset of
     transactions: when it raises, the engine redoes the chunk calling it with one
     transaction at a time, inside that transaction's savepoint."""
@@ -164,11 +165,11 @@ def apply(tx, facts: ConfirmationFacts) -> None:
         hook(tx, facts)
 
 
-def apply_batch(txs) -> None:
-    """The ``on_confirmations`` hooks, for transactions whose effects were just applied."""
-    if txs:
+def apply_batch(confirmed) -> None:
+    """The ``on_confirmations`` hooks, for (tx, facts) whose effects were just applied."""
+    if confirmed:
         for hook in _BATCH:
-            hook(txs)
+            hook(confirmed)
 
 
 def apply_failure(tx) -> None:

@@ -524,7 +524,7 @@ def _settle_chunk(settled: list[tuple[Transaction, object]], facts: dict, now) -
     try:
         with db_transaction.atomic():
             in_flight, applied = _settle_each(settled, facts, now, batch_hooks=False)
-            effects.apply_batch(applied)
+            effects.apply_batch([(tx, facts[tx.pk]) for tx in applied])
             TransactionEvent.objects.bulk_create([TransactionEvent(transaction_id=tx.pk, kind="EFFECTS_APPLIED", detail={}) for tx in applied])
         return in_flight
     except Exception:  # noqa: BLE001 - a batch hook failed: redo one transaction at a time
@@ -563,7 +563,7 @@ def _settle_each(settled: list[tuple[Transaction, object]], facts: dict, now, *,
                     tx.effects_applied_at = now
                     effects.apply(tx, facts[tx.pk])
                     if batch_hooks:
-                        effects.apply_batch([tx])
+                        effects.apply_batch([(tx, facts[tx.pk])])
                 if finalized:
                     NonceAccount.objects.filter(leased_by_id=tx.pk).update(leased_by=None, leased_at=None)
                     _event(tx, "FINALIZED", slot=status.slot)

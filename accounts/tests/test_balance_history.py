@@ -60,3 +60,23 @@ def test_transfers_confirmed_out_of_order_keep_history_in_chain_order(api, tenan
     assert [(tx_id, int(lamports)) for tx_id, lamports in history] == [(first.pk, 2_000_000), (second.pk, 5_000_000)]
     shown = api.call("post", "/api/v1/accounts/single", {"itemData": {"offchainId": str(account.offchain_id)}}).json()
     assert shown["offchain"]["lamportsBalance"] == 5_000_000
+
+
+@pytest.mark.django_db(transaction=True)
+def test_transfers_confirmed_together_out_of_order_keep_history_in_chain_order(api, tenant, chain):
+    """The pump applies many confirmations in one database transaction (set-based balance
+    writes): a later transfer taken before an earlier one in the same chunk still leaves
+    the later balance and the history in chain order."""
+    response = api.call("post", "/api/v1/accounts", {"itemData": {"managed": True, "offchainReferences": {"code": "RECEIVER2"}}})
+    account = Account.unscoped.get(offchain_id=response.json()["newAccount"]["offchainId"])
+    receiver = Pubkey.from_string(account.address)
+    first = sent_transfer(tenant, chain, receiver, 2_000_000)
+    next_slot(chain)
+    second = sent_transfer(tenant, chain, receiver, 3_000_000)
+    rows = {tx.pk: tx for tx in Transaction.unscoped.filter(pk__in=[first.pk, second.pk])}
+    assert services.transactions_follow([rows[second.pk], rows[first.pk]]) == {first.pk, second.pk}  # one chunk, later one first
+
+    account.refresh_from_db()
+    assert int(account.lamports_balance) == 5_000_000 and account.last_transaction_id == second.pk
+    history = list(BalanceSnapshot.objects.filter(account=account).order_by("at", "pk").values_list("transaction_id", "lamports"))
+    assert [(tx_id, int(lamports)) for tx_id, lamports in history] == [(first.pk, 2_000_000), (second.pk, 5_000_000)]

@@ -165,10 +165,10 @@ def test_a_failing_batch_hook_is_redone_one_transaction_at_a_time(tenant, chain,
     rows = _signed(tenant, funded(chain, 10**9), 4)
     seen: list[int] = []
 
-    def set_based(txs):
-        if len(txs) > 1:
+    def set_based(confirmed):
+        if len(confirmed) > 1:
             raise RuntimeError("a bug on the set-based path")
-        seen.extend(tx.pk for tx in txs)
+        seen.extend(tx.pk for tx, _ in confirmed)
 
     monkeypatch.setattr(effects, "_BATCH", [*effects._BATCH, set_based])
     pump.pump_pass(CLUSTER)

@@ -78,13 +78,15 @@ _DELEGATE_OPERATIONS = ("positions.approve", "positions.revoke")
 
 
 @needs_accounts
-def delegated_accounts(tx, addresses) -> list[str]:
+def delegated_accounts(named) -> dict[int, list[str]]:
     """A delegate change reads its token account back from the chain in the prefetch (no
     network inside the effects' database transaction)."""
-    if tx.operation not in _DELEGATE_OPERATIONS:
-        return []
-    position = _position(tx)
-    return [position.address] if position is not None else []
+    out: dict[int, list[str]] = {}
+    for tx, _ in named:
+        position = _position(tx) if tx.operation in _DELEGATE_OPERATIONS else None
+        if position is not None:
+            out[tx.pk] = [position.address]
+    return out
 
 
 def _delegate_on_chain(tx, facts: ConfirmationFacts) -> dict:

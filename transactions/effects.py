@@ -106,8 +106,10 @@ def on_confirmations(fn: Callable) -> Callable:
 
 
 def needs_accounts(fn: Callable) -> Callable:
-    """Register ``fn(tx, addresses) -> iterable of addresses`` whose account data the area's
-    handlers need (in ``facts.accounts``). It runs in the prefetch, outside any database
+    """Register ``fn(named) -> {transaction id: addresses}``: for each (tx, addresses the
+    transaction names) of a prefetch, the addresses whose account data the area's handlers
+    need (in ``facts.accounts``). Called once for every transaction of a pump pass, so an
+    area answers for all with one query. It runs in the prefetch, outside any database
     transaction: it may read the database, never lock or write it."""
     if fn not in _ACCOUNTS_NEEDED:
         _ACCOUNTS_NEEDED.append(fn)
@@ -140,12 +142,14 @@ def prefetch_many(txs) -> dict[int, ConfirmationFacts]:
     statics = [static_addresses(tx) for tx in txs]
     records = rpc.transactions_balances([(Signature.from_string(tx.onchain_id), static) for tx, static in zip(txs, statics)])
     addresses: dict[int, tuple[str, ...]] = {}
-    wanted: dict[int, list[str]] = {}
     for tx, static, record in zip(txs, statics, records):
         if record is None:
             logger.warning("transaction %s confirmed but its metadata is not available; balances not recorded", tx.onchain_id)
         addresses[tx.pk] = tuple(record.keys) if record is not None else tuple(static)
-        wanted[tx.pk] = [str(a) for ask in _ACCOUNTS_NEEDED for a in ask(tx, addresses[tx.pk])]
+    wanted: dict[int, list[str]] = {tx.pk: [] for tx in txs}
+    for ask in _ACCOUNTS_NEEDED:
+        for pk, asked in ask([(tx, addresses[tx.pk]) for tx in txs]).items():
+            wanted[pk].extend(str(a) for a in asked)
     everything = [a for asked in wanted.values() for a in asked]
     read = rpc.read_accounts(everything) if everything else None
     facts = {}

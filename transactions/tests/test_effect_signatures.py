@@ -23,9 +23,9 @@ def test_failure_handlers_take_the_transaction_only():
     assert not wrong, f"failure handlers must be fn(tx): {wrong}"
 
 
-def test_account_needs_take_the_transaction_and_its_addresses():
-    wrong = [f"{fn.__module__}.{fn.__name__}" for fn in effects._ACCOUNTS_NEEDED if _positional(fn) != 2]
-    assert not wrong, f"needs_accounts hooks must be fn(tx, addresses): {wrong}"
+def test_account_needs_take_the_transactions_and_their_addresses():
+    wrong = [f"{fn.__module__}.{fn.__name__}" for fn in effects._ACCOUNTS_NEEDED if _positional(fn) != 1]
+    assert not wrong, f"needs_accounts hooks must be fn(named): {wrong}"
 
 
 def test_batch_hooks_take_the_transactions():

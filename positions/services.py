@@ -134,7 +134,7 @@ def position_initialize(*, tenant, cluster: str, api_key, owner: Account | OffPl
     _reference_conflicts(tenant, cluster, refs, p)
     associated, already = data.get("associated", True), data.get("alreadyOnchain", False)
     if already and not associated:
-        raise LedgerError("alreadyOnchain onboards the owner's associated token account; omit associated: false.", field=f"{p}.associated", code="INVALID")
+        raise LedgerError("alreadyOnchain onboards the owner's associated token account; omit associated: false.", field=f"{p}.associated", code="CONFLICTING_FIELDS")
     rpc = rpc_for(cluster)
 
     if associated:

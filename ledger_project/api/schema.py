@@ -510,6 +510,11 @@ def postprocess(result, generator, request, public):
                        {"required": [f"new{role}Authority"], "properties": {f"new{role}Authority": {"type": "object"}}}]}
             for role in ("Closing", "Pausable", "ScaledUiAmount", "TransferHook")
         )
+    initialize_position = schemas.get("InitializePositionItemRequest")
+    if initialize_position is not None:
+        # Onboarding (alreadyOnchain) takes the owner's associated token account (CONFLICTING_FIELDS).
+        initialize_position.setdefault("allOf", []).append({"anyOf": [{"properties": {"alreadyOnchain": {"type": "boolean", "enum": [False]}}},
+                                                                      {"properties": {"associated": {"type": "boolean", "enum": [True]}}}]})
     webhook = schemas.get("WebhookRequest")
     if webhook is not None:
         # One way to authenticate to the endpoint, not both (CONFLICTING_FIELDS).

@@ -60,6 +60,7 @@ def test_existing_associated_account_is_409_unless_onboarded(api, celery_worker_
     send(chain, owner_key, [create_associated_token_account(owner_key.pubkey(), owner_key.pubkey(), mint)])
     assert_error(initialize(api, owner, bond), 409, "POSITION_EXISTS_ONCHAIN")
     assert not Position.unscoped.exists()
+    assert_error(initialize(api, owner, bond, wait=False, alreadyOnchain=True, associated=False), 400, "CONFLICTING_FIELDS", "itemData.associated")
     response = initialize(api, owner, bond, wait=False, alreadyOnchain=True)
     assert response.status_code == 201, response.json()
     body = response.json()

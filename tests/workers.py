@@ -33,27 +33,76 @@ def database_url() -> str:
     return f"postgres://{auth}{cfg.get('HOST') or '127.0.0.1'}:{cfg.get('PORT') or 5432}/{cfg['NAME']}"
 
 
+def service_env(queue: str, extra_env: dict[str, str] | None = None) -> dict[str, str]:
+    """Environment of a service process (worker, web) of the test: the test database, the
+    test's var dir (master key, broker folder), its broker and its task queue."""
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "ledger_project.settings", "DATABASE_URL": database_url(),
+           "LEDGER_VAR_DIR": str(settings.VAR_DIR), "LEDGER_TASK_QUEUE": queue, **(extra_env or {})}
+    if settings.REDIS_URL:
+        env["REDIS_URL"] = settings.REDIS_URL
+    return env
+
+
 class WorkerProcess(ChildProcess):
-    def __init__(self, queue: str, extra_env: dict[str, str] | None = None):
+    """``celery worker`` on ``queue``; with ``beat_schedule`` it also runs beat (as `make
+    run` does), keeping its schedule in that file."""
+
+    def __init__(self, queue: str, extra_env: dict[str, str] | None = None, *, beat_schedule: Path | None = None, log_path: Path | None = None):
         self.queue = queue
         self.extra_env = extra_env or {}
+        self.beat_schedule = beat_schedule
         self.proc: subprocess.Popen | None = None
-        self.log_path = Path(settings.VAR_DIR) / f"worker-{queue}.log"
+        self.log_path = log_path or Path(settings.VAR_DIR) / f"worker-{queue}.log"
 
     def start(self) -> None:
-        env = {**os.environ, "DATABASE_URL": database_url(), "LEDGER_VAR_DIR": str(settings.VAR_DIR), "LEDGER_TASK_QUEUE": self.queue, **self.extra_env}
-        if settings.REDIS_URL:
-            env["REDIS_URL"] = settings.REDIS_URL
-        log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "ledger_project", "worker", "-Q", self.queue, "--pool", "threads", "--concurrency", "4",
-             "--without-gossip", "--without-mingle", "--without-heartbeat", "-n", f"{self.queue}@%h", "--loglevel", "INFO"],
-            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        )
+        beat = ["--beat", "--schedule", str(self.beat_schedule)] if self.beat_schedule else []
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "celery", "-A", "ledger_project", "worker", "-Q", self.queue, "--pool", "threads", "--concurrency", "4",
+                 "--without-gossip", "--without-mingle", "--without-heartbeat", "-n", f"{self.queue}@%h", "--loglevel", "INFO", *beat],
+                cwd=ROOT, env=service_env(self.queue, self.extra_env), stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            )
 
     def restart(self) -> None:
         self.stop()
         self.start()
+
+
+class WebProcess(ChildProcess):
+    """The API under gunicorn with gunicorn.conf.py on 127.0.0.1:``port``, as `make run`
+    serves it; ``start`` returns once it answers /healthz. A restart binds the same port."""
+
+    def __init__(self, queue: str, port: int, extra_env: dict[str, str] | None = None, *, log_path: Path | None = None):
+        self.queue = queue
+        self.port = port
+        self.extra_env = extra_env or {}
+        self.proc: subprocess.Popen | None = None
+        self.log_path = log_path or Path(settings.VAR_DIR) / f"web-{port}.log"
+
+    def start(self, timeout: float = 60.0) -> None:
+        import http.client
+
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "gunicorn", "ledger_project.wsgi", "--config", "gunicorn.conf.py", "--bind", f"127.0.0.1:{self.port}", "--log-level", "warning"],
+                cwd=ROOT, env=service_env(self.queue, self.extra_env), stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            )
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"gunicorn exited with {self.proc.returncode}; see {self.log_path}")
+            conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=5)
+            try:
+                conn.request("GET", "/healthz")
+                if conn.getresponse().status < 500:
+                    return
+            except (OSError, http.client.HTTPException):
+                pass
+            finally:
+                conn.close()
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"gunicorn did not answer within {timeout}s; see {self.log_path}")
+            time.sleep(0.1)
 
 
 def route_tasks_to(queue: str) -> None:

@@ -10,7 +10,7 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from transactions.effects import ConfirmationFacts, effect_handler, failure_handler, on_confirmations
+from transactions.effects import ConfirmationFacts, effect_handler, failure_handler, lock_first, on_confirmations
 
 from .models import Account, AccountStatus, BalanceSnapshot
 
@@ -58,6 +58,16 @@ def account_inactivation_failed(tx) -> None:
 def in_flight_ended(confirmed) -> None:
     """The in-flight markers of records whose transactions confirmed end (one UPDATE)."""
     Account.unscoped.filter(pending_transaction__in=[tx.pk for tx, _ in confirmed]).update(pending_transaction=None)
+
+
+@lock_first
+def accounts_named_first(confirmed) -> None:
+    """Every account record the chunk's transactions name, locked in pk order before any
+    handler locks a position (balances_after writes them last)."""
+    wanted = [(tx.cluster, address) for tx, facts in confirmed for address in facts.addresses]
+    if wanted:
+        clusters = {cluster for cluster, _ in wanted}
+        list(Account.unscoped.select_for_update(of=("self",)).filter(cluster__in=clusters, address__in=list({a for _, a in wanted})).order_by("pk").values_list("pk", flat=True))
 
 
 @on_confirmations

@@ -27,7 +27,10 @@ def token_balances_after(tx, facts: ConfirmationFacts) -> None:
     if found is None or not found.tokens:
         return
     at = tx.confirmed_at or timezone.now()
-    positions = list(Position.unscoped.select_for_update().filter(cluster=tx.cluster, address__in=list(found.tokens)).exclude(status=PositionStatus.FAILED).select_related("account", "instrument").order_by("pk"))
+    # The positions only (OF self): their token-account rows were locked first, with every
+    # account the chunk names (accounts.effects.accounts_named_first), and the instrument
+    # row is shared by every transfer of the instrument.
+    positions = list(Position.unscoped.select_for_update(of=("self",)).filter(cluster=tx.cluster, address__in=list(found.tokens)).exclude(status=PositionStatus.FAILED).select_related("account", "instrument").order_by("pk"))
     snapshots = []
     for position in positions:
         balance = found.tokens[position.address]

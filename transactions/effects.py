@@ -37,6 +37,7 @@ _HANDLERS: dict[str, Callable] = {}
 _FAILURE_HANDLERS: dict[str, Callable] = {}
 _EVERY: list[Callable] = []
 _BATCH: list[Callable] = []
+_LOCK_FIRST: list[Callable] = []
 _ACCOUNTS_NEEDED: list[Callable] = []
 
 
@@ -103,6 +104,21 @@ def on_confirmations(fn: Callable) -> Callable:
     if fn not in _BATCH:
         _BATCH.append(fn)
     return fn
+
+
+def lock_first(fn: Callable) -> Callable:
+    """Register ``fn(confirmed)``: row locks to take at the start of the database
+    transaction that applies a chunk of confirmations, before any handler runs, so the
+    engine locks in the house order (accounts, then positions: positions/movement.py)
+    whatever order its handlers and hooks write in."""
+    if fn not in _LOCK_FIRST:
+        _LOCK_FIRST.append(fn)
+    return fn
+
+
+def lock_batch(confirmed) -> None:
+    for hook in _LOCK_FIRST:
+        hook(confirmed)
 
 
 def needs_accounts(fn: Callable) -> Callable:

@@ -521,8 +521,10 @@ def _settle_chunk(settled: list[tuple[Transaction, object]], facts: dict, now) -
     """One database transaction for ``settled``: the ``on_confirmations`` hooks run once
     for all whose effects applied; if one of them raises, the chunk is rolled back and
     redone with the hooks called per transaction, each in its own savepoint."""
+    locking = [(tx, facts[tx.pk]) for tx, _ in settled if tx.pk in facts]
     try:
         with db_transaction.atomic():
+            effects.lock_batch(locking)
             in_flight, applied = _settle_each(settled, facts, now, batch_hooks=False)
             effects.apply_batch([(tx, facts[tx.pk]) for tx in applied])
             TransactionEvent.objects.bulk_create([TransactionEvent(transaction_id=tx.pk, kind="EFFECTS_APPLIED", detail={}) for tx in applied])
@@ -530,6 +532,7 @@ def _settle_chunk(settled: list[tuple[Transaction, object]], facts: dict, now) -
     except Exception:  # noqa: BLE001 - a batch hook failed: redo one transaction at a time
         logger.exception("batch confirmation hooks failed for %d transactions; applying them one at a time", len(settled))
     with db_transaction.atomic():
+        effects.lock_batch(locking)
         in_flight, applied = _settle_each(settled, facts, now, batch_hooks=True)
         TransactionEvent.objects.bulk_create([TransactionEvent(transaction_id=tx.pk, kind="EFFECTS_APPLIED", detail={}) for tx in applied])
     return in_flight

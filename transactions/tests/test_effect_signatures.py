@@ -29,5 +29,5 @@ def test_account_needs_take_the_transactions_and_their_addresses():
 
 
 def test_batch_hooks_take_the_transactions():
-    wrong = [f"{fn.__module__}.{fn.__name__}" for fn in effects._BATCH if _positional(fn) != 1]
+    wrong = [f"{fn.__module__}.{fn.__name__}" for fn in [*effects._BATCH, *effects._LOCK_FIRST] if _positional(fn) != 1]
     assert not wrong, f"on_confirmations hooks must be fn(txs): {wrong}"

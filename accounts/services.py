@@ -141,7 +141,9 @@ def account_draft(*, tenant, cluster: str, api_key, data: dict, prefix: str = "i
     _conflicts(tenant, cluster, address_hint, refs, prefix=prefix)
     key = _managed_key(data, prefix, tenant) if managed else None
     address = key.public_key if key else data["onchainId"]
-    if key is not None:
+    if key is not None and (data.get("privateKeyDetails") or {}).get("privateKey"):
+        # An imported key's address may be recorded already; a generated one is new (and
+        # the unique column would still refuse it).
         _conflicts(tenant, cluster, address, {}, prefix=prefix)
 
     onchain = None
@@ -307,12 +309,13 @@ def account_create(*, tenant, cluster: str, api_key, data: dict, svm_config: dic
     tx = None
     with write_phase(on_abort=prepared.release if prepared else None):
         funded = funding_effects(funding, tenant=tenant, api_key=api_key)
-        account_save(account, prefix=prefix)
         if prepared is not None:
+            # The Transaction row first, so the account is inserted once, PENDING and
+            # pointing at it (its offchain id is known before it is saved).
             tx = transaction_record(prepared, effects_data={"account": str(account.offchain_id), **funded}, api_key=api_key, request_id=request_id)
             account.status = AccountStatus.PENDING
             account.creation_transaction = account.last_transaction = account.pending_transaction = tx
-            account.save(update_fields=["status", "creation_transaction", "last_transaction", "pending_transaction", "updated_at"])
+        account_save(account, prefix=prefix)
     return AccountResult(account, tx)
 
 

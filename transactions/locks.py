@@ -7,7 +7,11 @@ from __future__ import annotations
 
 from django.db.models import QuerySet
 
+from ledger_project.statements import Statement
+
+_LOCK = Statement("transactions.locks")
+
 
 def lock_rows(queryset: QuerySet) -> list:
     """Lock every row of ``queryset`` in pk order; returns them in that order."""
-    return list(queryset.select_for_update().order_by("pk"))
+    return _LOCK.fetch(queryset.select_for_update().order_by("pk"))

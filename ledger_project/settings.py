@@ -227,6 +227,10 @@ for _item in env.list("LEDGER_CLUSTERS", default=[]):
         LEDGER_CLUSTERS[_name.strip()] = _url.strip()
 LEDGER_DEFAULT_CLUSTER = env("LEDGER_DEFAULT_CLUSTER", default="CHAIN_LOCALNET")
 LEDGER_RPC_TIMEOUT_SECONDS = env.float("LEDGER_RPC_TIMEOUT_SECONDS", default=10.0)
+# RECENT_BLOCKHASH transactions reuse a blockhash this process fetched at most this many
+# seconds ago instead of one getLatestBlockhash per request; 0 fetches one every time
+# (docs/performance.md, "Blockhash reuse").
+LEDGER_BLOCKHASH_REUSE_SECONDS = env.float("LEDGER_BLOCKHASH_REUSE_SECONDS", default=2.0)
 # Longest a request with ?wait=confirmed waits before answering with the current status.
 LEDGER_WAIT_TIMEOUT_SECONDS = env.float("LEDGER_WAIT_TIMEOUT_SECONDS", default=30.0)
 # Opt-in, CHAIN_LOCALNET only: a seed or dataLength rent with no funding account

@@ -190,14 +190,20 @@ def account_save(account: Account, *, prefix: str = "itemData") -> Account:
     """Store a drafted account and its key (write phase): the key is sealed now, under the
     master key current now. The unique constraints re-check what a concurrent request may
     have taken since the draft: 409 DUPLICATE_KEY (the key) or DUPLICATE_ACCOUNT."""
-    _al_id_written(account)
-    try:
+    if not transaction.get_connection().in_atomic_block:  # the key and the account together, or neither
         with transaction.atomic():
-            if account.managed_key is not None and account.managed_key.pk is None:
-                account.managed_key = custody.managed_key_store(account.managed_key)
+            return account_save(account, prefix=prefix)
+    _al_id_written(account)
+    if account.managed_key is not None and account.managed_key.pk is None:
+        try:
+            account.managed_key = custody.managed_key_store(account.managed_key)  # its own savepoint
+        except ManagedKeyExists as exc:
+            raise _duplicate_key(exc, account.tenant, prefix)
+    try:
+        # No savepoint (two statements less): the 409 ends the caller's write phase, whose
+        # savepoint or transaction rolls back, the key row with it.
+        with transaction.atomic(savepoint=False):
             account.save()
-    except ManagedKeyExists as exc:
-        raise _duplicate_key(exc, account.tenant, prefix)
     except IntegrityError:
         raise ConflictError("An account with this onchainId or reference already exists.", field=f"{prefix}.onchainId", code="DUPLICATE_ACCOUNT")
     return account

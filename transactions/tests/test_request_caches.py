@@ -1,5 +1,6 @@
 """What a process keeps between requests (docs/performance.md): the reused blockhash
-(``builder.recent_blockhash``) and the platform fee payer's row (``fee_payers``)."""
+(``builder.recent_blockhash``) and the platform fee payer's row (``fee_payers``); and the
+request path's direct rendering of a transaction result."""
 
 from __future__ import annotations
 
@@ -123,3 +124,27 @@ def test_a_fee_payer_row_created_in_a_transaction_that_rolls_back_is_not_kept(lo
     assert not PlatformFeePayer.objects.exists()
     assert fee_payers.platform_fee_payer(CLUSTER).pubkey != created.pubkey
     assert PlatformFeePayer.objects.get(cluster=CLUSTER).managed_key.public_key == str(fee_payers.platform_fee_payer(CLUSTER).pubkey)
+
+
+# --- the transaction result, rendered without the serializer ------------------------------------------
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("status, approval_required, confirmations, error", [
+    ("SIGNED", False, None, ""), ("PENDING_APPROVAL", True, None, "Held for approval: over the limit."),
+    ("CONFIRMED", False, 3, ""), ("FAILED", False, 0, "The transaction failed on chain."), ("CANCELLED", True, None, "Rejected."),
+])
+def test_the_transaction_result_is_what_its_serializer_writes(tenant, status, approval_required, confirmations, error):
+    from transactions.models import Transaction
+    from transactions.responses import transaction_result
+    from transactions.serializers import TransactionResultOutput
+
+    tx = Transaction.unscoped.create(
+        tenant=tenant, cluster=CLUSTER, operation="test", status=status, approval_required=approval_required, confirmations_count=confirmations,
+        error_message=error, onchain_id=str(Keypair().sign_message(b"m")), message=b"message bytes", blockhash=str(Hash.new_unique()), fee_payer=str(Keypair().pubkey()),
+    )
+    tx.refresh_from_db()
+    expected = TransactionResultOutput(tx).data
+    assert transaction_result(tx) == expected
+    assert list(transaction_result(tx)) == list(expected)
+    assert transaction_result(None) is None

@@ -371,14 +371,17 @@ def top_functions(run) -> str:
             finally:
                 profiler.disable()
 
-        setattr(module, name, focused)
+        replaced = [(m, k) for m in list(sys.modules.values()) for k, v in list(getattr(m, "__dict__", {}).items()) if v is original]
+        for m, k in replaced:
+            setattr(m, k, focused)
     else:
         profiler.enable()
     for i in range(max(20, OPS // 4)):
         run(i)
     profiler.disable()
     if focus:
-        setattr(module, name, original)
+        for m, k in replaced:
+            setattr(m, k, original)
         if not profiler.getstats():
             return ""
     buffer = io.StringIO()

@@ -69,6 +69,17 @@ def assert_error(response, status: int, code: str | None = None, field: str | No
     return body
 
 
+@pytest.fixture(autouse=True)
+def process_caches_reset():
+    """Per-process caches that outlive a test: the platform fee payer's row (rolled back
+    or truncated with the test's database) and the reused blockhash (docs/performance.md)."""
+    from transactions import fee_payers
+    from transactions.chain import builder
+
+    fee_payers.fee_payer_cache_clear()
+    builder.recent_blockhashes_clear()
+
+
 @pytest.fixture(scope="session")
 def celery_worker_process(django_db_setup, django_db_blocker, localnet_url):
     """One real worker per test process, consuming its own queue, on the shared node."""

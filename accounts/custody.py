@@ -78,6 +78,11 @@ def keyring() -> list[bytes]:
     return _key_file_entries(Path(settings.LEDGER_MASTER_KEY_FILE))
 
 
+def current_master_key_id() -> str:
+    """The id of the master key new seals use (the keyring's first)."""
+    return master_key_id(keyring()[0])
+
+
 def _master_by_id(key_id: str) -> bytes:
     for key in keyring():
         if master_key_id(key) == key_id:

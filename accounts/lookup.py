@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from django.db.models import QuerySet
 
 from ledger_project.api.errors import LedgerError, NotFoundError
+from ledger_project.statements import Statement
 from tenancy.scoping import require_tenant
 
 from .models import Account
@@ -77,6 +78,9 @@ def single_match(matches: list[tuple[str, object | None]], field: str):
     return next((m for _, m in matches if m is not None), None)
 
 
+_LOOKUP = Statement("accounts.lookup")
+
+
 def resolve_account(tenant, cluster: str, lookup: dict | None, *, field: str, writable: bool = False, allow_off_platform: bool = False, display: bool = False) -> Account | OffPlatform:
     if lookup is None:
         raise LedgerError("A lookup is required.", field=field, code="REQUIRED")
@@ -92,14 +96,16 @@ def resolve_account(tenant, cluster: str, lookup: dict | None, *, field: str, wr
         queryset = queryset.select_related("managed_key")
     matches: list[tuple[str, Account | None]] = []
     if offchain_id:
-        matches.append(("offchainId", queryset.filter(offchain_id=offchain_id).first()))
+        # Unique: no ORDER BY (.first() would add one, and an ordered query costs Django a
+        # hash of every selected column to compile); compiled once (_LOOKUP).
+        matches.append(("offchainId", next(iter(_LOOKUP.fetch(queryset.filter(offchain_id=offchain_id)[:1])), None)))
     if onchain_id:
         # Own records first: a shared record of another tenant may carry the same address.
-        own = [a for a in queryset.filter(address=onchain_id)[:2]]
+        own = _LOOKUP.fetch(queryset.filter(address=onchain_id)[:2])
         own.sort(key=lambda a: a.tenant_id != tenant.pk)
         matches.append(("onchainId", own[0] if own else None))
     if refs:
-        found = list(queryset.filter(**_references_filter(refs, field))[:2])
+        found = _LOOKUP.fetch(queryset.filter(**_references_filter(refs, field))[:2])
         if len(found) > 1:
             raise LedgerError("offchainReferences match more than one record; add type or organizationExternalId.", field=f"{field}.offchainReferences", code="AMBIGUOUS_LOOKUP")
         matches.append(("offchainReferences", found[0] if found else None))

@@ -141,7 +141,9 @@ def account_draft(*, tenant, cluster: str, api_key, data: dict, prefix: str = "i
     _conflicts(tenant, cluster, address_hint, refs, prefix=prefix)
     key = _managed_key(data, prefix, tenant) if managed else None
     address = key.public_key if key else data["onchainId"]
-    if key is not None:
+    if key is not None and (data.get("privateKeyDetails") or {}).get("privateKey"):
+        # An imported key's address may be recorded already; a generated one is new (and
+        # the unique column would still refuse it).
         _conflicts(tenant, cluster, address, {}, prefix=prefix)
 
     onchain = None
@@ -188,14 +190,20 @@ def account_save(account: Account, *, prefix: str = "itemData") -> Account:
     """Store a drafted account and its key (write phase): the key is sealed now, under the
     master key current now. The unique constraints re-check what a concurrent request may
     have taken since the draft: 409 DUPLICATE_KEY (the key) or DUPLICATE_ACCOUNT."""
-    _al_id_written(account)
-    try:
+    if not transaction.get_connection().in_atomic_block:  # the key and the account together, or neither
         with transaction.atomic():
-            if account.managed_key is not None and account.managed_key.pk is None:
-                account.managed_key = custody.managed_key_store(account.managed_key)
+            return account_save(account, prefix=prefix)
+    _al_id_written(account)
+    if account.managed_key is not None and account.managed_key.pk is None:
+        try:
+            account.managed_key = custody.managed_key_store(account.managed_key)  # its own savepoint
+        except ManagedKeyExists as exc:
+            raise _duplicate_key(exc, account.tenant, prefix)
+    try:
+        # No savepoint (two statements less): the 409 ends the caller's write phase, whose
+        # savepoint or transaction rolls back, the key row with it.
+        with transaction.atomic(savepoint=False):
             account.save()
-    except ManagedKeyExists as exc:
-        raise _duplicate_key(exc, account.tenant, prefix)
     except IntegrityError:
         raise ConflictError("An account with this onchainId or reference already exists.", field=f"{prefix}.onchainId", code="DUPLICATE_ACCOUNT")
     return account
@@ -307,12 +315,13 @@ def account_create(*, tenant, cluster: str, api_key, data: dict, svm_config: dic
     tx = None
     with write_phase(on_abort=prepared.release if prepared else None):
         funded = funding_effects(funding, tenant=tenant, api_key=api_key)
-        account_save(account, prefix=prefix)
         if prepared is not None:
+            # The Transaction row first, so the account is inserted once, PENDING and
+            # pointing at it (its offchain id is known before it is saved).
             tx = transaction_record(prepared, effects_data={"account": str(account.offchain_id), **funded}, api_key=api_key, request_id=request_id)
             account.status = AccountStatus.PENDING
             account.creation_transaction = account.last_transaction = account.pending_transaction = tx
-            account.save(update_fields=["status", "creation_transaction", "last_transaction", "pending_transaction", "updated_at"])
+        account_save(account, prefix=prefix)
     return AccountResult(account, tx)
 
 

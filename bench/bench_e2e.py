@@ -10,7 +10,11 @@ broker) and on PostgreSQL + Redis:
   (no limits apply), as a ratio of confirmed/s in the same run;
 - the raw local-node transfer rate (bench_localnet.over_rpc) in the same run.
 One JSON line per measurement. BENCH_E2E_OPS (default 200) operations per measurement;
-BENCH_E2E_SETUPS=embedded,postgres picks setups.
+BENCH_E2E_SETUPS=embedded,postgres picks setups. BENCH_E2E_HTTP_ONLY=1 measures the request
+path alone: the worker stops once the setup is confirmed, so the requests share the
+machine with gunicorn, the node and the database only; their transactions stay SIGNED
+(their submissions wait in a queue of the run's own) and only accepted req/s and HTTP
+latency are reported (docs/performance.md).
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ CASES = [c for c in os.environ.get("BENCH_E2E_CASES", "").split(",") if c]  # e.
 CONCURRENCY = [int(c) for c in os.environ.get("BENCH_E2E_CONCURRENCY", "8,32").split(",")]
 WORKER_LOG = os.environ.get("BENCH_E2E_WORKER_LOG")  # keep the worker's log (DEBUG for the pump) here
 TERMINAL = {"CONFIRMED", "FINALIZED", "FAILED", "EXPIRED", "CANCELLED"}
+HTTP_ONLY = os.environ.get("BENCH_E2E_HTTP_ONLY") == "1"
 
 
 def call(port: int, method: str, path: str, body: dict, key: str, conn=None) -> tuple[int, dict]:
@@ -159,6 +164,10 @@ def pct(values: list[float], q: float) -> float | None:
 
 
 def measure(env: dict, port: int, key: str, name: str, path: str, make_body, concurrency: int) -> dict:
+    if HTTP_ONLY:
+        started_at, latencies, wall = run_load(port, key, make_body, path, concurrency, OPS)
+        return {"bench": f"e2e_http_only_{name}", "concurrency": concurrency, "operations": OPS, "accepted_rps": round(OPS / wall, 1),
+                "http_p50_ms": pct(latencies, 0.5), "http_p99_ms": pct(latencies, 0.99)}
     drain(env)
     started_at, latencies, wall = run_load(port, key, make_body, path, concurrency, OPS)
     settled = settle_times(env, [i for i, _ in started_at])
@@ -186,8 +195,10 @@ def raw_node_rate() -> float:
 
 def stack(setup: str, tmp: str, db_url: str | None):
     node = LocalnetProcess(Path(tmp) / "localnet").start()
+    # A queue of the run's own: a shared Redis may carry other workers' "ledger" queue.
     env = {**os.environ, "LOG_LEVEL": "WARNING", "DJANGO_SETTINGS_MODULE": "ledger_project.settings", "LEDGER_VAR_DIR": tmp,
-           "LEDGER_LOCALNET_RPC_URL": node.url, "LEDGER_LOCALNET_AIRDROP_FUNDING": "true", "LEDGER_EMBEDDED": "1"}
+           "LEDGER_LOCALNET_RPC_URL": node.url, "LEDGER_LOCALNET_AIRDROP_FUNDING": "true", "LEDGER_EMBEDDED": "1",
+           "LEDGER_TASK_QUEUE": f"bench-{uuid.uuid4().hex[:8]}"}
     if setup == "postgres":
         env.update({"DATABASE_URL": db_url, "REDIS_URL": os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"), "LEDGER_CACHE_PREFIX": f"bench{uuid.uuid4().hex[:6]}"})
     else:
@@ -215,6 +226,10 @@ def run_setup(setup: str, raw: float) -> None:
             procs.append(gunicorn(env, port))
             wait_until_up(port, ("POST", "/api/v1/auth/whoami", "{}", {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}))
             positions = setup_instrument(port, key)
+            if HTTP_ONLY:
+                worker = procs.pop(0)
+                worker.terminate()
+                worker.wait(30)
             common = {"setup": setup, "database": "postgresql" if setup == "postgres" else "sqlite", "broker": "redis" if setup == "postgres" else "filesystem", "raw_node_transfers_per_s": raw}
 
             def transfer(kind):
@@ -235,7 +250,7 @@ def run_setup(setup: str, raw: float) -> None:
                     results[(name, concurrency)] = result
                     print(json.dumps({**result, **common}), flush=True)
                 with_limits, without = results.get(("transfer_financial_instrument", concurrency)), results.get(("transfer_no_debit_limits", concurrency))
-                if with_limits and without and without["confirmed_per_s"]:
+                if with_limits and without and without.get("confirmed_per_s"):
                     print(json.dumps({"bench": "e2e_debit_limit_check_cost", "concurrency": concurrency, **common,
                                       "confirmed_per_s_ratio": round(with_limits["confirmed_per_s"] / without["confirmed_per_s"], 3),
                                       "http_p50_ratio": round((with_limits["http_p50_ms"] or 0) / (without["http_p50_ms"] or 1), 3), "target_ratio_min": 0.9}), flush=True)
@@ -248,6 +263,10 @@ def run_setup(setup: str, raw: float) -> None:
                 except subprocess.TimeoutExpired:
                     proc.kill()
             node.stop()
+            if HTTP_ONLY and setup == "postgres":  # the submissions no worker took
+                import redis
+
+                redis.Redis.from_url(env["REDIS_URL"]).delete(env["LEDGER_TASK_QUEUE"])
 
 
 def main() -> None:

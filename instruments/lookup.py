@@ -24,7 +24,9 @@ def resolve_instrument(tenant, cluster: str, lookup: dict | None, *, field: str,
     onchain_id, offchain_id, refs = lookup.get("onchainId"), lookup.get("offchainId"), lookup.get("offchainReferences") or {}
     if not (onchain_id or offchain_id or refs.get("alId") or refs.get("code")):
         raise LedgerError("A lookup needs onchainId, offchainId or offchainReferences (alId or code).", field=field, code="INVALID_LOOKUP")
-    queryset = lookup_scope(FinancialInstrument, tenant, cluster, lookup, field, writable).select_related("mint_account", "tenant")
+    # Unordered (own records first is sorted below): an ORDER BY makes Django hash every
+    # selected column while compiling (positions/lookup.py).
+    queryset = lookup_scope(FinancialInstrument, tenant, cluster, lookup, field, writable).select_related("mint_account", "tenant").order_by()
     conditions = []
     if onchain_id:
         conditions.append(("onchainId", Q(address=onchain_id)))

@@ -238,6 +238,10 @@ LEDGER_PUMP_IDLE_SECONDS = env.float("LEDGER_PUMP_IDLE_SECONDS", default=3.0)  #
 LEDGER_PUMP_RUN_SECONDS = env.float("LEDGER_PUMP_RUN_SECONDS", default=20.0)  # one task's run; then it hands over to a fresh task
 LEDGER_PUMP_REBROADCAST_SECONDS = env.float("LEDGER_PUMP_REBROADCAST_SECONDS", default=2.0)  # not found this long after a send: send the same bytes again
 LEDGER_PUMP_RECHECK_CONFIRMED_SECONDS = env.float("LEDGER_PUMP_RECHECK_CONFIRMED_SECONDS", default=2.0)  # CONFIRMED, waiting for finalization
+# RECENT_BLOCKHASH transactions reuse a blockhash this process fetched at most this many
+# seconds ago instead of one getLatestBlockhash per request; 0 fetches one every time
+# (docs/performance.md, "Blockhash reuse").
+LEDGER_BLOCKHASH_REUSE_SECONDS = env.float("LEDGER_BLOCKHASH_REUSE_SECONDS", default=2.0)
 # Longest a request with ?wait=confirmed waits before answering with the current status.
 LEDGER_WAIT_TIMEOUT_SECONDS = env.float("LEDGER_WAIT_TIMEOUT_SECONDS", default=30.0)
 # Opt-in, CHAIN_LOCALNET only: a seed or dataLength rent with no funding account

@@ -21,6 +21,7 @@ from accounts.models import Account
 from instruments.lookup import resolve_instrument
 from instruments.models import FinancialInstrument
 from ledger_project.api.errors import LedgerError, NotFoundError
+from ledger_project.statements import Statement
 
 from .models import Position, PositionStatus
 
@@ -34,18 +35,40 @@ class OwnerTarget:
     instrument: FinancialInstrument
 
 
+#: What a resolved position carries: its token account (responses, balances), its owner
+#: and the owner's key row (signer, debit limits: a debit signs with it) and its
+#: instrument (checks, amounts). Not the instrument's mint account or the in-flight
+#: marker's transaction: nothing on the movement path reads them, and each join costs
+#: every lookup (a lifecycle check loads the marker when one is set).
+POSITION_RELATED = ("account", "owner", "owner__managed_key", "instrument")
+
+
+def _positions(tenant, cluster: str):
+    # No ORDER BY: every lookup below names at most one position (unique offchain ids,
+    # one position per address); an ordered query of this width costs Django a hash of
+    # each of its 160 selected columns to compile. Compiled once (_LOOKUP), in any case.
+    return Position.objects.for_tenant(tenant).filter(cluster=cluster).select_related(*POSITION_RELATED).order_by()
+
+
+_LOOKUP = Statement("positions.lookup")
+
+
+def _one(queryset) -> Position | None:
+    return next(iter(_LOOKUP.fetch(queryset[:1])), None)
+
+
 def _position_by_account_lookup(tenant, cluster: str, lookup: dict, field: str) -> Position | None:
     onchain_id, offchain_id, refs = lookup.get("onchainId"), lookup.get("offchainId"), lookup.get("offchainReferences") or {}
     if not (onchain_id or offchain_id or refs):
         raise LedgerError("A lookup needs onchainId, offchainId or offchainReferences.", field=field, code="INVALID_LOOKUP")
     # Positions are never shared across tenants: only the acting tenant's own.
-    queryset = Position.objects.for_tenant(tenant).filter(cluster=cluster).select_related("account", "owner", "instrument", "instrument__mint_account", "pending_transaction")
+    queryset = _positions(tenant, cluster)
     matches = []
     if offchain_id:
         value = uuid.UUID(str(offchain_id))
-        matches.append(("offchainId", queryset.filter(Q(offchain_id=value) | Q(account__offchain_id=value)).first()))
+        matches.append(("offchainId", _one(queryset.filter(Q(offchain_id=value) | Q(account__offchain_id=value)))))
     if onchain_id:
-        matches.append(("onchainId", queryset.filter(address=onchain_id).order_by("-pk").first()))
+        matches.append(("onchainId", _one(queryset.filter(address=onchain_id))))
     if refs:
         filters = {}
         for key, column in (("code", "account__code"), ("alId", "account__al_id"), ("accountNumber", "account__account_number")):
@@ -61,11 +84,8 @@ def _position_by_account_lookup(tenant, cluster: str, lookup: dict, field: str) 
 
 
 def _associated(tenant, cluster: str, owner: Account, instrument: FinancialInstrument) -> Position | None:
-    return (
-        Position.objects.for_tenant(tenant).filter(cluster=cluster, owner=owner, instrument=instrument, associated=True)
-        .exclude(status__in=[PositionStatus.FAILED, PositionStatus.INACTIVE])
-        .select_related("account", "owner", "instrument", "instrument__mint_account", "pending_transaction").first()
-    )
+    # At most one (pos_unique_associated).
+    return _one(_positions(tenant, cluster).filter(owner=owner, instrument=instrument, associated=True).exclude(status__in=[PositionStatus.FAILED, PositionStatus.INACTIVE]))
 
 
 def resolve_position(tenant, cluster: str, lookup: dict | None, *, field: str, allow_missing: bool = False, allow_off_platform_owner: bool = False) -> Position | OwnerTarget:

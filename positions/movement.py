@@ -49,13 +49,14 @@ from instruments.models import FinancialInstrument, PositionState
 from instruments.token2022.transfer_hook import HookAccountsError, transfer_hook_accounts
 from ledger_project.api.errors import LedgerError
 from ledger_project.api.idempotency import write_phase
+from ledger_project.statements import Statement
 from transactions.chain.rpc import rpc_for
-from transactions.locks import lock_rows
 from transactions.models import Transaction
 from transactions.services import SignerSpec, transaction_build, transaction_record
 
 from . import instructions as ix
 from .limits import TOKEN, Decision, debit_decision
+from .locks import lock_positions
 from .lookup import OwnerTarget, resolve_position
 from .models import Position, PositionStatus
 from .onchain import decode_token_account
@@ -365,8 +366,9 @@ def _debits(plan: _Plan, tenant, api_key, *, positions: dict[int, Position] | No
     for leg in plan.legs:
         if leg.kind != TRANSFER:
             continue
-        position = (positions or {}).get(leg.source.position.pk, leg.source.position)
-        owner = (owners or {}).get(position.owner_id, position.owner)
+        position = (positions or {}).get(leg.source.position.pk) or leg.source.position
+        # Not .get(id, position.owner): the default would load the owner once more.
+        owner = (owners or {}).get(position.owner_id) or position.owner
         destination = leg.destination.position if leg.destination.position is not None else OffPlatform(leg.destination.owner_address)
         decisions.append(debit_decision(tenant=tenant, api_key=api_key, kind=TOKEN, source=owner, position=position, amount=leg.amount, destination=destination, field=f"{leg.field}.source"))
     return Decision.merge(*decisions) if decisions else None
@@ -382,23 +384,43 @@ def _lock_debited_accounts(plan: _Plan, tenant, funding) -> dict[int, Account]:
     return {pk: lock_visible_account(pk, tenant=tenant) for pk in sorted(pks)}
 
 
-def _recheck(plan: _Plan, tenant) -> dict[int, Position]:
+_RECHECK = Statement("positions.movement.recheck")
+
+
+def _reread(plan: _Plan, tenant) -> tuple[list[Position], dict[int, FinancialInstrument]]:
+    """The rows the write phase re-checks without locking them — the receiving positions
+    and the instruments — read before the row locks are taken: the locks are held until
+    the commit, and every request moving from the same source queues behind them."""
+    receiving = [leg.destination.position.pk for leg in plan.legs if leg.destination is not None and leg.destination.position is not None and leg.destination.draft is None]
+    destinations = _RECHECK.fetch(Position.objects.for_tenant(tenant).filter(pk__in=receiving).order_by())
+    instruments = _RECHECK.fetch(FinancialInstrument.objects.visible_to(tenant).filter(pk__in=[leg.instrument.pk for leg in plan.legs]).order_by())
+    return destinations, {i.pk: i for i in instruments}
+
+
+def _recheck(plan: _Plan, tenant, reread: tuple[list[Position], dict[int, FinancialInstrument]]) -> dict[int, Position]:
     """Under the source rows' lock: what the read phase relied on still holds (a freeze,
-    pause or inactivation recorded meanwhile is refused here as it was there). Returns the
-    locked source positions."""
+    pause or inactivation recorded meanwhile is refused here as it was there), the sources
+    first, then the re-read destinations and instruments (``_reread``). Returns the locked
+    source positions."""
+    destinations, fresh = reread
     sources = {leg.source.position.pk: leg for leg in plan.legs if leg.source is not None}
-    locked = {p.pk: p for p in lock_rows(Position.objects.for_tenant(tenant).filter(pk__in=list(sources)).select_related("instrument"))}
+    # The position rows alone: a join would lock the instrument's row too (FOR UPDATE locks
+    # every joined row on PostgreSQL), and every movement of the instrument would queue on it.
+    locked = lock_positions(*sources, tenant=tenant)
     for pk, leg in sources.items():
         live_position(locked[pk], f"{leg.field}.source" if leg.kind == TRANSFER else f"{leg.field}.position", "send")
     # Destinations are re-read, not locked: receiving needs no limit, and a hot receiving
     # position (a treasury) would otherwise serialize every transfer to it.
     receiving = {leg.destination.position.pk: leg for leg in plan.legs if leg.destination is not None and leg.destination.position is not None and leg.destination.draft is None}
-    for position in Position.objects.for_tenant(tenant).filter(pk__in=list(receiving)):
+    for position in destinations:
         leg = receiving[position.pk]
         live_position(position, f"{leg.field}.destination" if leg.kind == TRANSFER else f"{leg.field}.position", "receive")
     instruments = {leg.instrument.pk: leg for leg in plan.legs}
-    for instrument in FinancialInstrument.objects.visible_to(tenant).filter(pk__in=list(instruments)):
+    for instrument in fresh.values():
         movable_instrument(instrument, instruments[instrument.pk].field)
+    for position in locked.values():  # the debit decision reads the instrument's decimals
+        if position.instrument_id in fresh:
+            position.instrument = fresh[position.instrument_id]
     return locked
 
 
@@ -428,8 +450,9 @@ def _effects(plan: _Plan, funded: dict, decision: Decision | None) -> dict:
 
 def _write(plan: _Plan, prepared, funding, *, tenant, api_key, request_id) -> Transaction:
     with write_phase(on_abort=prepared.release):
+        reread = _reread(plan, tenant)
         owners = _lock_debited_accounts(plan, tenant, funding)
-        decision = _debits(plan, tenant, api_key, positions=_recheck(plan, tenant), owners=owners)
+        decision = _debits(plan, tenant, api_key, positions=_recheck(plan, tenant, reread), owners=owners)
         funded = funding_effects(funding, tenant=tenant, api_key=api_key)
         drafted = [p for p in plan.parties.values() if p.draft is not None]
         for party in drafted:

@@ -50,10 +50,38 @@ _checked: dict[str, float] = {}
 _lock = threading.Lock()
 
 
+#: cluster → (loaded at, row), per process: a query (and its key's row) less on every
+#: request. The row never changes once created (one per cluster, read-only in the admin);
+#: its key's sealing does when the master key rotates, so a row sealed under another master
+#: key than the current one is read again (a retired key can never be the one a cached row
+#: needs). FEE_PAYER_CACHE_SECONDS bounds the rest (a row changed by hand).
+FEE_PAYER_CACHE_SECONDS = 60.0
+_rows: dict[str, tuple[float, PlatformFeePayer]] = {}
+
+
+def fee_payer_cache_clear() -> None:
+    _rows.clear()
+
+
 def _fee_payer_row(cluster: str) -> PlatformFeePayer:
+    from accounts.custody import current_master_key_id
+
+    hit = _rows.get(cluster)
+    if hit is not None and time.monotonic() - hit[0] < FEE_PAYER_CACHE_SECONDS and hit[1].managed_key.master_key_id == current_master_key_id():
+        return hit[1]
+    loaded_at = time.monotonic()
+    outside_transaction = not transaction.get_connection().in_atomic_block
+    row = _load_fee_payer_row(cluster)
+    if outside_transaction:  # else it may have just been created in a transaction that rolls back
+        _rows[cluster] = (loaded_at, row)
+    return row
+
+
+def _load_fee_payer_row(cluster: str) -> PlatformFeePayer:
     from accounts.custody import managed_key_generate
 
-    row = PlatformFeePayer.objects.select_related("managed_key").filter(cluster=cluster).first()
+    query = PlatformFeePayer.objects.select_related("managed_key").filter(cluster=cluster).order_by()  # unique: no ORDER BY
+    row = next(iter(query[:1]), None)
     if row is not None:
         return row
     try:

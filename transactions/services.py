@@ -11,6 +11,7 @@ applies the operation's offchain effects exactly once.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass
 from datetime import timedelta
@@ -150,17 +151,29 @@ def transaction_build(
         nonce_row = fee_payers.nonce_lease(cluster=cluster, tenant=tenant)
         nonce = builder.NonceLease(address=Pubkey.from_string(nonce_row.address), authority=_pubkey_of(nonce_row.authority_key))
         by_key.setdefault(str(nonce.authority), SignerSpec(nonce.authority, nonce_row.authority_key))
+    from django.conf import settings
+
+    plan = builder.BuildPlan(
+        instructions=instructions, fee_payer=fee_payer.pubkey, version=config.version, compute=config.compute, nonce=nonce,
+        lookup_tables=config.lookup_tables, blockhash_reuse_seconds=settings.LEDGER_BLOCKHASH_REUSE_SECONDS,
+    )
     try:
-        built = builder.build(
-            builder.BuildPlan(instructions=instructions, fee_payer=fee_payer.pubkey, version=config.version, compute=config.compute, nonce=nonce, lookup_tables=config.lookup_tables),
-            rpc,
-        )
+        built = builder.build(plan, rpc)
         required = [str(k) for k in built.signers]
         unknown = [k for k in required if k not in by_key]
         if unknown:
             raise LedgerError(f"The transaction needs signatures the request does not account for: {', '.join(unknown)}.", code="MISSING_SIGNER")
         if simulate:
-            rpc.simulate(builder.assemble(built.message, {}), tenant=tenant)
+            try:
+                rpc.simulate(builder.assemble(built.message, {}), tenant=tenant)
+            except SimulationFailed as exc:
+                if not (built.reused_blockhash and "BlockhashNotFound" in str(exc.err)):
+                    raise
+                # The node does not know the reused blockhash (another node behind the URL,
+                # a restarted local node): once more on a fresh one.
+                builder.forget_blockhash(rpc)
+                built = builder.build(dataclasses.replace(plan, blockhash_reuse_seconds=0.0), rpc)
+                rpc.simulate(builder.assemble(built.message, {}), tenant=tenant)
         message_bytes = built.to_bytes()
         managed = [by_key[k] for k in required if by_key[k].signs_here]
         signatures = sign_all(message_bytes, _signers_of(managed))
@@ -220,7 +233,9 @@ def transaction_record(
     else:
         status = TransactionStatus.PARTIALLY_SIGNED
     try:
-        with db_transaction.atomic():
+        # No savepoint of its own (two statements on every request): the 409 below ends the
+        # caller's write phase, whose own savepoint or transaction rolls back.
+        with db_transaction.atomic(savepoint=False):
             tx = _create_row(prepared, status, effects_data, api_key, request_id, submit, hold_for_approval, hold_reason)
     except IntegrityError:
         # Another request recorded the very same message (same instructions, signers and

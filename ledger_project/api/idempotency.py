@@ -44,6 +44,7 @@ from django.http import HttpResponse
 from rest_framework.exceptions import APIException
 
 from ledger_project.api.errors import ConflictError, LedgerError
+from ledger_project.statements import Statement
 
 REPLAY_HEADER = "x-idempotent-replay"
 
@@ -110,7 +111,9 @@ class _Pending:
         self.outer.__enter__()
         if self.request_id is not None:
             try:
-                with transaction.atomic():
+                # No savepoint: the record is the transaction's first row, so a duplicate
+                # (IntegrityError) rolls the whole transaction back (rollback()) anyway.
+                with transaction.atomic(savepoint=False):
                     self.record = IdempotencyRecord.objects.create(
                         api_key=self.request.user, request_id=self.request_id, method=self.request.method,
                         path=self.request.path[:300], body_hash=self.fingerprint,
@@ -211,13 +214,17 @@ def _run(view, request, view_method, args, kwargs, pending: _Pending):
         _pending.reset(token)
 
 
+_RECORD = Statement("idempotency.record")
+
+
 def _run_once(view, request, request_id, view_method, args, kwargs, phased: bool):
     from tenancy.models import IdempotencyRecord
 
     fingerprint = None
     if request_id is not None:
         fingerprint = request_fingerprint(request)
-        record = IdempotencyRecord.objects.filter(api_key=request.user, request_id=request_id).first()
+        # Unique per (key, id): no ORDER BY; compiled once.
+        record = next(iter(_RECORD.fetch(IdempotencyRecord.objects.filter(api_key=request.user, request_id=request_id).order_by()[:1])), None)
         if record is not None:
             return _replay(record, fingerprint)
     pending = _Pending(view, request, request_id, fingerprint)

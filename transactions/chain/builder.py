@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import statistics
+import threading
+import time
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -22,7 +24,7 @@ from solders.system_program import AdvanceNonceAccountParams, advance_nonce_acco
 from solders.transaction import VersionedTransaction
 
 from .errors import TransactionTooLarge
-from .rpc import ChainRpc
+from .rpc import ChainRpc, LatestBlockhash
 
 #: The network's packet limit for one serialized transaction (Limits 3).
 MAX_TRANSACTION_SIZE = 1232
@@ -52,6 +54,9 @@ class BuildPlan:
     compute: ComputeUnits | None = None
     nonce: NonceLease | None = None  # DURABLE_NONCE when set
     lookup_tables: Sequence[Pubkey] = field(default_factory=tuple)
+    #: RECENT_BLOCKHASH: reuse a blockhash fetched at most this many seconds ago by this
+    #: process (``recent_blockhash``); 0 fetches one for this message.
+    blockhash_reuse_seconds: float = 0.0
 
 
 @dataclass
@@ -59,6 +64,7 @@ class BuiltMessage:
     message: Message | MessageV0
     blockhash: Hash
     last_valid_block_height: int | None
+    reused_blockhash: bool = False
 
     @property
     def signers(self) -> list[Pubkey]:
@@ -142,7 +148,82 @@ def _lookup_tables(rpc: ChainRpc, addresses: Sequence[Pubkey]) -> list[AddressLo
     return tables
 
 
+class _RecentBlockhash:
+    """One cluster's latest blockhash as this process last fetched it, and digests of the
+    messages built on it since (``recent_blockhash``)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.fetched_at = 0.0
+        self.value: LatestBlockhash | None = None
+        self.messages: set[bytes] = set()
+
+
+_recent: dict[str, _RecentBlockhash] = {}
+
+
+def recent_blockhash(rpc: ChainRpc, max_age: float) -> tuple[LatestBlockhash, bool]:
+    """The latest blockhash, reused for ``max_age`` seconds per process and cluster
+    (docs/performance.md, "Blockhash reuse"): one getLatestBlockhash per window instead of
+    one per request. Returns it and whether it was reused.
+
+    Its ``last_valid_block_height`` is the blockhash's own (the node answered both
+    together), so the expiry check stays exact; a transaction built on a reused blockhash
+    only has up to ``max_age`` seconds less of its ~60-90 s lifetime left."""
+    entry = _recent.setdefault(rpc.cluster, _RecentBlockhash())
+    now = time.monotonic()
+    with entry.lock:
+        if entry.value is not None and now - entry.fetched_at < max_age:
+            return entry.value, True
+    latest = rpc.latest_blockhash()
+    with entry.lock:
+        if entry.value is None or latest.blockhash != entry.value.blockhash:
+            entry.messages = set()
+        # The age counts from before the fetch: never longer than max_age.
+        entry.value, entry.fetched_at = latest, now
+    return latest, False
+
+
+def _first_on_blockhash(rpc: ChainRpc, blockhash: Hash, message: bytes) -> bool:
+    """Whether ``message`` is new on the reused ``blockhash`` in this process: the same
+    instructions built twice on one blockhash are one transaction (one signature, executed
+    once), which a fresh blockhash per request made unlikely (operations that may repeat
+    one message, such as a freeze, a thaw and a freeze again, within one slot only)."""
+    entry = _recent.get(rpc.cluster)
+    if entry is None:
+        return True
+    digest = hashlib.blake2b(message, digest_size=16).digest()
+    with entry.lock:
+        if entry.value is None or entry.value.blockhash != blockhash:
+            return True
+        if digest in entry.messages:
+            return False
+        entry.messages.add(digest)
+        return True
+
+
+def forget_blockhash(rpc: ChainRpc) -> None:
+    """Drop the reused blockhash (the node did not know it): the next build fetches one."""
+    entry = _recent.get(rpc.cluster)
+    if entry is not None:
+        with entry.lock:
+            entry.value, entry.messages = None, set()
+
+
+def recent_blockhashes_clear() -> None:
+    _recent.clear()
+
+
 def build(plan: BuildPlan, rpc: ChainRpc) -> BuiltMessage:
+    built = _build(plan, rpc, reuse=plan.blockhash_reuse_seconds > 0)
+    if plan.nonce is None and not _first_on_blockhash(rpc, built.blockhash, built.to_bytes()) and built.reused_blockhash:
+        # This process built this very message on the reused blockhash already: a fresh one.
+        built = _build(plan, rpc, reuse=False)
+        _first_on_blockhash(rpc, built.blockhash, built.to_bytes())
+    return built
+
+
+def _build(plan: BuildPlan, rpc: ChainRpc, *, reuse: bool) -> BuiltMessage:
     instructions: list[Instruction] = []
     if plan.nonce is not None:
         # The runtime recognises a durable-nonce transaction by its first instruction.
@@ -156,10 +237,14 @@ def build(plan: BuildPlan, rpc: ChainRpc) -> BuiltMessage:
             instructions.append(compute_budget.set_compute_unit_price(price))
     instructions.extend(plan.instructions)
 
+    reused = False
     if plan.nonce is not None:
         blockhash, last_valid = nonce_value(rpc, plan.nonce.address), None
+    elif reuse:
+        latest, reused = recent_blockhash(rpc, plan.blockhash_reuse_seconds)
+        blockhash, last_valid = latest.blockhash, latest.last_valid_block_height
     else:
-        latest = rpc.latest_blockhash()
+        latest, _ = recent_blockhash(rpc, 0.0)  # fresh, and the next reuse starts from it
         blockhash, last_valid = latest.blockhash, latest.last_valid_block_height
 
     if plan.version == "LEGACY":
@@ -170,7 +255,7 @@ def build(plan: BuildPlan, rpc: ChainRpc) -> BuiltMessage:
         message: Message | MessageV0 = Message.new_with_blockhash(instructions, plan.fee_payer, blockhash)
     else:
         message = MessageV0.try_compile(plan.fee_payer, instructions, _lookup_tables(rpc, plan.lookup_tables), blockhash)
-    built = BuiltMessage(message, blockhash, last_valid)
+    built = BuiltMessage(message, blockhash, last_valid, reused_blockhash=reused)
     size = built.serialized_size()
     if size > MAX_TRANSACTION_SIZE:
         raise TransactionTooLarge(

@@ -452,7 +452,8 @@ def _write(plan: _Plan, prepared, funding, *, tenant, api_key, request_id) -> Tr
     with write_phase(on_abort=prepared.release):
         reread = _reread(plan, tenant)
         owners = _lock_debited_accounts(plan, tenant, funding)
-        decision = _debits(plan, tenant, api_key, positions=_recheck(plan, tenant, reread), owners=owners)
+        sources = _recheck(plan, tenant, reread)
+        decision = _debits(plan, tenant, api_key, positions=sources, owners=owners)
         funded = funding_effects(funding, tenant=tenant, api_key=api_key)
         drafted = [p for p in plan.parties.values() if p.draft is not None]
         for party in drafted:
@@ -462,8 +463,11 @@ def _write(plan: _Plan, prepared, funding, *, tenant, api_key, request_id) -> Tr
         for party in drafted:
             if party.create:
                 position_link_creation(*party.draft, tx)
-        touched = [p.position.pk for p in plan.parties.values() if p.position is not None and not (p.draft is not None and p.create)]
-        Position.objects.for_tenant(tenant).filter(pk__in=touched).update(last_transaction=tx)
+        # Only the rows this write phase locked (the sources): writing a receiving position
+        # here would lock it after the sources, and two transfers in opposite directions
+        # would deadlock on PostgreSQL. Receivers get last_transaction when the confirmation
+        # moves their balance (positions/balances.py).
+        Position.objects.for_tenant(tenant).filter(pk__in=list(sources)).update(last_transaction=tx)
     return tx
 
 

@@ -173,3 +173,26 @@ def test_concurrent_phased_requests_with_one_id_write_once(tenant):
     assert {status for status, _ in results} == {201}
     assert len({body for _, body in results}) == 1
     assert TenantOrganization.objects.filter(external_id="PRACE").count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_write_phase_that_loses_a_deadlock_runs_again_from_the_start(api, monkeypatch):
+    """PostgreSQL rolls back the transaction it picks as a deadlock's victim: the request is
+    run again (network phase included; the aborted run's release actions ran), not answered
+    500 — up to three runs, then the error stands."""
+    from tests.support import urls
+
+    networked: list[str] = []
+    monkeypatch.setattr(urls, "probe_network", networked.append)
+    urls.ABORTED.clear()
+    urls.DEADLOCKS.update({"DEADLOCK1": 2, "DEADLOCK2": 3})
+    rid = uuid.uuid4()
+    response = api.call("post", PHASED, {"itemData": {"externalId": "DEADLOCK1"}}, request_id=rid)
+    assert response.status_code == 201, response.content
+    assert networked == ["DEADLOCK1"] * 3 and urls.ABORTED == ["DEADLOCK1"] * 2
+    assert TenantOrganization.objects.filter(external_id="DEADLOCK1").count() == 1
+    assert IdempotencyRecord.objects.filter(request_id=rid).count() == 1
+
+    gives_up = api.call("post", PHASED, {"itemData": {"externalId": "DEADLOCK2"}}, request_id=uuid.uuid4())
+    assert gives_up.status_code >= 500
+    assert not TenantOrganization.objects.filter(external_id="DEADLOCK2").exists()

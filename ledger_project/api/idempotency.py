@@ -37,9 +37,10 @@ import contextvars
 import functools
 import hashlib
 import json
+import logging
 from typing import Callable
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, OperationalError, transaction
 from django.http import HttpResponse
 from rest_framework.exceptions import APIException
 
@@ -240,12 +241,38 @@ def _run_once(view, request, request_id, view_method, args, kwargs, phased: bool
         return _replay(IdempotencyRecord.objects.get(api_key=request.user, request_id=request_id), fingerprint)
 
 
+logger = logging.getLogger("ledger.api")
+
+#: Runs of a mutation that lost a deadlock (or a serialization conflict) to another
+#: transaction: the database rolled the whole write phase back, so running the request
+#: again from the start is safe (nothing was stored or sent; a leased nonce was released).
+_ATTEMPTS = 3
+
+
+def _lost_a_conflict(exc: OperationalError) -> bool:
+    try:
+        from psycopg import errors
+    except ImportError:  # pragma: no cover - psycopg is a requirement
+        return False
+    return isinstance(exc.__cause__, (errors.DeadlockDetected, errors.SerializationFailure))
+
+
+def _run_retrying(view, request, request_id, fn, args, kwargs, phased: bool):
+    for attempt in range(1, _ATTEMPTS + 1):
+        try:
+            return _run_once(view, request, request_id, fn, args, kwargs, phased)
+        except OperationalError as exc:
+            if attempt == _ATTEMPTS or not _lost_a_conflict(exc):
+                raise
+            logger.info("the write phase lost a lock conflict (%s); running the request again (attempt %d)", type(exc.__cause__).__name__, attempt + 1)
+
+
 def idempotent(view_method=None, *, phased: bool = True):
     def decorate(fn):
         @functools.wraps(fn)
         def wrapper(self, request, *args, **kwargs):
             request_id = client_request_id(request)
-            response = _run_once(self, request, request_id, fn, args, kwargs, phased)
+            response = _run_retrying(self, request, request_id, fn, args, kwargs, phased)
             # Work that must follow the commit (e.g. ?wait=confirmed: the worker only sees
             # the transaction once it is committed). The stored replay keeps the pre-wait body.
             after_commit = getattr(response, "after_commit", None)

@@ -47,6 +47,17 @@ def probe_network(external_id: str) -> None:
 
 
 ABORTED: list[str] = []
+DEADLOCKS: dict[str, int] = {}  # externalId → deadlocks still to lose
+
+
+def _lose_a_deadlock(external_id: str) -> None:
+    """What Django raises when PostgreSQL picks this transaction as a deadlock's victim."""
+    from django.db import OperationalError
+    from psycopg import errors
+
+    if DEADLOCKS.get(external_id, 0) > 0:
+        DEADLOCKS[external_id] -= 1
+        raise OperationalError("deadlock detected") from errors.DeadlockDetected("deadlock detected")
 
 
 class PhasedProbeViewSet(TenantScopedViewSet):
@@ -58,6 +69,7 @@ class PhasedProbeViewSet(TenantScopedViewSet):
         probe_network(external_id)
         with write_phase(on_abort=lambda: ABORTED.append(external_id)):
             org = TenantOrganization.objects.create(external_id=external_id, name="phased probe")
+            _lose_a_deadlock(external_id)
             if external_id.startswith("CRASH"):
                 raise RuntimeError("boom in the write phase")
             if external_id.startswith("REFUSE"):

@@ -77,10 +77,10 @@ MINTED = 10**12  # base units minted to each holder
 #: (what, share of operations answered when it is killed, seconds it stays down)
 KILLS = (("worker", 0.2, 2.0), ("node", 0.45, 2.0), ("web", 0.7, 1.0))
 REQUEST_DEADLINE = 180.0  # one operation, retries included
-# After the last answer, for every transaction to end. Room for the engine of one Celery
-# task per check, which drains 1,000 operations at 4-8 confirmed/s on two shared cores
-# (docs/positions.md, Performance); a batched engine needs a fraction of it.
-SETTLE_TIMEOUT = 180.0
+# After the last answer, for every transaction to end. The pump settles what is left within
+# a second or two of the last answer (the lease of a killed holder lapses in 5 s); the rest
+# is room for a loaded CI machine.
+SETTLE_TIMEOUT = 60.0
 
 
 # --- The stack ---------------------------------------------------------------------------

@@ -62,7 +62,7 @@ from solders.pubkey import Pubkey
 from accounts.models import Account
 from tenancy.tests.factories import TenantFactory, issue_key
 from tests.crashkit import ENDED, LANDED, Answer, Api, describe, explain_drift, latency, node_transactions, server_errors, wire_bytes
-from tests.workers import WebProcess, WorkerProcess, new_queue_name
+from tests.workers import WebProcess, WorkerProcess, new_queue_name, paused_workers
 from transactions.localnet.testing import LocalnetProcess, free_port
 from transactions.models import Transaction, TransactionEvent
 
@@ -117,6 +117,8 @@ def stack(transactional_db, tmp_path, settings):
     worker = WorkerProcess(queue, env, beat_schedule=tmp_path / "beat-schedule", log_path=tmp_path / "worker.log")
     web = WebProcess(queue, free_port(), env, log_path=tmp_path / "web.log")
     running = [node]
+    pause = paused_workers()
+    pause.__enter__()
     try:
         worker.start()
         running.append(worker)
@@ -126,6 +128,7 @@ def stack(transactional_db, tmp_path, settings):
     finally:
         for process in reversed(running):
             process.stop()
+        pause.__exit__(None, None, None)
 
 
 # --- Setup through the API ---------------------------------------------------------------

@@ -13,6 +13,8 @@ import subprocess
 import sys
 import time
 import uuid
+import weakref
+from contextlib import contextmanager
 from pathlib import Path
 
 from django.conf import settings
@@ -47,7 +49,11 @@ class WorkerProcess(ChildProcess):
     """``celery worker`` on ``queue``; with ``beat_schedule`` it also runs beat (as `make
     run` does), keeping its schedule in that file."""
 
+    #: Every worker this test process made (to pause the others: ``paused_workers``).
+    made: "weakref.WeakSet[WorkerProcess]" = weakref.WeakSet()
+
     def __init__(self, queue: str, extra_env: dict[str, str] | None = None, *, beat_schedule: Path | None = None, log_path: Path | None = None):
+        WorkerProcess.made.add(self)
         self.queue = queue
         self.extra_env = extra_env or {}
         self.beat_schedule = beat_schedule
@@ -129,3 +135,20 @@ def wait_for(predicate, timeout: float = 30.0, interval: float = 0.1, what: str 
             return value
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+@contextmanager
+def paused_workers():
+    """Stop this test process's running workers (the session's, on the shared node) for a
+    test that runs a stack of its own on another node, and start them again after. Their
+    pumps follow every transaction of the test database for the cluster, by the shared
+    node's URL: on it, this test's transactions would be unknown, then expired (in a
+    deployment every worker has one URL per cluster)."""
+    running = [w for w in list(WorkerProcess.made) if w.proc is not None and w.proc.poll() is None]
+    for worker in running:
+        worker.stop()
+    try:
+        yield
+    finally:
+        for worker in running:
+            worker.start()

@@ -26,7 +26,7 @@ from instruments.tests.test_api_instruments import BOND, create, mint_outside_th
 from instruments.token2022 import instructions as t22
 from instruments.token2022.constants import TOKEN_2022_PROGRAM_ID, ExtensionType
 from tests.workers import wait_for
-from transactions import effects, fee_payers, services
+from transactions import effects, fee_payers, services, settlement
 from transactions.chain.errors import ChainUnavailable
 from transactions.chain.rpc import TokenBalance
 from transactions.models import Transaction, TransactionEvent, TransactionStatus
@@ -83,7 +83,7 @@ def scene(api, tenant, chain):
             signers=[SignerSpec(authority.pubkey(), managed_key_import(secret=str(authority)))],
         )
     Transaction.unscoped.filter(pk=tx.pk).update(submit_when_signed=True)
-    assert services.transaction_submit(transaction_id=tx.pk)
+    assert settlement.transaction_submit(transaction_id=tx.pk)
     signature = Signature.from_string(tx.onchain_id)
     wait_for(lambda: chain.get_signature_statuses([signature]).value[0] is not None, what="the transaction")
     tx.refresh_from_db()
@@ -99,7 +99,7 @@ def applied(tx: Transaction) -> int:
 def test_confirmation_reads_the_chain_before_the_database_transaction(scene, chain, monkeypatch):
     tx, account, instrument = scene["tx"], scene["account"], scene["instrument"]
     with chain_calls(monkeypatch) as seen:
-        services.transaction_confirm(transaction_id=tx.pk)
+        settlement.transaction_confirm(transaction_id=tx.pk)
     assert [method for method, in_transaction in seen if in_transaction] == []
     methods = [method for method, _ in seen]
     assert methods.count("getTransaction") == 1 and methods.count("getMultipleAccounts") == 1, methods
@@ -139,11 +139,11 @@ def test_prefetched_facts_carry_lamport_and_token_balances_and_the_named_mints(s
 def test_chain_outage_in_the_prefetch_claims_nothing_and_the_retry_applies_once(scene, monkeypatch):
     tx = scene["tx"]
     with chain_calls(monkeypatch, refuse="getTransaction"), pytest.raises(ChainUnavailable):
-        services.transaction_confirm(transaction_id=tx.pk)
+        settlement.transaction_confirm(transaction_id=tx.pk)
     tx.refresh_from_db()
     assert tx.status == TransactionStatus.SUBMITTED and tx.effects_applied_at is None and applied(tx) == 0
-    services.transaction_confirm(transaction_id=tx.pk)  # the task's retry
-    services.transaction_confirm(transaction_id=tx.pk)  # a second delivery: nothing more
+    settlement.transaction_confirm(transaction_id=tx.pk)  # the task's retry
+    settlement.transaction_confirm(transaction_id=tx.pk)  # a second delivery: nothing more
     tx.refresh_from_db()
     assert tx.status in (TransactionStatus.CONFIRMED, TransactionStatus.FINALIZED) and applied(tx) == 1
 

@@ -20,7 +20,8 @@ from ledger_project.api.errors import LedgerError
 
 from .chain.rpc import rpc_for
 from .models import ApprovalDecision, Transaction, TransactionApproval, TransactionStatus
-from .services import _event, _finish, _lifetime_over, transaction_release
+from .services import _event, _finish, transaction_release
+from .settlement import _lifetime_over
 
 _AWAITING_APPROVAL = Q(status=TransactionStatus.PENDING_APPROVAL) | Q(status=TransactionStatus.PARTIALLY_SIGNED, approval_required=True)
 

@@ -1,9 +1,9 @@
 """The transaction pump: one per cluster, sending and following every transaction in flight.
 
 A pass claims the cluster's SIGNED transactions and sends them in JSON-RPC batches
-(``services.transactions_submit``), then looks up every submitted one in batched
+(``settlement.transactions_submit``), then looks up every submitted one in batched
 getSignatureStatuses and settles what landed, applying effects in one database transaction
-(``services.transactions_follow``). Passes repeat while anything is in flight; the pump stops
+(``settlement.transactions_follow``). Passes repeat while anything is in flight; the pump stops
 after LEDGER_PUMP_IDLE_SECONDS with nothing to do.
 
 One holder per cluster: ``PumpLease`` is taken and renewed by a compare-and-set UPDATE, so
@@ -34,7 +34,7 @@ from django.utils import timezone
 
 from tenancy.scoping import worker_only
 
-from . import services
+from . import settlement
 from .models import PumpLease, Transaction, TransactionStatus
 
 logger = logging.getLogger("ledger.transactions")
@@ -95,14 +95,14 @@ def pump_pass(cluster: str, renew=lambda: True) -> tuple[int, int]:
     CONFIRMED ones (waiting for finalization) not looked at for
     LEDGER_PUMP_RECHECK_CONFIRMED_SECONDS. ``renew()`` (the lease) runs between the
     phases; False stops the pass. Returns (sent, still in flight)."""
-    sent = len(services.transactions_submit(cluster=cluster, limit=_SEND_BATCH))
+    sent = len(settlement.transactions_submit(cluster=cluster, limit=_SEND_BATCH))
     if not renew():
         return sent, 0
     recheck = timezone.now() - timedelta(seconds=settings.LEDGER_PUMP_RECHECK_CONFIRMED_SECONDS)
     due = list(_in_flight(cluster).filter(status=TransactionStatus.SUBMITTED).order_by("pk")[:_FOLLOW_BATCH])
     if len(due) < _FOLLOW_BATCH:
         due += list(_in_flight(cluster).filter(status=TransactionStatus.CONFIRMED, updated_at__lte=recheck).order_by("pk")[:_FOLLOW_BATCH - len(due)])
-    still = services.transactions_follow(due)
+    still = settlement.transactions_follow(due)
     return sent, len(still)
 
 

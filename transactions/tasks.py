@@ -20,8 +20,9 @@ from celery.signals import worker_ready
 from django.conf import settings
 from django.core.cache import cache
 
-from . import fee_payers, pump as pumping, services
+from . import fee_payers, pump as pumping, settlement
 from .chain.errors import ChainUnavailable
+from .models import Transaction, TransactionStatus
 
 
 @shared_task(name="ledger.transactions.pump", acks_late=True)
@@ -59,19 +60,18 @@ def confirm_transaction(*, transaction_id: int, check: int = 0) -> None:
 
 @shared_task(name="ledger.transactions.reconcile_inflight", acks_late=True)
 def reconcile_inflight(*, stale_seconds: float = 5.0) -> int:
-    rows = services.transactions_in_flight(stale_after=timedelta(seconds=stale_seconds))
-    for transaction_id, status in rows:
-        if status == "HELD":
-            expire_held_transaction.delay(transaction_id=transaction_id)
-    pump_watch()
-    return len(rows)
+    """Held transactions looked at for expiry, and pumps started: how many of both."""
+    held = settlement.transactions_held(stale_after=timedelta(seconds=stale_seconds))
+    for transaction_id in held:
+        expire_held_transaction.delay(transaction_id=transaction_id)
+    return len(held) + pump_watch()
 
 
 @shared_task(name="ledger.transactions.expire_held", acks_late=True, autoretry_for=(ChainUnavailable,), retry_backoff=True, max_retries=5)
 def expire_held_transaction(*, transaction_id: int) -> None:
-    if services.transaction_expire_held(transaction_id=transaction_id) == services.TransactionStatus.SUBMITTED:
+    if settlement.transaction_expire_held(transaction_id=transaction_id) == TransactionStatus.SUBMITTED:
         # It landed without the service sending it: follow it now, not at the next sweep.
-        pump.delay(cluster=services.Transaction.unscoped.get(pk=transaction_id).cluster)
+        pump.delay(cluster=Transaction.unscoped.get(pk=transaction_id).cluster)
 
 
 @shared_task(name="ledger.transactions.fill_nonce_pool", acks_late=True, autoretry_for=(ChainUnavailable,), retry_backoff=True, max_retries=5)

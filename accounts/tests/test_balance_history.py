@@ -12,7 +12,7 @@ from solders.system_program import TransferParams, transfer
 from accounts.custody import managed_key_import
 from accounts.models import Account, BalanceSnapshot
 from tests.workers import wait_for
-from transactions import services
+from transactions import services, settlement
 from transactions.models import Transaction, TransactionStatus
 from transactions.services import SignerSpec
 from transactions.tests.chainkit import funded, next_slot
@@ -31,7 +31,7 @@ def sent_transfer(tenant, chain, to: Pubkey, lamports: int) -> Transaction:
             signers=[SignerSpec(source.pubkey(), managed_key_import(secret=str(source)))],
         )
     Transaction.unscoped.filter(pk=tx.pk).update(submit_when_signed=True)
-    assert services.transaction_submit(transaction_id=tx.pk)
+    assert settlement.transaction_submit(transaction_id=tx.pk)
     signature = Signature.from_string(tx.onchain_id)
     wait_for(lambda: chain.get_signature_statuses([signature]).value[0] is not None, what="the transfer")
     return tx
@@ -49,7 +49,7 @@ def test_transfers_confirmed_out_of_order_keep_history_in_chain_order(api, tenan
     second = sent_transfer(tenant, chain, receiver, 3_000_000)
     # The second confirmation is processed before the first (two workers, one slower).
     for tx in (second, first):
-        services.transaction_confirm(transaction_id=tx.pk)
+        settlement.transaction_confirm(transaction_id=tx.pk)
         tx.refresh_from_db()
         assert tx.status == TransactionStatus.CONFIRMED
     assert first.slot < second.slot
@@ -74,7 +74,7 @@ def test_transfers_confirmed_together_out_of_order_keep_history_in_chain_order(a
     next_slot(chain)
     second = sent_transfer(tenant, chain, receiver, 3_000_000)
     rows = {tx.pk: tx for tx in Transaction.unscoped.filter(pk__in=[first.pk, second.pk])}
-    assert services.transactions_follow([rows[second.pk], rows[first.pk]]) == {first.pk, second.pk}  # one chunk, later one first
+    assert settlement.transactions_follow([rows[second.pk], rows[first.pk]]) == {first.pk, second.pk}  # one chunk, later one first
 
     account.refresh_from_db()
     assert int(account.lamports_balance) == 5_000_000 and account.last_transaction_id == second.pk

@@ -17,7 +17,7 @@ from instruments.tests.test_races import inject_after_build
 from positions import transfers
 from tenancy.roles import Role
 from tenancy.tests.factories import issue_key
-from transactions import services as engine
+from transactions import services as engine, settlement
 from transactions.chain.rpc import rpc_for
 from transactions.models import Transaction, TransactionApproval, TransactionEvent, TransactionStatus
 from transactions.responses import wait_for
@@ -220,7 +220,7 @@ def test_rejection_cancels_it_and_nothing_moves(api, approver, celery_worker_pro
     record = TransactionApproval.objects.get(transaction=tx)
     assert (record.decision, record.reason) == ("REJECTED", "unknown beneficiary")
     assert_error(decide(approver, "approve", held), 400, "INVALID_TRANSACTION_STATE")
-    engine.transaction_expire_held(transaction_id=tx.pk)  # reconciliation finds nothing to do
+    settlement.transaction_expire_held(transaction_id=tx.pk)  # reconciliation finds nothing to do
     assert balance(chain, outside) == 0 and balance(chain, source) == SOL
 
 
@@ -232,7 +232,7 @@ def test_a_held_transaction_past_its_blockhash_cannot_be_approved(api, approver,
     assert_error(decide(approver, "approve", held), 400, "TRANSACTION_EXPIRED", "itemData.transaction")
     tx = Transaction.unscoped.get(offchain_id=held["offchainId"])
     assert tx.status == TransactionStatus.PENDING_APPROVAL and not TransactionApproval.objects.exists()
-    assert engine.transaction_expire_held(transaction_id=tx.pk) == TransactionStatus.EXPIRED
+    assert settlement.transaction_expire_held(transaction_id=tx.pk) == TransactionStatus.EXPIRED
 
 
 @pytest.mark.django_db(transaction=True)

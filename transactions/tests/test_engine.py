@@ -15,7 +15,7 @@ from accounts.custody import managed_key_import
 from ledger_project.api.errors import LedgerError
 from ledger_project.base58 import b58decode
 from tests.workers import wait_for
-from transactions import fee_payers, services
+from transactions import fee_payers, services, settlement
 from transactions.chain.errors import SimulationFailed, TransactionTooLarge
 from transactions.models import Transaction, TransactionEvent, TransactionStatus
 from transactions.services import SignerSpec, TxConfig
@@ -173,7 +173,7 @@ def test_worker_killed_between_submit_and_confirm_loses_nothing(celery_worker_pr
     try:
         tx = prepare(tenant, [transfer(TransferParams(from_pubkey=source.pubkey(), to_pubkey=target, lamports=42_000))], [managed(source)])
         # What the dead worker did before dying: claim and send, but never confirm.
-        assert services.transaction_submit(transaction_id=tx.pk) is True
+        assert settlement.transaction_submit(transaction_id=tx.pk) is True
         tx.refresh_from_db()
         assert tx.status == TransactionStatus.SUBMITTED
     finally:
@@ -227,7 +227,7 @@ def test_inflight_transaction_survives_restart_of_node_and_worker(tmp_path, sett
         source = funded(client, 10**9)
         target = Keypair().pubkey()
         tx = prepare(tenant, [transfer(TransferParams(from_pubkey=source.pubkey(), to_pubkey=target, lamports=31_337))], [managed(source)])
-        assert services.transaction_submit(transaction_id=tx.pk) is True
+        assert settlement.transaction_submit(transaction_id=tx.pk) is True
         node.kill()  # the node dies right after accepting it; the worker never ran
         node.start()
         worker.start()

@@ -15,7 +15,7 @@ from solders.transaction import VersionedTransaction
 
 from accounts.models import AccountStatus
 from tests.workers import wait_for
-from transactions import fee_payers, services, tasks
+from transactions import fee_payers, settlement, tasks
 from transactions.chain.rpc import rpc_for
 from transactions.models import NonceAccount, Transaction, TransactionEvent, TransactionStatus
 from transactions.tests.chainkit import funded, send, wait
@@ -65,13 +65,13 @@ def test_held_transaction_the_client_sent_itself_is_followed_and_one_not_sent_ex
     wait_for(lambda: rpc.block_height() > max(sent.last_valid_block_height, kept.last_valid_block_height), timeout=120, what="both blockhashes to expire")
     settings.LEDGER_LANDING_SCAN_PER_RUN = 2  # two signatures of history per run: resumed, not restarted
 
-    assert services.transaction_expire_held(transaction_id=sent.pk) is None  # the three transfers come first
+    assert settlement.transaction_expire_held(transaction_id=sent.pk) is None  # the three transfers come first
     sent.refresh_from_db()
     assert sent.status == TransactionStatus.PARTIALLY_SIGNED and events(sent, "LANDING_SCAN") == 1
-    assert services.transaction_expire_held(transaction_id=sent.pk) == TransactionStatus.SUBMITTED
+    assert settlement.transaction_expire_held(transaction_id=sent.pk) == TransactionStatus.SUBMITTED
     sent.refresh_from_db()
     assert sent.onchain_id == str(signature) and sent.missing_signers == [] and events(sent, "LANDED_UNSUBMITTED") == 1
-    services.transaction_confirm(transaction_id=sent.pk)  # landed long ago: straight to FINALIZED
+    settlement.transaction_confirm(transaction_id=sent.pk)  # landed long ago: straight to FINALIZED
     sent.refresh_from_db()
     sent_account.refresh_from_db()
     assert sent.status == TransactionStatus.FINALIZED and sent_account.status == AccountStatus.ACTIVE
@@ -80,7 +80,7 @@ def test_held_transaction_the_client_sent_itself_is_followed_and_one_not_sent_ex
 
     # The one nobody sent: the scan reaches the moment it was built, finds nothing, EXPIRED.
     for _ in range(10):
-        if services.transaction_expire_held(transaction_id=kept.pk) is not None:
+        if settlement.transaction_expire_held(transaction_id=kept.pk) is not None:
             break
     kept.refresh_from_db()
     kept_account.refresh_from_db()
@@ -104,7 +104,7 @@ def test_held_nonce_transaction_the_client_sent_itself_is_followed_not_expired(a
     tx.refresh_from_db()
     assert tx.status == TransactionStatus.SUBMITTED and tx.onchain_id == str(signature)
     assert queued == [{"cluster": tx.cluster}]  # followed at once: the cluster's pump starts
-    services.transaction_confirm(transaction_id=tx.pk)
+    settlement.transaction_confirm(transaction_id=tx.pk)
     tx.refresh_from_db()
     account.refresh_from_db()
     assert tx.status in LANDED and account.status == AccountStatus.ACTIVE

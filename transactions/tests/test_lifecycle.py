@@ -18,7 +18,7 @@ from accounts.custody import managed_key_import
 from accounts.models import Account, AccountStatus
 from ledger_project.api.errors import LedgerError
 from tests.workers import wait_for
-from transactions import fee_payers, services, tasks
+from transactions import fee_payers, pump, services, settlement, tasks
 from transactions.chain.rpc import rpc_for
 from transactions.models import NonceAccount, Transaction, TransactionEvent, TransactionStatus
 from transactions.services import SignerSpec, TxConfig
@@ -48,9 +48,8 @@ def events(tx: Transaction, kind: str) -> int:
 
 def reconcile_held() -> None:
     """What reconcile_inflight queues for held transactions, run here."""
-    for transaction_id, status in services.transactions_in_flight(stale_after=timezone.timedelta(0)):
-        if status == "HELD":
-            services.transaction_expire_held(transaction_id=transaction_id)
+    for transaction_id in settlement.transactions_held(stale_after=timezone.timedelta(0)):
+        settlement.transaction_expire_held(transaction_id=transaction_id)
 
 
 def held_account_create(api, payer: Keypair, lifetime: str, code: str):
@@ -143,7 +142,7 @@ def test_preflight_refusal_on_rebroadcast_keeps_it_in_flight_until_it_lands(tena
     claimed_but_never_sent(tx)
     # The source is drained meanwhile: the rebroadcast's preflight now fails...
     send(chain, source, [transfer(TransferParams(from_pubkey=source.pubkey(), to_pubkey=Keypair().pubkey(), lamports=900_000_000))])
-    assert services.transaction_confirm(transaction_id=tx.pk) is True
+    assert settlement.transaction_confirm(transaction_id=tx.pk) is True
     tx.refresh_from_db()
     assert tx.status == TransactionStatus.SUBMITTED and events(tx, "REBROADCAST_REFUSED") == 1
     # ...but the same bytes can still land (an earlier send could have, too).
@@ -151,7 +150,7 @@ def test_preflight_refusal_on_rebroadcast_keeps_it_in_flight_until_it_lands(tena
     wait_for(lambda: chain.get_signature_statuses([funded_again]).value[0] is not None, what="the refund")
 
     def landed():
-        services.transaction_confirm(transaction_id=tx.pk)
+        settlement.transaction_confirm(transaction_id=tx.pk)
         tx.refresh_from_db()
         return tx.status in (TransactionStatus.CONFIRMED, TransactionStatus.FINALIZED)
 
@@ -165,7 +164,7 @@ def test_first_send_refused_in_preflight_is_failed(tenant, chain):
     tx = prepare(tenant, [transfer(TransferParams(from_pubkey=source.pubkey(), to_pubkey=Keypair().pubkey(), lamports=50_000_000))], [managed(source)], submit=False)
     send(chain, source, [transfer(TransferParams(from_pubkey=source.pubkey(), to_pubkey=Keypair().pubkey(), lamports=90_000_000))])
     Transaction.unscoped.filter(pk=tx.pk).update(submit_when_signed=True)
-    assert services.transaction_submit(transaction_id=tx.pk) is True
+    assert settlement.transaction_submit(transaction_id=tx.pk) is True
     tx.refresh_from_db()
     assert tx.status == TransactionStatus.FAILED  # nothing else was ever sent: nothing can land
 
@@ -185,15 +184,15 @@ def test_processed_is_reported_never_applied(tenant, chain, monkeypatch):
     source = funded(chain, 10**9)
     tx = prepare(tenant, [transfer(TransferParams(from_pubkey=source.pubkey(), to_pubkey=Keypair().pubkey(), lamports=1_000))], [managed(source)], config=TxConfig(commitment="processed"), submit=False)
     Transaction.unscoped.filter(pk=tx.pk).update(submit_when_signed=True)
-    assert services.transaction_submit(transaction_id=tx.pk)
+    assert settlement.transaction_submit(transaction_id=tx.pk)
     real = rpc_for(CLUSTER).signature_statuses
     wait_for(lambda: real([tx_signature(tx)])[0] is not None, what="the transfer")
     with monkeypatch.context() as patch:
         forged_statuses(patch, lambda s: ChainStatus(real([s])[0].slot, 0, None, None, TransactionConfirmationStatus.Processed))
-        assert services.transaction_confirm(transaction_id=tx.pk) is True
+        assert settlement.transaction_confirm(transaction_id=tx.pk) is True
     tx.refresh_from_db()
     assert tx.status == TransactionStatus.SUBMITTED and tx.effects_applied_at is None and events(tx, "EFFECTS_APPLIED") == 0
-    services.transaction_confirm(transaction_id=tx.pk)  # the real answer: confirmed
+    settlement.transaction_confirm(transaction_id=tx.pk)  # the real answer: confirmed
     tx.refresh_from_db()
     assert tx.status == TransactionStatus.CONFIRMED and events(tx, "EFFECTS_APPLIED") == 1
 
@@ -203,16 +202,16 @@ def test_confirmed_is_never_called_expired(tenant, chain, monkeypatch):
     source = funded(chain, 10**9)
     tx = prepare(tenant, [transfer(TransferParams(from_pubkey=source.pubkey(), to_pubkey=Keypair().pubkey(), lamports=1_000))], [managed(source)], submit=False)
     Transaction.unscoped.filter(pk=tx.pk).update(submit_when_signed=True)
-    assert services.transaction_submit(transaction_id=tx.pk)
+    assert settlement.transaction_submit(transaction_id=tx.pk)
     wait_for(lambda: rpc_for(CLUSTER).signature_statuses([tx_signature(tx)])[0] is not None, what="the transfer")
-    services.transaction_confirm(transaction_id=tx.pk)
+    settlement.transaction_confirm(transaction_id=tx.pk)
     tx.refresh_from_db()
     assert tx.status == TransactionStatus.CONFIRMED
     # A node that no longer finds the signature, past the blockhash's last valid height.
     rpc = rpc_for(CLUSTER)
     forged_statuses(monkeypatch, lambda s: None)
     monkeypatch.setattr(rpc, "block_height", lambda commitment="confirmed": tx.last_valid_block_height + 1)
-    assert services.transaction_confirm(transaction_id=tx.pk) is True
+    assert settlement.transaction_confirm(transaction_id=tx.pk) is True
     tx.refresh_from_db()
     assert tx.status == TransactionStatus.CONFIRMED and events(tx, "FAILURE_EFFECTS_APPLIED") == 0
 
@@ -233,8 +232,9 @@ def test_broker_outage_after_commit_answers_the_stored_result_and_reconciliation
 
     payer = api.call("post", "/api/v1/accounts", {"itemData": {"managed": True, "offchainReferences": {"code": "PAYER"}}}).json()["newAccount"]["onchainId"]
     wait(chain, chain.request_airdrop(Pubkey.from_string(payer), 10**9).value)
+    wait_for(lambda: not pump.lease_live(CLUSTER), timeout=15, what="no pump running")  # one would send it anyway
     with monkeypatch.context() as patch:
-        patch.setattr(tasks.submit_transaction, "delay", broker_down)
+        patch.setattr(tasks.pump, "delay", broker_down)  # the commit's kick of the cluster's pump
         body = {"itemData": {"managed": True, "seed": {"lamports": 3_000_000}}, "svmTransactionConfig": {"feePayer": {"onchainId": payer}}}
         response = api.call("post", "/api/v1/accounts", body)
     assert response.status_code == 201, response.content[:300]

@@ -33,6 +33,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from bench import cpu  # noqa: E402
 from bench.common import gunicorn, manage, throwaway_database  # noqa: E402
 from bench.loadgen import wait_until_up  # noqa: E402
 from transactions.localnet.testing import LocalnetProcess, free_port  # noqa: E402
@@ -163,14 +164,19 @@ def pct(values: list[float], q: float) -> float | None:
     return round(values[min(len(values) - 1, int(q * len(values)))] * 1000, 1)
 
 
-def measure(env: dict, port: int, key: str, name: str, path: str, make_body, concurrency: int) -> dict:
+def measure(env: dict, port: int, key: str, name: str, path: str, make_body, concurrency: int, roots: dict[str, int]) -> dict:
+    by_name = {"postgres": "postgres"} if env.get("DATABASE_URL") else {}
     if HTTP_ONLY:
+        before = cpu.sample(roots, by_name, {"loadgen": os.getpid()})
         started_at, latencies, wall = run_load(port, key, make_body, path, concurrency, OPS)
         return {"bench": f"e2e_http_only_{name}", "concurrency": concurrency, "operations": OPS, "accepted_rps": round(OPS / wall, 1),
-                "http_p50_ms": pct(latencies, 0.5), "http_p99_ms": pct(latencies, 0.99)}
+                "http_p50_ms": pct(latencies, 0.5), "http_p99_ms": pct(latencies, 0.99),
+                "cpu_ms_per_op": cpu.per_operation(before, cpu.sample(roots, by_name, {"loadgen": os.getpid()}), OPS)}
     drain(env)
+    before = cpu.sample(roots, by_name, {"loadgen": os.getpid()})
     started_at, latencies, wall = run_load(port, key, make_body, path, concurrency, OPS)
     settled = settle_times(env, [i for i, _ in started_at])
+    spent = cpu.per_operation(before, cpu.sample(roots, by_name, {"loadgen": os.getpid()}), OPS)
     to_confirmed = [settled[i][1] - t0 for i, t0 in started_at if settled.get(i, ("", None))[0] in ("CONFIRMED", "FINALIZED") and settled[i][1]]
     confirmed_n = len(to_confirmed)
     last = max((settled[i][1] for i, _ in started_at if settled.get(i, ("", None))[1]), default=None)
@@ -184,7 +190,16 @@ def measure(env: dict, port: int, key: str, name: str, path: str, make_body, con
         "http_p50_ms": pct(latencies, 0.5), "http_p99_ms": pct(latencies, 0.99),
         "to_confirmed_p50_ms": pct(to_confirmed, 0.5), "to_confirmed_p99_ms": pct(to_confirmed, 0.99),
         "confirmed_per_s": round(confirmed_n / span, 1) if span else 0.0, "statuses": statuses,
+        # Where each operation's CPU went ("other": the settle poller's process and the rest
+        # of the machine), and the rate the cores could reach at the service's own cost
+        # (web, worker, node, database server) if nothing else ran.
+        "cpu_ms_per_op": spent, "service_cpu_bound_ops_per_s": service_bound(spent),
     }
+
+
+def service_bound(spent: dict) -> float | None:
+    service = sum(spent.get(k, 0.0) for k in ("web", "worker", "node", "postgres"))
+    return round(os.cpu_count() * 1000 / service, 1) if service else None
 
 
 def raw_node_rate() -> float:
@@ -246,7 +261,10 @@ def run_setup(setup: str, raw: float) -> None:
                                          ("create_account_seeded", "/api/v1/accounts", seeded_account)):
                     if CASES and name not in CASES:
                         continue
-                    result = measure(env, port, key, name, path, body, concurrency)
+                    roots = {"web": procs[-1].pid, "node": node.proc.pid}
+                    if not HTTP_ONLY:
+                        roots["worker"] = procs[0].pid
+                    result = measure(env, port, key, name, path, body, concurrency, roots)
                     results[(name, concurrency)] = result
                     print(json.dumps({**result, **common}), flush=True)
                 with_limits, without = results.get(("transfer_financial_instrument", concurrency)), results.get(("transfer_no_debit_limits", concurrency))

@@ -11,6 +11,7 @@ from datetime import timedelta
 from django.utils import timezone
 
 from transactions.effects import ConfirmationFacts, effect_handler, failure_handler, lock_first, on_confirmations
+from transactions.models import Transaction
 
 from .models import Account, AccountStatus, BalanceSnapshot
 
@@ -70,6 +71,25 @@ def accounts_named_first(confirmed) -> None:
         list(Account.unscoped.select_for_update(of=("self",)).filter(cluster__in=clusters, address__in=list({a for _, a in wanted})).order_by("pk").values_list("pk", flat=True))
 
 
+def last_transaction_slots(rows) -> dict[int, int | None]:
+    """Row pk → the slot of its ``last_transaction`` (None: not landed yet, e.g. a movement
+    recorded at request time), in one query: ``last_transaction`` only moves forward in
+    chain order, whichever confirmation is applied first and whichever hook (lamports,
+    tokens) writes it."""
+    rows = [r for r in rows if r.last_transaction_id]
+    slots = dict(Transaction.unscoped.filter(pk__in={r.last_transaction_id for r in rows}).values_list("pk", "slot"))
+    return {r.pk: slots.get(r.last_transaction_id) for r in rows}
+
+
+def moves_last_transaction(last_slots: dict[int, int | None], pk: int, slot: int) -> bool:
+    """Whether a transaction at ``slot`` becomes the row's last one (and records it)."""
+    current = last_slots.get(pk)
+    if current is not None and current > slot:
+        return False
+    last_slots[pk] = slot
+    return True
+
+
 @on_confirmations
 def balances_after(confirmed) -> None:
     """Balance history from each transaction's own pre/post balances (its getTransaction
@@ -94,6 +114,7 @@ def balances_after(confirmed) -> None:
     clusters = {cluster for cluster, _ in wanted}
     locked = Account.unscoped.select_for_update().filter(cluster__in=clusters, address__in=list({a for _, a in wanted})).order_by("pk")
     accounts = {(a.cluster, a.address): a for a in locked}
+    last_slots = last_transaction_slots(accounts.values())
     latest: dict[int, tuple[int, int] | None] = {}  # account pk → (transaction id, slot) of its latest entry from a transaction
     has_history: dict[int, bool] = {}
     snapshots: list[BalanceSnapshot] = []
@@ -112,8 +133,9 @@ def balances_after(confirmed) -> None:
                 continue  # already recorded
             if last is None or found.slot > last[1] or (found.slot == last[1] and current == pre):
                 account.lamports_balance = post
-                account.last_transaction = tx
-                account.last_transaction_at = at
+                if moves_last_transaction(last_slots, account.pk, found.slot):
+                    account.last_transaction = tx
+                    account.last_transaction_at = at
                 account.updated_at = now
                 dirty[account.pk] = account
                 if account.pk not in has_history:

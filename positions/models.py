@@ -80,5 +80,7 @@ class PositionBalanceSnapshot(models.Model):
 
     class Meta:
         ordering = ["-at", "-pk"]
-        indexes = [models.Index(fields=["position", "-at"], name="pos_balance_at")]
+        # pos_balance_slot: a position's latest entry from a transaction, read for every
+        # confirmation that moves it (positions/balances.py), without scanning its history.
+        indexes = [models.Index(fields=["position", "-at"], name="pos_balance_at"), models.Index(fields=["position", "-slot", "-at", "-id"], name="pos_balance_slot")]
         constraints = [models.UniqueConstraint(fields=["position", "transaction"], condition=Q(transaction__isnull=False), name="pos_balance_once_per_tx")]

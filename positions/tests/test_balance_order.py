@@ -1,0 +1,86 @@
+"""Token balances record what each transaction left, in chain order, however confirmations
+arrive — one at a time or many in one database transaction (positions/balances.py)."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from django.db import transaction as db_transaction
+from solders.keypair import Keypair
+from solders.pubkey import Pubkey
+from solders.signature import Signature
+from spl.token.constants import TOKEN_PROGRAM_ID
+from spl.token.instructions import TransferCheckedParams, transfer_checked
+
+from accounts.models import ManagedKey
+from positions.models import Position, PositionBalanceSnapshot
+from tests.workers import paused_workers, wait_for
+from transactions import services, settlement
+from transactions.models import Transaction, TransactionStatus
+from transactions.services import SignerSpec
+from transactions.tests.chainkit import next_slot
+
+from .kit import instrument, position, wallet
+from .movekit import at, balance, mint, settled
+
+pytestmark = pytest.mark.chain
+CLUSTER = "CHAIN_LOCALNET"
+
+
+def sent_token_transfer(tenant, chain, owner: Keypair, source: Position, destination: Position, lamports: int) -> Transaction:
+    """A transfer the service signed and sent (landed on the node), not yet confirmed by it."""
+    ix = transfer_checked(TransferCheckedParams(
+        program_id=TOKEN_PROGRAM_ID, source=Pubkey.from_string(source.address), mint=Pubkey.from_string(source.instrument.address),
+        dest=Pubkey.from_string(destination.address), owner=owner.pubkey(), amount=lamports, decimals=source.instrument.decimals,
+    ))
+    with db_transaction.atomic():
+        tx = services.transaction_prepare(tenant=tenant, cluster=CLUSTER, operation="test.transfer", submit=False, instructions=[ix],
+                                          signers=[SignerSpec(owner.pubkey(), ManagedKey.objects.get(public_key=str(owner.pubkey())))])
+    Transaction.unscoped.filter(pk=tx.pk).update(submit_when_signed=True)
+    assert settlement.transaction_submit(transaction_id=tx.pk)
+    wait_for(lambda: chain.get_signature_statuses([Signature.from_string(tx.onchain_id)]).value[0] is not None, what="the transfer")
+    return tx
+
+
+@pytest.fixture
+def funded_positions(api, celery_worker_process):
+    alice_key = Keypair()
+    alice = wallet(api, alice_key)
+    bond = instrument(api, authority=alice, decimals=2)
+    a_pos, b_pos = position(api, alice, bond), position(api, wallet(api), bond)
+    settled(mint(api, at(a_pos), {"lamports": 10_000}))
+    rows = {p.offchain_id: p for p in Position.unscoped.select_related("instrument").filter(offchain_id__in=[a_pos["offchainId"], b_pos["offchainId"]])}
+    return alice_key, rows[uuid.UUID(a_pos["offchainId"])], rows[uuid.UUID(b_pos["offchainId"])]
+
+
+def history(pos: Position) -> list[tuple[int | None, int]]:
+    return [(tx_id, int(amount)) for tx_id, amount in PositionBalanceSnapshot.objects.filter(position=pos).order_by("at", "pk").values_list("transaction_id", "amount")]
+
+
+@pytest.mark.parametrize("together", [False, True], ids=["one_at_a_time", "one_chunk"])
+@pytest.mark.django_db(transaction=True)
+def test_token_transfers_confirmed_out_of_order_keep_balances_and_history_in_chain_order(api, tenant, chain, funded_positions, together):
+    owner, source, destination = funded_positions
+    before = history(destination)
+    with paused_workers():  # this test confirms them itself, in the order it chooses
+        first = sent_token_transfer(tenant, chain, owner, source, destination, 200)
+        next_slot(chain)
+        second = sent_token_transfer(tenant, chain, owner, source, destination, 300)
+        rows = {tx.pk: tx for tx in Transaction.unscoped.filter(pk__in=[first.pk, second.pk])}
+        if together:  # one chunk of a pump pass, the later transfer taken first
+            assert settlement.transactions_follow([rows[second.pk], rows[first.pk]]) == {first.pk, second.pk}
+        else:  # two workers, the one with the earlier transfer slower
+            for tx in (second, first):
+                settlement.transaction_confirm(transaction_id=tx.pk)
+    first.refresh_from_db()
+    second.refresh_from_db()
+    assert first.status == second.status == TransactionStatus.CONFIRMED and first.slot < second.slot
+
+    for pos, expected, entries in ((destination, 500, [(first.pk, 200), (second.pk, 500)]), (source, 9_500, [(first.pk, 9_800), (second.pk, 9_500)])):
+        pos.refresh_from_db()
+        pos.account.refresh_from_db()
+        assert int(pos.account.token_balance) == expected == balance(chain, pos.address)
+        assert pos.last_transaction_id == pos.account.last_transaction_id == second.pk
+        assert history(pos)[-2:] == entries
+    assert history(destination)[:-2] == before

@@ -292,13 +292,13 @@ def _submit_on_commit(tx: Transaction) -> None:
     db_transaction.on_commit(kick)
 
 
-def transaction_add_signatures(*, transaction: Transaction, signatures: dict[str, str], submit: bool | None = None, field: str = "itemData.offPlatformSigning") -> Transaction:
+def transaction_add_signatures(*, transaction: Transaction, signatures: dict[str, str], submit: bool | None = None) -> Transaction:
     """Add signatures collected off platform (or made here for Sign Transaction's
     onPlatformSigning); submit when all are there (and wanted). Idempotent per signer: the
     first valid signature of a signer is kept, so one given again changes nothing
     (docs/transactions.md, "Sign Transaction and Submit Transaction")."""
     with db_transaction.atomic():
-        return _add_signatures(transaction, signatures, submit, field)
+        return _add_signatures(transaction, signatures, submit)
 
 
 def signer_check(tx: Transaction, pubkey: str, *, field: str) -> None:
@@ -329,13 +329,15 @@ def not_signable(tx: Transaction) -> LedgerError:
     return LedgerError(f"The transaction is {tx.status}: {why}. Only PARTIALLY_SIGNED transactions take signatures.", field="itemData.transaction", code="INVALID_TRANSACTION_STATE")
 
 
-def _add_signatures(transaction: Transaction, signatures: dict[str, str], submit: bool | None, field: str = "itemData.offPlatformSigning") -> Transaction:
+def _add_signatures(transaction: Transaction, signatures: dict[str, str], submit: bool | None) -> Transaction:
     tx = Transaction.objects.for_tenant(transaction.tenant).select_for_update().get(pk=transaction.pk)
     if tx.status != TransactionStatus.PARTIALLY_SIGNED:
         raise not_signable(tx)
     message = bytes(tx.message)
     for pubkey, signature in signatures.items():
-        signature_check(tx, pubkey, signature, field=field, message=message)
+        # Checked in the read phase already (transactions/signatures.py, with each entry's
+        # field); again here, for callers that have no read phase of their own.
+        signature_check(tx, pubkey, signature, field="itemData.offPlatformSigning", message=message)
     # The first valid signature of a signer stays: a signer collected already (a retry, a
     # second call with the same signature) changes nothing — not even submit_when_signed.
     new = {k: v for k, v in signatures.items() if k not in (tx.signatures or {})}

@@ -175,3 +175,12 @@ def test_positive_addresses_must_decode_to_32_bytes():
     assert not hooks.addresses_decodable({"itemQuery": {"filter": [{"fieldName": "onchainId", "filterValues": [{"dataType": "ONCHAIN_ADDRESS_ID", "valuesString": [signature]}]}]}})
     assert hooks.addresses_decodable({"itemQuery": {"filter": [{"filterValues": [{"dataType": "TEXT", "valueString": signature}]}]}})
     assert hooks.addresses_decodable({"itemData": {"transaction": {"onchainId": signature}}}, signatures=True)
+
+
+def test_a_transaction_identifier_is_not_checked_as_an_address_but_signers_are():
+    signature, address = "5" * 88, "11111111111111111111111111111111"
+    body = {"itemData": {"transaction": {"onchainId": signature}, "offPlatformSigning": [{"account": {"onchainId": address}, "signature": signature}]}}
+    assert hooks.addresses_decodable(hooks.without_transaction_identifier(body))
+    body["itemData"]["onPlatformSigning"] = [{"onchainId": signature}]
+    assert not hooks.addresses_decodable(hooks.without_transaction_identifier(body))
+    assert hooks.without_transaction_identifier([1]) == [1]

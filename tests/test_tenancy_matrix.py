@@ -50,6 +50,9 @@ ENDPOINTS = [
     ("post", "/api/v1/positions/burn", lambda lk: {"itemData": {"position": {"position": lk}, "value": {"lamports": 1}}}),
     ("post", "/api/v1/positions/transfer", lambda lk: {"itemData": {"source": {"position": lk}, "destination": {"position": lk}, "value": {"lamports": 1}}}),
     ("post", "/api/v1/positions/trade", lambda lk: {"itemData": {"legs": [{"source": {"position": lk}, "destination": {"position": lk}, "value": {"lamports": 1}}] * 2}}),
+    # Another tenant's transaction answers like a missing one: transactions/tests/test_api_sign.py, test_api_submit.py.
+    ("patch", "/api/v1/transactions/sign", None),
+    ("patch", "/api/v1/transactions/submit", None),
 ]
 PUBLIC = {"/api/v1/auth/token"}
 

@@ -1,6 +1,6 @@
 from rest_framework import serializers
 
-from ledger_project.api.envelope import EnvelopeSerializer, StrictCharField, StrictSerializer, StrictUUIDField
+from ledger_project.api.envelope import EnvelopeSerializer, LookupSerializer, StrictBooleanField, StrictCharField, StrictSerializer, StrictUUIDField
 from ledger_project.timestamps import timestamp_text
 
 
@@ -62,3 +62,58 @@ class TransactionDecisionItem(StrictSerializer):
 
 class TransactionDecisionInput(EnvelopeSerializer):
     itemData = TransactionDecisionItem()
+
+
+# --- Sign Transaction, Submit Transaction (docs/transactions.md, "Sign Transaction and Submit Transaction")
+
+
+class DkgPartialSignature(StrictSerializer):
+    mpcPlayerCode = StrictCharField(required=False, allow_null=True, max_length=100)
+    partialSignature = StrictCharField(required=False, allow_null=True, max_length=1000)
+
+
+class DkgSigning(StrictSerializer):
+    """Threshold signing from partial signatures: a later issue. Accepted by the schema and
+    answered 400 NOT_SUPPORTED, never ignored."""
+
+    partialSignatures = serializers.ListField(child=DkgPartialSignature(), required=False, allow_null=True, max_length=64)
+    sessionId = StrictCharField(required=False, allow_null=True, max_length=200)
+
+
+class OffPlatformSignature(StrictSerializer):
+    """One signature made off platform: the signer's account and its signature of the
+    transaction's serializedMessage (base58, as Keypair.sign_message gives it)."""
+
+    account = LookupSerializer(help_text="The signer: an account of the lookup rules, or an address the service does not record with offPlatform: true.")
+    signature = StrictCharField(required=False, allow_null=True, max_length=100, help_text="Base58 Ed25519 signature of the bytes of serializedMessage (400 INVALID_SIGNATURE when it does not verify, NOT_A_SIGNER when the account is not a signer).")
+    dkgSigning = DkgSigning(required=False, allow_null=True, help_text="Not supported yet (threshold signing): 400 NOT_SUPPORTED.")
+
+    def validate(self, attrs):
+        if not attrs.get("signature") and attrs.get("dkgSigning") is None:
+            raise serializers.ValidationError({"signature": [serializers.ErrorDetail("Give the account's signature of serializedMessage.", code="required")]})
+        return attrs
+
+
+class TransactionSignItem(StrictSerializer):
+    transaction = TransactionIdentifier()
+    offPlatformSigning = serializers.ListField(child=OffPlatformSignature(), required=False, allow_null=True, max_length=32)
+    onPlatformSigning = serializers.ListField(
+        child=LookupSerializer(), required=False, allow_null=True, max_length=32,
+        help_text="Managed accounts whose keys sign here: this organization's, or shared ones naming it in orgsAllowedToSignWithPrivateKey, whose debit API keys (when set) name the calling key (403 SIGNER_NOT_ALLOWED otherwise).",
+    )
+    submitTxnIfAllSignaturesCollected = StrictBooleanField(
+        required=False, allow_null=True,
+        help_text="Default true: once this call collects the last signature the transaction is submitted. false: collected only (status SIGNED, held); Submit Transaction sends it.",
+    )
+
+
+class TransactionSignInput(EnvelopeSerializer):
+    itemData = TransactionSignItem()
+
+
+class TransactionSubmitItem(StrictSerializer):
+    transaction = TransactionIdentifier()
+
+
+class TransactionSubmitInput(EnvelopeSerializer):
+    itemData = TransactionSubmitItem()

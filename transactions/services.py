@@ -293,22 +293,57 @@ def _submit_on_commit(tx: Transaction) -> None:
 
 
 def transaction_add_signatures(*, transaction: Transaction, signatures: dict[str, str], submit: bool | None = None) -> Transaction:
-    """Add signatures collected off platform; submit when all are there (and wanted)."""
+    """Add signatures collected off platform (or made here for Sign Transaction's
+    onPlatformSigning); submit when all are there (and wanted). Idempotent per signer: the
+    first valid signature of a signer is kept, so one given again changes nothing
+    (docs/transactions.md, "Sign Transaction and Submit Transaction")."""
     with db_transaction.atomic():
         return _add_signatures(transaction, signatures, submit)
+
+
+def signer_check(tx: Transaction, pubkey: str, *, field: str) -> None:
+    """400 NOT_A_SIGNER unless ``pubkey`` is a required signer of ``tx``."""
+    if pubkey not in tx.required_signers:
+        raise LedgerError(f"{pubkey} is not a signer of this transaction; its signers are {', '.join(tx.required_signers)}.", field=field, code="NOT_A_SIGNER")
+
+
+def signature_check(tx: Transaction, pubkey: str, signature: str, *, field: str, signer_field: str | None = None, message: bytes | None = None) -> None:
+    """400 NOT_A_SIGNER unless ``pubkey`` is a required signer of ``tx`` (at
+    ``signer_field``); 400 INVALID_SIGNATURE unless ``signature`` is its key's signature of
+    the stored message."""
+    signer_check(tx, pubkey, field=signer_field or field)
+    if not signature_valid(pubkey, bytes(tx.message) if message is None else message, signature):
+        raise LedgerError(f"The signature for {pubkey} does not verify against the transaction message (serializedMessage).", field=field, code="INVALID_SIGNATURE")
+
+
+def not_signable(tx: Transaction) -> LedgerError:
+    """Why ``tx`` (not PARTIALLY_SIGNED) takes no signatures: 400 INVALID_TRANSACTION_STATE."""
+    if tx.status == TransactionStatus.PENDING_APPROVAL:
+        why = "every signature is collected and it awaits approval (Approve Transaction)"
+    elif tx.status == TransactionStatus.SIGNED and not tx.submit_when_signed:
+        why = "every signature is collected and it is held; Submit Transaction sends it"
+    elif tx.status in (TransactionStatus.SIGNED, TransactionStatus.SUBMITTED, TransactionStatus.CONFIRMED, TransactionStatus.FINALIZED):
+        why = "every signature was collected and it was submitted"
+    else:
+        why = "it has ended and can never execute"
+    return LedgerError(f"The transaction is {tx.status}: {why}. Only PARTIALLY_SIGNED transactions take signatures.", field="itemData.transaction", code="INVALID_TRANSACTION_STATE")
 
 
 def _add_signatures(transaction: Transaction, signatures: dict[str, str], submit: bool | None) -> Transaction:
     tx = Transaction.objects.for_tenant(transaction.tenant).select_for_update().get(pk=transaction.pk)
     if tx.status != TransactionStatus.PARTIALLY_SIGNED:
-        raise LedgerError(f"The transaction is {tx.status}; only PARTIALLY_SIGNED transactions take signatures.", code="INVALID_TRANSACTION_STATE")
+        raise not_signable(tx)
     message = bytes(tx.message)
     for pubkey, signature in signatures.items():
-        if pubkey not in tx.required_signers:
-            raise LedgerError(f"{pubkey} is not a signer of this transaction.", field="itemData.offPlatformSigning", code="NOT_A_SIGNER")
-        if not signature_valid(pubkey, message, signature):
-            raise LedgerError(f"The signature for {pubkey} does not verify against the transaction message.", field="itemData.offPlatformSigning", code="INVALID_SIGNATURE")
-    tx.signatures = {**tx.signatures, **signatures}
+        # Checked in the read phase already (transactions/signatures.py, with each entry's
+        # field); again here, for callers that have no read phase of their own.
+        signature_check(tx, pubkey, signature, field="itemData.offPlatformSigning", message=message)
+    # The first valid signature of a signer stays: a signer collected already (a retry, a
+    # second call with the same signature) changes nothing — not even submit_when_signed.
+    new = {k: v for k, v in signatures.items() if k not in (tx.signatures or {})}
+    if not new:
+        return tx
+    tx.signatures = {**tx.signatures, **new}
     tx.onchain_id = tx.signatures.get(tx.required_signers[0])
     if submit is not None:
         tx.submit_when_signed = submit
@@ -316,7 +351,7 @@ def _add_signatures(transaction: Transaction, signatures: dict[str, str], submit
         # Still waiting for approval (a debit limit): held, not submitted.
         tx.status = TransactionStatus.PENDING_APPROVAL if tx.approval_required else TransactionStatus.SIGNED
     tx.save(update_fields=["signatures", "onchain_id", "status", "submit_when_signed", "updated_at"])
-    _event(tx, "SIGNATURES_ADDED", signers=sorted(signatures), status=tx.status)
+    _event(tx, "SIGNATURES_ADDED", signers=sorted(new), status=tx.status)
     if tx.status == TransactionStatus.SIGNED and tx.submit_when_signed:
         _submit_on_commit(tx)
     return tx
@@ -328,16 +363,19 @@ def transaction_sign_on_platform(*, transaction: Transaction, managed: Sequence[
 
 
 def transaction_release(*, transaction: Transaction, approved: bool = False) -> Transaction:
-    """Submit a SIGNED transaction that was held (submit_when_signed false) or, with
-    ``approved`` (only ``transaction_approve`` passes it: the decision is recorded there),
-    a PENDING_APPROVAL one."""
-    statuses = [TransactionStatus.SIGNED, TransactionStatus.PENDING_APPROVAL] if approved else [TransactionStatus.SIGNED]
-    updated = Transaction.objects.for_tenant(transaction.tenant).filter(pk=transaction.pk, status__in=statuses).update(
+    """Submit a SIGNED transaction that was held (submit_when_signed false: Submit
+    Transaction, the admin) or, with ``approved`` (only ``transaction_approve`` passes it:
+    the decision is recorded there), a PENDING_APPROVAL one. A transaction queued already
+    is not released twice: 400 INVALID_TRANSACTION_STATE."""
+    held = Q(status=TransactionStatus.SIGNED, submit_when_signed=False)
+    if approved:
+        held |= Q(status__in=[TransactionStatus.SIGNED, TransactionStatus.PENDING_APPROVAL])
+    updated = Transaction.objects.for_tenant(transaction.tenant).filter(held, pk=transaction.pk).update(
         status=TransactionStatus.SIGNED, submit_when_signed=True, approval_required=False, error_message="", updated_at=timezone.now()
     )
     if not updated:
         what = "SIGNED or PENDING_APPROVAL" if approved else "held SIGNED (PENDING_APPROVAL ones are approved)"
-        raise LedgerError(f"Only {what} transactions can be submitted.", code="INVALID_TRANSACTION_STATE")
+        raise LedgerError(f"Only {what} transactions can be submitted.", field="itemData.transaction", code="INVALID_TRANSACTION_STATE")
     transaction.refresh_from_db()
     _submit_on_commit(transaction)
     return transaction

@@ -6,4 +6,6 @@ urlpatterns = [
     path("transactions/single/status", TransactionViewSet.as_view({"post": "status"}), name="transaction-status"),
     path("transactions/approve", TransactionViewSet.as_view({"patch": "approve"}), name="transaction-approve"),
     path("transactions/reject", TransactionViewSet.as_view({"patch": "reject"}), name="transaction-reject"),
+    path("transactions/sign", TransactionViewSet.as_view({"patch": "sign"}), name="transaction-sign"),
+    path("transactions/submit", TransactionViewSet.as_view({"patch": "submit"}), name="transaction-submit"),
 ]

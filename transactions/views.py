@@ -12,10 +12,11 @@ from ledger_project.api.schema import api_responses, operation_parameters
 from ledger_project.api.viewsets import TenantScopedViewSet
 from tenancy.roles import Role
 
-from . import approvals, selectors
+from . import approvals, selectors, signatures
 from .models import Transaction
 from .responses import attach_wait, transaction_result
-from .serializers import TransactionDecisionInput, TransactionResultOutput, TransactionStatusInput
+from .serializers import TransactionDecisionInput, TransactionResultOutput, TransactionSignInput, TransactionStatusInput, TransactionSubmitInput
+from .services import transaction_add_signatures
 
 
 class TransactionViewSet(TenantScopedViewSet):
@@ -89,4 +90,61 @@ class TransactionViewSet(TenantScopedViewSet):
     def reject(self, request):
         data, tx = self._held(request)
         tx = approvals.transaction_reject(transaction=tx, api_key=self.api_key, reason=data.get("reason") or "", request_id=request.client_request_id)
+        return self._decided(request, tx)
+
+    def _named(self, data: dict):
+        ident = data["transaction"]
+        return selectors.transaction_get(queryset=self.get_queryset(), onchain_id=ident.get("onchainId"), offchain_id=ident.get("offchainId"))
+
+    @extend_schema(
+        operation_id="signTransaction",
+        summary="Sign Transaction",
+        description=(
+            "Adds signatures to a PARTIALLY_SIGNED transaction: offPlatformSigning (each signature verified against serializedMessage and the account's key: "
+            "400 INVALID_SIGNATURE, 400 NOT_A_SIGNER) and onPlatformSigning (managed accounts whose keys the calling API key may use, signed here: 403 "
+            "SIGNER_NOT_ALLOWED otherwise). Signatures are stored as they arrive; a signer collected already keeps its first signature (giving it again "
+            "changes nothing). When the last one arrives the status becomes SIGNED (PENDING_APPROVAL when a debit limit holds it) and it is submitted, "
+            "unless submitTxnIfAllSignaturesCollected is false (then Submit Transaction sends it). A transaction that is not PARTIALLY_SIGNED: 400 "
+            "INVALID_TRANSACTION_STATE; one that can never execute any more: 400 TRANSACTION_EXPIRED; dkgSigning: 400 NOT_SUPPORTED (threshold signing "
+            "comes later). An unknown transaction, or another organization's: 404. Answers the transaction result; ?wait= waits for it."
+        ),
+        request=TransactionSignInput,
+        responses=api_responses({200: TransactionResultOutput}, mutation=True),
+        parameters=operation_parameters(wait=True),
+        tags=["Blockchain transactions"],
+    )
+    @idempotent
+    def sign(self, request):
+        data = validated(TransactionSignInput, request)["itemData"]
+        signatures.dkg_refused(data)
+        tx = self._named(data)
+        collected = signatures.transaction_sign_check(
+            transaction=tx, tenant=self.tenant, api_key=self.api_key,
+            off_platform=data.get("offPlatformSigning") or [], on_platform=data.get("onPlatformSigning") or [],
+        )
+        with write_phase():
+            submit = data.get("submitTxnIfAllSignaturesCollected") is not False
+            tx = transaction_add_signatures(transaction=tx, signatures=collected, submit=submit)
+        return self._decided(request, tx)
+
+    @extend_schema(
+        operation_id="submitTransaction",
+        summary="Submit Transaction",
+        description=(
+            "Submits a SIGNED transaction whose signatures were collected with submitTxnIfAllSignaturesCollected false. "
+            "PARTIALLY_SIGNED: 400 SIGNATURES_MISSING (the message lists the signers); PENDING_APPROVAL: 400 APPROVAL_REQUIRED (Approve Transaction submits it); "
+            "submitted already or ended: 400 INVALID_TRANSACTION_STATE; its lifetime over: 400 TRANSACTION_EXPIRED. An unknown transaction, or another "
+            "organization's: 404. Answers the transaction result; ?wait= waits for it."
+        ),
+        request=TransactionSubmitInput,
+        responses=api_responses({200: TransactionResultOutput}, mutation=True),
+        parameters=operation_parameters(wait=True),
+        tags=["Blockchain transactions"],
+    )
+    @idempotent
+    def submit(self, request):
+        tx = self._named(validated(TransactionSubmitInput, request)["itemData"])
+        signatures.transaction_submit_check(transaction=tx)
+        with write_phase():
+            tx = signatures.transaction_submit(transaction=tx)
         return self._decided(request, tx)

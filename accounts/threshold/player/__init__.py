@@ -1,0 +1,6 @@
+"""The external FROST player: a passphrase-encrypted local store of key shares and nonces
+(``store``), the protocol steps on JSON messages (``operations``), and the command line
+(``python -m accounts.threshold.player``). No Django: a client runs it on its own."""
+
+from .operations import NonceReuse  # noqa: F401
+from .store import Store, StoreError, WrongPassphrase  # noqa: F401

@@ -81,6 +81,8 @@ def test_key_generation_and_any_two_of_three_sign(players):
     listed = p[2]("keys")
     assert [(k["key"], k["identifier"], k["threshold"], k["address"]) for k in listed] == [("acct", 2, 2, public["address"])]
     assert p[3]("public-key", "acct") == public
+    assert p[3]("--out", tmp / "written.json", "public-key", "acct") is None
+    assert json.loads((tmp / "written.json").read_text()) == public
     group = Pubkey.from_string(public["address"])
     for signers in ([1, 3], [2, 3], [1, 2]):
         session = "tx-" + "".join(map(str, signers))
@@ -112,8 +114,8 @@ def test_a_wrong_signature_share_is_refused_and_blamed(players):
 def test_nonces_sign_one_package_only(players):
     tmp, p = players
     package, shares = _sign(tmp, p, [1, 2], "once")
-    # The same package again (a retry after a lost answer) gets the same share.
-    assert p[1]("sign", "--key", "acct", package) == json.loads(shares[0].read_text())
+    # The same package again (a retry after a lost answer, here on standard input) gets the same share.
+    assert p[1]("sign", "--key", "acct", "-", stdin=package.read_text()) == json.loads(shares[0].read_text())
     other = json.loads(package.read_text()) | {"message": base64.b64encode(b"something else").decode()}
     with pytest.raises(CliError) as caught:
         p[1]("sign", "--key", "acct", write(tmp / "other.json", other))

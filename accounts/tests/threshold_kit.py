@@ -59,7 +59,7 @@ def parse_result(returncode: int, out: str, err: str):
             raise CliError(returncode, json.loads(err.strip().splitlines()[-1]))
         except (ValueError, IndexError):
             raise CliError(returncode, {"error": "UNPARSED", "message": err})
-    return json.loads(out)
+    return json.loads(out) if out.strip() else None
 
 
 def write(path: Path, value) -> Path:

@@ -81,6 +81,13 @@ class Commitment:
     hiding: bytes
     binding: bytes
 
+    def __post_init__(self):
+        # Validated once, when made (DeserializeElement's checks): the commitment lists
+        # built from it are then checked for order and uniqueness only.
+        check_identifier(self.identifier)
+        G.decode_element(self.hiding)
+        G.decode_element(self.binding)
+
 
 @dataclass(frozen=True, repr=False)
 class SigningNonces:
@@ -126,16 +133,14 @@ def derive_interpolating_value(participants: list[int], x_i: int) -> bytes:
 
 
 def check_commitment_list(commitment_list) -> list[Commitment]:
-    """Sorted ascending by identifier, each identifier once, every element valid."""
+    """Sorted ascending by identifier, each identifier once (every ``Commitment`` checked
+    its identifier and elements when it was made)."""
     result = list(commitment_list)
-    if not result:
-        raise FrostError("the commitment list is empty")
-    identifiers = [check_identifier(c.identifier) for c in result]
+    if not result or not all(isinstance(c, Commitment) for c in result):
+        raise FrostError("the commitment list must be a non-empty list of commitments")
+    identifiers = [c.identifier for c in result]
     if identifiers != sorted(set(identifiers)):
         raise FrostError("the commitment list must be sorted by identifier, each identifier once")
-    for c in result:
-        G.decode_element(c.hiding)
-        G.decode_element(c.binding)
     return result
 
 

@@ -11,6 +11,7 @@ from accounts.threshold import dkg, frost
 from accounts.threshold import group as G
 from accounts.threshold import messages as M
 from accounts.threshold import signing as S
+from accounts.threshold.keys import PublicKeyPackage
 
 
 def _round1(participants, threshold, session="keygen"):
@@ -156,7 +157,7 @@ def test_refresh_among_a_subset_removes_the_others():
     with pytest.raises(frost.FrostError, match="hold no share"):
         _signs({1: new[1], 4: keys[4]}, [1, 4])
     # ... and a coordinator still listing 4's old verifying share gets no valid signature.
-    stale = dkg.PublicKeyPackage(2, keys[1].group_public_key, {1: new[1].verifying_share, 4: keys[4].verifying_share})
+    stale = PublicKeyPackage(2, keys[1].group_public_key, {1: new[1].verifying_share, 4: keys[4].verifying_share})
     with pytest.raises(frost.InvalidSignatureShare, match="does not verify"):
         _signs({1: dataclasses.replace(new[1], public=stale), 4: dataclasses.replace(keys[4], public=stale)}, [1, 4])
 

@@ -36,7 +36,7 @@ from nacl.public import Box, PrivateKey, PublicKey
 
 from . import frost
 from . import group as G
-from .keys import KeyPackage, PublicKeyPackage, check_public
+from .keys import KeyPackage, PublicKeyPackage
 
 DKG = "dkg"
 REFRESH = "refresh"

@@ -40,7 +40,7 @@ class InvalidSignatureShare(FrostError):
         super().__init__(message or f"invalid signature share from participant {names}")
 
 
-# --- the ciphersuite's hash functions (RFC 9591 section 6.5) ------------------------------
+# --- the ciphersuite's hash functions (RFC 9591 section 6.1) ------------------------------
 
 
 def H1(m: bytes) -> bytes:

@@ -1,4 +1,4 @@
-"""The edwards25519 group and its scalar field, as RFC 9591 section 6.5 uses them.
+"""The edwards25519 group and its scalar field, as RFC 9591 section 6.1 uses them.
 
 Every group and scalar operation is libsodium's, through PyNaCl's low-level bindings
 (``crypto_core_ed25519_*``, ``crypto_scalarmult_ed25519_*_noclamp``): this module only

@@ -2,5 +2,7 @@
 (``store``), the protocol steps on JSON messages (``operations``), and the command line
 (``python -m accounts.threshold.player``). No Django: a client runs it on its own."""
 
-from .operations import NonceReuse  # noqa: F401
-from .store import Store, StoreError, WrongPassphrase  # noqa: F401
+from .operations import NonceReuse
+from .store import Store, StoreError, WrongPassphrase
+
+__all__ = ["NonceReuse", "Store", "StoreError", "WrongPassphrase"]

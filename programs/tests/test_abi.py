@@ -115,3 +115,10 @@ def test_every_custom_error_has_a_test_that_expects_it(name, tests):
     source = "".join((ROOT / "tests" / t).read_text() for t in tests)
     untested = [e.name for e in ABIS[name].errors if f'"{e.name}"' not in source]
     assert not untested, f"{name}: no test expects {untested}"
+
+
+@pytest.mark.parametrize("name", sorted(ABIS))
+def test_docs_list_every_error_with_its_code(name):
+    docs = (ROOT.parent / "docs" / "programs.md").read_text()
+    missing = [e.name for e in ABIS[name].errors if f"| {e.code} | `{e.name}` | {e.message} |" not in docs]
+    assert not missing, f"docs/programs.md does not list {name}'s {missing}"

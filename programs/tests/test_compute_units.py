@@ -12,7 +12,7 @@ from instruments.token2022.constants import TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM
 from programs.allowlist_hook import abi as hook_abi
 from programs.allowlist_hook import client as hook
 from programs.loan_vault import abi as vault_abi
-from programs.tests.test_allowlist_hook import HookWorld
+from programs.tests.hookkit import HookWorld
 from programs.tests.vaultkit import VaultWorld
 
 

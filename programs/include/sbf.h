@@ -277,23 +277,30 @@ static inline bool rent_minimum_balance(u64 space, u64 *out) {
   SolRent rent;
   if (sol_get_rent_sysvar(&rent) != 0) return false;
   u64 bits = rent.exemption_threshold_bits;
-  if (bits >> 63) return false; /* negative */
   u64 exponent = (bits >> 52) & 0x7ff;
   u64 mantissa = bits & ((1ULL << 52) - 1);
-  u64 base = (ACCOUNT_STORAGE_OVERHEAD + space) * rent.lamports_per_byte_year;
-  if (exponent == 0 && mantissa == 0) { *out = 0; return true; }
-  if (exponent == 0 || exponent == 0x7ff) return false; /* subnormal, inf, NaN */
+  if (bits >> 63) return false; /* negative */
+  if (exponent == 0 && mantissa == 0) {
+    *out = 0;
+    return true;
+  }
+  if (exponent == 0 || exponent == 0x7ff) return false; /* subnormal, infinite, NaN */
+  /* threshold = mantissa * 2^shift exactly; drop the mantissa's trailing zero bits. */
   mantissa |= 1ULL << 52;
-  i64 shift = (i64)exponent - 1075; /* value = mantissa * 2^shift */
-  while ((mantissa & 1) == 0 && shift < 0) { mantissa >>= 1; shift++; }
-  if (mantissa >> 20) return false; /* more precision than the product can hold */
-  if (base > (~0ULL >> 21)) return false;
-  u64 product = base * mantissa;
+  i64 shift = (i64)exponent - 1075;
+  while ((mantissa & 1) == 0) {
+    mantissa >>= 1;
+    shift++;
+  }
+  if (mantissa >> 20) return false; /* more precision than an exact product can hold */
+  u64 bytes = ACCOUNT_STORAGE_OVERHEAD + space;
+  if (rent.lamports_per_byte_year > (1ULL << 42) / bytes) return false;
+  u64 product = bytes * rent.lamports_per_byte_year * mantissa; /* < 2^62 */
   if (shift >= 0) {
-    if (shift > 20) return false;
+    if (shift > 62 || (product >> (62 - shift)) != 0) return false;
     *out = product << shift;
   } else {
-    *out = shift <= -64 ? 0 : product >> (u64)(-shift);
+    *out = shift <= -63 ? 0 : product >> (u64)(-shift);
   }
   return true;
 }

@@ -273,3 +273,13 @@ def test_execute_checks_the_token_accounts_are_token_2022_mid_transfer_of_the_mi
     data[0:32] = bytes(w.mint)
     w.chain.svm.set_account(source, type(account)(account.lamports, bytes(data), account.owner, False, 0))
     assert w.chain.send([w.execute_ix(source=source, destination=forged)]).custom == E["TokenAccountMintMismatch"]
+
+
+@pytest.mark.parametrize("threshold", [2.0, 1.0, 0.5, 3.5])
+def test_rent_is_what_the_runtime_asks_for_any_exact_threshold(threshold):
+    c, issuer, ix = fresh_init()
+    set_rent_threshold(c, threshold)
+    c.ok([ix], [issuer])
+    for index in (1, 2):  # the validation account and the allow-list
+        account = c.account(ix.accounts[index].pubkey)
+        assert account.lamports == c.svm.get_rent().minimum_balance(len(account.data)) > 0

@@ -123,3 +123,14 @@ def test_error_names_come_from_the_abi():
     assert vault_client.error_name(1) is None  # SPL Token's InsufficientFunds is not the vault's
     assert hook_client.error_name(hook_abi.ERROR_BASE + 1) == "InvalidInstruction"
     assert hook_client.error_name(abi.ERROR_BASE + 1) is None  # the vault's range is not the hook's
+
+
+@pytest.mark.parametrize("threshold", [1.0, 3.5])
+def test_the_state_holds_the_runtimes_rent_for_any_exact_threshold(threshold):
+    from programs.tests.svmkit import set_rent_threshold
+
+    w = VaultWorld()
+    set_rent_threshold(w.chain, threshold)
+    w.create()
+    account = w.chain.account(w.vault.state)
+    assert account.lamports == w.chain.svm.get_rent().minimum_balance(len(account.data)) > 0

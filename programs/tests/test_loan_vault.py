@@ -14,7 +14,7 @@ from programs.allowlist_hook import abi as hook_abi
 from programs.allowlist_hook import client as hook_client
 from programs.loan_vault import abi
 from programs.loan_vault import client as vault_client
-from programs.tests.svmkit import Chain
+from programs.tests.svmkit import Chain, set_rent_threshold
 from programs.tests.vaultkit import VaultWorld
 
 TOKEN_PROGRAMS = pytest.mark.parametrize("token_program", [TOKEN_PROGRAM_ID, TOKEN_2022_PROGRAM_ID], ids=["spl-token", "token-2022"])
@@ -127,8 +127,6 @@ def test_error_names_come_from_the_abi():
 
 @pytest.mark.parametrize("threshold", [1.0, 3.5])
 def test_the_state_holds_the_runtimes_rent_for_any_exact_threshold(threshold):
-    from programs.tests.svmkit import set_rent_threshold
-
     w = VaultWorld()
     set_rent_threshold(w.chain, threshold)
     w.create()

@@ -7,3 +7,8 @@ urlpatterns = [
     path("transactions/approve", TransactionViewSet.as_view({"patch": "approve"}), name="transaction-approve"),
     path("transactions/reject", TransactionViewSet.as_view({"patch": "reject"}), name="transaction-reject"),
 ]
+
+# Address lookup tables (transactions/lookup_tables/, docs/lookup-tables.md).
+from .lookup_tables.urls import urlpatterns as _lookup_tables  # noqa: E402
+
+urlpatterns += _lookup_tables

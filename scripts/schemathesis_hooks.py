@@ -148,6 +148,12 @@ LOOKUPS: dict[tuple[str, str], dict[tuple[str, ...], str | None]] = {
     ("POST", "/api/v1/positions/transfer-network-currency"): {_FEE_PAYER: "funder", ("itemData", "source"): "subject", ("itemData", "destination"): "authority"},
     ("POST", "/api/v1/positions/single"): _position_lookup(None),
     ("POST", "/api/v1/positions/single/balance"): _position_lookup(None),
+    # Address lookup tables (docs/lookup-tables.md): updates (freeze, deactivate, close: one-way)
+    # name their own table, so the extended and fetched one stays ACTIVE.
+    ("POST", "/api/v1/address-lookup-tables"): {_FEE_PAYER: "funder", ("itemData", "authority"): "authority"},
+    ("PATCH", "/api/v1/address-lookup-tables"): {_FEE_PAYER: "funder", ("itemData", "addressLookupTable"): "retiringTable", ("itemData", "recipient"): "authority"},
+    ("PATCH", "/api/v1/address-lookup-tables/extend"): {_FEE_PAYER: "funder", ("itemData", "addressLookupTable"): "lookupTable"},
+    ("POST", "/api/v1/address-lookup-tables/single"): {("itemData", "addressLookupTable"): "lookupTable"},
 }
 
 _REQUEST_IDS = uuid.UUID("0b5c4f1e-5d1a-4c59-9a43-7c8e2f3b6a10")  # namespace of derived x-request-ids

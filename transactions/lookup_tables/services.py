@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.db import IntegrityError
+from django.db import transaction as db_transaction
 from solders.pubkey import Pubkey
 
 from accounts import custody
@@ -106,7 +107,7 @@ def _changeable(table: AddressLookupTable, *, allow: tuple[str, ...] = (LookupTa
     if table.state not in allow:
         if table.state == LookupTableState.ACTIVE:  # only CLOSE asks for another state
             raise LedgerError("The lookup table is not deactivated: deactivate it, wait for the cool-down, then close it.", field=TABLE, code="LOOKUP_TABLE_NOT_DEACTIVATED")
-        message, code = _STATE_ERRORS.get(table.state, (f"The lookup table is {table.state}.", "INVALID_LOOKUP_TABLE_STATE"))
+        message, code = _STATE_ERRORS[table.state]
         raise LedgerError(message, field=TABLE, code=code)
 
 
@@ -190,7 +191,8 @@ def lookup_table_create(*, tenant, cluster: str, api_key, data: dict, svm_config
         tx = transaction_record(prepared, effects_data={**_identifiers(table), "requestedAddresses": addresses, **funded}, api_key=api_key, request_id=request_id)
         table.creation_transaction = table.last_transaction = table.pending_transaction = tx
         try:
-            table.save(force_insert=True)
+            with db_transaction.atomic():  # a savepoint: the write phase stays usable for the 409
+                table.save(force_insert=True)
         except IntegrityError:
             raise ConflictError("Another request is creating a lookup table at the same address; retry.", field="itemData", code="DUPLICATE_LOOKUP_TABLE") from None
     return LookupTableResult(table, tx)

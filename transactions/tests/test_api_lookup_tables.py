@@ -297,3 +297,87 @@ def test_more_addresses_than_one_transaction_holds_is_400(api, localnet_url, air
     error = assert_error(create(api, {"componentAddresses": [raw(Keypair().pubkey()) for _ in range(40)]}), 400, "TRANSACTION_TOO_LARGE", "itemData.componentAddresses")
     assert "Extend Address Lookup Table" in error["errors"][0]["message"]
     assert nothing_recorded(before)
+
+
+# --- close after the cool-down: a node of its own, warped ----------------------------------------
+
+WARPED = "CHAIN_WARPED"  # a cluster of this test only: no worker pumps it, the test does
+
+
+@pytest.fixture
+def warped_node(tmp_path, settings):
+    """A local node of this test (warping the shared one would expire every other test's
+    in-flight transactions), as cluster WARPED; the test holds its pump lease and pumps it."""
+    from transactions import pump
+    from transactions.chain import builder
+    from transactions.chain.rpc import rpc_for
+    from transactions.localnet.testing import LocalnetProcess
+
+    node = LocalnetProcess(tmp_path / "node").start()
+    settings.LEDGER_CLUSTERS = {**settings.LEDGER_CLUSTERS, WARPED: node.url}
+    assert pump.lease_take(WARPED, "warped-test")
+    try:
+        yield node
+    finally:
+        pump.lease_release(WARPED, "warped-test")
+        builder.forget_blockhash(rpc_for(WARPED))
+        node.stop()
+
+
+def _airdrop(url: str, address: str, lamports: int) -> None:
+    from tests.workers import wait_for
+    from transactions.localnet.testing import rpc_call
+
+    rpc_call(url, "requestAirdrop", [address, lamports])
+    wait_for(lambda: rpc_call(url, "getBalance", [address])["result"]["value"] >= lamports, what="the airdrop")
+
+
+def _settled(response, name: str, status: int = 200) -> dict:
+    """Pump WARPED in this process until the mutation's transaction confirmed and its effects applied."""
+    from tests.workers import wait_for
+    from transactions import pump
+
+    assert response.status_code == status, response.json()
+    tx = Transaction.unscoped.get(offchain_id=response.json()["svmTransactionResult"]["offchainId"])
+
+    def done():
+        pump.pump_pass(WARPED)
+        tx.refresh_from_db()
+        return tx.status in DONE and tx.effects_applied_at is not None
+
+    wait_for(done, timeout=30, what=f"{tx.operation} to confirm")
+    return response.json()[name]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_close_is_accepted_once_the_cool_down_is_over(api, warped_node):
+    from solana.rpc.api import Client
+    from solana.rpc.commitment import Confirmed
+
+    from transactions.localnet.testing import rpc_call
+
+    chain = Client(warped_node.url, commitment=Confirmed)
+    on = f"?svmCluster={WARPED}"
+    _airdrop(warped_node.url, str(platform_fee_payer(WARPED).pubkey), 10**10)
+    funder = api.call("post", f"/api/v1/accounts{on}", {"itemData": {"managed": True}}).json()["newAccount"]
+    _airdrop(warped_node.url, funder["onchainId"], 10**9)
+    by_funder = {"feePayer": {"offchainId": funder["offchainId"]}}  # not the local cluster: rent needs a funder
+
+    created = api.call("post", BASE + on, {"itemData": {"componentAddresses": [raw(Keypair().pubkey()) for _ in range(3)]}, "svmTransactionConfig": by_funder})
+    table = _settled(created, "newAddressLookupTable", 201)
+    rent = chain.get_balance(Pubkey.from_string(table["onchainId"])).value
+    _settled(api.call("patch", BASE + on, {"itemData": {"addressLookupTable": table, "action": "DEACTIVATE"}}), "updatedAddressLookupTable")
+    close = {"itemData": {"addressLookupTable": table, "action": "CLOSE", "recipient": {"offchainId": funder["offchainId"]}}}
+    assert_error(api.call("patch", BASE + on, close), 400, "LOOKUP_TABLE_COOLING_DOWN")
+
+    rpc_call(warped_node.url, "localnetWarpSlots", [520])  # past the 512 slots SlotHashes keeps
+    no_recipient = {"itemData": {"addressLookupTable": table, "action": "CLOSE"}}
+    assert_error(api.call("patch", BASE + on, no_recipient), 400, "RECIPIENT_REQUIRED", "itemData.recipient")  # the authority is a key the service holds
+    before = chain.get_balance(Pubkey.from_string(funder["onchainId"])).value
+    assert _settled(api.call("patch", BASE + on, close), "updatedAddressLookupTable") == table
+
+    assert chain.get_account_info(Pubkey.from_string(table["onchainId"])).value is None
+    assert chain.get_balance(Pubkey.from_string(funder["onchainId"])).value - before == rent  # the platform fee payer paid the fee
+    shown = api.call("post", f"{BASE}/single{on}", {"itemData": {"addressLookupTable": table}}).json()
+    assert shown["state"] == "CLOSED" and shown["closedAt"] is not None
+    assert_error(api.call("patch", BASE + on, close), 400, "LOOKUP_TABLE_CLOSED")

@@ -21,7 +21,9 @@ fuzzed mutation of one does not starve the others:
 - ``payee`` / ``receiving``: a wallet and its position in ``instrument`` (destinations).
 - ``lookupTable``: an address lookup table of ``authority`` holding a few of the accounts
   above (extended and fetched); ``retiringTable``: another, for Update Address Lookup Table
-  (freeze, deactivate and close are one-way).
+  (freeze, deactivate and close are one-way), deactivated and past its cool-down (the run's
+  own node is warped 520 slots: docs/localnet.md), so the first update, whichever action,
+  can be accepted (a CLOSE).
 
 ``seed(...)`` returns ``{role: {"onchainId", "offchainId", "code"}}`` (instruments also
 ``alId``; ``transaction``: onchainId/offchainId), which the hooks feed into generated lookups
@@ -141,6 +143,14 @@ def _lookup_table(api: Api, *, funder: dict, authority: dict, components: list[d
     return created["newAddressLookupTable"]
 
 
+def _retired(api: Api, table: dict, node_url: str) -> dict:
+    """``table`` deactivated and cooled down: closable at once."""
+    deactivated = api.call("PATCH", "address-lookup-tables", {"itemData": {"addressLookupTable": {"offchainId": table["offchainId"]}, "action": "DEACTIVATE"}})
+    api.wait_landed(deactivated["svmTransactionResult"])
+    rpc(node_url, "localnetWarpSlots", [520])  # past the 512 slots the SlotHashes sysvar keeps
+    return table
+
+
 def seed(*, url: str, secret: str, key_name: str, node_url: str) -> dict:
     api = Api(url, secret)
     funder = _account(api, "ST-FUNDER", networkCurrencyDebitApiKeys=[key_name])
@@ -165,7 +175,7 @@ def seed(*, url: str, secret: str, key_name: str, node_url: str) -> dict:
         "transaction": {"onchainId": created["onchainId"], "offchainId": created["offchainId"]},
         "holder": holder, "holding": holding, "payee": payee, "receiving": receiving,
         "lookupTable": _lookup_table(api, funder=funder, authority=authority, components=[subject, holder, payee]),
-        "retiringTable": _lookup_table(api, funder=funder, authority=authority, components=[subject, holder]),
+        "retiringTable": _retired(api, _lookup_table(api, funder=funder, authority=authority, components=[subject, holder]), node_url),
     }
     assert tuple(records) == ROLES
     return records

@@ -12,7 +12,7 @@ def postprocess(result, generator, request, public):
     update = schemas.get("UpdateLookupTableItemRequest")
     if update is not None:  # recipient with action CLOSE only (400 CONFLICTING_FIELDS)
         update["anyOf"] = [
-            {"properties": {"action": {"type": "string", "enum": ["CLOSE"]}}},
             {"properties": {"recipient": {"type": "object", "nullable": True, "enum": [None]}}},
+            {"properties": {"action": {"type": "string", "enum": ["CLOSE"]}}},
         ]
     return result

@@ -29,7 +29,7 @@ LOOKUP_TABLE_QUERY = QuerySpec(
     max_limit=500,
 )
 
-_RELATED = ("pending_transaction", "last_transaction", "authority_account", "authority_key")
+_RELATED = ("pending_transaction", "last_transaction", "authority_account__managed_key", "authority_key")
 
 
 def lookup_table_get(*, queryset: QuerySet, cluster: str, lookup: dict, field: str = "itemData.addressLookupTable") -> AddressLookupTable:

@@ -83,12 +83,9 @@ def _too_large(exc: TransactionTooLarge, count: int, field: str) -> LedgerError:
 def _authority_signer(table: AddressLookupTable, tenant) -> SignerSpec:
     """Who signs the table's changes: the key the service holds, or the tenant account
     named as authority (off platform: the transaction waits PARTIALLY_SIGNED)."""
-    pubkey = Pubkey.from_string(table.authority)
-    if table.authority_key_id is not None:
-        return SignerSpec(pubkey, table.authority_key)
-    if table.authority_account is not None:
+    if table.authority_account is not None:  # the account's own rules (status, who may use its key)
         return signer_for(table.authority_account, tenant, field="itemData.addressLookupTable")
-    return SignerSpec(pubkey, None)
+    return SignerSpec(Pubkey.from_string(table.authority), table.authority_key)
 
 
 _STATE_ERRORS = {

@@ -299,6 +299,17 @@ def test_more_addresses_than_one_transaction_holds_is_400(api, localnet_url, air
     assert nothing_recorded(before)
 
 
+@pytest.mark.django_db
+def test_admin_lists_lookup_tables_read_only(admin_client, tenant):
+    table = AddressLookupTableFactory(tenant=tenant, state="FROZEN")
+    listing = admin_client.get("/admin/transactions/addresslookuptable/?state__exact=FROZEN").content.decode()
+    assert table.address in listing
+    assert table.address in admin_client.get(f"/admin/transactions/addresslookuptable/?q={table.authority}").content.decode()
+    page = admin_client.get(f"/admin/transactions/addresslookuptable/{table.pk}/change/").content.decode()
+    assert table.addresses[0] in page and 'name="state"' not in page and 'name="addresses"' not in page
+    assert admin_client.get("/admin/transactions/addresslookuptable/add/").status_code == 403
+
+
 # --- close after the cool-down: a node of its own, warped ----------------------------------------
 
 WARPED = "CHAIN_WARPED"  # a cluster of this test only: no worker pumps it, the test does
@@ -370,7 +381,9 @@ def test_close_is_accepted_once_the_cool_down_is_over(api, warped_node):
     close = {"itemData": {"addressLookupTable": table, "action": "CLOSE", "recipient": {"offchainId": funder["offchainId"]}}}
     assert_error(api.call("patch", BASE + on, close), 400, "LOOKUP_TABLE_COOLING_DOWN")
 
-    rpc_call(warped_node.url, "localnetWarpSlots", [520])  # past the 512 slots SlotHashes keeps
+    assert rpc_call(warped_node.url, "localnetWarpSlots", [0])["error"]["code"] == -32602
+    slot = rpc_call(warped_node.url, "getSlot")["result"]
+    assert rpc_call(warped_node.url, "localnetWarpSlots", [520])["result"] >= slot + 520  # past the 512 slots SlotHashes keeps
     no_recipient = {"itemData": {"addressLookupTable": table, "action": "CLOSE"}}
     assert_error(api.call("patch", BASE + on, no_recipient), 400, "RECIPIENT_REQUIRED", "itemData.recipient")  # the authority is a key the service holds
     before = chain.get_balance(Pubkey.from_string(funder["onchainId"])).value

@@ -51,7 +51,7 @@ def lookup_table_get(*, queryset: QuerySet, cluster: str, lookup: dict, field: s
 def lookup_table_list(*, queryset: QuerySet, cluster: str, item_query: dict | None) -> tuple[list[AddressLookupTable], int]:
     """A page of ``queryset`` (the tenant's own tables) on ``cluster``."""
     scoped_tenant(queryset, own=True)
-    page, count = apply_item_query(queryset.filter(cluster=cluster), item_query, LOOKUP_TABLE_QUERY, present=lambda q: q.select_related(*_RELATED))
+    page, count = apply_item_query(queryset.filter(cluster=cluster), item_query, LOOKUP_TABLE_QUERY, present=lambda q: q.select_related("last_transaction", "authority_account"))
     return list(page), count
 
 

@@ -152,7 +152,30 @@ LOOKUPS: dict[tuple[str, str], dict[tuple[str, ...], str | None]] = {
     ("POST", "/api/v1/positions/transfer-network-currency"): {_FEE_PAYER: "funder", ("itemData", "source"): "subject", ("itemData", "destination"): "authority"},
     ("POST", "/api/v1/positions/single"): _position_lookup(None),
     ("POST", "/api/v1/positions/single/balance"): _position_lookup(None),
+    # Address lookup tables (docs/lookup-tables.md): updates (freeze, deactivate, close: one-way)
+    # name their own table, so the extended and fetched one stays ACTIVE.
+    ("POST", "/api/v1/address-lookup-tables"): {_FEE_PAYER: "funder", ("itemData", "authority"): "authority"},
+    ("PATCH", "/api/v1/address-lookup-tables"): {_FEE_PAYER: "funder", ("itemData", "addressLookupTable"): "retiringTable", ("itemData", "recipient"): "authority"},
+    ("PATCH", "/api/v1/address-lookup-tables/extend"): {_FEE_PAYER: "funder", ("itemData", "addressLookupTable"): "lookupTable"},
+    ("POST", "/api/v1/address-lookup-tables/single"): {("itemData", "addressLookupTable"): "lookupTable"},
 }
+
+#: Operations that fund rent (docs/lookup-tables.md, "Who pays"): a body with no
+#: svmTransactionConfig at all gets the seeded funder as feePayer, or nearly every generated
+#: body would be 400 FUNDING_ACCOUNT_REQUIRED (the run's server has no localnet airdrop
+#: funding); a generated svmTransactionConfig is left as it is.
+FUNDED = {("POST", "/api/v1/address-lookup-tables"), ("PATCH", "/api/v1/address-lookup-tables/extend")}
+
+#: Operations whose itemData.componentAddresses (an array of lookups, which LOOKUPS cannot map)
+#: is rewritten to fresh off-platform addresses: generated lookups name nothing (404), and a
+#: seeded record could be stored only once per table (DUPLICATE_ADDRESS).
+COMPONENT_LISTS = {("POST", "/api/v1/address-lookup-tables"), ("PATCH", "/api/v1/address-lookup-tables/extend")}
+
+
+def fresh_components(items: list) -> list:
+    """Each lookup of ``items`` replaced by a new address the service does not know."""
+    return [{"onchainId": str(Keypair().pubkey()), "offPlatform": True} if isinstance(item, dict) else item for item in items]
+
 
 _REQUEST_IDS = uuid.UUID("0b5c4f1e-5d1a-4c59-9a43-7c8e2f3b6a10")  # namespace of derived x-request-ids
 
@@ -191,6 +214,11 @@ def seeded_body(method: str, path: str, body, seed: dict):
             node = node.get(key) if isinstance(node, dict) else None
         if isinstance(node, dict) and isinstance(node.get(last), dict):
             node[last] = lookup_naming(seed["records"][role], node[last])
+    item = body.get("itemData")
+    if (method.upper(), path) in COMPONENT_LISTS and isinstance(item, dict) and isinstance(item.get("componentAddresses"), list):
+        item["componentAddresses"] = fresh_components(item["componentAddresses"])
+    if (method.upper(), path) in FUNDED and body.get("svmTransactionConfig") is None:
+        body["svmTransactionConfig"] = {"feePayer": {"offchainId": seed["records"]["funder"]["offchainId"]}}
     tenancy = body.get("tenancyConfig")
     if isinstance(tenancy, dict) and tenancy.get("overrideOrganizationExternalId"):
         tenancy["overrideOrganizationExternalId"] = seed["organization"]

@@ -38,6 +38,7 @@ def steady_state(settings):
     settings.LEDGER_LOCALNET_AIRDROP_FUNDING = True
     settings.LEDGER_API_KEY_CACHE_SECONDS = 300
     settings.LEDGER_BLOCKHASH_REUSE_SECONDS = 300
+    settings.LEDGER_LOOKUP_TABLE_CACHE_SECONDS = 300
 
 
 @pytest.fixture

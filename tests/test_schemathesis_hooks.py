@@ -12,7 +12,7 @@ import pytest
 from scripts import schemathesis_hooks as hooks
 from scripts.schemathesis_seed import ROLES
 
-LOOKUP_COMPONENTS = {"LookupRequest", "OwnLookupRequest", "InstrumentLookupRequest", "OwnInstrumentLookupRequest", "TransactionIdentifierRequest"}
+LOOKUP_COMPONENTS = {"LookupRequest", "OwnLookupRequest", "InstrumentLookupRequest", "OwnInstrumentLookupRequest", "TransactionIdentifierRequest", "LookupTableLookupRequest"}
 
 SEED = {
     "organization": "SCHEMATHESIS",
@@ -114,6 +114,15 @@ def test_seeded_body_leaves_unmapped_lookups_and_non_objects_alone():
     assert hooks.seeded_body("POST", "/api/v1/accounts/single", [1, 2], SEED) == [1, 2]
     assert hooks.seeded_body("POST", "/api/v1/accounts/single", {"itemData": "text"}, SEED) == {"itemData": "text"}
     assert hooks.seeded_body("POST", "/api/v1/auth/whoami", {"tenancyConfig": {"overrideOrganizationExternalId": ""}}, SEED) == {"tenancyConfig": {"overrideOrganizationExternalId": ""}}
+
+
+def test_lookup_table_component_lists_become_fresh_off_platform_addresses():
+    generated = {"itemData": {"addressLookupTable": {"onchainId": "x" * 32}, "componentAddresses": [{"offchainId": str(uuid.uuid4())}, {"onchainId": "y" * 32}, None]}}
+    body = hooks.seeded_body("PATCH", "/api/v1/address-lookup-tables/extend", generated, {**SEED, "records": {**SEED["records"], "lookupTable": {"onchainId": "L" * 44, "offchainId": str(uuid.UUID(int=9))}}})
+    fresh = body["itemData"]["componentAddresses"]
+    assert [set(c) for c in fresh[:2]] == [{"onchainId", "offPlatform"}] * 2 and fresh[0]["offPlatform"] is True and fresh[2] is None
+    assert fresh[0]["onchainId"] != fresh[1]["onchainId"] and body["itemData"]["addressLookupTable"] == {"onchainId": "L" * 44}
+    assert hooks.seeded_body("POST", "/api/v1/positions/trade", {"itemData": {"componentAddresses": [{"offchainId": "x"}]}}, SEED)["itemData"]["componentAddresses"] == [{"offchainId": "x"}]
 
 
 def test_issue_access_token_gets_the_runs_key_as_client_credentials():

@@ -8,7 +8,7 @@ from ledger_project.api.errors import LedgerError
 from ledger_project.api.idempotency import write_phase
 
 from . import approvals, services
-from .models import NonceAccount, PlatformFeePayer, Transaction, TransactionApproval, TransactionEvent
+from .models import AddressLookupTable, NonceAccount, PlatformFeePayer, Transaction, TransactionApproval, TransactionEvent
 
 
 class EventInline(admin.TabularInline):
@@ -127,4 +127,18 @@ class TransactionApprovalAdmin(admin.ModelAdmin):
         return False
 
     def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(AddressLookupTable)
+class AddressLookupTableAdmin(admin.ModelAdmin):
+    """Tenants' lookup tables (docs/lookup-tables.md): read-only; they change through the API."""
+
+    list_display = ("created_at", "address", "state", "addresses_count", "tenant", "cluster", "authority", "last_extended_slot")
+    list_filter = ("state", "cluster", "tenant")
+    search_fields = ("address", "offchain_id", "authority")
+    list_select_related = ("tenant",)
+    readonly_fields = [f.name for f in AddressLookupTable._meta.fields]
+
+    def has_add_permission(self, request) -> bool:
         return False

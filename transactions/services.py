@@ -31,6 +31,7 @@ from .chain import builder
 from .chain.errors import SimulationFailed
 from .chain.rpc import rpc_for
 from .chain.signing import sign_all, signature_valid
+from .lookup_tables.compression import tenant_tables
 from .models import Commitment, MessageLifetime, NonceAccount, Transaction, TransactionEvent, TransactionStatus
 
 logger = logging.getLogger("ledger.transactions")
@@ -147,9 +148,14 @@ def transaction_build(
         nonce_row = fee_payers.nonce_lease(cluster=cluster, tenant=tenant)
         nonce = builder.NonceLease(address=Pubkey.from_string(nonce_row.address), authority=_pubkey_of(nonce_row.authority_key))
         by_key.setdefault(str(nonce.authority), SignerSpec(nonce.authority, nonce_row.authority_key))
+    auto_tables: tuple = ()
+    if config.version == "V0" and tenant is not None and not any(ix.program_id == builder.ADDRESS_LOOKUP_TABLE_PROGRAM for ix in instructions):
+        # V0 messages compress through the tenant's own lookup tables (docs/lookup-tables.md,
+        # "Compression"); one that changes a table names too few accounts to gain anything.
+        auto_tables = tenant_tables(tenant, cluster)
     plan = builder.BuildPlan(
         instructions=instructions, fee_payer=fee_payer.pubkey, version=config.version, compute=config.compute, nonce=nonce,
-        lookup_tables=config.lookup_tables, blockhash_reuse_seconds=settings.LEDGER_BLOCKHASH_REUSE_SECONDS,
+        lookup_tables=config.lookup_tables, auto_lookup_tables=auto_tables, blockhash_reuse_seconds=settings.LEDGER_BLOCKHASH_REUSE_SECONDS,
     )
     try:
         built = builder.build(plan, rpc)

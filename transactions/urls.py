@@ -9,3 +9,8 @@ urlpatterns = [
     path("transactions/sign", TransactionViewSet.as_view({"patch": "sign"}), name="transaction-sign"),
     path("transactions/submit", TransactionViewSet.as_view({"patch": "submit"}), name="transaction-submit"),
 ]
+
+# Address lookup tables (transactions/lookup_tables/, docs/lookup-tables.md).
+from .lookup_tables.urls import urlpatterns as _lookup_tables  # noqa: E402
+
+urlpatterns += _lookup_tables

@@ -139,6 +139,9 @@ class ChainRpc:
     def block_height(self, commitment: str = "confirmed") -> int:
         return self._call(self.client.get_block_height, Commitment(commitment)).value
 
+    def slot(self, commitment: str = "finalized") -> int:
+        return self._call(self.client.get_slot, Commitment(commitment)).value
+
     def _request(self, request, response_type):
         # Methods solana-py 0.36's Client lacks: the typed solders request over its provider.
         return self._call(self.client._provider.make_request, request, response_type)

@@ -19,6 +19,8 @@ fuzzed mutation of one does not starve the others:
 - ``holder`` / ``holding``: a wallet and its position in ``instrument``, holding tokens
   (the position operations and the source of transfers look it up).
 - ``payee`` / ``receiving``: a wallet and its position in ``instrument`` (destinations).
+- ``nonce``: a durable nonce account of the run's organization (its authority a key the
+  service holds), named by ``svmTransactionConfig.durableNonceAccount`` and the nonce fetches.
 
 ``seed(...)`` returns ``{role: {"onchainId", "offchainId", "code"}}`` (instruments also
 ``alId``; ``transaction``: onchainId/offchainId), which the hooks feed into generated lookups
@@ -34,7 +36,7 @@ import urllib.request
 import uuid
 
 #: the records seed() returns, by role (the hooks' LOOKUPS name them)
-ROLES = ("funder", "authority", "subject", "victim", "instrument", "closable", "transaction", "holder", "holding", "payee", "receiving")
+ROLES = ("funder", "authority", "subject", "victim", "instrument", "closable", "transaction", "holder", "holding", "payee", "receiving", "nonce")
 AIRDROP_LAMPORTS = 1_000 * 10**9
 SEED_LAMPORTS = 10_000_000
 DONE = ("CONFIRMED", "FINALIZED")
@@ -148,11 +150,15 @@ def seed(*, url: str, secret: str, key_name: str, node_url: str) -> dict:
     receiving = _position(api, "ST-RECEIVING", funder=funder, owner=payee, instrument=instrument)
     minted = api.call("POST", "positions/mint", {"itemData": {"position": {"position": {"offchainId": holding["offchainId"]}}, "value": {"lamports": 10**12}}})
     api.wait_landed(minted["svmTransaction"])
+    nonces = api.call("POST", "durable-nonce-accounts", {"itemData": {"count": 1}, "svmTransactionConfig": {"feePayer": {"offchainId": funder["offchainId"]}}})
+    for transaction in nonces["svmTransactions"]:
+        api.wait_landed(transaction)
     records = {
         "funder": funder, "authority": authority, "subject": subject, "victim": victim,
         "instrument": instrument, "closable": closable,
         "transaction": {"onchainId": created["onchainId"], "offchainId": created["offchainId"]},
         "holder": holder, "holding": holding, "payee": payee, "receiving": receiving,
+        "nonce": nonces["newDurableNonceAccounts"][0],
     }
     assert tuple(records) == ROLES
     return records

@@ -50,6 +50,9 @@ ENDPOINTS = [
     ("post", "/api/v1/positions/burn", lambda lk: {"itemData": {"position": {"position": lk}, "value": {"lamports": 1}}}),
     ("post", "/api/v1/positions/transfer", lambda lk: {"itemData": {"source": {"position": lk}, "destination": {"position": lk}, "value": {"lamports": 1}}}),
     ("post", "/api/v1/positions/trade", lambda lk: {"itemData": {"legs": [{"source": {"position": lk}, "destination": {"position": lk}, "value": {"lamports": 1}}] * 2}}),
+    ("post", "/api/v1/durable-nonce-accounts", lambda lk: {"itemData": {"count": 1, "nonceAuthority": lk}, "svmTransactionConfig": {"feePayer": lk}}),
+    ("post", "/api/v1/durable-nonce-accounts/single", lambda lk: {"itemData": {"durableNonceAccount": lk}}),
+    ("post", "/api/v1/durable-nonce-accounts/bulk/detailed", None),
 ]
 PUBLIC = {"/api/v1/auth/token"}
 

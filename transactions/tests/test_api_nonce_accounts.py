@@ -181,6 +181,17 @@ def test_localnet_airdrop_funding_pays_the_rent_when_enabled(api, chain, setting
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_replayed_request_creates_nothing_more(api, funder, celery_worker_process):
+    rid = uuid.uuid4()
+    body = {"itemData": {"count": 2}, "svmTransactionConfig": {"feePayer": {"offchainId": funder["offchainId"]}}}
+    first = api.call("post", NONCES, body, request_id=rid)
+    again = api.call("post", NONCES, body, request_id=rid)
+    assert first.status_code == again.status_code == 201 and again["x-idempotent-replay"] == "true"
+    assert first.content == again.content
+    assert NonceAccount.objects.filter(tenant__isnull=False).count() == 2 and Transaction.unscoped.filter(operation="nonces.create").count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("count", [0, -1, nonces.MAX_NONCE_ACCOUNTS_PER_REQUEST + 1])
 def test_count_out_of_range_is_400_and_creates_nothing(api, funder, count):
     assert_error(create(api, count, funder), 400, "OUT_OF_RANGE", "itemData.count")
@@ -378,6 +389,24 @@ def test_concurrent_unnamed_requests_never_share_a_nonce(api, api_key, funder, s
     statuses = sorted(r.status_code for r in results)
     assert statuses == [200, 429, 429], [r.json() for r in results]  # the own lease does not count towards the pool quota
     assert Transaction.unscoped.filter(nonce_account=ids["onchainId"]).count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_transaction_that_ends_unlanded_advances_the_tenants_nonce_before_releasing_it(api, funder, chain, celery_worker_process):
+    [ids] = created(api, 1, funder)
+    owner = funded(chain, 10**9)  # a source whose key the test holds: the transfer waits for its signature
+    source = {**watched(api, owner), "payee": wallet(api)["offchainId"]}
+    held = transfer(api, source, wait=None)
+    assert held.status_code == 200 and held.json()["svmTransaction"]["status"] == "PARTIALLY_SIGNED", held.json()
+    tx = Transaction.unscoped.get(offchain_id=held.json()["svmTransaction"]["offchainId"])
+    assert tx.nonce_account == ids["onchainId"] and fetch(api, ids).json()["state"] == "LEASED"
+
+    engine.transaction_cancel(transaction=tx)
+
+    # Its authority key is the service's: the value the cancelled bytes were signed over is
+    # spent first, then the account is free for the next transaction.
+    assert str(onchain_nonce(chain, ids["onchainId"])[3]) != tx.blockhash
+    assert fetch(api, ids).json()["state"] == "READY" and not tx.events.filter(kind="NONCE_LEASE_KEPT").exists()
 
 
 # --- an authority the service does not hold --------------------------------------------------

@@ -74,7 +74,8 @@ def sign_transaction_signer(*, tenant, cluster: str, api_key, lookup: dict, fiel
 
 
 def transaction_config(tenant, cluster: str, data: dict | None) -> TxConfig:
-    """svmTransactionConfig → TxConfig, resolving feePayer to a signer (default: the platform's)."""
+    """svmTransactionConfig → TxConfig, resolving feePayer to a signer (default: the
+    platform's) and durableNonceAccount to the tenant's nonce account (accounts/nonces.py)."""
     data = data or {}
     fee_payer = None
     if data.get("feePayer"):
@@ -88,4 +89,9 @@ def transaction_config(tenant, cluster: str, data: dict | None) -> TxConfig:
         from transactions.fee_payers import platform_fee_payer
 
         fee_payer = platform_fee_payer(cluster)
-    return TxConfig.from_validated(data, fee_payer=fee_payer)
+    config = TxConfig.from_validated(data, fee_payer=fee_payer)
+    if data.get("durableNonceAccount"):
+        from .nonces import named_nonce_config  # it builds on this module
+
+        config = named_nonce_config(tenant, cluster, data, config)
+    return config

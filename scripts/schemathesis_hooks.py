@@ -176,6 +176,13 @@ def fresh_components(items: list) -> list:
     """Each lookup of ``items`` replaced by a new address the service does not know."""
     return [{"onchainId": str(Keypair().pubkey()), "offPlatform": True} if isinstance(item, dict) else item for item in items]
 
+LOOKUPS[("POST", "/api/v1/durable-nonce-accounts")] = {_FEE_PAYER: "funder", ("itemData", "nonceAuthority"): "authority"}
+LOOKUPS[("POST", "/api/v1/durable-nonce-accounts/single")] = {("itemData", "durableNonceAccount"): "nonce"}
+# Every transaction-building operation may name one of the tenant's nonce accounts
+# (svmTransactionConfig.durableNonceAccount): the seeded one.
+for _fields in LOOKUPS.values():
+    if _FEE_PAYER in _fields:
+        _fields[("svmTransactionConfig", "durableNonceAccount")] = "nonce"
 
 _REQUEST_IDS = uuid.UUID("0b5c4f1e-5d1a-4c59-9a43-7c8e2f3b6a10")  # namespace of derived x-request-ids
 

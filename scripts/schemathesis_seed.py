@@ -24,6 +24,9 @@ fuzzed mutation of one does not starve the others:
   (freeze, deactivate and close are one-way), deactivated and past its cool-down (the run's
   own node is warped 520 slots: docs/localnet.md), so the first update, whichever action,
   can be accepted (a CLOSE).
+- ``nonce``: a durable nonce account of the run's organization (its authority a key the
+  service holds), named by ``svmTransactionConfig.durableNonceAccount`` and the nonce
+  fetches; nine more serve unnamed DURABLE_NONCE requests.
 
 ``seed(...)`` returns ``{role: {"onchainId", "offchainId", "code"}}`` (instruments also
 ``alId``; ``transaction``: onchainId/offchainId), which the hooks feed into generated lookups
@@ -39,7 +42,7 @@ import urllib.request
 import uuid
 
 #: the records seed() returns, by role (the hooks' LOOKUPS name them)
-ROLES = ("funder", "authority", "subject", "victim", "instrument", "closable", "transaction", "holder", "holding", "payee", "receiving", "lookupTable", "retiringTable")
+ROLES = ("funder", "authority", "subject", "victim", "instrument", "closable", "transaction", "holder", "holding", "payee", "receiving", "lookupTable", "retiringTable", "nonce")
 AIRDROP_LAMPORTS = 1_000 * 10**9
 SEED_LAMPORTS = 10_000_000
 DONE = ("CONFIRMED", "FINALIZED")
@@ -169,6 +172,11 @@ def seed(*, url: str, secret: str, key_name: str, node_url: str) -> dict:
     receiving = _position(api, "ST-RECEIVING", funder=funder, owner=payee, instrument=instrument)
     minted = api.call("POST", "positions/mint", {"itemData": {"position": {"position": {"offchainId": holding["offchainId"]}}, "value": {"lamports": 10**12}}})
     api.wait_landed(minted["svmTransaction"])
+    # Ten: unnamed DURABLE_NONCE requests lease the organization's own first, so the
+    # platform pool is not emptied by the fuzzing (503 NONCE_POOL_EMPTY).
+    nonces = api.call("POST", "durable-nonce-accounts", {"itemData": {"count": 10}, "svmTransactionConfig": {"feePayer": {"offchainId": funder["offchainId"]}}})
+    for transaction in nonces["svmTransactions"]:
+        api.wait_landed(transaction)
     records = {
         "funder": funder, "authority": authority, "subject": subject, "victim": victim,
         "instrument": instrument, "closable": closable,
@@ -176,6 +184,7 @@ def seed(*, url: str, secret: str, key_name: str, node_url: str) -> dict:
         "holder": holder, "holding": holding, "payee": payee, "receiving": receiving,
         "lookupTable": _lookup_table(api, funder=funder, authority=authority, components=[subject, holder, payee]),
         "retiringTable": _retired(api, _lookup_table(api, funder=funder, authority=authority, components=[subject, holder]), node_url),
+        "nonce": nonces["newDurableNonceAccounts"][0],
     }
     assert tuple(records) == ROLES
     return records

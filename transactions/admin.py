@@ -103,11 +103,32 @@ class PlatformFeePayerAdmin(admin.ModelAdmin):
     readonly_fields = ("cluster", "managed_key", "created_at")
 
 
+class NonceOwnerFilter(admin.SimpleListFilter):
+    title = "owner"
+    parameter_name = "owner"
+
+    def lookups(self, request, model_admin):
+        return [("pool", "Platform pool"), ("tenant", "Tenants")]
+
+    def queryset(self, request, queryset):
+        if self.value() in ("pool", "tenant"):
+            return queryset.filter(tenant__isnull=self.value() == "pool")
+        return queryset
+
+
 @admin.register(NonceAccount)
 class NonceAccountAdmin(admin.ModelAdmin):
-    list_display = ("address", "cluster", "state", "leased_by", "leased_at", "created_at", "closed_at")
-    list_filter = ("cluster", "state")
-    readonly_fields = ("address", "cluster", "state", "account_key", "authority_key", "leased_by", "leased_at", "created_at", "closed_at")
+    """The platform's pool and tenants' own nonce accounts (tenant empty: the pool), with
+    their leases. Read-only: the pool task and the engine own their states."""
+
+    list_display = ("address", "cluster", "tenant", "state", "authority", "leased_by", "leased_at", "created_at", "closed_at")
+    list_filter = (NonceOwnerFilter, "cluster", "state", "tenant")
+    search_fields = ("address", "authority", "account__offchain_id", "leased_by__offchain_id", "leased_by__onchain_id")
+    list_select_related = ("tenant", "leased_by")
+    readonly_fields = ("address", "cluster", "tenant", "account", "state", "account_key", "authority", "authority_key", "authority_account", "leased_by", "leased_at", "created_at", "closed_at")
+
+    def has_add_permission(self, request):
+        return False
 
 
 @admin.register(TransactionApproval)

@@ -173,10 +173,12 @@ class NonceState(models.TextChoices):
     READY = "READY"  # initialized on chain, available to lease
     CLOSING = "CLOSING"  # taken out of the pool to be closed; the withdraw may or may not have landed
     CLOSED = "CLOSED"  # gone from the chain, its rent back with the platform fee payer (kept as a record)
+    FAILED = "FAILED"  # a tenant's account whose creation transaction did not land: nothing exists on chain
 
 
 class NonceAccount(models.Model):
-    """A durable nonce account of the platform's pool, leased to one transaction at a time.
+    """A durable nonce account, leased to one transaction at a time: of the platform's pool
+    (``tenant`` null) or a tenant's own (docs/transactions.md, "Tenant durable nonce accounts").
 
     Created by the pool task (``fee_payers.nonce_pool_fill``), never by a request: the row,
     the account's own key and the authority key are committed (CREATING) before the creation
@@ -188,20 +190,39 @@ class NonceAccount(models.Model):
     same task (``fee_payers.nonce_pool_trim``): CLOSING is committed before the withdraw is
     sent (a claim on the same condition a lease takes, so never a leased account), CLOSED
     only once the chain shows the account gone.
+
+    A tenant's account (Create Durable Nonce Accounts) is also an Account record of type
+    NONCE (``account``), created by an ordinary network transaction of the tenant: its rows
+    and keys are committed with that transaction before anything is sent, and the
+    transaction's effects make it READY (or FAILED). The pool task never creates, finishes,
+    trims or leases it to another tenant. Its authority may be a key the service does not
+    hold (``authority_key`` null): a transaction using it then waits for that signature.
     """
 
     cluster = models.CharField(max_length=40, db_index=True)
     address = models.CharField(max_length=50)
     state = models.CharField(max_length=10, choices=NonceState.choices, default=NonceState.READY)
+    #: null: the platform's pool; else the tenant that owns it (and ``account`` its record)
+    tenant = models.ForeignKey("tenancy.TenantOrganization", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    account = models.OneToOneField("accounts.Account", null=True, blank=True, on_delete=models.PROTECT, related_name="nonce", help_text="The tenant's Account record (type NONCE).")
     account_key = models.ForeignKey("accounts.ManagedKey", null=True, blank=True, on_delete=models.PROTECT, related_name="+", help_text="The nonce account's own key (signs its creation).")
-    authority_key = models.ForeignKey("accounts.ManagedKey", on_delete=models.PROTECT, related_name="+")
+    authority = models.CharField(max_length=44, help_text="The nonce authority's address (it signs every AdvanceNonceAccount).")
+    authority_key = models.ForeignKey("accounts.ManagedKey", null=True, blank=True, on_delete=models.PROTECT, related_name="+", help_text="The authority's key when the service holds it.")
+    authority_account = models.ForeignKey("accounts.Account", null=True, blank=True, on_delete=models.PROTECT, related_name="+", help_text="The tenant's account named as nonceAuthority, if any.")
     leased_by = models.OneToOneField("transactions.Transaction", null=True, blank=True, on_delete=models.SET_NULL, related_name="nonce_lease")
     leased_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     closed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["cluster", "address"], name="nonce_unique_address_per_cluster")]
+        indexes = [models.Index(fields=["cluster", "tenant", "state"], name="nonce_cluster_tenant_state")]
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "address"], name="nonce_unique_address_per_cluster"),
+            models.CheckConstraint(
+                condition=Q(tenant__isnull=True, account__isnull=True, authority_key__isnull=False) | Q(tenant__isnull=False, account__isnull=False),
+                name="nonce_pool_or_tenant", violation_error_message="A pool account has no tenant and its authority key; a tenant's has its Account record.",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"nonce {self.address} [{self.state}]"

@@ -63,6 +63,9 @@ class TxConfig:
     lifetime: str = MessageLifetime.RECENT_BLOCKHASH
     version: str = "V0"
     lookup_tables: tuple[Pubkey, ...] = ()
+    #: DURABLE_NONCE with a tenant's own nonce account named (svmTransactionConfig.
+    #: durableNonceAccount, resolved by the area): its NonceAccount pk
+    nonce_account: int | None = None
 
     @classmethod
     def from_validated(cls, data: dict | None, *, fee_payer: SignerSpec | None = None) -> "TxConfig":
@@ -145,9 +148,14 @@ def transaction_build(
     nonce_row = None
     nonce = None
     if config.lifetime == MessageLifetime.DURABLE_NONCE:
-        nonce_row = fee_payers.nonce_lease(cluster=cluster, tenant=tenant)
-        nonce = builder.NonceLease(address=Pubkey.from_string(nonce_row.address), authority=_pubkey_of(nonce_row.authority_key))
-        by_key.setdefault(str(nonce.authority), SignerSpec(nonce.authority, nonce_row.authority_key))
+        nonce_row = fee_payers.nonce_lease(cluster=cluster, tenant=tenant, named=config.nonce_account)
+        nonce = builder.NonceLease(address=Pubkey.from_string(nonce_row.address), authority=Pubkey.from_string(nonce_row.authority))
+        # An authority key the service does not hold (a tenant's account with an off-platform
+        # authority) leaves the transaction PARTIALLY_SIGNED until that signature arrives.
+        authority = SignerSpec(nonce.authority, nonce_row.authority_key)
+        if authority.signs_here and not by_key.get(str(nonce.authority), authority).signs_here:
+            by_key[str(nonce.authority)] = authority
+        by_key.setdefault(str(nonce.authority), authority)
     auto_tables: tuple = ()
     if config.version == "V0" and tenant is not None and not any(ix.program_id == builder.ADDRESS_LOOKUP_TABLE_PROGRAM for ix in instructions):
         # V0 messages compress through the tenant's own lookup tables (docs/lookup-tables.md,
@@ -158,6 +166,11 @@ def transaction_build(
         lookup_tables=config.lookup_tables, auto_lookup_tables=auto_tables, blockhash_reuse_seconds=settings.LEDGER_BLOCKHASH_REUSE_SECONDS,
     )
     try:
+        if nonce_row is not None and nonce_row.tenant_id is not None:
+            # A tenant's account may have been initialized in the slot its creation just
+            # confirmed in: its nonce is usable once the next blockhash is out (the pool's
+            # fill waits the same way before offering an account).
+            fee_payers.nonce_wait_usable(rpc, nonce.address)
         built = builder.build(plan, rpc)
         required = [str(k) for k in built.signers]
         unknown = [k for k in required if k not in by_key]
@@ -276,10 +289,6 @@ def transaction_prepare(
     prepared = transaction_build(tenant=tenant, cluster=cluster, operation=operation, instructions=instructions, signers=signers, config=config, simulate=simulate)
     with write_phase(on_abort=prepared.release):
         return transaction_record(prepared, effects_data=effects_data, api_key=api_key, request_id=request_id, submit=submit)
-
-
-def _pubkey_of(managed_key) -> Pubkey:
-    return Pubkey.from_string(managed_key.public_key)
 
 
 def _submit_on_commit(tx: Transaction) -> None:
@@ -402,15 +411,22 @@ def _finish(tx: Transaction, status: str, *, unless_moved: Q | None = None, also
     end a transaction submitted meanwhile); ``also(tx)`` runs in the database transaction
     that ends it (a rejection's audit record). Returns whether this call ended it."""
     executed = status == TransactionStatus.FAILED and fields.get("slot") is not None
+    spent = True
     if tx.lifetime == MessageLifetime.DURABLE_NONCE and tx.nonce_account and not executed:
         # Before the nonce is leased again, the value this transaction was signed over must
         # be spent, or its bytes could still execute later (no-op when it moved on already).
-        fee_payers.nonce_advance(cluster=tx.cluster, nonce_address=tx.nonce_account, expected=tx.blockhash)
+        # A nonce whose authority signs off platform cannot be advanced by the service: its
+        # lease stays with this transaction until the chain shows it moved on
+        # (fee_payers.nonce_leases_sweep).
+        spent = fee_payers.nonce_spend(cluster=tx.cluster, nonce_address=tx.nonce_account, expected=tx.blockhash)
     with db_transaction.atomic():
         updated = Transaction.objects.for_tenant(tx.tenant).filter(unless_moved or Q(), pk=tx.pk, status__in=_ENDABLE).update(status=status, updated_at=timezone.now(), **fields)
         if not updated:
             return False
-        NonceAccount.objects.filter(leased_by_id=tx.pk).update(leased_by=None, leased_at=None)
+        if spent:
+            NonceAccount.objects.filter(leased_by_id=tx.pk).update(leased_by=None, leased_at=None)
+        else:
+            _event(tx, "NONCE_LEASE_KEPT", nonce=tx.nonce_account)
         _event(tx, status, **{k: v for k, v in fields.items() if k in ("error_message",)})
         if also is not None:
             also(tx)

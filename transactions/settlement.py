@@ -308,7 +308,8 @@ def _lifetime_over(tx: Transaction, rpc, *, height: int | None = None) -> bool:
     (``height``: the cluster's, when the caller read it already), or its durable nonce
     moved on."""
     if tx.lifetime == MessageLifetime.DURABLE_NONCE:
-        return str(builder.nonce_value(rpc, Pubkey.from_string(tx.nonce_account))) != tx.blockhash
+        # A nonce account that is gone (a tenant's authority may withdraw it) holds no value.
+        return fee_payers.stored_nonce(rpc, Pubkey.from_string(tx.nonce_account)) != tx.blockhash
     if tx.last_valid_block_height is None:
         return False
     return (height if height is not None else rpc.block_height()) > tx.last_valid_block_height

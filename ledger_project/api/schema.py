@@ -567,6 +567,14 @@ def postprocess(result, generator, request, public):
             schemas[name]["anyOf"] = [_given("position", "object"), {"allOf": [_given("owner", "object"), _given("financialInstrument", "object")]}]
             for field in inapplicable.get(name, ()):
                 schemas[name]["properties"][field] = {"type": "object", "nullable": True, "enum": [None], "description": "Does not apply to this operation (400 NOT_APPLICABLE)."}
+    # A named durable nonce account goes with messageLifetimeStrategy DURABLE_NONCE
+    # (CONFLICTING_FIELDS, accounts/nonces.py).
+    svm_config = schemas.get("SvmTransactionConfigRequest")
+    if svm_config is not None:
+        svm_config.setdefault("allOf", []).append({"anyOf": [
+            {"properties": {"durableNonceAccount": {"type": "object", "nullable": True, "enum": [None]}}},
+            {"required": ["messageLifetimeStrategy"], "properties": {"messageLifetimeStrategy": {"type": "string", "enum": ["DURABLE_NONCE"]}}},
+        ]})
     for path in result.get("paths", {}).values():
         for operation in path.values():
             spec = ITEM_QUERIES.get(operation.get("operationId"))

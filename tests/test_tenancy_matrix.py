@@ -50,7 +50,6 @@ ENDPOINTS = [
     ("post", "/api/v1/positions/burn", lambda lk: {"itemData": {"position": {"position": lk}, "value": {"lamports": 1}}}),
     ("post", "/api/v1/positions/transfer", lambda lk: {"itemData": {"source": {"position": lk}, "destination": {"position": lk}, "value": {"lamports": 1}}}),
     ("post", "/api/v1/positions/trade", lambda lk: {"itemData": {"legs": [{"source": {"position": lk}, "destination": {"position": lk}, "value": {"lamports": 1}}] * 2}}),
-<<<<<<< HEAD
     # Another tenant's transaction answers like a missing one: transactions/tests/test_api_sign.py, test_api_submit.py.
     ("patch", "/api/v1/transactions/sign", None),
     ("patch", "/api/v1/transactions/submit", None),
@@ -59,11 +58,9 @@ ENDPOINTS = [
     ("patch", "/api/v1/address-lookup-tables/extend", lambda lk: {"itemData": {"addressLookupTable": lk, "componentAddresses": [{"onchainId": "11111111111111111111111111111112", "offPlatform": True}]}}),
     ("post", "/api/v1/address-lookup-tables/single", lambda lk: {"itemData": {"addressLookupTable": lk}}),
     ("post", "/api/v1/address-lookup-tables/bulk/detailed", None),
-=======
     ("post", "/api/v1/durable-nonce-accounts", lambda lk: {"itemData": {"count": 1, "nonceAuthority": lk}, "svmTransactionConfig": {"feePayer": lk}}),
     ("post", "/api/v1/durable-nonce-accounts/single", lambda lk: {"itemData": {"durableNonceAccount": lk}}),
     ("post", "/api/v1/durable-nonce-accounts/bulk/detailed", None),
->>>>>>> h/nonces
 ]
 PUBLIC = {"/api/v1/auth/token"}
 

@@ -86,6 +86,15 @@ class Transaction(TenantOwnedModel):
     finalized_at = models.DateTimeField(null=True, blank=True)
     submit_attempts = models.PositiveIntegerField(default=0)
     effects_applied_at = models.DateTimeField(null=True, blank=True)
+    # The chain's record of the landed transaction (getTransaction), stored when it settles
+    # from the read its effects already make (settlement._settle), or once on demand for one
+    # settled without it (services.transaction_chain_record_fill): details are then served
+    # from here, never from the cluster (docs/transactions.md, "Transaction details and history").
+    fee = models.BigIntegerField(null=True, blank=True, help_text="Lamports the transaction paid (meta.fee).")
+    compute_units_consumed = models.BigIntegerField(null=True, blank=True)
+    log_messages = models.JSONField(null=True, blank=True, help_text="The programs' log lines (meta.logMessages).")
+    block_time = models.DateTimeField(null=True, blank=True, help_text="The block's time, as the cluster estimates it.")
+    loaded_addresses = models.JSONField(null=True, blank=True, help_text="V0: addresses loaded from lookup tables, {writable, readonly}.")
 
     class Meta:
         ordering = ["-txn_timestamp"]
@@ -105,6 +114,27 @@ class Transaction(TenantOwnedModel):
     @property
     def missing_signers(self) -> list[str]:
         return [s for s in self.required_signers if s not in (self.signatures or {})]
+
+
+class TransactionSigner(models.Model):
+    """A required signer of a transaction, one row per signer key of its message (written
+    with the Transaction row; the message, hence its signers, never changes). Fetch
+    Transactions' ``signer`` filter reads it through the (address, transaction) index: the
+    planner has real statistics for it (a signer on every transaction, such as the platform
+    fee payer, versus one on a few), which a JSON containment test on
+    ``Transaction.required_signers`` would not give it. Reached only through a tenant's
+    Transaction queryset."""
+
+    transaction = models.ForeignKey("transactions.Transaction", on_delete=models.CASCADE, related_name="signer_rows")
+    address = models.CharField(max_length=50)
+    position = models.PositiveSmallIntegerField(help_text="Its index among the message's signers (0: the fee payer).")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["transaction", "address"], name="txn_signer_unique")]
+        indexes = [models.Index(fields=["address", "transaction"], name="txn_signer_address")]
+
+    def __str__(self) -> str:
+        return f"{self.address} signs {self.transaction_id}"
 
 
 class TransactionEvent(models.Model):

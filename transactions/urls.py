@@ -6,4 +6,6 @@ urlpatterns = [
     path("transactions/single/status", TransactionViewSet.as_view({"post": "status"}), name="transaction-status"),
     path("transactions/approve", TransactionViewSet.as_view({"patch": "approve"}), name="transaction-approve"),
     path("transactions/reject", TransactionViewSet.as_view({"patch": "reject"}), name="transaction-reject"),
+    path("transactions/single", TransactionViewSet.as_view({"post": "details"}), name="transaction-details"),
+    path("transactions/bulk/<str:detail_level>", TransactionViewSet.as_view({"post": "bulk"}), name="transactions-bulk"),
 ]

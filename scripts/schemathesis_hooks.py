@@ -133,6 +133,7 @@ LOOKUPS: dict[tuple[str, str], dict[tuple[str, ...], str | None]] = {
     ("POST", "/api/v1/transactions/single/status"): {("itemData", "transaction"): "transaction"},
     ("PATCH", "/api/v1/transactions/approve"): {("itemData", "transaction"): "transaction"},
     ("PATCH", "/api/v1/transactions/reject"): {("itemData", "transaction"): "transaction"},
+    ("POST", "/api/v1/transactions/single"): {("itemData", "transaction"): "transaction"},
     ("POST", "/api/v1/positions"): {_FEE_PAYER: "funder", ("itemData", "owner"): "subject", ("itemData", "financialInstrument"): "instrument"},
     ("PATCH", "/api/v1/positions"): {_FEE_PAYER: "funder", **_position_lookup("position"), ("itemData", "delegate", "account"): "authority"},
     ("PATCH", "/api/v1/positions/freeze"): {_FEE_PAYER: "funder", **_position_lookup("position")},
@@ -311,7 +312,11 @@ def positive_addresses_decodable(context, case) -> bool:
     meta = case.meta
     if meta is None or meta.is_negative_at(ParameterLocation.BODY):
         return True
-    return addresses_decodable(case.body, signatures=case.operation.path == "/api/v1/transactions/single/status")
+    return addresses_decodable(case.body, signatures=case.operation.path in SIGNATURE_LOOKUPS)
+
+
+#: Operations whose itemData.transaction.onchainId is a transaction signature, not an address.
+SIGNATURE_LOOKUPS = {"/api/v1/transactions/single/status", "/api/v1/transactions/single"}
 
 
 # --- checks: docs/errors.md decides the statuses ----------------------------------------------

@@ -101,8 +101,12 @@ class Transaction(TenantOwnedModel):
         # The admin's approve/reject actions need it (superusers have it).
         permissions = [("approve_transaction", "Can approve or reject transactions held for approval")]
         indexes = [
-            models.Index(fields=["tenant", "-txn_timestamp"], name="txn_tenant_time"),
+            # Fetch Transactions' default order (txnTimestamp DESC, then id DESC) read off the
+            # index with no sort; and the tenant's ids for counts that join (the signer filter).
+            models.Index(fields=["tenant", "-txn_timestamp", "-id"], name="txn_tenant_time_id"),
             models.Index(fields=["status", "cluster"], name="txn_status_cluster"),
+            # Page totals of operation / status filters, index-only (docs/transactions.md).
+            models.Index(fields=["tenant", "operation", "status"], name="txn_tenant_op_status"),
         ]
         constraints = [
             models.UniqueConstraint(fields=["cluster", "onchain_id"], condition=Q(onchain_id__isnull=False), name="txn_unique_signature_per_cluster", violation_error_message="A transaction with this signature is already recorded."),

@@ -54,6 +54,9 @@ class _Short(ValueError):
     """The data ends before its layout does, or holds a value the layout does not allow."""
 
 
+_STRUCTS: dict[str, struct.Struct] = {}
+
+
 class _Reader:
     def __init__(self, data: bytes):
         self.data, self.pos = data, 0
@@ -66,7 +69,8 @@ class _Reader:
         return chunk
 
     def unpack(self, fmt: str):
-        return struct.unpack("<" + fmt, self.take(struct.calcsize("<" + fmt)))[0]
+        layout = _STRUCTS.get(fmt) or _STRUCTS.setdefault(fmt, struct.Struct("<" + fmt))
+        return layout.unpack(self.take(layout.size))[0]
 
     def rest(self) -> bytes:
         return self.take(len(self.data) - self.pos)
@@ -471,7 +475,7 @@ def account_keys(message: Message | MessageV0, loaded: dict | None = None) -> li
     return keys
 
 
-def decode_instruction(program_id: str, data: bytes, accounts: Sequence[AccountKey], index: int = 0) -> dict:
+def decode_instruction(program_id: str, data: bytes, accounts: Sequence[AccountKey | dict], index: int = 0) -> dict:
     """One instruction: its program, type, accounts with their roles, decoded data (None
     when this module does not know the program or layout) and its raw data (base64)."""
     layout, decoded = None, None
@@ -489,7 +493,7 @@ def decode_instruction(program_id: str, data: bytes, accounts: Sequence[AccountK
         "programId": program_id,
         "programName": PROGRAM_NAMES.get(program_id),
         "instructionType": layout.name if layout is not None else None,
-        "accounts": [{**key.as_dict(), "role": roles[i] if i < len(roles) else extra} for i, key in enumerate(accounts)],
+        "accounts": [{**(key if isinstance(key, dict) else key.as_dict()), "role": roles[i] if i < len(roles) else extra} for i, key in enumerate(accounts)],
         "data": decoded,
         "rawData": base64.b64encode(data).decode(),
     }
@@ -499,15 +503,15 @@ def decode_message(raw: bytes, loaded: dict | None = None) -> dict:
     """The accounts, instructions and lookup-table references of a serialized message
     (legacy or V0): ``{"accounts": [...], "instructions": [...], "addressTableLookups": [...]}``."""
     message = message_of(raw)
-    keys = account_keys(message, loaded)
-    unknown = AccountKey(None, False, False)
+    keys = [key.as_dict() for key in account_keys(message, loaded)]
+    unknown = AccountKey(None, False, False).as_dict()
     instructions = []
     for i, ix in enumerate(message.instructions):
-        program = keys[ix.program_id_index].address if ix.program_id_index < len(keys) else None
+        program = keys[ix.program_id_index]["onchainId"] if ix.program_id_index < len(keys) else None
         accounts = [keys[a] if a < len(keys) else unknown for a in bytes(ix.accounts)]
         instructions.append(decode_instruction(program or "", bytes(ix.data), accounts, i))
     lookups = [
         {"onchainId": str(lookup.account_key), "writableIndexes": list(bytes(lookup.writable_indexes)), "readonlyIndexes": list(bytes(lookup.readonly_indexes))}
         for lookup in (getattr(message, "address_table_lookups", None) or ())
     ]
-    return {"accounts": [k.as_dict() for k in keys], "instructions": instructions, "addressTableLookups": lookups}
+    return {"accounts": keys, "instructions": instructions, "addressTableLookups": lookups}

@@ -24,6 +24,7 @@ def index_signers(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
+        ('tenancy', '0002_a_idempotency_response_bytes'),
         ('transactions', '0007_pump_lease'),
     ]
 
@@ -67,4 +68,16 @@ class Migration(migrations.Migration):
             },
         ),
         migrations.RunPython(index_signers, migrations.RunPython.noop),
+        migrations.RemoveIndex(
+            model_name='transaction',
+            name='txn_tenant_time',
+        ),
+        migrations.AddIndex(
+            model_name='transaction',
+            index=models.Index(fields=['tenant', '-txn_timestamp', '-id'], name='txn_tenant_time_id'),
+        ),
+        migrations.AddIndex(
+            model_name='transaction',
+            index=models.Index(fields=['tenant', 'operation', 'status'], name='txn_tenant_op_status'),
+        ),
     ]

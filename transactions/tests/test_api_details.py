@@ -207,3 +207,24 @@ def test_the_details_are_what_their_schema_says(tenant):
         child = schema.fields[name].child
         assert body[name] and all(list(item) == list(child.fields) for item in body[name]), name
     assert list(body["instructions"][0]["accounts"][0]) == list(schema.fields["instructions"].child.fields["accounts"].child.fields)
+
+
+@pytest.mark.django_db
+def test_the_admin_shows_decoded_instructions_signatures_and_events(admin_client, tenant):
+    from solders.hash import Hash
+    from solders.message import MessageV0, to_bytes_versioned
+    from solders.system_program import TransferParams, transfer
+
+    from transactions.models import TransactionEvent
+
+    payer, source, destination = Keypair().pubkey(), Keypair().pubkey(), Keypair().pubkey()
+    message = MessageV0.try_compile(payer, [transfer(TransferParams(from_pubkey=source, to_pubkey=destination, lamports=4242))], [], Hash.default())
+    tx = Transaction.unscoped.create(tenant=tenant, cluster="CHAIN_LOCALNET", operation="positions.transfer_network_currency", status="PARTIALLY_SIGNED",
+                                     message=to_bytes_versioned(message), blockhash=str(Hash.default()), fee_payer=str(payer),
+                                     required_signers=[str(payer), str(source)], signatures={str(payer): str(Keypair().sign_message(b"m"))})
+    TransactionEvent.objects.create(transaction=tx, kind="SIGNATURES_ADDED", detail={"signers": [str(payer)]})
+    page = admin_client.get(f"/admin/transactions/transaction/{tx.pk}/change/").content.decode()
+    assert f"system.transfer {{&quot;lamports&quot;: 4242}}" in page
+    assert f"source={source}" in page and f"destination={destination}" in page
+    assert f"<code>{payer}</code> — signed" in page and f"<code>{source}</code> — missing" in page
+    assert "SIGNATURES_ADDED" in page

@@ -60,7 +60,7 @@ def other_queries(data: dict) -> dict[str, tuple[str, dict]]:
 def seed(env: dict) -> dict:
     """Two tenants, their keys and transactions (with signer rows), in bulk through the ORM."""
     code = f"""
-import json, random, datetime
+import json, random, datetime, uuid
 import django; django.setup()
 from django.utils import timezone
 from solders.hash import Hash
@@ -83,6 +83,12 @@ def message(wallet):
         ixs = [set_compute_unit_limit(20_000), transfer(TransferParams(from_pubkey=wallet, to_pubkey=Keypair().pubkey(), lamports=1_000_000))]
         raw = messages[wallet] = to_bytes_versioned(MessageV0.try_compile(fee_payer, ixs, [], Hash.new_unique()))
     return raw
+mint = str(Keypair().pubkey())
+def effects(wallet):
+    # The shape a Transfer Financial Instrument records (positions/movement.py _effects).
+    return {{"positions": [str(uuid.uuid4()), str(uuid.uuid4())], "created": [], "movement": {{"kind": "TRANSFER", "reference": str(Keypair().pubkey()), "legs": [
+        {{"instrument": str(uuid.uuid4()), "mint": mint, "amount": str(rnd.randrange(10**9)), "decimals": 2, "authority": str(wallet),
+          "source": {{"owner": str(wallet)}}, "destination": {{"owner": str(Keypair().pubkey())}}}}]}}}}
 STATUSES = ["FINALIZED"] * 85 + ["CONFIRMED"] * 5 + ["FAILED"] * 4 + ["EXPIRED"] * 3 + ["PENDING_APPROVAL"] * 2 + ["SIGNED"]
 OPERATIONS = ["positions.transfer"] * 50 + ["positions.transfer_network_currency"] * 15 + ["accounts.create"] * 15 + ["positions.mint"] * 10 + ["instruments.create"] * 5 + ["positions.initialize"] * 5
 LOGS = ["Program ComputeBudget111111111111111111111111111111 invoke [1]", "Program ComputeBudget111111111111111111111111111111 success",
@@ -104,10 +110,11 @@ for external_id, count in (("T00", {TRANSACTIONS}), ("T01", {OTHER_TENANT_TRANSA
             landed = status in ("FINALIZED", "CONFIRMED", "FAILED")
             at = now - datetime.timedelta(seconds=30 * 86400 * i / count)
             rows.append(Transaction(
-                tenant=tenant, cluster="CHAIN_LOCALNET", status=status, operation=rnd.choice(OPERATIONS), effects={{}}, created_by_key=keys[i % 3].api_key,
+                tenant=tenant, cluster="CHAIN_LOCALNET", status=status, operation=rnd.choice(OPERATIONS), effects=effects(wallet), created_by_key=keys[i % 3].api_key,
                 onchain_id=str(Signature.from_bytes(rnd.randbytes(64))), message=message(wallet), blockhash=str(Hash.default()), last_valid_block_height=1000 + i,
                 fee_payer=str(wallet) if own_fee else str(fee_payer), required_signers=[str(wallet)] if own_fee else [str(fee_payer), str(wallet)],
-                signatures={{}}, approval_required=status == "PENDING_APPROVAL", confirmations_count=32 if landed else None,
+                signatures={{s: str(Signature.from_bytes(rnd.randbytes(64))) for s in ([str(wallet)] if own_fee else [str(fee_payer), str(wallet)])}},
+                approval_required=status == "PENDING_APPROVAL", confirmations_count=32 if landed else None,
                 slot=10_000 + i if landed else None, confirmed_at=at + datetime.timedelta(seconds=2) if landed else None,
                 fee=5000 if landed else None, compute_units_consumed=450 if landed else None, log_messages=LOGS if landed else None,
                 block_time=at if landed else None,

@@ -6,26 +6,20 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
 from ledger_project.api.envelope import validated
-from ledger_project.api.errors import LedgerError
 from ledger_project.api.idempotency import idempotent, write_phase
 from ledger_project.api.permissions import require_role
-from ledger_project.api.schema import DETAIL_LEVEL, api_responses, bulk_responses, item_query, operation_parameters
+from ledger_project.api.schema import api_responses, operation_parameters
+from ledger_project.api.schema import DETAIL_LEVEL, bulk_responses, item_query  # Fetch Transactions
 from ledger_project.api.viewsets import TenantScopedViewSet
 from tenancy.roles import Role
 
-from . import approvals, details, selectors, services
+from . import approvals, selectors
+from . import details, services  # Fetch Transaction Details, Fetch Transactions
 from .models import Transaction
 from .responses import attach_wait, transaction_result
-from .serializers import (
-    BulkTransactionsCompactOutput,
-    BulkTransactionsIdentifiersOutput,
-    BulkTransactionsOutput,
-    TransactionBulkInput,
-    TransactionDecisionInput,
-    TransactionDetailsInput,
-    TransactionDetailsOutput,
-    TransactionResultOutput,
-    TransactionStatusInput,
+from .serializers import TransactionDecisionInput, TransactionResultOutput, TransactionStatusInput
+from .serializers import (  # Fetch Transaction Details, Fetch Transactions
+    BulkTransactionsCompactOutput, BulkTransactionsIdentifiersOutput, BulkTransactionsOutput, TransactionBulkInput, TransactionDetailsInput, TransactionDetailsOutput,
 )
 
 
@@ -139,9 +133,8 @@ class TransactionViewSet(TenantScopedViewSet):
         tags=["Blockchain transactions"],
     )
     def bulk(self, request, detail_level: str):
-        render = details.RENDERERS.get(detail_level)
-        if render is None:
-            raise LedgerError("detail-level must be detailed, compact or identifiers.", field="detail-level", code="INVALID_ENUM")
         body = validated(TransactionBulkInput, request)
+        # The selector refuses an unknown detail level (400 INVALID_ENUM).
         rows, count = selectors.transaction_list(queryset=self.get_queryset(), item_query=body.get("itemQuery"), level=detail_level)
+        render = details.RENDERERS[detail_level]
         return Response({"count": count, "items": [render(row) for row in rows]})

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import Callable
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
+from typing import Callable
 
 from django.db.models import Case, F, Q, QuerySet, Value, When
 from django.utils.dateparse import parse_datetime

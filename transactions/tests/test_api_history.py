@@ -36,7 +36,7 @@ def record(tenant, *, signers: list[str], minutes_ago: int, key=None, confirmed:
     others = [Pubkey.from_string(s) for s in signers[1:]]
     ixs = [transfer(TransferParams(from_pubkey=source, to_pubkey=Keypair().pubkey(), lamports=minutes_ago)) for source in (others or [payer])]
     message = MessageV0.try_compile(payer, ixs, [], Hash.new_unique())
-    assert [str(k) for k in message.account_keys[: message.header.num_required_signatures]] == signers
+    signers = [str(k) for k in message.account_keys[: message.header.num_required_signatures]]  # the message's order (fee payer first)
     now = timezone.now()
     tx = Transaction.unscoped.create(
         tenant=tenant, cluster=cluster, message=to_bytes_versioned(message), blockhash=str(message.recent_blockhash), fee_payer=signers[0],

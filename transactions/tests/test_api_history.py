@@ -225,3 +225,16 @@ def test_a_bad_item_query_is_400(api, rows, query, code, field):
 @pytest.mark.django_db
 def test_an_unknown_detail_level_is_400(api):
     assert_error(api.call("post", f"{BULK}/everything", {}), 400, "INVALID_ENUM", "detail-level")
+
+
+@pytest.mark.django_db
+def test_a_signer_is_a_literal_of_its_statement_not_a_parameter(tenant):
+    """Prepared pages may get PostgreSQL's generic plan, which takes any parameter for the
+    average address: for the platform fee payer, on nearly every transaction, the wrong
+    plan (selectors._signed_by). The address is written into the statement instead."""
+    from ledger_project.api.query import apply_item_query
+    from transactions.selectors import TRANSACTION_QUERY
+
+    page, _ = apply_item_query(Transaction.objects.for_tenant(tenant), where("signer", "ONCHAIN_ADDRESS_ID", filterType="IN", valuesString=[A, B]), TRANSACTION_QUERY)
+    sql, params = page.query.sql_with_params()
+    assert f"'{A}'" in sql and f"'{B}'" in sql and A not in params and B not in params

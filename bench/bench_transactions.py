@@ -45,7 +45,7 @@ PAGE_QUERY = {"limit": 100, "filter": [
 
 def other_queries(data: dict) -> dict[str, tuple[str, dict]]:
     """More pages people ask for: one wallet's history (a rare signer), every transaction
-    the platform fee payer signed (nearly all), one key's last week by confirmation time."""
+    the platform fee payer signed (nearly all), one API key's last week."""
     return {
         "signer_wallet_detailed": ("detailed", {"limit": 100, "filter": [_filter("signer", "ONCHAIN_ADDRESS_ID", valueString=data["wallet"])],
                                                 "sort": [{"fieldName": "txnTimestamp", "sortDirection": "DESC"}]}),
@@ -53,7 +53,7 @@ def other_queries(data: dict) -> dict[str, tuple[str, dict]]:
         "key_last_week_identifiers": ("identifiers", {"limit": 100, "filter": [
             _filter("createdByKey", "TEXT", valueString=data["key_id"]),
             _filter("txnTimestamp", "TIMESTAMP", filterType="RANGE", valueFromString=data["week_ago"])],
-            "sort": [{"fieldName": "confirmedAt", "sortDirection": "DESC"}]}),
+            "sort": [{"fieldName": "txnTimestamp", "sortDirection": "DESC"}]}),
     }
 
 

@@ -107,6 +107,8 @@ class Transaction(TenantOwnedModel):
             models.Index(fields=["status", "cluster"], name="txn_status_cluster"),
             # Page totals of operation / status filters, index-only (docs/transactions.md).
             models.Index(fields=["tenant", "operation", "status"], name="txn_tenant_op_status"),
+            # One API key's transactions, newest first, and their count (createdByKey).
+            models.Index(fields=["tenant", "created_by_key", "-txn_timestamp"], name="txn_tenant_key_time"),
         ]
         constraints = [
             models.UniqueConstraint(fields=["cluster", "onchain_id"], condition=Q(onchain_id__isnull=False), name="txn_unique_signature_per_cluster", violation_error_message="A transaction with this signature is already recorded."),

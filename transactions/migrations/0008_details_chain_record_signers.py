@@ -80,4 +80,8 @@ class Migration(migrations.Migration):
             model_name='transaction',
             index=models.Index(fields=['tenant', 'operation', 'status'], name='txn_tenant_op_status'),
         ),
+        migrations.AddIndex(
+            model_name='transaction',
+            index=models.Index(fields=['tenant', 'created_by_key', '-txn_timestamp'], name='txn_tenant_key_time'),
+        ),
     ]

@@ -180,7 +180,8 @@ def measure(port: int, data: dict, common: dict, sql_ms: float) -> None:
     target = json.dumps({"itemQuery": PAGE_QUERY})
     wait_until_up(port, ("POST", "/api/v1/transactions/bulk/detailed", target, headers))
     load(port, lambda rnd: ("POST", "/api/v1/transactions/bulk/detailed", target, headers), 8, 2.0)  # warm-up: connections, caches, prepared statements
-    common = {"transactions": TRANSACTIONS, "other_tenant_transactions": OTHER_TENANT_TRANSACTIONS, "database": "postgresql", **common}
+    # The machine's load when measuring: on a shared 2-core host other work inflates every figure.
+    common = {"transactions": TRANSACTIONS, "other_tenant_transactions": OTHER_TENANT_TRANSACTIONS, "database": "postgresql", "loadavg_1m_at_start": round(os.getloadavg()[0], 2), **common}
     for concurrency in (8, 1):
         for level in ("detailed", "compact"):
             extra = {"target_p50_ms": 50, "raw_orm_p50_ms": round(sql_ms, 2)} if level == "detailed" else {}

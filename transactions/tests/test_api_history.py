@@ -238,3 +238,19 @@ def test_a_signer_is_a_literal_of_its_statement_not_a_parameter(tenant):
     page, _ = apply_item_query(Transaction.objects.for_tenant(tenant), where("signer", "ONCHAIN_ADDRESS_ID", filterType="IN", valuesString=[A, B]), TRANSACTION_QUERY)
     sql, params = page.query.sql_with_params()
     assert f"'{A}'" in sql and f"'{B}'" in sql and A not in params and B not in params
+
+
+@pytest.mark.django_db
+def test_the_migration_indexes_the_signers_of_transactions_recorded_before_it(tenant):
+    import importlib
+
+    from django.apps import apps
+
+    migration = importlib.import_module("transactions.migrations.0008_details_chain_record_signers")
+    older = record(tenant, signers=[FP, A], minutes_ago=5, status="FINALIZED", operation="accounts.create")
+    TransactionSigner.objects.filter(transaction=older).delete()  # as before the table existed
+    indexed = record(tenant, signers=[FP, B], minutes_ago=4, status="SIGNED", operation="accounts.create")
+    migration.index_signers(apps, None)
+    migration.index_signers(apps, None)  # again: nothing doubles
+    assert sorted(TransactionSigner.objects.filter(transaction=older).values_list("position", "address")) == [(0, older.required_signers[0]), (1, older.required_signers[1])]
+    assert TransactionSigner.objects.filter(transaction=indexed).count() == 2

@@ -137,6 +137,7 @@ LOOKUPS: dict[tuple[str, str], dict[tuple[str, ...], str | None]] = {
     # seeded transaction has landed, so Sign answers 400 INVALID_TRANSACTION_STATE first).
     ("PATCH", "/api/v1/transactions/sign"): {("itemData", "transaction"): "transaction"},
     ("PATCH", "/api/v1/transactions/submit"): {("itemData", "transaction"): "transaction"},
+    ("POST", "/api/v1/transactions/single"): {("itemData", "transaction"): "transaction"},
     ("POST", "/api/v1/positions"): {_FEE_PAYER: "funder", ("itemData", "owner"): "subject", ("itemData", "financialInstrument"): "instrument"},
     ("PATCH", "/api/v1/positions"): {_FEE_PAYER: "funder", **_position_lookup("position"), ("itemData", "delegate", "account"): "authority"},
     ("PATCH", "/api/v1/positions/freeze"): {_FEE_PAYER: "funder", **_position_lookup("position")},
@@ -360,7 +361,11 @@ def positive_addresses_decodable(context, case) -> bool:
     if meta is None or meta.is_negative_at(ParameterLocation.BODY):
         return True
     body = without_transaction_identifier(case.body) if case.operation.path.startswith("/api/v1/transactions/") else case.body
-    return addresses_decodable(body)
+    return addresses_decodable(body, signatures=case.operation.path in SIGNATURE_LOOKUPS)
+
+
+#: Operations whose itemData.transaction.onchainId is a transaction signature, not an address.
+SIGNATURE_LOOKUPS = {"/api/v1/transactions/single/status", "/api/v1/transactions/single"}
 
 
 # --- checks: docs/errors.md decides the statuses ----------------------------------------------

@@ -26,6 +26,8 @@ ENDPOINTS = [
     ("patch", "/api/v1/accounts", lambda lk: {"itemData": {"account": lk, "comments": "x"}}),
     ("patch", "/api/v1/accounts/inactivate", lambda lk: {"itemData": {"account": lk}}),
     ("post", "/api/v1/transactions/single/status", None),
+    ("post", "/api/v1/transactions/single", None),
+    ("post", "/api/v1/transactions/bulk/detailed", None),
     ("post", "/api/v1/financial-instruments", None),
     ("post", "/api/v1/financial-instruments/single", lambda lk: {"itemData": lk}),
     ("post", "/api/v1/financial-instruments/single/circulating-supply", lambda lk: {"itemData": lk}),

@@ -36,9 +36,35 @@ class TransactionAdmin(admin.ModelAdmin):
     search_fields = ("onchain_id", "offchain_id", "fee_payer")
     list_select_related = ("tenant",)
     exclude = ("message",)
-    readonly_fields = [f.name for f in Transaction._meta.fields if f.name != "message"]
+    readonly_fields = [f.name for f in Transaction._meta.fields if f.name != "message"] + ["signers_collected", "decoded_instructions"]
     inlines = [ApprovalInline, EventInline]
     actions = ["approve_held", "reject_held", "submit_held", "cancel_unsubmitted"]
+
+    @admin.display(description="Signers (signature collected?)")
+    def signers_collected(self, obj) -> str:
+        from django.utils.html import format_html_join
+
+        signed = obj.signatures or {}
+        return format_html_join("", "<div><code>{}</code> — {}</div>", ((s, "signed" if s in signed else "missing") for s in obj.required_signers or ()))
+
+    @admin.display(description="Decoded instructions")
+    def decoded_instructions(self, obj) -> str:
+        """The message decoded as Fetch Transaction Details shows it (chain/decode.py)."""
+        import json
+
+        from django.utils.html import format_html
+
+        from .chain.decode import decode_message
+
+        if not obj.message:
+            return "-"
+        decoded = decode_message(bytes(obj.message), obj.loaded_addresses)
+        lines = []
+        for ix in decoded["instructions"]:
+            accounts = ", ".join(f"{a['role'] or '?'}={a['onchainId']}" for a in ix["accounts"])
+            data = json.dumps(ix["data"]) if ix["data"] is not None else f"raw {ix['rawData']}"
+            lines.append(f"#{ix['index']} {ix['programName'] or ix['programId']}.{ix['instructionType'] or '?'} {data}\n    {accounts}")
+        return format_html("<pre style=\"white-space: pre-wrap\">{}</pre>", "\n".join(lines))
 
     def has_approve_permission(self, request) -> bool:
         return request.user.has_perm("transactions.approve_transaction")

@@ -86,14 +86,29 @@ class Transaction(TenantOwnedModel):
     finalized_at = models.DateTimeField(null=True, blank=True)
     submit_attempts = models.PositiveIntegerField(default=0)
     effects_applied_at = models.DateTimeField(null=True, blank=True)
+    # The chain's record of the landed transaction (getTransaction), stored when it settles
+    # from the read its effects already make (settlement._settle), or once on demand for one
+    # settled without it (services.transaction_chain_record_fill): details are then served
+    # from here, never from the cluster (docs/transactions.md, "Transaction details and history").
+    fee = models.BigIntegerField(null=True, blank=True, help_text="Lamports the transaction paid (meta.fee).")
+    compute_units_consumed = models.BigIntegerField(null=True, blank=True)
+    log_messages = models.JSONField(null=True, blank=True, help_text="The programs' log lines (meta.logMessages).")
+    block_time = models.DateTimeField(null=True, blank=True, help_text="The block's time, as the cluster estimates it.")
+    loaded_addresses = models.JSONField(null=True, blank=True, help_text="V0: addresses loaded from lookup tables, {writable, readonly}.")
 
     class Meta:
         ordering = ["-txn_timestamp"]
         # The admin's approve/reject actions need it (superusers have it).
         permissions = [("approve_transaction", "Can approve or reject transactions held for approval")]
         indexes = [
-            models.Index(fields=["tenant", "-txn_timestamp"], name="txn_tenant_time"),
+            # Fetch Transactions' default order (txnTimestamp DESC, then id DESC) read off the
+            # index with no sort; and the tenant's ids for counts that join (the signer filter).
+            models.Index(fields=["tenant", "-txn_timestamp", "-id"], name="txn_tenant_time_id"),
             models.Index(fields=["status", "cluster"], name="txn_status_cluster"),
+            # Page totals of operation / status filters, index-only (docs/transactions.md).
+            models.Index(fields=["tenant", "operation", "status"], name="txn_tenant_op_status"),
+            # One API key's transactions, newest first, and their count (createdByKey).
+            models.Index(fields=["tenant", "created_by_key", "-txn_timestamp"], name="txn_tenant_key_time"),
         ]
         constraints = [
             models.UniqueConstraint(fields=["cluster", "onchain_id"], condition=Q(onchain_id__isnull=False), name="txn_unique_signature_per_cluster", violation_error_message="A transaction with this signature is already recorded."),
@@ -105,6 +120,27 @@ class Transaction(TenantOwnedModel):
     @property
     def missing_signers(self) -> list[str]:
         return [s for s in self.required_signers if s not in (self.signatures or {})]
+
+
+class TransactionSigner(models.Model):
+    """A required signer of a transaction, one row per signer key of its message (written
+    with the Transaction row; the message, hence its signers, never changes). Fetch
+    Transactions' ``signer`` filter reads it through the (address, transaction) index: the
+    planner has real statistics for it (a signer on every transaction, such as the platform
+    fee payer, versus one on a few), which a JSON containment test on
+    ``Transaction.required_signers`` would not give it. Reached only through a tenant's
+    Transaction queryset."""
+
+    transaction = models.ForeignKey("transactions.Transaction", on_delete=models.CASCADE, related_name="signer_rows")
+    address = models.CharField(max_length=50)
+    position = models.PositiveSmallIntegerField(help_text="Its index among the message's signers (0: the fee payer).")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["transaction", "address"], name="txn_signer_unique")]
+        indexes = [models.Index(fields=["address", "transaction"], name="txn_signer_address")]
+
+    def __str__(self) -> str:
+        return f"{self.address} signs {self.transaction_id}"
 
 
 class TransactionEvent(models.Model):

@@ -8,6 +8,8 @@ urlpatterns = [
     path("transactions/reject", TransactionViewSet.as_view({"patch": "reject"}), name="transaction-reject"),
     path("transactions/sign", TransactionViewSet.as_view({"patch": "sign"}), name="transaction-sign"),
     path("transactions/submit", TransactionViewSet.as_view({"patch": "submit"}), name="transaction-submit"),
+    path("transactions/single", TransactionViewSet.as_view({"post": "details"}), name="transaction-details"),
+    path("transactions/bulk/<str:detail_level>", TransactionViewSet.as_view({"post": "bulk"}), name="transactions-bulk"),
 ]
 
 # Address lookup tables (transactions/lookup_tables/, docs/lookup-tables.md).

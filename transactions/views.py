@@ -9,14 +9,18 @@ from ledger_project.api.envelope import validated
 from ledger_project.api.idempotency import idempotent, write_phase
 from ledger_project.api.permissions import require_role
 from ledger_project.api.schema import api_responses, operation_parameters
+from ledger_project.api.schema import DETAIL_LEVEL, bulk_responses, item_query  # Fetch Transactions
 from ledger_project.api.viewsets import TenantScopedViewSet
 from tenancy.roles import Role
 
-from . import approvals, selectors, signatures
+from . import approvals, details, selectors, services, signatures
 from .models import Transaction
 from .responses import attach_wait, transaction_result
 from .serializers import TransactionDecisionInput, TransactionResultOutput, TransactionSignInput, TransactionStatusInput, TransactionSubmitInput
 from .services import transaction_add_signatures
+from .serializers import (  # Fetch Transaction Details, Fetch Transactions
+    BulkTransactionsCompactOutput, BulkTransactionsIdentifiersOutput, BulkTransactionsOutput, TransactionBulkInput, TransactionDetailsInput, TransactionDetailsOutput,
+)
 
 
 class TransactionViewSet(TenantScopedViewSet):
@@ -148,3 +152,45 @@ class TransactionViewSet(TenantScopedViewSet):
         with write_phase():
             tx = signatures.transaction_submit(transaction=tx)
         return self._decided(request, tx)
+    @extend_schema(
+        operation_id="fetchTransactionDetails",
+        summary="Fetch Transaction Details",
+        description=(
+            "Creates no transaction. The transaction result and the transaction itself: the operation that created it and the records it names, "
+            "the message decoded (accounts with signer/writable flags, instructions of the System, SPL Token, Token-2022, Associated Token Account, "
+            "Address Lookup Table, Compute Budget and Memo programs with their fields; raw base64 data for others), the required signers and which "
+            "have signed, and once landed the chain's record: fee (lamports), compute units consumed, log messages, slot, block time, error. "
+            "Served from the service's records (docs/transactions.md, \"Transaction details and history\")."
+        ),
+        request=TransactionDetailsInput,
+        responses=api_responses({200: TransactionDetailsOutput}),
+        parameters=operation_parameters(),
+        tags=["Blockchain transactions"],
+    )
+    def details(self, request):
+        data = validated(TransactionDetailsInput, request)["itemData"]["transaction"]
+        tx = selectors.transaction_details_get(queryset=self.get_queryset(), onchain_id=data.get("onchainId"), offchain_id=data.get("offchainId"))
+        # Landed before its record was stored (settled before these columns, or failed on
+        # chain): read once from the cluster and kept.
+        tx = services.transaction_chain_record_fill(transaction=tx)
+        return Response(details.transaction_details(tx))
+
+    @extend_schema(
+        operation_id=item_query("fetchTransactions", selectors.TRANSACTION_QUERY),
+        summary="Fetch Transactions",
+        description=(
+            "Creates no transaction. The acting organization's transactions on every cluster (filter on cluster to narrow), newest first unless "
+            "sorted otherwise. detail-level: detailed (the Fetch Transaction Details shape, from the service's records only), compact (the "
+            "transaction result), identifiers ({onchainId, offchainId}). itemQuery fields: docs/query.md."
+        ),
+        request=TransactionBulkInput,
+        responses=bulk_responses("BulkTransactionsPage", BulkTransactionsOutput, BulkTransactionsCompactOutput, BulkTransactionsIdentifiersOutput),
+        parameters=[DETAIL_LEVEL, *operation_parameters()],
+        tags=["Blockchain transactions"],
+    )
+    def bulk(self, request, detail_level: str):
+        body = validated(TransactionBulkInput, request)
+        # The selector refuses an unknown detail level (400 INVALID_ENUM).
+        rows, count = selectors.transaction_list(queryset=self.get_queryset(), item_query=body.get("itemQuery"), level=detail_level)
+        render = details.RENDERERS[detail_level]
+        return Response({"count": count, "items": [render(row) for row in rows]})

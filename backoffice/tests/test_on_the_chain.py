@@ -99,33 +99,18 @@ def test_open_on_the_chain_shows_the_clusters_own_answer(api, client, chain, cel
 
 @pytest.mark.django_db(transaction=True)
 def test_the_dashboard_shows_a_running_worker_and_beat(api, client, chain, localnet_url, tmp_path):
-    from tests.workers import WorkerProcess, new_queue_name, paused_workers, route_tasks_to, wait_for as wait_until
+    from tests.workers import wait_for as wait_until, worker_with_beat
 
     superuser = client_for(client, staff_user(None, "root", superuser=True))
-    queue = new_queue_name()
-    worker = WorkerProcess(queue, {"LEDGER_LOCALNET_RPC_URL": localnet_url}, beat_schedule=tmp_path / "beat", log_path=tmp_path / "worker.log")
-    before = superuser.get("/admin/").content.decode()
-    assert "never" in before and "stale" in before  # no heartbeat yet
-    from ledger_project.celery import app
-
-    routes = (app.conf.task_routes, app.conf.task_default_queue)
-    with paused_workers():
-        route_tasks_to(queue)
-        worker.start()
-        try:
-            account = confirmed_wallet(api, seed={"lamports": 1_000_000})  # the worker confirms it
-            assert account.status == "ACTIVE"
-            wait_until(lambda: {"beat", "worker"} <= set(Heartbeat.objects.values_list("name", flat=True)), timeout=60, what="heartbeats")
-            wait_until(lambda: TaskResult.objects.filter(task_name="ledger.backoffice.heartbeat", status="SUCCESS").exists(), timeout=30, what="a stored task result")
-            page = superuser.get("/admin/")
-            dashboard = page.context["dashboard"]
-            assert [hb["stale"] for hb in dashboard["heartbeats"]] == [False, False]
-            local = next(c for c in dashboard["clusters"] if c["cluster"] == "CHAIN_LOCALNET")
-            assert local["healthy"] and local["node"]["slot"] > 0 and local["fee_payer_lamports"] > 0
-            results = superuser.get("/admin/django_celery_results/taskresult/").content.decode()
-            assert "ledger.backoffice.heartbeat" in results
-        finally:
-            worker.stop()
-            app.conf.task_routes, app.conf.task_default_queue = routes
-            app.amqp._rtable = None
-            app.amqp.__dict__.pop("router", None)
+    before = superuser.get("/admin/").context["dashboard"]
+    assert [hb["stale"] for hb in before["heartbeats"]] == [True, True]  # no heartbeat yet
+    with worker_with_beat(localnet_url, tmp_path):
+        account = confirmed_wallet(api, seed={"lamports": 1_000_000})  # the worker confirms it
+        assert account.status == "ACTIVE"
+        wait_until(lambda: {"beat", "worker"} <= set(Heartbeat.objects.values_list("name", flat=True)), timeout=60, what="heartbeats")
+        wait_until(lambda: TaskResult.objects.filter(task_name="ledger.backoffice.heartbeat", status="SUCCESS").exists(), timeout=30, what="a stored task result")
+        dashboard = superuser.get("/admin/").context["dashboard"]
+        assert [hb["stale"] for hb in dashboard["heartbeats"]] == [False, False]
+        local = next(c for c in dashboard["clusters"] if c["cluster"] == "CHAIN_LOCALNET")
+        assert local["healthy"] and local["node"]["slot"] > 0 and local["fee_payer_lamports"] > 0
+        assert "ledger.backoffice.heartbeat" in superuser.get("/admin/django_celery_results/taskresult/").content.decode()

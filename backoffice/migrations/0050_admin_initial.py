@@ -23,12 +23,12 @@ DROP FUNCTION IF EXISTS backoffice_audit_append_only();
 
 def audit_trigger(apps, schema_editor):
     if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(AUDIT_TRIGGER)
+        schema_editor.execute(AUDIT_TRIGGER, params=None)
 
 
 def audit_trigger_drop(apps, schema_editor):
     if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute(AUDIT_TRIGGER_DROP)
+        schema_editor.execute(AUDIT_TRIGGER_DROP, params=None)
 
 
 class Migration(migrations.Migration):

@@ -11,7 +11,9 @@
 - **Lists at scale**: no full count (``show_full_result_count`` off, an estimating
   paginator); an identifier typed in the search box (an address, a signature, a UUID) is
   looked up by equality on the identifier fields (indexed) instead of a substring scan of
-  every search field; a date hierarchy on the record's time when the admin names none.
+  every search field, and free text is read once (SEARCH_LIMIT matches); filters by every
+  value of a field read their values from a cache; a date hierarchy on the record's time
+  when the admin names none; creation-time ordering without an index becomes pk order.
 """
 
 from __future__ import annotations
@@ -20,9 +22,12 @@ import functools
 import re
 import uuid
 
+from django.conf import settings
 from django.contrib import messages
-from django.contrib.admin import helpers
-from django.contrib.admin.utils import quote
+from django.contrib.admin import AllValuesFieldListFilter, helpers
+from django.contrib.admin.utils import get_fields_from_path, quote
+from django.core.cache import cache
+from django.db import models
 from django.db.models import Q
 from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch, reverse
@@ -41,8 +46,20 @@ CHAIN_TRUTH = frozenset({
 })
 
 _BASE58 = re.compile(r"^[1-9A-HJ-NP-Za-km-z]{32,88}$")
-_IDENTIFIER_FIELDS = frozenset({"address", "onchain_id", "public_key", "fee_payer", "signature", "nonce_account", "key_id"})
+_SIGNATURE_FIELDS = frozenset({"onchain_id", "signature"})
+_ADDRESS_FIELDS = frozenset({"address", "public_key", "fee_payer", "nonce_account"})
 _UUID_FIELDS = frozenset({"offchain_id", "request_id"})
+#: matches read by a search (an identifier has a handful; free text is cut here)
+SEARCH_LIMIT = 1000
+
+
+def _is_address_field(name: str) -> bool:
+    return name in _ADDRESS_FIELDS or name.endswith("_address")
+
+
+def _is_identifier_path(path: str) -> bool:
+    name = path.rsplit("__", 1)[-1]
+    return name in _SIGNATURE_FIELDS or name in _UUID_FIELDS or _is_address_field(name)
 _DATE_FIELDS = ("txn_timestamp", "created_at", "at", "date_done")
 
 
@@ -56,6 +73,30 @@ def _is_uuid(term: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+class CachedAllValuesFieldListFilter(AllValuesFieldListFilter):
+    """Django's filter by every value of a field, with the values cached for
+    LEDGER_ADMIN_FILTER_CHOICES_SECONDS: Django reads them with a DISTINCT over the whole
+    table on every page view (a full scan at 200,000 rows)."""
+
+    def __init__(self, field, request, params, model, model_admin, field_path):
+        super().__init__(field, request, params, model, model_admin, field_path)
+        key = f"backoffice:filter-values:{model._meta.label_lower}:{field_path}"
+        values = cache.get(key)
+        if values is None:
+            values = list(self.lookup_choices[:200])
+            cache.set(key, values, settings.LEDGER_ADMIN_FILTER_CHOICES_SECONDS)
+        self.lookup_choices = values
+
+
+def _all_values_filter(model, path: str) -> bool:
+    """Whether Django would filter ``path`` with AllValuesFieldListFilter."""
+    try:
+        field = get_fields_from_path(model, path)[-1]
+    except Exception:  # noqa: BLE001 - not a field path: left to Django's checks
+        return False
+    return not (field.is_relation or field.choices or isinstance(field, (models.BooleanField, models.DateField)))
 
 
 class StaffAdminMixin:
@@ -74,25 +115,77 @@ class StaffAdminMixin:
         readonly += [f.name for f in self.model._meta.concrete_fields if is_chain_truth(f.name) and f.name not in readonly]
         return readonly
 
+    # --- filters ---------------------------------------------------------------------
+    def get_list_filter(self, request):
+        return [(spec, CachedAllValuesFieldListFilter) if isinstance(spec, str) and _all_values_filter(self.model, spec) else spec
+                for spec in super().get_list_filter(request)]
+
+    # --- ordering --------------------------------------------------------------------
+    def get_ordering(self, request):
+        """A list ordered (by the model) on its creation time, which has no index of its
+        own, is ordered by primary key instead: the same order (both are set at insert),
+        read from the primary key's index instead of sorting the table for every page."""
+        ordering = super().get_ordering(request)
+        if ordering:
+            return ordering
+        model_ordering = list(self.model._meta.ordering or ())
+        if len(model_ordering) == 1 and isinstance(model_ordering[0], str):
+            name = model_ordering[0].lstrip("-")
+            field = next((f for f in self.model._meta.concrete_fields if f.name == name), None)
+            indexed = field is not None and (field.db_index or field.unique or any(i.fields and i.fields[0].lstrip("-") == name for i in self.model._meta.indexes))
+            if field is not None and getattr(field, "auto_now_add", False) and not indexed:
+                return ("-pk",) if model_ordering[0].startswith("-") else ("pk",)
+        return ordering
+
     # --- search ----------------------------------------------------------------------
-    def _identifier_fields(self, request, term: str) -> list[str]:
-        fields = []
-        for spec in self.get_search_fields(request):
-            path = spec.lstrip("^=@")
+    def _search_paths(self, request) -> list[tuple[str, str]]:
+        return [(spec, spec.lstrip("^=@")) for spec in self.get_search_fields(request)]
+
+    def _identifier_paths(self, request, term: str) -> list[str]:
+        """Search fields an identifier-looking ``term`` is compared to by equality: a
+        signature (64 bytes, 86-88 base58 characters) to signature fields, an address to
+        address fields, a UUID to UUID fields."""
+        paths = []
+        signature = bool(_BASE58.match(term)) and len(term) >= 80
+        address = bool(_BASE58.match(term)) and not signature
+        for _, path in self._search_paths(request):
             name = path.rsplit("__", 1)[-1]
-            if (_BASE58.match(term) and (name in _IDENTIFIER_FIELDS or name.endswith("_address"))) or (name in _UUID_FIELDS and _is_uuid(term)):
-                fields.append(path)
-        return fields
+            if (signature and name in _SIGNATURE_FIELDS) or (address and _is_address_field(name)) or (name in _UUID_FIELDS and _is_uuid(term)):
+                paths.append(path)
+        return paths
 
     def get_search_results(self, request, queryset, search_term):
         term = search_term.strip()
-        fields = self._identifier_fields(request, term) if term else []
-        if fields:
+        if not term:
+            return super().get_search_results(request, queryset, search_term)
+        paths = self._identifier_paths(request, term)
+        if paths:
             match = Q()
-            for path in fields:
+            for path in paths:
                 match |= Q(**{path: term})
-            return queryset.filter(match), any("__" in path for path in fields)
-        return super().get_search_results(request, queryset, search_term)
+            found = []
+            if "cluster" in {f.name for f in self.model._meta.concrete_fields}:
+                # Indexes on identifiers lead with, or include, the cluster: name the
+                # configured clusters so they serve the lookup; only if nothing is found
+                # there is every row looked at.
+                found = list(queryset.filter(match, cluster__in=list(settings.LEDGER_CLUSTERS)).values_list("pk", flat=True)[:SEARCH_LIMIT])
+            if not found:
+                found = list(queryset.filter(match).values_list("pk", flat=True)[:SEARCH_LIMIT])
+            return queryset.filter(pk__in=found), False
+        # Free text: Django's search over the fields that are not identifiers (those are
+        # matched whole above), read once for the first SEARCH_LIMIT matches, so the count
+        # and the page do not each scan the table.
+        free = [spec for spec, path in self._search_paths(request) if not _is_identifier_path(path)]
+        if not free:
+            return queryset.none(), False
+        saved = self.search_fields
+        try:
+            self.search_fields = free
+            matched, duplicates = super().get_search_results(request, queryset, search_term)
+        finally:
+            self.search_fields = saved
+        found = list(matched.order_by("-pk").values_list("pk", flat=True).distinct()[:SEARCH_LIMIT])
+        return queryset.filter(pk__in=found), False
 
     # --- actions: permission, confirmation, audit ------------------------------------
     def get_actions(self, request):

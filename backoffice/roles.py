@@ -105,7 +105,11 @@ def roles_sync(*, apps=None, using: str = "default") -> dict[str, int]:
     return counts
 
 
-def roles_sync_after_migrate(sender=None, using: str = "default", apps=None, **kwargs) -> None:
+def roles_sync_after_migrate(sender=None, using: str = "default", apps=None, plan=None, **kwargs) -> None:
+    if plan is None:
+        # A flush (tests empty the database between transactional tests), not a migrate:
+        # roles are synced again by the next migrate or sync_staff_roles.
+        return
     # post_migrate is sent app by app in INSTALLED_APPS order, and auth creates each app's
     # permissions on its own signal: those of apps listed after this one are created here.
     from django.apps import apps as live_apps

@@ -32,8 +32,9 @@ def beat_schedule_seed(schedule: dict | None = None, *, app=None) -> list[str]:
     return created
 
 
-def beat_schedule_seed_after_migrate(sender=None, using: str = "default", **kwargs) -> None:
-    if using == "default":
+def beat_schedule_seed_after_migrate(sender=None, using: str = "default", plan=None, **kwargs) -> None:
+    # After a migrate, not a flush (which passes no plan): beat seeds again when it starts.
+    if using == "default" and plan is not None:
         beat_schedule_seed()
 
 

@@ -361,6 +361,9 @@ LEDGER_ADMIN_LOCKOUT_WINDOW_SECONDS = env.int("LEDGER_ADMIN_LOCKOUT_WINDOW_SECON
 LEDGER_ADMIN_LOCKOUT_SECONDS = env.int("LEDGER_ADMIN_LOCKOUT_SECONDS", default=15 * 60)
 # Lists above this many rows show an estimated count on PostgreSQL instead of counting.
 LEDGER_ADMIN_EXACT_COUNT_LIMIT = env.int("LEDGER_ADMIN_EXACT_COUNT_LIMIT", default=10_000)
+# Filters by every value of a field (cluster, operation) and the date hierarchy's first
+# year are read once per this many seconds, not with a scan on every page view.
+LEDGER_ADMIN_FILTER_CHOICES_SECONDS = env.int("LEDGER_ADMIN_FILTER_CHOICES_SECONDS", default=300)
 # Dashboard: a fee payer under this balance is flagged; a heartbeat older than this is
 # stale; a cluster not answering within this long is shown as not answering.
 LEDGER_ADMIN_FEE_PAYER_LOW_LAMPORTS = env.int("LEDGER_ADMIN_FEE_PAYER_LOW_LAMPORTS", default=100_000_000)

@@ -41,6 +41,7 @@ def test_a_list_page_costs_the_same_queries_for_two_rows_or_twelve(client, tenan
 
     for i in range(2):
         make(tenant, i)
+    queries()  # fills the caches of filter values and the date hierarchy's first year
     few = queries()
     for i in range(2, 12):
         make(tenant, i)

@@ -60,6 +60,8 @@ def _is_address_field(name: str) -> bool:
 def _is_identifier_path(path: str) -> bool:
     name = path.rsplit("__", 1)[-1]
     return name in _SIGNATURE_FIELDS or name in _UUID_FIELDS or _is_address_field(name)
+
+
 _DATE_FIELDS = ("txn_timestamp", "created_at", "at", "date_done")
 
 

@@ -18,7 +18,7 @@ from ledger_project.api.idempotency import write_phase
 from ledger_project.api.permissions import require_role
 from tenancy.roles import Role
 from transactions.chain.rpc import is_localnet, rpc_for
-from transactions.models import Transaction
+from transactions.models import Transaction, TransactionEvent
 from transactions.services import SignerSpec, transaction_build, transaction_record
 
 from . import custody
@@ -386,13 +386,16 @@ def _inactivatable(account: Account) -> None:
     ensure_no_operation_in_flight(account, field="itemData.account")
 
 
-def account_inactivate(*, tenant, cluster: str, api_key, account: Account, refund_to, svm_config: dict | None = None, request_id=None) -> AccountResult:
+def account_inactivate(*, tenant, cluster: str, api_key, account: Account, refund_to, svm_config: dict | None = None, request_id=None,
+                       requested_by: str | None = None) -> AccountResult:
     """Inactivate Account: close it on the network (lamports to refundDestination) and
     mark it INACTIVE once that is confirmed; without lamports or a key, at once.
 
     Read and check, build and sign (no locks), then the write phase re-checks under the
     account's row lock (status, in-flight marker) and records the transaction with the
-    marker set: a concurrent second inactivation gets 409 OPERATION_IN_PROGRESS."""
+    marker set: a concurrent second inactivation gets 409 OPERATION_IN_PROGRESS.
+    ``requested_by``: the staff user of an admin action (no API key), recorded on the
+    transaction as created_by_key records a key."""
     account = Account.objects.for_tenant(tenant).get(pk=account.pk)
     _inactivatable(account)
     destination = None
@@ -432,6 +435,8 @@ def account_inactivate(*, tenant, cluster: str, api_key, account: Account, refun
         account = lock_account(account.pk, tenant=tenant)
         _inactivatable(account)
         tx = transaction_record(prepared, effects_data={"account": str(account.offchain_id)}, api_key=api_key, request_id=request_id)
+        if requested_by:
+            TransactionEvent.objects.create(transaction=tx, kind="REQUESTED_IN_ADMIN", detail={"user": requested_by})
         account.last_transaction = account.pending_transaction = tx
         account.save(update_fields=["last_transaction", "pending_transaction", "updated_at"])
     return AccountResult(account, tx)

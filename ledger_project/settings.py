@@ -49,7 +49,8 @@ DEBUG = env.bool("DJANGO_DEBUG", default=False)
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]", "testserver"])
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    # django.contrib.admin, with the back office's site as admin.site (docs/admin.md)
+    "backoffice.apps.LedgerAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -65,6 +66,10 @@ INSTALLED_APPS = [
     "marketdata",
     "transactions",
     "vaults",
+    "django_celery_beat",
+    "django_celery_results",
+    # Last: its post_migrate syncs the staff roles over every app's permissions.
+    "backoffice.apps.BackofficeConfig",
 ]
 
 MIDDLEWARE = [
@@ -153,7 +158,18 @@ CELERY_BEAT_SCHEDULE = {
     "reconcile-inflight-transactions": {"task": "ledger.transactions.reconcile_inflight", "schedule": 15.0},
     "watch-pumps": {"task": "ledger.transactions.pump_watch", "schedule": 2.0},
     "fill-nonce-pools": {"task": "ledger.transactions.fill_nonce_pools", "schedule": 30.0},
+    "staff-heartbeat": {"task": "ledger.backoffice.heartbeat", "schedule": 10.0},
 }
+# Beat reads the schedule from the database (django-celery-beat): operators change it in the
+# admin; the entries above are seeded into it when missing and never written over
+# (backoffice/scheduling.py, docs/admin.md "Scheduling"). LEDGER_BEAT_SCHEDULER=
+# "celery.beat:PersistentScheduler" goes back to the file schedule of settings alone.
+CELERY_BEAT_SCHEDULER = env("LEDGER_BEAT_SCHEDULER", default="backoffice.scheduling:LedgerDatabaseScheduler")
+# Results of what beat sends are stored (django-celery-results, visible in the admin) and
+# purged after a day by celery.backend_cleanup; the service's own tasks store none.
+CELERY_RESULT_BACKEND = "django-db"
+CELERY_RESULT_EXTENDED = True
+CELERY_RESULT_EXPIRES = env.int("LEDGER_TASK_RESULT_EXPIRES_SECONDS", default=24 * 3600)
 
 # --- API ------------------------------------------------------------------------------
 REST_FRAMEWORK = {
@@ -304,9 +320,12 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"
 STATIC_ROOT.mkdir(exist_ok=True)
+# Staff passwords (the admin): Django's four validators (docs/admin.md, "Sign-in").
 AUTH_PASSWORD_VALIDATORS = [
-    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": env.int("LEDGER_ADMIN_PASSWORD_MIN_LENGTH", default=12)}},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
@@ -337,3 +356,20 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 
 # Queues by task name prefix: tests point them at a queue of their own (tests/conftest.py).
 CELERY_TASK_ROUTES = {"ledger.*": {"queue": CELERY_TASK_DEFAULT_QUEUE}}
+
+# --- Back office (the admin; docs/admin.md) -------------------------------------------------
+# Sign-in lockout: this many failures of one username from one address within the window
+# lock that pair for LOCKOUT_SECONDS (the right password included); a success clears it.
+LEDGER_ADMIN_LOCKOUT_FAILURES = env.int("LEDGER_ADMIN_LOCKOUT_FAILURES", default=5)
+LEDGER_ADMIN_LOCKOUT_WINDOW_SECONDS = env.int("LEDGER_ADMIN_LOCKOUT_WINDOW_SECONDS", default=15 * 60)
+LEDGER_ADMIN_LOCKOUT_SECONDS = env.int("LEDGER_ADMIN_LOCKOUT_SECONDS", default=15 * 60)
+# Lists above this many rows show an estimated count on PostgreSQL instead of counting.
+LEDGER_ADMIN_EXACT_COUNT_LIMIT = env.int("LEDGER_ADMIN_EXACT_COUNT_LIMIT", default=10_000)
+# Filters by every value of a field (cluster, operation) and the date hierarchy's first
+# year are read once per this many seconds, not with a scan on every page view.
+LEDGER_ADMIN_FILTER_CHOICES_SECONDS = env.int("LEDGER_ADMIN_FILTER_CHOICES_SECONDS", default=300)
+# Dashboard: a fee payer under this balance is flagged; a heartbeat older than this is
+# stale; a cluster not answering within this long is shown as not answering.
+LEDGER_ADMIN_FEE_PAYER_LOW_LAMPORTS = env.int("LEDGER_ADMIN_FEE_PAYER_LOW_LAMPORTS", default=100_000_000)
+LEDGER_ADMIN_HEARTBEAT_STALE_SECONDS = env.int("LEDGER_ADMIN_HEARTBEAT_STALE_SECONDS", default=60)
+LEDGER_ADMIN_NODE_TIMEOUT_SECONDS = env.float("LEDGER_ADMIN_NODE_TIMEOUT_SECONDS", default=2.0)

@@ -26,7 +26,7 @@ fuzzed mutation of one does not starve the others:
   can be accepted (a CLOSE).
 - ``nonce``: a durable nonce account of the run's organization (its authority a key the
   service holds), named by ``svmTransactionConfig.durableNonceAccount`` and the nonce
-  fetches; nine more serve unnamed DURABLE_NONCE requests.
+  fetches; nineteen more serve unnamed DURABLE_NONCE requests.
 
 ``seed(...)`` returns ``{role: {"onchainId", "offchainId", "code"}}`` (instruments also
 ``alId``; ``transaction``: onchainId/offchainId), which the hooks feed into generated lookups
@@ -172,9 +172,9 @@ def seed(*, url: str, secret: str, key_name: str, node_url: str) -> dict:
     receiving = _position(api, "ST-RECEIVING", funder=funder, owner=payee, instrument=instrument)
     minted = api.call("POST", "positions/mint", {"itemData": {"position": {"position": {"offchainId": holding["offchainId"]}}, "value": {"lamports": 10**12}}})
     api.wait_landed(minted["svmTransaction"])
-    # Ten: unnamed DURABLE_NONCE requests lease the organization's own first, so the
+    # Twenty (the most one request creates): unnamed DURABLE_NONCE requests lease the organization's own first, so the
     # platform pool is not emptied by the fuzzing (503 NONCE_POOL_EMPTY).
-    nonces = api.call("POST", "durable-nonce-accounts", {"itemData": {"count": 10}, "svmTransactionConfig": {"feePayer": {"offchainId": funder["offchainId"]}}})
+    nonces = api.call("POST", "durable-nonce-accounts", {"itemData": {"count": 20}, "svmTransactionConfig": {"feePayer": {"offchainId": funder["offchainId"]}}})
     for transaction in nonces["svmTransactions"]:
         api.wait_landed(transaction)
     records = {

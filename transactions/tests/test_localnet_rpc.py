@@ -39,8 +39,11 @@ def test_cluster_info(chain):
     assert info.absolute_slot >= first and info.slots_in_epoch == 432000
     latest = chain.get_latest_blockhash().value
     assert latest.last_valid_block_height == chain.get_block_height().value + 150 or latest.last_valid_block_height > chain.get_block_height().value
-    valid = raw_rpc(chain._provider.endpoint_uri, {"jsonrpc": "2.0", "id": 1, "method": "isBlockhashValid", "params": [str(latest.blockhash)]})
+    valid = raw_rpc(chain._provider.endpoint_uri, {"jsonrpc": "2.0", "id": 1, "method": "isBlockhashValid", "params": [str(latest.blockhash), {"commitment": "confirmed"}]})
     assert valid["result"]["value"] is True
+    # At `finalized` (a validator's default) the newest blockhash is not in the rooted bank yet.
+    rooted = raw_rpc(chain._provider.endpoint_uri, {"jsonrpc": "2.0", "id": 1, "method": "isBlockhashValid", "params": [str(latest.blockhash)]})
+    assert rooted["result"]["value"] is False and rooted["result"]["context"]["slot"] < valid["result"]["context"]["slot"]
     invalid = raw_rpc(chain._provider.endpoint_uri, {"jsonrpc": "2.0", "id": 1, "method": "isBlockhashValid", "params": [str(Hash.new_unique())]})
     assert invalid["result"]["value"] is False
     assert chain.get_minimum_balance_for_rent_exemption(165).value == 2039280

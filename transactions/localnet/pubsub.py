@@ -263,25 +263,29 @@ class Hub:
                         self._landed(sub, slot, tx.err)
                 if self.logs or self.mentions:
                     self._logs(tx, item.addresses, lambda sub: sub.level != "finalized")
-            if self.accounts or self.programs:
+            if self.accounts or self.programs:  # only the accounts someone follows
                 for acc in item.accounts:
-                    latest[acc.pubkey] = (slot, acc)
+                    if acc.pubkey in self.accounts or acc.owner in self.programs:
+                        latest[acc.pubkey] = (slot, acc)
                 for key in item.deleted:
-                    latest[key] = (slot, None)
+                    if key in self.accounts:
+                        latest[key] = (slot, None)
         for key, (slot, stored) in latest.items():
             acc = Account(stored.lamports, stored.data, Pubkey.from_string(stored.owner), stored.executable, stored.rent_epoch) if stored is not None else None
             self._account_changed(key, acc, slot, None, lambda sub: sub.level != "finalized")
 
     def _logs(self, tx, addresses, wanted) -> None:
-        result = {"context": {"slot": tx.slot}, "value": {"signature": tx.signature, "err": tx.err, "logs": tx.meta.get("logMessages") or []}}
-        for sub in list(self.logs.values()):
-            if wanted(sub):
-                sub.notify(result)
+        subs = [sub for sub in self.logs.values() if wanted(sub)]
         if self.mentions:
-            for address in set(addresses):
-                for sub in list(self.mentions.get(address, {}).values()):
-                    if wanted(sub):
-                        sub.notify(result)
+            for address in addresses:  # the keys of one message are distinct
+                group = self.mentions.get(address)
+                if group:
+                    subs += [sub for sub in group.values() if wanted(sub)]
+        if not subs:
+            return
+        result = {"context": {"slot": tx.slot}, "value": {"signature": tx.signature, "err": tx.err, "logs": tx.meta.get("logMessages") or []}}
+        for sub in subs:
+            sub.notify(result)
 
     def _account_changed(self, key: str, acc, slot: int, at, wanted) -> None:
         """Account and program notifications for one account's new state (``at``: the slot

@@ -255,6 +255,9 @@ def test_token_methods(localnet_url, chain):
     assert [a.pubkey for a in by_delegate] == [atas[2]]
     parsed = rpc(localnet_url, "getTokenAccountsByDelegate", str(delegate), {"programId": str(TOKEN_PROGRAM_ID)}, {"encoding": "jsonParsed", "commitment": "confirmed"})
     assert [a["account"]["data"]["parsed"]["info"]["delegatedAmount"]["amount"] for a in parsed["result"]["value"]] == ["50"]
+    (item,) = parsed["result"]["value"]
+    assert set(item) == {"pubkey", "account"} and set(item["account"]) == {"data", "executable", "lamports", "owner", "rentEpoch", "space"}
+    parse(resp.GetTokenAccountsByDelegateJsonParsedResp, parsed)
     assert rpc(localnet_url, "getTokenLargestAccounts", str(payer.pubkey()), {"commitment": "confirmed"})["error"] == {"code": -32602, "message": "Invalid param: not a Token mint"}
     assert rpc(localnet_url, "getTokenAccountsByOwner", str(payer.pubkey()), {"programId": str(Keypair().pubkey())})["error"]["message"] == "Invalid param: unrecognized Token program id"
 

@@ -208,7 +208,7 @@ def test_finalized_subscriptions_wait_for_the_root(chain, ws_url):
         chain.send_transaction(tx)
         sent = time.monotonic()
         assert ws.notification(quick)["params"]["result"]["value"]["lamports"] == 777
-        assert time.monotonic() - sent < 2
+        assert time.monotonic() - sent < 8  # long before the root reaches it (32 slots, ~13 s)
         landed = chain.get_signature_statuses([tx.signatures[0]]).value[0].slot
         signature_note = ws.notification(final_sig, 30)["params"]["result"]
         assert signature_note == {"context": {"slot": landed}, "value": {"err": None}}

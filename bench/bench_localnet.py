@@ -62,17 +62,29 @@ def build(payer, mint, source, dest, amount, blockhash) -> VersionedTransaction:
     return VersionedTransaction(Message.new_with_blockhash([ix], payer.pubkey(), blockhash), [payer])
 
 
+INPROCESS_CPU_US: list[float] = []  # CPU µs per transfer of each in-process round
+NODE_CPU_US: list[float] = []  # the node process's CPU µs per transfer of each RPC round (/proc)
+
+
 def inprocess(n: int) -> float:
     svm = LiteSVM()
     payer = Keypair()
     svm.airdrop(payer.pubkey(), 10**12)
     mint, source, dest = setup_tokens(svm.send_transaction, payer, svm.latest_blockhash())
     blockhash = svm.latest_blockhash()
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     for i in range(n):
         result = svm.send_transaction(build(payer, mint, source, dest, i + 1, blockhash))
         assert not hasattr(result, "err"), result
+    INPROCESS_CPU_US.append((time.process_time() - cpu) * 1e6 / n)
     return n / (time.perf_counter() - started)
+
+
+def node_cpu_ms(pid: int) -> float:
+    from bench.cpu import TICK, _stat
+
+    row = _stat(pid)
+    return row[2] * 1000 / TICK if row else 0.0
 
 
 class Rpc:
@@ -144,7 +156,10 @@ def over_rpc(n: int, subscribers: int = 0, rounds: int = 1, between=None) -> tup
                 for _ in range(rounds):
                     if between is not None:
                         between()
-                    results.append(_transfers(node.port, n))
+                    before = node_cpu_ms(node.proc.pid)
+                    tps, confirmed = _transfers(node.port, n)
+                    NODE_CPU_US.append((node_cpu_ms(node.proc.pid) - before) * 1000 / n)
+                    results.append((tps, confirmed))
                 return results, idle.subscribed
         finally:
             node.stop()
@@ -197,7 +212,11 @@ def main() -> None:
     best_rpc, best_inproc = max(rpc_tps), max(inproc)
     print(json.dumps({"bench": "localnet_transfer_checked", "n": N, "rounds": ROUNDS, "client_threads": THREADS, "ws_subscribers": SUBSCRIBERS, "ws_subscriptions": subscriptions,
                       "inprocess_tps": round(best_inproc, 1), "rpc_tps": round(best_rpc, 1), "ratio": round(best_rpc / best_inproc, 3), "target_ratio": 0.4,
-                      "round_ratios": [round(r / i, 3) for r, i in zip(rpc_tps, inproc)], "confirmed": min(c for _, c in results)}))
+                      "round_ratios": [round(r / i, 3) for r, i in zip(rpc_tps, inproc)], "confirmed": min(c for _, c in results),
+                      # CPU per transfer: LiteSVM in-process (building and signing included) and
+                      # the node process (HTTP, JSON, group commit, PubSub matching; the client's
+                      # building and signing are not in it). Independent of the machine's load.
+                      "inprocess_cpu_us_per_tx": round(min(INPROCESS_CPU_US)), "node_cpu_us_per_tx": round(min(NODE_CPU_US))}))
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ from .encoding import ACCOUNT_ENCODINGS, data_slice, encode_account
 from .methods_accounts import AccountMethods
 from .node import RpcError
 from .parsing import SYSTEM_PROGRAM
-from .rpcutil import bad, commitment, param, pubkey, signature
+from .rpcutil import bad, commitment, param, signature
 from .store import PendingWrite
 
 logger = logging.getLogger("ledger.localnet.pubsub")

@@ -161,12 +161,27 @@ class Store:
 
     # --- writes ---------------------------------------------------------------------------
     def commit_batch(self, batch: list["PendingWrite"]) -> None:
-        """Persist executed transactions, in execution order, in one SQLite transaction."""
+        """Persist executed transactions, in execution order, in one SQLite transaction.
+
+        An account several transactions of the batch wrote is stored once, in its last
+        state: nothing reads the intermediate ones, the commit is all or nothing."""
         conn = self._conn()
         conn.execute("BEGIN IMMEDIATE")
         try:
+            final: dict[str, StoredAccount | None] = {}
             for item in batch:
+                for acc in item.accounts:
+                    final[acc.pubkey] = acc
+                for pubkey in item.deleted:
+                    final[pubkey] = None
                 self._write(conn, item)
+            conn.executemany(
+                "INSERT INTO accounts(pubkey, lamports, owner, executable, rent_epoch, data) VALUES(?,?,?,?,?,?) "
+                "ON CONFLICT(pubkey) DO UPDATE SET lamports=excluded.lamports, owner=excluded.owner, executable=excluded.executable, "
+                "rent_epoch=excluded.rent_epoch, data=excluded.data",
+                [(acc.pubkey, acc.lamports, acc.owner, int(acc.executable), acc.rent_epoch, acc.data) for acc in final.values() if acc is not None],
+            )
+            conn.executemany("DELETE FROM accounts WHERE pubkey=?", [(pubkey,) for pubkey, acc in final.items() if acc is None])
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -177,15 +192,7 @@ class Store:
 
     @staticmethod
     def _write(conn, item: "PendingWrite") -> None:
-        for acc in item.accounts:
-            conn.execute(
-                "INSERT INTO accounts(pubkey, lamports, owner, executable, rent_epoch, data) VALUES(?,?,?,?,?,?) "
-                "ON CONFLICT(pubkey) DO UPDATE SET lamports=excluded.lamports, owner=excluded.owner, executable=excluded.executable, "
-                "rent_epoch=excluded.rent_epoch, data=excluded.data",
-                (acc.pubkey, acc.lamports, acc.owner, int(acc.executable), acc.rent_epoch, acc.data),
-            )
-        for pubkey in item.deleted:
-            conn.execute("DELETE FROM accounts WHERE pubkey=?", (pubkey,))
+        """One transaction's rows (its accounts: commit_batch)."""
         tx = item.tx
         if tx is not None:
             cur = conn.execute(

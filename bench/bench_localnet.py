@@ -6,7 +6,7 @@ connections and then confirms every signature with getSignatureStatuses, while
 SUBSCRIBERS idle websocket clients stay connected to the node's PubSub port, each holding
 an account, a signature and a logs-mentions subscription that the transfers never touch
 (so the node matches every commit against them, and sends nothing). Prints one JSON line.
-Target (issues 3 and 14): rpc_tps / inprocess_tps >= 0.4.
+Target (issues 3 and 14): rpc_tps / inprocess_tps >= 0.4, the median of paired rounds.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import asyncio
 import base64
 import http.client
 import json
+import statistics
 import sys
 import tempfile
 import threading
@@ -32,10 +33,10 @@ from spl.token.instructions import TransferCheckedParams, transfer_checked  # no
 
 from transactions.localnet.testing import LocalnetProcess  # noqa: E402
 
-N = 3000
+N = 2000
 THREADS = 4
 SUBSCRIBERS = 100
-ROUNDS = 3
+ROUNDS = 5
 
 
 def setup_tokens(send, payer: Keypair, blockhash):
@@ -204,18 +205,18 @@ def _transfers(port: int, n: int) -> tuple[float, int]:
 
 
 def main() -> None:
-    # Rounds alternate the in-process and the RPC measurement; each side's best round is
-    # reported (the machine is shared: the best round is the one least disturbed).
+    # Rounds alternate the in-process and the RPC measurement, so each pair sees the same
+    # machine load (the machine is shared); the ratio reported is the median of the pairs'.
     inproc: list[float] = []
     results, subscriptions = over_rpc(N, SUBSCRIBERS, ROUNDS, between=lambda: inproc.append(inprocess(N)))
     rpc_tps = [tps for tps, _ in results]
-    best_rpc, best_inproc = max(rpc_tps), max(inproc)
+    ratios = sorted(r / i for r, i in zip(rpc_tps, inproc))
     print(json.dumps({"bench": "localnet_transfer_checked", "n": N, "rounds": ROUNDS, "client_threads": THREADS, "ws_subscribers": SUBSCRIBERS, "ws_subscriptions": subscriptions,
-                      "inprocess_tps": round(best_inproc, 1), "rpc_tps": round(best_rpc, 1), "ratio": round(best_rpc / best_inproc, 3), "target_ratio": 0.4,
-                      "round_ratios": [round(r / i, 3) for r, i in zip(rpc_tps, inproc)], "confirmed": min(c for _, c in results),
+                      "inprocess_tps": round(statistics.median(inproc), 1), "rpc_tps": round(statistics.median(rpc_tps), 1),
+                      "ratio": round(statistics.median(ratios), 3), "target_ratio": 0.4, "round_ratios": [round(r, 3) for r in ratios], "confirmed": min(c for _, c in results),
                       # CPU per transfer: LiteSVM in-process (building and signing included) and
                       # the node process (HTTP, JSON, group commit, PubSub matching; the client's
-                      # building and signing are not in it). Independent of the machine's load.
+                      # building and signing are not in it). Far less sensitive to the machine's load.
                       "inprocess_cpu_us_per_tx": round(min(INPROCESS_CPU_US)), "node_cpu_us_per_tx": round(min(NODE_CPU_US))}))
 
 

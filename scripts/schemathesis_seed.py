@@ -93,7 +93,7 @@ def rpc(url: str, method: str, params: list) -> object:
 def airdrop(node_url: str, address: str, lamports: int, timeout: float = 30.0) -> None:
     rpc(node_url, "requestAirdrop", [address, lamports])
     deadline = time.monotonic() + timeout
-    while rpc(node_url, "getBalance", [address])["value"] < lamports:
+    while rpc(node_url, "getBalance", [address, {"commitment": "confirmed"}])["value"] < lamports:
         if time.monotonic() > deadline:
             raise SeedError(f"the airdrop to {address} did not land")
         time.sleep(0.1)

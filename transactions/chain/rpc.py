@@ -27,7 +27,7 @@ from solders.hash import Hash
 from solders.pubkey import Pubkey
 from solders.commitment_config import CommitmentLevel
 from solders.account_decoder import UiAccountEncoding
-from solders.rpc.config import RpcAccountInfoConfig, RpcSendTransactionConfig, RpcTransactionConfig
+from solders.rpc.config import RpcAccountInfoConfig, RpcContextConfig, RpcSendTransactionConfig, RpcTransactionConfig
 from solders.rpc.errors import SendTransactionPreflightFailureMessage
 from solders.rpc.requests import (
     GetAccountInfo, GetHealth, GetRecentPrioritizationFees, GetSlot, GetTransaction, GetVersion, IsBlockhashValid, SendRawTransaction,
@@ -158,8 +158,9 @@ class ChainRpc:
         # Methods solana-py 0.36's Client lacks: the typed solders request over its provider.
         return self._call(self.client._provider.make_request, request, response_type)
 
-    def is_blockhash_valid(self, blockhash: Hash) -> bool:
-        return bool(self._request(IsBlockhashValid(blockhash), IsBlockhashValidResp).value)
+    def is_blockhash_valid(self, blockhash: Hash, commitment: str = "confirmed") -> bool:
+        # A validator's default is `finalized`, whose bank does not hold the newest blockhashes.
+        return bool(self._request(IsBlockhashValid(blockhash, RpcContextConfig(commitment=_LEVELS[commitment])), IsBlockhashValidResp).value)
 
     def balance(self, address: Pubkey, commitment: str = "confirmed") -> int:
         return self._call(self.client.get_balance, address, Commitment(commitment)).value

@@ -333,3 +333,20 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 
 # Queues by task name prefix: tests point them at a queue of their own (tests/conftest.py).
 CELERY_TASK_ROUTES = {"ledger.*": {"queue": CELERY_TASK_DEFAULT_QUEUE}}
+
+# --- Threshold keys: backend FROST players (docs/threshold-signing.md) -------------------
+# The service's own share holders of DKG accounts (privateKeyDetails.dkgKeys
+# useBackendPlayersCodes). Each has its own key-encryption keyring, distinct from the master
+# key: LEDGER_MPC_PLAYER_KEYS_<CODE> (comma-separated base64 keys, current first) or the key
+# file LEDGER_MPC_PLAYER_KEY_DIR/<CODE>.key (embedded mode generates it). The accounts app
+# refuses to start when two players' keys, or a player's and the master key, coincide.
+LEDGER_MPC_BACKEND_PLAYERS = env.list("LEDGER_MPC_BACKEND_PLAYERS", default=["BACKEND_A", "BACKEND_B", "BACKEND_C"] if LEDGER_EMBEDDED else [])
+LEDGER_MPC_PLAYER_KEY_DIR = Path(env("LEDGER_MPC_PLAYER_KEY_DIR", default=str(VAR_DIR / "mpc")))
+LEDGER_MPC_PLAYER_KEYS = {code: env(f"LEDGER_MPC_PLAYER_KEYS_{code}", default="") for code in LEDGER_MPC_BACKEND_PLAYERS}
+LEDGER_MPC_MAX_PLAYERS = env.int("LEDGER_MPC_MAX_PLAYERS", default=16)
+# A key generation or refresh not finished this long after it started fails (naming a
+# player that did not send its part); a signing session (and its unused nonces) ends this
+# long after it opened — as long as a durable nonce keeps a transaction signable.
+LEDGER_MPC_DKG_SESSION_SECONDS = env.int("LEDGER_MPC_DKG_SESSION_SECONDS", default=24 * 3600)
+LEDGER_MPC_SIGNING_SESSION_SECONDS = env.int("LEDGER_MPC_SIGNING_SESSION_SECONDS", default=LEDGER_DURABLE_NONCE_WINDOW_SECONDS)
+CELERY_BEAT_SCHEDULE["threshold-sessions"] = {"task": "ledger.accounts.mpc_sweep", "schedule": 10.0}

@@ -420,11 +420,14 @@ def postprocess(result, generator, request, public):
     identifier = schemas.get("TransactionIdentifierRequest")
     if identifier is not None:
         identifier["anyOf"] = [_given("onchainId", "string"), _given("offchainId", "string")]
-    # Sign Transaction: an off-platform signature is given as signature (or as dkgSigning,
-    # which is refused 400 NOT_SUPPORTED until threshold signing lands): REQUIRED otherwise.
+    # Sign Transaction: an off-platform signature is given as signature or as dkgSigning (a
+    # DKG account's partial signatures): REQUIRED without either, CONFLICTING_FIELDS with both.
     off_platform_signature = schemas.get("OffPlatformSignatureRequest")
     if off_platform_signature is not None:
-        off_platform_signature["anyOf"] = [_given("signature", "string"), _given("dkgSigning", "object")]
+        off_platform_signature["anyOf"] = [
+            {**_given("signature", "string"), "properties": {"signature": {"type": "string", "minLength": 1}, "dkgSigning": {"type": "object", "nullable": True, "enum": [None]}}},
+            {**_given("dkgSigning", "object"), "properties": {"dkgSigning": {"type": "object"}, "signature": _NULL_STRING}},
+        ]
     # Bulk answers: one of the detail levels' shapes, any of them for an empty page;
     # compact and identifiers items carry exactly their fields.
     for name in [n for n in schemas if n.startswith("Bulk") and n.endswith("Page")]:

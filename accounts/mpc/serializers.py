@@ -152,7 +152,7 @@ class DkgRefreshInput(EnvelopeSerializer):
 class SigningOpenItem(StrictSerializer):
     transaction = TransactionIdentifier()
     account = OwnLookupSerializer(help_text="The DKG account whose signature the transaction needs.")
-    mpcPlayerCodes = serializers.ListField(child=MpcPlayerCodeField(), min_length=2, max_length=64, help_text="The players who will sign: at least the key's threshold.")
+    mpcPlayerCodes = serializers.ListField(child=MpcPlayerCodeField(), min_length=1, max_length=64, help_text="The players who will sign: at least the key's threshold (400 INVALID_MPC_PLAYERS).")
 
 
 class SigningOpenInput(EnvelopeSerializer):

@@ -36,7 +36,6 @@ from ..threshold import messages as M
 from ..threshold import signing as S
 from . import keyring
 from .common import invalid, kick, parse, player_may_speak, unseal_key_package
-from .keygen import check_players
 from .models import NonceStatus, SigningNonce, SigningPlayer, SigningSession, SigningStatus, SIGNING_OPEN, ThresholdKey, ThresholdShare
 from .purposes import nonce_purpose, share_purpose_of
 
@@ -73,7 +72,9 @@ def session_open(*, tenant, api_key, transaction, account, codes: list[str]) -> 
         if code not in shares:
             raise LedgerError(f"{code} is not a player of this account's key (its players: {', '.join(sorted(shares))}).",
                               field=f"itemData.mpcPlayerCodes[{index}]", code="UNKNOWN_MPC_PLAYER")
-    check_players(codes, field="itemData.mpcPlayerCodes", fields=[f"itemData.mpcPlayerCodes[{i}]" for i in range(len(codes))])
+    for index, code in enumerate(codes):
+        if code in codes[:index]:
+            raise LedgerError(f"Player {code} is named twice.", field=f"itemData.mpcPlayerCodes[{index}]", code="INVALID_MPC_PLAYERS")
     if len(codes) < key.threshold:
         raise LedgerError(f"This key signs with {key.threshold} players; {len(codes)} chosen.", field="itemData.mpcPlayerCodes", code="INVALID_MPC_PLAYERS")
     with write_phase():

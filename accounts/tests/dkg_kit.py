@@ -37,6 +37,25 @@ def advance(session_id: str) -> str:
     return keygen.keygen_advance(session_pk=DkgSession.unscoped.get(offchain_id=session_id).pk)
 
 
+def backend_done(session_id: str, timeout: float = 30.0) -> None:
+    """Wait until the worker did the backend players' part of the session's current round."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        session = DkgSession.unscoped.get(offchain_id=session_id)
+        players = list(session.players.all())
+        pending = {
+            "ROUND1": any(p.backend and p.round1 is None for p in players) or all(p.round1 is not None for p in players),
+            "ROUND2": any(p.backend and p.round2 is None for p in players) or all(p.round2 is not None for p in players),
+            "FINISHING": any(p.backend and not p.finished for p in players) or all(p.finished for p in players),
+        }.get(session.status, False)
+        if not pending:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"the worker did not do the backend players' part of {session_id} in {timeout}s (status {session.status})")
+
+
 def advance_signing(session_id: str) -> str:
     return sessions.signing_advance(session_pk=SigningSession.unscoped.get(offchain_id=session_id).pk)
 

@@ -144,10 +144,10 @@ class SigningSessionViewSet(TenantScopedViewSet):
     @idempotent
     def open(self, request):
         data = validated(SigningOpenInput, request)["itemData"]
+        account = resolve_own_account(self.tenant, self.cluster, data["account"], field="itemData.account")
         ident = data["transaction"]
         tx = transaction_selectors.transaction_get(queryset=Transaction.objects.for_tenant(self.tenant).filter(cluster=self.cluster),
                                                    onchain_id=ident.get("onchainId"), offchain_id=ident.get("offchainId"))
-        account = resolve_own_account(self.tenant, self.cluster, data["account"], field="itemData.account")
         session = sessions.session_open(tenant=self.tenant, api_key=self.api_key, transaction=tx, account=account, codes=data["mpcPlayerCodes"])
         return self._answer(session, status.HTTP_201_CREATED)
 

@@ -14,7 +14,7 @@ from accounts.models import Account, DkgPlayer, DkgSession, ThresholdKey, Thresh
 from accounts.mpc import keyring
 from accounts.mpc.common import unseal_key_package
 from accounts.mpc.purposes import share_purpose
-from accounts.tests.dkg_kit import DKG, ApiPlayer, advance, create, dkg_account, dkg_item, dkg_status
+from accounts.tests.dkg_kit import DKG, SIGNING, ApiPlayer, advance, create, dkg_account, dkg_item, dkg_status
 from accounts.threshold import dkg as D
 from accounts.threshold import frost
 from accounts.threshold import messages as M
@@ -208,11 +208,34 @@ def test_a_player_bound_to_an_api_key_speaks_only_through_it(tenant, api, api_ke
     assert api.call("post", f"{DKG}/round1", {"itemData": {"sessionId": session_id, "mpcPlayerCode": "CLIENT_X", "package": package}}).status_code == 200
 
 
+def _their_signing_session(other_tenant, other_api) -> str:
+    """A signing session of another organization (its DKG account, a transaction waiting for it)."""
+    from accounts.mpc import sessions
+    from transactions.models import Transaction
+
+    body = create(other_api, dkg_item(("BACKEND_A", "BACKEND_B"))).json()
+    account = Account.unscoped.get(offchain_id=body["newAccount"]["offchainId"])
+    tx = Transaction.objects.for_tenant(other_tenant).create(tenant=other_tenant, cluster="CHAIN_LOCALNET", operation="test", message=b"m", blockhash="h",
+                                                            fee_payer=account.address, required_signers=[account.address], status="PARTIALLY_SIGNED")
+    return sessions.session_open(tenant=other_tenant, api_key=None, transaction=tx, account=account, codes=["BACKEND_A", "BACKEND_B"]).session_id
+
+
 @pytest.mark.django_db
-def test_another_organizations_session_is_like_a_missing_one(api, other_api):
-    session_id = create(other_api, dkg_item(("BACKEND_A",), ["CLIENT_X"])).json()["dkgSession"]["sessionId"]
-    for sid in (session_id, str(uuid.uuid4())):
-        assert_error(api.call("post", f"{DKG}/status", {"itemData": {"sessionId": sid}}), 404, "NOT_FOUND", "itemData.sessionId")
+def test_another_organizations_sessions_are_like_missing_ones(api, other_api, other_tenant):
+    keygen_session = create(other_api, dkg_item(("BACKEND_A",), ["CLIENT_X"])).json()["dkgSession"]["sessionId"]
+    signing_session = _their_signing_session(other_tenant, other_api)
+    player = {"mpcPlayerCode": "CLIENT_X"}
+    cases = [
+        (f"{DKG}/status", {}), (f"{DKG}/round1", {**player, "package": {}}), (f"{DKG}/round2", {**player, "packages": [{}]}),
+        (f"{DKG}/finish", {**player, "publicKeyPackage": {}}),
+    ]
+    for path, item in cases:
+        answers = [api.call("post", path, {"itemData": {"sessionId": sid, **item}}) for sid in (keygen_session, str(uuid.uuid4()))]
+        assert answers[0].status_code == answers[1].status_code == 404 and answers[0].json()["errors"] == answers[1].json()["errors"], (path, answers[0].json())
+    for path, item in ((f"{SIGNING}/status", {}), (f"{SIGNING}/commit", {**player, "commitment": {}})):
+        answers = [api.call("post", path, {"itemData": {"sessionId": sid, **item}}) for sid in (signing_session, str(uuid.uuid4()))]
+        assert answers[0].status_code == answers[1].status_code == 404 and answers[0].json()["errors"] == answers[1].json()["errors"], (path, answers[0].json())
+    assert DkgSession.unscoped.get(offchain_id=keygen_session).players.filter(round1__isnull=False).count() == 0
 
 
 @pytest.mark.django_db
@@ -333,3 +356,53 @@ def test_rotating_a_players_key_rewraps_its_shares_and_retires_the_old_key(api):
         unseal_key_package("BACKEND_A", before["BACKEND_A"].sealed, share_purpose(before["BACKEND_A"])).signing_share
     assert keyring.player_key_retire("BACKEND_A", kid=old_kid) == 1
     assert old_kid not in [keyring.key_id(k) for k in keyring.player_keyring("BACKEND_A")]
+
+
+# --- nonces consumed once (the worker's signing step, without a worker) ------------------------------------
+
+
+@pytest.mark.django_db
+def test_a_consumed_nonce_answers_only_the_package_it_signed(api, tenant):
+    from accounts.mpc import sessions
+    from accounts.mpc.models import SigningNonce, SigningPlayer, SigningSession
+    from accounts.tests.dkg_kit import advance_signing
+    from transactions.models import Transaction
+
+    external = ApiPlayer(3, "CLIENT_X", api)
+    account = Account.unscoped.get(address=dkg_account(api, [external])["account"]["onchainId"])
+    tx = Transaction.objects.for_tenant(tenant).create(tenant=tenant, cluster="CHAIN_LOCALNET", operation="test", message=b"message to sign", blockhash="h",
+                                                      fee_payer=account.address, required_signers=[account.address], status="PARTIALLY_SIGNED")
+    session_id = sessions.session_open(tenant=tenant, api_key=None, transaction=tx, account=account, codes=["BACKEND_A", "CLIENT_X"]).session_id
+    assert advance_signing(session_id) == "COMMITTING"
+    nonce = SigningNonce.objects.get(session__offchain_id=session_id)
+    assert nonce.status == "FRESH" and nonce.sealed and nonce.package_digest == ""
+    package = external.commit_to(session_id)["signingPackage"]
+    assert advance_signing(session_id) == "SIGNING"  # BACKEND_A signed; CLIENT_X's share is awaited
+    nonce.refresh_from_db()
+    session = SigningSession.unscoped.get(offchain_id=session_id)
+    assert nonce.status == "CONSUMED" and nonce.sealed is None and nonce.package_digest == session.package_digest
+    player = SigningPlayer.objects.get(session=session, player_code="BACKEND_A")
+    assert player.signature_share == nonce.signature_share
+    # The step run again (a retry after a crash): the recorded share, nothing signed anew.
+    SigningPlayer.objects.filter(pk=player.pk).update(signature_share="")
+    assert advance_signing(session_id) == "SIGNING"
+    assert SigningPlayer.objects.get(pk=player.pk).signature_share == nonce.signature_share
+    # Another package for the same nonces: refused, the session fails, the nonce keeps its one use.
+    SigningPlayer.objects.filter(pk=player.pk).update(signature_share="")
+    SigningSession.unscoped.filter(pk=session.pk).update(package_digest="00" * 32)
+    assert advance_signing(session_id) == "FAILED"
+    assert "NONCE_ALREADY_USED" in SigningSession.unscoped.get(pk=session.pk).error_message
+    assert SigningNonce.objects.get(pk=nonce.pk).package_digest == session.package_digest
+    assert package["commitments"][0]["hiding"] == nonce.hiding
+
+
+@pytest.mark.django_db
+def test_the_admin_refreshes_a_keys_shares_through_the_service(api, admin_client):
+    address = create(api, dkg_item(("BACKEND_A", "BACKEND_B"))).json()["newAccount"]["onchainId"]
+    key = ThresholdKey.objects.get(account__address=address)
+    page = admin_client.get(f"/admin/accounts/thresholdkey/{key.pk}/change/")
+    assert page.status_code == 200 and "BACKEND_A" in page.content.decode()
+    response = admin_client.post("/admin/accounts/thresholdkey/", {"action": "refresh_shares", "_selected_action": [key.pk]}, follow=True)
+    assert response.status_code == 200 and "shares refreshed (generation 2)" in response.content.decode()
+    key.refresh_from_db()
+    assert key.generation == 2 and M.base58(bytes.fromhex(key.group_public_key)) == address

@@ -11,9 +11,11 @@ import base64
 import re
 import threading
 import time
+from datetime import timedelta
 
 import pytest
 from django.db import connection, transaction as db_transaction
+from django.db.models import F
 from solders.pubkey import Pubkey
 from solders.signature import Signature
 
@@ -25,6 +27,7 @@ from accounts.threshold import messages as M
 from conftest import assert_error
 from positions.tests.test_api_transfer_network_currency import account, result, transfer
 from tests.workers import WebProcess, WorkerProcess, new_queue_name, route_tasks_to, wait_for as wait_until
+from transactions import fee_payers
 from transactions.localnet.testing import free_port
 from transactions.models import Transaction, TransactionEvent
 from transactions.responses import wait_for
@@ -53,9 +56,9 @@ def make_account(api, chain, external: ApiPlayer) -> str:
     return address
 
 
-def held_transfer(api, address: str) -> dict:
+def held_transfer(api, address: str, **envelope) -> dict:
     """A transfer from the DKG account to a managed wallet: PARTIALLY_SIGNED, waiting for the account's signature."""
-    held = result(transfer(api, {"onchainId": address}, account(api), {"lamports": AMOUNT}, wait=False))
+    held = result(transfer(api, {"onchainId": address}, account(api), {"lamports": AMOUNT}, wait=False, **envelope))
     assert held["status"] == "PARTIALLY_SIGNED", held
     return held
 
@@ -230,11 +233,16 @@ def test_a_worker_killed_between_rounds_resumes_without_reusing_a_nonce(api, cel
     try:
         external = ApiPlayer(3, "CLIENT_X", api)
         address = make_account(api, chain, external)
-        held = held_transfer(api, address)
+        fee_payers.nonce_pool_fill(cluster="CHAIN_LOCALNET", target=4)  # stays above the low-water mark: no fill queued
+        held = held_transfer(api, address, svmTransactionConfig={"messageLifetimeStrategy": "DURABLE_NONCE"})
         session_id = open_session(api, held, address, ["BACKEND_A", "CLIENT_X"]).json()["sessionId"]
         until(api, session_id, lambda s: s["players"][0]["committed"], "BACKEND_A's commitment")
         # Round one done for the backend player; the worker dies before round two.
         worker.kill()
+        # A durable nonce keeps the transaction signable: the session stays open for hours.
+        hours = timedelta(hours=6)
+        Transaction.unscoped.filter(offchain_id=held["offchainId"]).update(txn_timestamp=F("txn_timestamp") - hours)
+        SigningSession.unscoped.filter(offchain_id=session_id).update(created_at=F("created_at") - hours)
         nonce = SigningNonce.objects.get(session__offchain_id=session_id, player_code="BACKEND_A")
         assert nonce.status == NonceStatus.FRESH
         external.commit_to(session_id)  # fixes the package; the kick waits in the broker

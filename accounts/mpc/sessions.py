@@ -257,7 +257,8 @@ def signing_advance(*, session_pk: int, steps: int = 32) -> str:
     session waits for an external player or ends. Returns its status."""
     for _ in range(steps):
         with db_transaction.atomic():
-            session = SigningSession.unscoped.select_for_update().select_related("key", "transaction", "account").get(pk=session_pk)
+            # The session's row only (of=self): the transaction and account rows are read, not locked here.
+            session = SigningSession.unscoped.select_for_update(of=("self",)).select_related("key", "transaction", "account").get(pk=session_pk)
             if session.status not in SIGNING_OPEN:
                 return session.status
             tx = session.transaction

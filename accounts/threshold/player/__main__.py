@@ -9,6 +9,11 @@ array of them. Errors print one JSON object on standard error —
 The store is ``--store`` (or $FROST_PLAYER_STORE, default ~/.frost-player); the passphrase
 comes from ``--passphrase-file`` (or $FROST_PLAYER_PASSPHRASE_FILE), else
 $FROST_PLAYER_PASSPHRASE, else a prompt on the terminal.
+
+``api-dkg`` and ``api-sign`` talk to the service (``--api-url`` / $FROST_PLAYER_API_URL, the
+API key from ``--api-key-file`` / $FROST_PLAYER_API_KEY_FILE / $FROST_PLAYER_API_KEY):
+a whole key generation, or a signing session whose Solana message is decoded, checked and
+shown before anything is signed (remote.py, solana_message.py).
 """
 
 from __future__ import annotations

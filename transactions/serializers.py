@@ -1,3 +1,4 @@
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from ledger_project.api.envelope import EnvelopeSerializer, LookupSerializer, StrictBooleanField, StrictCharField, StrictSerializer, StrictUUIDField
@@ -67,9 +68,17 @@ class TransactionDecisionInput(EnvelopeSerializer):
 # --- Sign Transaction, Submit Transaction (docs/transactions.md, "Sign Transaction and Submit Transaction")
 
 
+@extend_schema_field({"type": "string", "pattern": "^[0-9a-f]{64}$"})
+class HexScalarField(serializers.RegexField):
+    """32 bytes as lowercase hex (a FROST signature share)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(r"^[0-9a-f]{64}$", max_length=64, **kwargs)
+
+
 class DkgPartialSignature(StrictSerializer):
     mpcPlayerCode = StrictCharField(max_length=64, help_text="The external player whose share this is (backend players sign by themselves).")
-    partialSignature = serializers.RegexField(r"^[0-9a-f]{64}$", max_length=64, help_text="The player's signature share: 32 bytes, lowercase hex (signatureShare of its frost-signature-share).")
+    partialSignature = HexScalarField(help_text="The player's signature share: 32 bytes, lowercase hex (signatureShare of its frost-signature-share).")
 
 
 class DkgSigning(StrictSerializer):

@@ -21,6 +21,7 @@ from .models import DkgKind, DkgStatus, SigningStatus
 CODE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$"
 
 
+@extend_schema_field({"type": "string", "pattern": CODE_PATTERN, "maxLength": 64})
 class MpcPlayerCodeField(StrictCharField):
     def __init__(self, **kwargs):
         kwargs.setdefault("max_length", 64)

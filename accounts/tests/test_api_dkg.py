@@ -5,10 +5,12 @@ and private-key export refused. Chain effects and signing: transactions/tests/te
 
 from __future__ import annotations
 
+import base64
 import json
 import uuid
 
 import pytest
+from nacl.public import Box, PrivateKey, PublicKey
 
 from accounts.models import Account, DkgPlayer, DkgSession, ThresholdKey, ThresholdShare
 from accounts.mpc import keyring
@@ -162,12 +164,10 @@ def test_a_bad_share_from_the_external_player_fails_the_session_naming_it(api):
     packages = external.dkg_round2(dkg_status(api, session_id)["round1Packages"])
     # Its share for player 1 re-encrypted around another value: decrypts, but not on its commitment.
     state = external.state
-    box_secret = __import__("nacl.public", fromlist=["PrivateKey"]).PrivateKey(state.round1.encryption_secret)
     recipient = next(p for p in state.received.values() if p.identifier == 1)
-    from nacl.public import Box, PublicKey
-
     wrong = D._share_plaintext(D.DKG, 3, 1, frost.polynomial_evaluate(1, [bytes(32)] * 2), state.transcript)
-    packages[0]["encryptedShare"] = __import__("base64").b64encode(bytes(Box(box_secret, PublicKey(recipient.encryption_key)).encrypt(wrong))).decode()
+    box = Box(PrivateKey(state.round1.encryption_secret), PublicKey(recipient.encryption_key))
+    packages[0]["encryptedShare"] = base64.b64encode(bytes(box.encrypt(wrong))).decode()
     assert external.send("round2", sessionId=session_id, packages=packages).status_code == 200
     advance(session_id)
     failed = dkg_status(api, session_id)
@@ -175,7 +175,7 @@ def test_a_bad_share_from_the_external_player_fails_the_session_naming_it(api):
     assert not Account.unscoped.exists() and not ThresholdKey.objects.exists()
     assert not DkgPlayer.objects.filter(sealed_state__isnull=False).exists()
     # A failed session takes no more messages.
-    assert_error(external.send("finish", sessionId=session_id, publicKeyPackage=M.to_json(external.key.public) if external.key else {"type": "x"}), 400)
+    assert_error(external.send("finish", sessionId=session_id, publicKeyPackage={"type": "frost-public-key-package"}), 400, "DKG_SESSION_CLOSED")
 
 
 @pytest.mark.django_db

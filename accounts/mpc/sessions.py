@@ -345,14 +345,28 @@ def _backend_sign(session: SigningSession, player: SigningPlayer) -> None:
 
 @worker_only  # beat and worker start: every tenant's sessions
 def sessions_sweep(*, quiet_seconds: float = 2.0) -> dict:
-    """Resume sessions with backend work left (a worker died, a broker lost a kick), end
-    expired ones, and drop unused nonces past their expiry."""
+    """Sessions to resume — backend work left (a worker died, a broker lost a kick), past
+    their expiry, or whose transaction stopped waiting — and unused nonces past their expiry
+    dropped. Sessions waiting for an external player only are left alone."""
+    from django.db.models import Exists, OuterRef, Q
+
     from .keygen import OPEN
-    from .models import DkgSession
+    from .models import DkgPlayer, DkgSession, DkgStatus
 
     now = timezone.now()
     dropped, _ = SigningNonce.objects.filter(status=NonceStatus.FRESH, expires_at__lte=now).delete()
     quiet = now - timedelta(seconds=quiet_seconds)  # sessions a step just moved are left to their kick
-    signing = list(SigningSession.unscoped.filter(status__in=SIGNING_OPEN, updated_at__lte=quiet).values_list("pk", flat=True))
-    keygen = list(DkgSession.unscoped.filter(status__in=OPEN, updated_at__lte=quiet).values_list("pk", flat=True))
-    return {"signing": signing, "keygen": keygen, "noncesDropped": dropped}
+
+    def players(model, **lookups):
+        return Exists(model.objects.filter(session=OuterRef("pk"), **lookups))
+
+    committing = Q(status=SigningStatus.COMMITTING) & (players(SigningPlayer, backend=True, hiding="") | ~players(SigningPlayer, hiding=""))
+    signing_left = Q(status=SigningStatus.SIGNING) & (players(SigningPlayer, backend=True, signature_share="") | ~players(SigningPlayer, signature_share=""))
+    signing = SigningSession.unscoped.filter(status__in=SIGNING_OPEN, updated_at__lte=quiet).filter(
+        Q(expires_at__lte=now) | ~Q(transaction__status=TransactionStatus.PARTIALLY_SIGNED) | committing | signing_left)
+    rounds = Q()
+    for status, field in ((DkgStatus.ROUND1, "round1__isnull"), (DkgStatus.ROUND2, "round2__isnull")):
+        rounds |= Q(status=status) & (players(DkgPlayer, backend=True, **{field: True}) | ~players(DkgPlayer, **{field: True}))
+    rounds |= Q(status=DkgStatus.FINISHING) & (players(DkgPlayer, backend=True, finished=False) | ~players(DkgPlayer, finished=False))
+    keygen = DkgSession.unscoped.filter(status__in=OPEN, updated_at__lte=quiet).filter(Q(expires_at__lte=now) | rounds)
+    return {"signing": list(signing.values_list("pk", flat=True)), "keygen": list(keygen.values_list("pk", flat=True)), "noncesDropped": dropped}

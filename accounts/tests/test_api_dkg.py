@@ -406,3 +406,18 @@ def test_the_admin_refreshes_a_keys_shares_through_the_service(api, admin_client
     assert response.status_code == 200 and "shares refreshed (generation 2)" in response.content.decode()
     key.refresh_from_db()
     assert key.generation == 2 and M.base58(bytes.fromhex(key.group_public_key)) == address
+
+
+@pytest.mark.django_db
+def test_the_sweep_resumes_sessions_with_backend_work_and_leaves_those_waiting_for_a_player(api):
+    from accounts.mpc import sessions
+
+    waiting = create(api, dkg_item(("BACKEND_A", "BACKEND_B"), ["CLIENT_X"])).json()["dkgSession"]["sessionId"]
+    advance(waiting)  # the backend players' round 1 is done: only CLIENT_X is awaited
+    stuck = create(api, dkg_item(("BACKEND_A", "BACKEND_B"), ["CLIENT_Y"])).json()["dkgSession"]["sessionId"]  # its kick was lost
+    late = create(api, dkg_item(("BACKEND_A", "BACKEND_B"), ["CLIENT_Z"])).json()["dkgSession"]["sessionId"]
+    advance(late)
+    DkgSession.unscoped.filter(offchain_id=late).update(expires_at="2000-01-01T00:00:00Z")
+    found = sessions.sessions_sweep(quiet_seconds=0)
+    pk = {sid: DkgSession.unscoped.get(offchain_id=sid).pk for sid in (waiting, stuck, late)}
+    assert sorted(found["keygen"]) == sorted([pk[stuck], pk[late]])

@@ -369,6 +369,7 @@ def round1_submit(*, session: DkgSession, api_key, code: str, message: dict) -> 
             raise LedgerError("Round 1 of this session is over.", field="itemData.sessionId", code="DKG_SESSION_CLOSED")
         player.round1 = canonical
         player.save(update_fields=["round1"])
+        _promote(session, players)
         kick(_advance_task(), session_pk=session.pk)
     return session
 
@@ -411,11 +412,13 @@ def round2_submit(*, session: DkgSession, api_key, code: str, messages: list[dic
             if player.round2 != canonical:
                 raise _conflict("set of round-2 packages", code)
             return session
+        _promote(session, players)
         if session.status != DkgStatus.ROUND2:
             waiting = ", ".join(p.player_code for p in players if p.round1 is None)
             raise LedgerError(f"Round 2 starts once every round-1 package is in (waiting for {waiting}).", field="itemData.sessionId", code="DKG_ROUND_NOT_OPEN")
         player.round2 = canonical
         player.save(update_fields=["round2"])
+        _promote(session, players)
         kick(_advance_task(), session_pk=session.pk)
     return session
 
@@ -429,6 +432,7 @@ def finish_submit(*, session: DkgSession, api_key, code: str, public_key_package
     with write_phase():
         session, players = _locked(session)
         player = _external(session, players, code, api_key)
+        _promote(session, players)
         if session.status != DkgStatus.FINISHING:
             raise LedgerError("The session's shares are not all sent yet.", field="itemData.sessionId", code="DKG_ROUND_NOT_OPEN")
         if complaint is not None:
@@ -497,6 +501,7 @@ def _step(session: DkgSession, players: list[DkgPlayer]) -> bool:
     """One step (its caller commits it). False: nothing to do until an external player speaks."""
     by_identifier = {p.identifier: p for p in players}
     purpose = dkg_state_purpose
+    _promote(session, players)  # a round completed by a message stored before the promotion existed
     if session.status == DkgStatus.ROUND1:
         todo = next((p for p in players if p.backend and p.round1 is None), None)
         if todo is not None:
@@ -509,9 +514,8 @@ def _step(session: DkgSession, players: list[DkgPlayer]) -> bool:
             todo.sealed_state = seal_key_state(todo, state)
             todo.round1 = M.to_json(state.package)
             todo.save(update_fields=["sealed_state", "round1"])
+            _promote(session, players)
             return True
-        if all(p.round1 is not None for p in players):
-            return _move(session, DkgStatus.ROUND2)
         return False
     if session.status == DkgStatus.ROUND2:
         todo = next((p for p in players if p.backend and p.round2 is None), None)
@@ -525,9 +529,8 @@ def _step(session: DkgSession, players: list[DkgPlayer]) -> bool:
             todo.sealed_state = seal_key_state(todo, state)
             todo.round2 = [M.to_json(p) for p in out]
             todo.save(update_fields=["sealed_state", "round2"])
+            _promote(session, players)
             return True
-        if all(p.round2 is not None for p in players):
-            return _move(session, DkgStatus.FINISHING)
         return False
     todo = next((p for p in players if p.backend and not p.finished), None)
     if todo is not None:
@@ -574,6 +577,15 @@ def _move(session: DkgSession, status: str) -> bool:
     session.status = status
     session.save(update_fields=["status", "updated_at"])
     return True
+
+
+def _promote(session: DkgSession, players) -> None:
+    """The next round opens in the transaction that stores the current round's last message
+    (whoever sends it), so a round is never complete while the session still says otherwise."""
+    if session.status == DkgStatus.ROUND1 and all(p.round1 is not None for p in players):
+        _move(session, DkgStatus.ROUND2)
+    if session.status == DkgStatus.ROUND2 and all(p.round2 is not None for p in players):
+        _move(session, DkgStatus.FINISHING)
 
 
 def _complete(session: DkgSession, players: list[DkgPlayer]) -> None:

@@ -117,3 +117,5 @@ class ManagedKeyAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False
+
+from . import admin_threshold  # noqa: E402,F401  (threshold keys' back-office)

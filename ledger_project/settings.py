@@ -373,3 +373,20 @@ LEDGER_ADMIN_FILTER_CHOICES_SECONDS = env.int("LEDGER_ADMIN_FILTER_CHOICES_SECON
 LEDGER_ADMIN_FEE_PAYER_LOW_LAMPORTS = env.int("LEDGER_ADMIN_FEE_PAYER_LOW_LAMPORTS", default=100_000_000)
 LEDGER_ADMIN_HEARTBEAT_STALE_SECONDS = env.int("LEDGER_ADMIN_HEARTBEAT_STALE_SECONDS", default=60)
 LEDGER_ADMIN_NODE_TIMEOUT_SECONDS = env.float("LEDGER_ADMIN_NODE_TIMEOUT_SECONDS", default=2.0)
+
+# --- Threshold keys: backend FROST players (docs/threshold-signing.md) -------------------
+# The service's own share holders of DKG accounts (privateKeyDetails.dkgKeys
+# useBackendPlayersCodes). Each has its own key-encryption keyring, distinct from the master
+# key: LEDGER_MPC_PLAYER_KEYS_<CODE> (comma-separated base64 keys, current first) or the key
+# file LEDGER_MPC_PLAYER_KEY_DIR/<CODE>.key (embedded mode generates it). The accounts app
+# refuses to start when two players' keys, or a player's and the master key, coincide.
+LEDGER_MPC_BACKEND_PLAYERS = env.list("LEDGER_MPC_BACKEND_PLAYERS", default=["BACKEND_A", "BACKEND_B", "BACKEND_C"] if LEDGER_EMBEDDED else [])
+LEDGER_MPC_PLAYER_KEY_DIR = Path(env("LEDGER_MPC_PLAYER_KEY_DIR", default=str(VAR_DIR / "mpc")))
+LEDGER_MPC_PLAYER_KEYS = {code: env(f"LEDGER_MPC_PLAYER_KEYS_{code}", default="") for code in LEDGER_MPC_BACKEND_PLAYERS}
+LEDGER_MPC_MAX_PLAYERS = env.int("LEDGER_MPC_MAX_PLAYERS", default=16)
+# A key generation or refresh not finished this long after it started fails (naming a
+# player that did not send its part); a signing session (and its unused nonces) ends this
+# long after it opened — as long as a durable nonce keeps a transaction signable.
+LEDGER_MPC_DKG_SESSION_SECONDS = env.int("LEDGER_MPC_DKG_SESSION_SECONDS", default=24 * 3600)
+LEDGER_MPC_SIGNING_SESSION_SECONDS = env.int("LEDGER_MPC_SIGNING_SESSION_SECONDS", default=LEDGER_DURABLE_NONCE_WINDOW_SECONDS)
+CELERY_BEAT_SCHEDULE["threshold-sessions"] = {"task": "ledger.accounts.mpc_sweep", "schedule": 10.0}

@@ -151,6 +151,9 @@ LOOKUPS: dict[tuple[str, str], dict[tuple[str, ...], str | None]] = {
     },
     ("POST", "/api/v1/positions/trade"): {_FEE_PAYER: "funder"},  # legs are arrays: generated lookups stay as they are
     ("POST", "/api/v1/positions/transfer-network-currency"): {_FEE_PAYER: "funder", ("itemData", "source"): "subject", ("itemData", "destination"): "authority"},
+    # Threshold keys: the seeded accounts have no threshold key (400 NOT_A_DKG_ACCOUNT, a rule of the record).
+    ("POST", "/api/v1/accounts/dkg/refresh"): {("itemData", "account"): "subject"},
+    ("POST", "/api/v1/transactions/dkg/open"): {("itemData", "account"): "subject", ("itemData", "transaction"): "transaction"},
     ("POST", "/api/v1/positions/single"): _position_lookup(None),
     ("POST", "/api/v1/positions/single/balance"): _position_lookup(None),
     # Address lookup tables (docs/lookup-tables.md): updates (freeze, deactivate, close: one-way)

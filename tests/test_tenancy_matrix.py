@@ -63,6 +63,16 @@ ENDPOINTS = [
     ("post", "/api/v1/durable-nonce-accounts", lambda lk: {"itemData": {"count": 1, "nonceAuthority": lk}, "svmTransactionConfig": {"feePayer": lk}}),
     ("post", "/api/v1/durable-nonce-accounts/single", lambda lk: {"itemData": {"durableNonceAccount": lk}}),
     ("post", "/api/v1/durable-nonce-accounts/bulk/detailed", None),
+    # Threshold keys (accounts/mpc): sessions are named by sessionId; another organization's session answers like a
+    # missing one in accounts/tests/test_api_dkg.py (test_another_organizations_sessions_are_like_missing_ones).
+    ("post", "/api/v1/accounts/dkg/status", None),
+    ("post", "/api/v1/accounts/dkg/round1", None),
+    ("post", "/api/v1/accounts/dkg/round2", None),
+    ("post", "/api/v1/accounts/dkg/finish", None),
+    ("post", "/api/v1/accounts/dkg/refresh", lambda lk: {"itemData": {"account": lk}}),
+    ("post", "/api/v1/transactions/dkg/open", lambda lk: {"itemData": {"account": lk, "transaction": {"offchainId": str(uuid.uuid4())}, "mpcPlayerCodes": ["BACKEND_A", "BACKEND_B"]}}),
+    ("post", "/api/v1/transactions/dkg/commit", None),
+    ("post", "/api/v1/transactions/dkg/status", None),
 ]
 PUBLIC = {"/api/v1/auth/token"}
 

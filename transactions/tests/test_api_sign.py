@@ -196,10 +196,13 @@ def test_refused_signatures_change_nothing(api, tenant, other_api, chain, celery
         ({"off": [{"account": {"offchainId": destination["offchainId"]}, "signature": forged["signature"]}]}, 400, "NOT_A_SIGNER", "itemData.offPlatformSigning[0].account"),
         # An address the service does not record, without offPlatform: true, names nothing.
         ({"off": [{**signed_by(outsider, held)}]}, 404, "NOT_FOUND", "itemData.offPlatformSigning[0].account"),
-        # Threshold signing comes later: refused, never ignored.
-        ({"off": [{**signed_by(owner, held), "dkgSigning": {"sessionId": "s-1", "partialSignatures": [{"mpcPlayerCode": "P1", "partialSignature": "00"}]}}]},
-         400, "NOT_SUPPORTED", "itemData.offPlatformSigning[0].dkgSigning"),
-        ({"off": [{"account": {"onchainId": str(owner.pubkey())}, "dkgSigning": {"sessionId": "s-1"}}]}, 400, "NOT_SUPPORTED", "itemData.offPlatformSigning[0].dkgSigning"),
+        # dkgSigning (threshold signing, transactions/tests/test_api_sign_dkg.py): not with signature; partial signatures
+        # are for a DKG account's signing session, which this account has none of.
+        ({"off": [{**signed_by(owner, held), "dkgSigning": {"sessionId": "s-1", "partialSignatures": [{"mpcPlayerCode": "P1", "partialSignature": "00" * 32}]}}]},
+         400, "CONFLICTING_FIELDS", "itemData.offPlatformSigning[0].dkgSigning"),
+        ({"off": [{"account": {"onchainId": str(owner.pubkey())}, "dkgSigning": {"sessionId": "s-1"}}]}, 400, "REQUIRED", "itemData.offPlatformSigning[0].dkgSigning.partialSignatures"),
+        ({"off": [{"account": {"onchainId": str(owner.pubkey())}, "dkgSigning": {"sessionId": "s-1", "partialSignatures": [{"mpcPlayerCode": "P1", "partialSignature": "00" * 32}]}}]},
+         400, "NOT_A_DKG_ACCOUNT", "itemData.offPlatformSigning[0].account"),
         ({"off": [{"account": {"onchainId": str(owner.pubkey())}}]}, 400, "REQUIRED", "itemData.offPlatformSigning[0].signature"),
         # onPlatformSigning of an account whose key the service does not hold.
         ({"on": [{"onchainId": str(owner.pubkey())}]}, 403, "SIGNER_NOT_ALLOWED", "itemData.onPlatformSigning[0]"),

@@ -184,7 +184,7 @@ SPECTACULAR_SETTINGS = {
     },
     # PATCH bodies are whole envelopes (itemData required), not partial records.
     "COMPONENT_SPLIT_PATCH": False,
-    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "ledger_project.api.schema.postprocess", "transactions.lookup_tables.schema.postprocess"],
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "ledger_project.api.schema.postprocess", "transactions.lookup_tables.schema.postprocess", "vaults.schema.postprocess"],
 }
 
 # Requests per minute per API key unless the key carries its own limit (docs/api.md).

@@ -71,8 +71,12 @@ class World:
         return call(api, "create-vault", data, wait=wait, request_id=request_id, **self.fee_payer)
 
 
-def world(api, chain: Client, *, payment_version: str = "SPL", loan_kind: str = "LOAN", admin_managed: bool = True, **payment_extra) -> World:
-    issuer = wallet(api)
+def world(api, chain: Client, *, payment_version: str = "SPL", loan_kind: str = "LOAN", admin_managed: bool = True, issuer_key: Keypair | None = None,
+          hook: Pubkey | None = None) -> World:
+    """``issuer_key``: the issuer's key, known to the test; ``hook``: the payment instrument
+    is a Token-2022 mint whose transfer hook is that program."""
+    issuer = wallet(api, issuer_key) if issuer_key is not None else wallet(api)
+    payment_extra = {"transferHookAuthority": issuer, "transferHookProgram": {"onchainId": str(hook), "offPlatform": True}} if hook is not None else {}
     admin_key = Keypair()
     admin = wallet(api, admin_key) if admin_managed else wallet(api, managed=False, address=str(admin_key.pubkey()))
     funder = wallet(api)

@@ -154,6 +154,8 @@ def test_checks_of_the_service(api, other_api, celery_worker_process, chain):
         hidden = call(other_api, "vault-details", lookup, wait=False)
         assert hidden.status_code == 404, hidden.json()
     assert_error(call(api, "vault-details", {"offchainId": "00000000-0000-4000-8000-000000000000"}, wait=False), 404, "NOT_FOUND", "itemData")
+    # Debit API keys of the vault's position need their role.
+    assert_error(loan_w.create(api, tokenDebitApiKeys=["someone"]), 403, "MISSING_ROLE", "itemData.tokenDebitApiKeys")
     # The issuer signs the creation: another authority named is refused before building.
     w2 = world(api, chain)
     assert_error(w2.create(api, loanMintAuthority=w2.lender), 400, "AUTHORITY_MISMATCH", "itemData.loanMintAuthority")

@@ -227,7 +227,7 @@ def _first_deployment(rpc, sender_for, cluster: str, name: str, elf: bytes) -> t
     from accounts.custody import managed_key_generate
 
     with transaction.atomic():
-        row = ProgramDeployment.objects.select_for_update().filter(cluster=cluster, name=name).select_related("program_key", "upgrade_authority_key").first()
+        row = ProgramDeployment.objects.select_for_update(of=("self",)).filter(cluster=cluster, name=name).select_related("program_key", "upgrade_authority_key").first()
         if row is None:
             program_key = managed_key_generate()
             row = ProgramDeployment.objects.create(cluster=cluster, name=name, program_id=program_key.public_key, program_key=program_key, upgrade_authority_key=_authority_key(cluster))

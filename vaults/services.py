@@ -192,7 +192,7 @@ def vault_create(*, tenant, cluster: str, api_key, data: dict, svm_config: dict 
         assert position.address == str(addresses.vault_token) == str(ix.associated_address(addresses.authority, payment))
         account.type = AccountType.FUNDS_TOKEN_ACCOUNT  # spec: the vault is a position of this type
         position_save_new(account, position, field=p)
-        vault = Vault.objects.for_tenant(tenant).select_for_update().filter(pk=existing.pk).first() if existing is not None else None
+        vault = lock_vault(existing.pk, tenant=tenant) if existing is not None else None
         if vault is not None and vault.status in (VaultStatus.PENDING, VaultStatus.ACTIVE):
             raise ConflictError("The organization already has a vault for this loan and payment instrument.", field=p, code="VAULT_EXISTS")
         vault = vault or Vault(tenant=tenant, cluster=cluster)

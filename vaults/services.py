@@ -240,7 +240,8 @@ def _allocate_sequence(tenant, vault: Vault) -> int:
     """The vault's next repayment sequence, handed out under its row lock in its own short
     transaction (before signing: the number is in the signed instruction). A request that
     does not record its transaction leaves a gap, which the program allows; numbers only
-    grow, and past the chain's last (``last_sequence_onchain``)."""
+    grow, and past the chain's last (``last_sequence_onchain``). The write phase records the
+    transaction only if its number is still the last handed out."""
     with db_transaction.atomic():
         locked = _checked(lock_vault(vault.pk, tenant=tenant))
         locked.last_sequence = max(locked.last_sequence, locked.last_sequence_onchain) + 1
@@ -282,6 +283,10 @@ def vault_repayment(*, tenant, cluster: str, api_key, vault: Vault, destination:
     with write_phase(on_abort=prepared.release):
         decision = debit_decision(tenant=tenant, api_key=api_key, kind=TOKEN, source=position.owner, position=position, amount=amount, destination=target.for_limits(), field=FIELD, lock=True)
         locked = _checked(lock_vault(vault.pk, tenant=tenant))
+        if locked.last_sequence != sequence:
+            # A later number was handed out meanwhile (and may have landed): this one would be
+            # stale on chain. Recording only the newest keeps landing order = sequence order.
+            raise ConflictError("Another repayment of this vault was handed a later sequence while this one was being prepared; retry.", field=FIELD, code="OPERATION_IN_PROGRESS")
         repayment = {"sequence": sequence, "amount": str(amount), "destination": target.identifiers}
         tx = _record(locked, prepared, api_key=api_key, request_id=request_id, hold=decision, repayment=repayment, **decision.effects)
         Position.objects.for_tenant(tenant).filter(pk=position.pk).update(last_transaction=tx)

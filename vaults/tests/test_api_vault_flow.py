@@ -15,7 +15,6 @@ from positions.models import Position, PositionStatus
 from positions.tests.movekit import settled, transfer
 from programs.loan_vault import client
 from transactions.models import Transaction
-from transactions.services import transaction_add_signatures
 from vaults.models import Vault, VaultStatus
 
 from .kit import address_of, call, details, landed, token_balance, vault_transactions, world

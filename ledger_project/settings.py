@@ -200,7 +200,7 @@ SPECTACULAR_SETTINGS = {
     },
     # PATCH bodies are whole envelopes (itemData required), not partial records.
     "COMPONENT_SPLIT_PATCH": False,
-    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "ledger_project.api.schema.postprocess", "transactions.lookup_tables.schema.postprocess"],
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "ledger_project.api.schema.postprocess", "transactions.lookup_tables.schema.postprocess", "vaults.schema.postprocess"],
 }
 
 # Requests per minute per API key unless the key carries its own limit (docs/api.md).
@@ -244,6 +244,22 @@ for _item in env.list("LEDGER_CLUSTERS", default=[]):
     if _name.strip() and _url.strip():
         LEDGER_CLUSTERS[_name.strip()] = _url.strip()
 LEDGER_DEFAULT_CLUSTER = env("LEDGER_DEFAULT_CLUSTER", default="CHAIN_LOCALNET")
+# The project's onchain programs per cluster (docs/programs.md, "Program ids"). CHAIN_LOCALNET's
+# are fixed: the embedded node loads them at genesis. Other clusters: either configured here,
+# LEDGER_PROGRAM_IDS="CHAIN_DEVNET.loan_vault=<address>,CHAIN_DEVNET.allowlist_hook=<address>",
+# or recorded by `python manage.py deploy_programs --cluster NAME` (transactions.ProgramDeployment);
+# a configured id wins over a recorded one.
+from programs import LOCALNET_PROGRAM_IDS as _LOCALNET_PROGRAM_IDS, NAMES as _PROGRAM_NAMES  # noqa: E402
+
+LEDGER_PROGRAM_IDS = {"CHAIN_LOCALNET": dict(_LOCALNET_PROGRAM_IDS)}
+for _item in env.list("LEDGER_PROGRAM_IDS", default=[]):
+    _key, _, _address = _item.partition("=")
+    _cluster, _, _program = _key.strip().partition(".")
+    if not (_cluster and _program in _PROGRAM_NAMES and 32 <= len(_address.strip()) <= 44):
+        from django.core.exceptions import ImproperlyConfigured
+
+        raise ImproperlyConfigured(f"LEDGER_PROGRAM_IDS entry {_item!r}: expected CLUSTER.program=address, program one of {', '.join(_PROGRAM_NAMES)}.")
+    LEDGER_PROGRAM_IDS.setdefault(_cluster, {})[_program] = _address.strip()
 LEDGER_RPC_TIMEOUT_SECONDS = env.float("LEDGER_RPC_TIMEOUT_SECONDS", default=10.0)
 # Calls per JSON-RPC batch request (the pump's sends and reads); providers cap batches.
 LEDGER_RPC_BATCH_SIZE = env.int("LEDGER_RPC_BATCH_SIZE", default=100)

@@ -188,6 +188,21 @@ for _fields in LOOKUPS.values():
     if _FEE_PAYER in _fields:
         _fields[("svmTransactionConfig", "durableNonceAccount")] = "nonce"
 
+# Loan remittance vaults (docs/vaults.md): the seeded vault and its whitelisted lender; a
+# creation names the seeded loan with ``instrument`` as payment (another pair than the vault's).
+_VAULTS = "/api/v1/platform-programs/loan-remittance"
+_VAULT_DESTINATION = {("itemData", "destination", "position"): "lenderPosition", ("itemData", "destination", "owner"): "payee"}
+LOOKUPS[("POST", f"{_VAULTS}/create-vault")] = {
+    _FEE_PAYER: "funder", ("svmTransactionConfig", "durableNonceAccount"): "nonce", ("itemData", "loanFinancialInstrument"): "loan",
+    ("itemData", "paymentFinancialInstrument"): "instrument", ("itemData", "admin"): "authority", ("itemData", "loanMintAuthority"): "authority",
+}
+for _operation, _extra in (("update-whitelist", _VAULT_DESTINATION), ("repayment", _VAULT_DESTINATION), ("close-vault", {("itemData", "refundDestination"): "authority"})):
+    LOOKUPS[("POST", f"{_VAULTS}/{_operation}")] = {
+        _FEE_PAYER: "funder", ("svmTransactionConfig", "durableNonceAccount"): "nonce", ("itemData", "vault"): "vault", ("itemData", "admin"): "authority", **_extra,
+    }
+LOOKUPS[("POST", f"{_VAULTS}/vault-details")] = {("itemData",): "vault"}
+FUNDED.add(("POST", f"{_VAULTS}/create-vault"))  # the vault's rent (docs/vaults.md, "Who signs, who pays")
+
 _REQUEST_IDS = uuid.UUID("0b5c4f1e-5d1a-4c59-9a43-7c8e2f3b6a10")  # namespace of derived x-request-ids
 
 

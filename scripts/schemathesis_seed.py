@@ -27,6 +27,14 @@ fuzzed mutation of one does not starve the others:
 - ``nonce``: a durable nonce account of the run's organization (its authority a key the
   service holds), named by ``svmTransactionConfig.durableNonceAccount`` and the nonce
   fetches; nineteen more serve unnamed DURABLE_NONCE requests.
+- ``loan``: a LOAN instrument (SPL, mint authority ``authority``); Create Loan Remittance
+  Vault names it with ``instrument`` as the payment instrument (one creation may succeed,
+  the others are 409 VAULT_EXISTS).
+- ``payment`` / ``vault`` / ``lenderPosition``: an SPL STABLECOIN instrument, the vault of
+  (``loan``, ``payment``) with ``authority`` as admin, holding 10^12 base units (minted into
+  its position), and ``payee``'s position in ``payment``, whitelisted: the vault operations
+  name them. The balance outlasts any generated repayment, so Close keeps failing on the
+  program's preconditions instead of ending the vault.
 
 ``seed(...)`` returns ``{role: {"onchainId", "offchainId", "code"}}`` (instruments also
 ``alId``; ``transaction``: onchainId/offchainId), which the hooks feed into generated lookups
@@ -42,7 +50,8 @@ import urllib.request
 import uuid
 
 #: the records seed() returns, by role (the hooks' LOOKUPS name them)
-ROLES = ("funder", "authority", "subject", "victim", "instrument", "closable", "transaction", "holder", "holding", "payee", "receiving", "lookupTable", "retiringTable", "nonce")
+ROLES = ("funder", "authority", "subject", "victim", "instrument", "closable", "transaction", "holder", "holding", "payee", "receiving", "lookupTable", "retiringTable", "nonce",
+         "loan", "payment", "vault", "lenderPosition")
 AIRDROP_LAMPORTS = 1_000 * 10**9
 SEED_LAMPORTS = 10_000_000
 DONE = ("CONFIRMED", "FINALIZED")
@@ -129,6 +138,33 @@ def _instrument(api: Api, code: str, *, funder: dict, authority: dict, authoriti
     return {**ids, "code": code, "alId": details["alId"]}, landed
 
 
+def _plain_instrument(api: Api, code: str, *, funder: dict, authority: dict, kind: str, decimals: int) -> dict:
+    """An SPL mint of ``kind`` (alId type) whose mint authority is ``authority``."""
+    item = {"version": "SPL", "offchainReferences": {"newAlId": {"financialInstrumentType": kind}}, "mintAuthority": {"offchainId": authority["offchainId"]},
+            "mintAccount": {"offchainReferences": {"code": code, "name": f"schemathesis {code}"}}, "onchainData": {"name": f"Schemathesis {code}", "symbol": "STV", "decimals": decimals}}
+    created = api.call("POST", "financial-instruments", {"itemData": item, "svmTransactionConfig": {"feePayer": {"offchainId": funder["offchainId"]}}})
+    api.wait_landed(created["svmTransaction"])
+    ids = created["newFinancialInstrument"]
+    return {**ids, "code": code, "alId": api.call("POST", "financial-instruments/single", {"itemData": {"offchainId": ids["offchainId"]}})["alId"]}
+
+
+def _vault(api: Api, *, funder: dict, authority: dict, loan: dict, payment: dict, lender: dict) -> dict:
+    """The vault of (loan, payment), admin ``authority``, ``lender`` whitelisted, 10^12 base units in it."""
+    base = "platform-programs/loan-remittance"
+    fee_payer = {"svmTransactionConfig": {"feePayer": {"offchainId": funder["offchainId"]}}}
+    item = {"loanFinancialInstrument": {"offchainId": loan["offchainId"]}, "paymentFinancialInstrument": {"offchainId": payment["offchainId"]},
+            "admin": {"offchainId": authority["offchainId"]}, "capacity": 8}
+    created = api.call("POST", f"{base}/create-vault", {"itemData": item, **fee_payer})
+    api.wait_landed(created["svmTransactionResult"])
+    vault = created["newVault"]
+    whitelisted = api.call("POST", f"{base}/update-whitelist", {"itemData": {"vault": {"offchainId": vault["offchainId"]}, "action": "ADD",
+                                                                             "destination": {"position": {"offchainId": lender["offchainId"]}}}})
+    api.wait_landed(whitelisted["svmTransactionResult"])
+    minted = api.call("POST", "positions/mint", {"itemData": {"position": {"position": {"offchainId": vault["offchainId"]}}, "value": {"lamports": 10**12}}})
+    api.wait_landed(minted["svmTransaction"])
+    return vault
+
+
 def _position(api: Api, code: str, *, funder: dict, owner: dict, instrument: dict) -> dict:
     body = {"itemData": {"owner": {"offchainId": owner["offchainId"]}, "financialInstrument": {"offchainId": instrument["offchainId"]},
                          "offchainReferences": {"code": code, "name": f"schemathesis {code}"}},
@@ -186,5 +222,9 @@ def seed(*, url: str, secret: str, key_name: str, node_url: str) -> dict:
         "retiringTable": _retired(api, _lookup_table(api, funder=funder, authority=authority, components=[subject, holder]), node_url),
         "nonce": nonces["newDurableNonceAccounts"][0],
     }
+    loan = _plain_instrument(api, "ST-LOAN", funder=funder, authority=authority, kind="LOAN", decimals=0)
+    payment = _plain_instrument(api, "ST-PAYMENT", funder=funder, authority=authority, kind="STABLECOIN", decimals=2)
+    lender = _position(api, "ST-LENDING", funder=funder, owner=payee, instrument=payment)
+    records.update(loan=loan, payment=payment, vault=_vault(api, funder=funder, authority=authority, loan=loan, payment=payment, lender=lender), lenderPosition=lender)
     assert tuple(records) == ROLES
     return records

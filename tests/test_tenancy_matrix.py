@@ -73,6 +73,12 @@ ENDPOINTS = [
     ("post", "/api/v1/transactions/dkg/open", lambda lk: {"itemData": {"account": lk, "transaction": {"offchainId": str(uuid.uuid4())}, "mpcPlayerCodes": ["BACKEND_A", "BACKEND_B"]}}),
     ("post", "/api/v1/transactions/dkg/commit", None),
     ("post", "/api/v1/transactions/dkg/status", None),
+    # Loan remittance vaults (docs/vaults.md): another organization's vault answers like a missing one.
+    ("post", "/api/v1/platform-programs/loan-remittance/create-vault", lambda lk: {"itemData": {"loanFinancialInstrument": lk, "paymentFinancialInstrument": lk, "admin": {"onchainId": "11111111111111111111111111111112", "offPlatform": True}}}),
+    ("post", "/api/v1/platform-programs/loan-remittance/update-whitelist", lambda lk: {"itemData": {"vault": lk, "action": "ADD", "destination": {"owner": {"onchainId": "11111111111111111111111111111112", "offPlatform": True}}}}),
+    ("post", "/api/v1/platform-programs/loan-remittance/repayment", lambda lk: {"itemData": {"vault": lk, "destination": {"owner": {"onchainId": "11111111111111111111111111111112", "offPlatform": True}}, "value": {"lamports": 1}}}),
+    ("post", "/api/v1/platform-programs/loan-remittance/close-vault", lambda lk: {"itemData": {"vault": lk}}),
+    ("post", "/api/v1/platform-programs/loan-remittance/vault-details", lambda lk: {"itemData": lk}),
 ]
 PUBLIC = {"/api/v1/auth/token"}
 
@@ -108,6 +114,14 @@ def test_other_tenants_record_is_like_missing_and_unchanged(api, other_tenant, l
         from transactions.tests.factories import AddressLookupTableFactory
 
         theirs, model = AddressLookupTableFactory(tenant=other_tenant), AddressLookupTable
+    elif "/loan-remittance/" in path and not path.endswith("/create-vault"):
+        from vaults.models import Vault
+        from vaults.tests.factories import make_vault
+
+        theirs, model = make_vault(other_tenant), Vault
+    elif path.endswith("/create-vault"):  # the other organization's instruments
+        theirs = FinancialInstrumentFactory(tenant=other_tenant, comments="theirs", al_type="LOAN")
+        model = FinancialInstrument
     else:
         theirs, model = AccountFactory(tenant=other_tenant, comments="theirs"), Account
     before = model.unscoped.values().get(pk=theirs.pk)

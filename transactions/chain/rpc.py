@@ -41,7 +41,7 @@ from solders.transaction_status import TransactionStatus
 
 from ledger_project.api.errors import LedgerError
 
-from .errors import ChainRpcError, ChainUnavailable, SimulationFailed, caller_accounts, failing_account, reason_from_logs
+from .errors import ChainRpcError, ChainUnavailable, caller_accounts, failing_account, simulation_failure
 
 logger = logging.getLogger("ledger.chain")
 
@@ -138,8 +138,7 @@ class ChainRpc:
         except RPCException as exc:
             detail = exc.args[0] if exc.args else exc
             if isinstance(detail, SendTransactionPreflightFailureMessage):
-                logs = list(detail.data.logs or [])
-                raise SimulationFailed(reason_from_logs(logs, detail.data.err), logs=logs, err=detail.data.err) from exc
+                raise simulation_failure(self.cluster, list(detail.data.logs or []), detail.data.err) from exc
             message = getattr(detail, "message", str(detail))
             raise ChainRpcError(f"The RPC endpoint of {self.cluster} answered an error: {message}") from exc
 
@@ -327,8 +326,7 @@ class ChainRpc:
         out: list[Signature | Exception] = []
         for answer in self._batch([SendRawTransaction(raw, config, id=i) for i, raw in enumerate(raws)], SendTransactionResp):
             if isinstance(answer, SendTransactionPreflightFailureMessage):
-                logs = list(answer.data.logs or [])
-                out.append(SimulationFailed(reason_from_logs(logs, answer.data.err), logs=logs, err=answer.data.err))
+                out.append(simulation_failure(self.cluster, list(answer.data.logs or []), answer.data.err))
             elif isinstance(answer, RPCError.__args__):
                 out.append(ChainRpcError(f"The RPC endpoint of {self.cluster} answered an error: {getattr(answer, 'message', answer)}"))
             else:
@@ -341,8 +339,7 @@ class ChainRpc:
         on this cluster."""
         value = self._call(self.client.simulate_transaction, transaction, sig_verify=False).value
         if value.err is not None:
-            logs = list(value.logs or [])
-            exc = SimulationFailed(reason_from_logs(logs, value.err), logs=logs, err=value.err, failing_account=failing_account(transaction, value.err))
+            exc = simulation_failure(self.cluster, list(value.logs or []), value.err, failing_account=failing_account(transaction, value.err))
             logger.info("simulation failed: %s (account %s)", exc.reason, exc.failing_account)
             exc.disclose_to(caller_accounts(tenant=tenant, cluster=self.cluster, candidates=[exc.failing_account]))
             raise exc

@@ -30,7 +30,7 @@ from solders.system_program import TransferParams, transfer
 from solders.transaction import VersionedTransaction
 from solders.transaction_metadata import FailedTransactionMetadata
 
-from . import tokens
+from . import programs, tokens
 from .store import GroupCommit, PendingWrite, Store, StoredAccount, StoredBlock, StoredTransaction
 
 SLOT_SECONDS = 0.4
@@ -137,9 +137,10 @@ class Node:
         if store.meta_get("identity") is None:  # data directories from before getIdentity
             store.meta_set("identity", str(Keypair()))
         self.identity = Keypair.from_base58_string(store.meta_get("identity")).pubkey()
-        for acc in store.accounts():
+        for acc in programs.boot_order(store.accounts()):
             for runtime in self.runtimes:
                 runtime.set_account(Pubkey.from_string(acc.pubkey), Account(acc.lamports, acc.data, Pubkey.from_string(acc.owner), acc.executable, acc.rent_epoch))
+        programs.load_missing(self)  # the project's programs at their fixed ids (genesis)
         # LiteSVM derives each new blockhash from the previous one, starting from the same
         # seed on every boot: skip past every blockhash already handed out so none repeats
         # (a repeat would make a stored durable nonce look current).
@@ -412,7 +413,7 @@ class Node:
     def _mirror(self, runtime, after: dict, writable_keys) -> None:
         """Copy what a transaction wrote into the other runtime."""
         other = self.svm_alt if runtime is self.svm else self.svm
-        for key in writable_keys:
+        for key in programs.executable_last(writable_keys, after):
             acc = after[key]
             other.set_account(key, acc if acc is not None else Account(0, b"", SYSTEM_PROGRAM, False, 0))
 
@@ -433,7 +434,7 @@ class Node:
             acc = after[key]
             if acc is None or (acc.lamports == 0 and not acc.executable):
                 deleted.append(skey)
-            elif not acc.executable:
+            else:  # executable ones too: deployed programs survive a restart
                 changed.append(StoredAccount(skey, acc.lamports, str(acc.owner), acc.executable, acc.rent_epoch, bytes(acc.data)))
         fee, price = self._fee(tx.message)
         record_meta = {

@@ -402,7 +402,7 @@ def test_the_admin_refreshes_a_keys_shares_through_the_service(api, admin_client
     key = ThresholdKey.objects.get(account__address=address)
     page = admin_client.get(f"/admin/accounts/thresholdkey/{key.pk}/change/")
     assert page.status_code == 200 and "BACKEND_A" in page.content.decode()
-    response = admin_client.post("/admin/accounts/thresholdkey/", {"action": "refresh_shares", "_selected_action": [key.pk]}, follow=True)
+    response = admin_client.post("/admin/accounts/thresholdkey/", {"action": "refresh_shares", "_selected_action": [key.pk], "_staff_confirmed": "yes"}, follow=True)
     assert response.status_code == 200 and "shares refreshed (generation 2)" in response.content.decode()
     key.refresh_from_db()
     assert key.generation == 2 and M.base58(bytes.fromhex(key.group_public_key)) == address

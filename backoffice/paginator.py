@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 
 from django.conf import settings
+from django.core.exceptions import EmptyResultSet
 from django.core.paginator import Paginator
 from django.db import connections
 from django.utils.functional import cached_property
@@ -26,7 +27,10 @@ def _estimate(queryset) -> int | None:
             cursor.execute("SELECT reltuples::bigint FROM pg_class WHERE oid = to_regclass(%s)", [connection.ops.quote_name(queryset.model._meta.db_table)])
             row = cursor.fetchone()
         return int(row[0]) if row and row[0] is not None and row[0] >= 0 else None
-    sql, params = queryset.order_by().values("pk").query.sql_with_params()
+    try:
+        sql, params = queryset.order_by().values("pk").query.sql_with_params()
+    except EmptyResultSet:  # a filter that can match nothing (e.g. pk__in=[] from a search)
+        return 0
     with connection.cursor() as cursor:
         cursor.execute(f"EXPLAIN (FORMAT JSON) {sql}", params)
         plan = cursor.fetchone()[0]

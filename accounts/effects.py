@@ -152,3 +152,17 @@ def balances_after(confirmed) -> None:
                 has_history[account.pk] = True
     Account.unscoped.bulk_update(list(dirty.values()), ["lamports_balance", "last_transaction", "last_transaction_at", "updated_at"])
     BalanceSnapshot.objects.bulk_create(snapshots)
+
+
+# --- account.network_event (transactions/network_events.py, docs/webhooks.md) ---------------
+
+from transactions.network_events import WatchedAccount, watched_accounts  # noqa: E402
+
+
+@watched_accounts
+def subscribed_accounts(tenant_ids: set[int]):
+    """Accounts with subscribeToNetworkEvents of ``tenant_ids`` that exist or are being
+    created (the network-event poller, for no tenant: every listening tenant's)."""
+    rows = Account.unscoped.filter(tenant_id__in=tenant_ids, subscribe_to_network_events=True, status__in=[AccountStatus.PENDING, AccountStatus.ACTIVE])
+    for tenant_id, cluster, address, offchain_id, updated_at in rows.values_list("tenant_id", "cluster", "address", "offchain_id", "updated_at").iterator():
+        yield WatchedAccount(tenant_id=tenant_id, cluster=cluster, address=address, offchain_id=str(offchain_id), since=updated_at)

@@ -13,6 +13,10 @@ export LEDGER_EMBEDDED=1
 # Convenience of `make run` only (docs/accounts.md, "Who pays"): on the local node, seeds
 # and rent without a funding account are paid from an airdrop, never the platform fee payer.
 export LEDGER_LOCALNET_AIRDROP_FUNDING=${LEDGER_LOCALNET_AIRDROP_FUNDING:-true}
+# Webhook receivers on this machine (docs/webhooks.md, Safety): http and loopback are allowed
+# for `make run` only; production calls https endpoints on public addresses.
+export LEDGER_OUTBOUND_ALLOW_HTTP=${LEDGER_OUTBOUND_ALLOW_HTTP:-true}
+export LEDGER_OUTBOUND_ALLOWED_NETWORKS=${LEDGER_OUTBOUND_ALLOWED_NETWORKS:-127.0.0.0/8,::1/128}
 
 pids=()
 cleanup() {

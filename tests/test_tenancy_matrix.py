@@ -14,6 +14,11 @@ from conftest import assert_error
 from instruments.models import FinancialInstrument
 from instruments.tests.factories import FinancialInstrumentFactory
 
+def _webhook(lookup: dict) -> dict:
+    """A webhook is named by offchainId only."""
+    return {"offchainId": lookup.get("offchainId") or str(uuid.uuid4())}
+
+
 # (method, path, body builder given a lookup of the target record, or None for no target)
 ENDPOINTS = [
     ("post", "/api/v1/auth/whoami", None),
@@ -50,6 +55,13 @@ ENDPOINTS = [
     ("post", "/api/v1/positions/burn", lambda lk: {"itemData": {"position": {"position": lk}, "value": {"lamports": 1}}}),
     ("post", "/api/v1/positions/transfer", lambda lk: {"itemData": {"source": {"position": lk}, "destination": {"position": lk}, "value": {"lamports": 1}}}),
     ("post", "/api/v1/positions/trade", lambda lk: {"itemData": {"legs": [{"source": {"position": lk}, "destination": {"position": lk}, "value": {"lamports": 1}}] * 2}}),
+    # Webhooks (docs/webhooks.md): the target is a webhook subscription.
+    ("post", "/api/v1/webhooks", None),
+    ("patch", "/api/v1/webhooks", lambda lk: {"itemData": {"webhook": _webhook(lk), "status": "DISABLED"}}),
+    ("post", "/api/v1/webhooks/single", lambda lk: {"itemData": _webhook(lk)}),
+    ("post", "/api/v1/webhooks/single/signing-secret", lambda lk: {"itemData": _webhook(lk)}),
+    ("post", "/api/v1/webhooks/bulk/detailed", None),
+    ("post", "/api/v1/webhooks/replay", lambda lk: {"itemData": {"webhook": _webhook(lk), "fromTime": "2020-01-01T00:00:00Z", "toTime": "2030-01-01T00:00:00Z"}}),
 ]
 PUBLIC = {"/api/v1/auth/token"}
 
@@ -80,6 +92,12 @@ def test_other_tenants_record_is_like_missing_and_unchanged(api, other_tenant, l
     if "/financial-instruments" in path:
         theirs = FinancialInstrumentFactory(tenant=other_tenant, comments="theirs")
         model = FinancialInstrument
+    elif "/webhooks" in path:
+        from transactions.models import WebhookSubscription
+        from transactions.webhooks import webhook_create
+
+        theirs = webhook_create(tenant=other_tenant, cluster="CHAIN_LOCALNET", data={"name": "theirs", "endpointUrl": "https://hooks.example/theirs", "eventTypes": ["transaction.post_submit"]})
+        model = WebhookSubscription
     else:
         theirs, model = AccountFactory(tenant=other_tenant, comments="theirs"), Account
     before = model.unscoped.values().get(pk=theirs.pk)

@@ -220,3 +220,9 @@ class PumpLease(models.Model):
 
     def __str__(self) -> str:
         return f"{self.cluster} pump ({self.holder or 'idle'})"
+
+
+# Webhooks (docs/webhooks.md): a module of their own, imported here so Django registers them.
+from .webhook_models import (  # noqa: E402,F401
+    DeliveryStatus, NetworkEventCursor, WebhookAttempt, WebhookEvent, WebhookEventType, WebhookSource, WebhookStatus, WebhookSubscription,
+)

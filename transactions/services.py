@@ -277,8 +277,13 @@ def _pubkey_of(managed_key) -> Pubkey:
 
 
 def _submit_on_commit(tx: Transaction) -> None:
+    """``tx`` is now due for submission (SIGNED, to be submitted): in the database
+    transaction that made it so, its transaction.pre_submit events (built and signed, before
+    any node sees it: docs/webhooks.md); after the commit, the pump."""
+    from . import outbox
     from .pump import pump_kick
 
+    outbox.transaction_events([tx], outbox.WebhookEventType.PRE_SUBMIT)
     cluster = tx.cluster
 
     def kick() -> None:
@@ -332,14 +337,15 @@ def transaction_release(*, transaction: Transaction, approved: bool = False) -> 
     ``approved`` (only ``transaction_approve`` passes it: the decision is recorded there),
     a PENDING_APPROVAL one."""
     statuses = [TransactionStatus.SIGNED, TransactionStatus.PENDING_APPROVAL] if approved else [TransactionStatus.SIGNED]
-    updated = Transaction.objects.for_tenant(transaction.tenant).filter(pk=transaction.pk, status__in=statuses).update(
-        status=TransactionStatus.SIGNED, submit_when_signed=True, approval_required=False, error_message="", updated_at=timezone.now()
-    )
-    if not updated:
-        what = "SIGNED or PENDING_APPROVAL" if approved else "held SIGNED (PENDING_APPROVAL ones are approved)"
-        raise LedgerError(f"Only {what} transactions can be submitted.", code="INVALID_TRANSACTION_STATE")
-    transaction.refresh_from_db()
-    _submit_on_commit(transaction)
+    with db_transaction.atomic():  # the release and its pre_submit events commit together
+        updated = Transaction.objects.for_tenant(transaction.tenant).filter(pk=transaction.pk, status__in=statuses).update(
+            status=TransactionStatus.SIGNED, submit_when_signed=True, approval_required=False, error_message="", updated_at=timezone.now()
+        )
+        if not updated:
+            what = "SIGNED or PENDING_APPROVAL" if approved else "held SIGNED (PENDING_APPROVAL ones are approved)"
+            raise LedgerError(f"Only {what} transactions can be submitted.", code="INVALID_TRANSACTION_STATE")
+        transaction.refresh_from_db()
+        _submit_on_commit(transaction)
     return transaction
 
 
@@ -368,6 +374,13 @@ def _finish(tx: Transaction, status: str, *, unless_moved: Q | None = None, also
             return False
         NonceAccount.objects.filter(leased_by_id=tx.pk).update(leased_by=None, leased_at=None)
         _event(tx, status, **{k: v for k, v in fields.items() if k in ("error_message",)})
+        if tx.status == TransactionStatus.SUBMITTED or tx.submitted_at is not None:
+            # It was handed to the network: its post_submit events say how it ended (webhooks).
+            from . import outbox
+
+            for name, value in {"status": status, **fields}.items():
+                setattr(tx, name, value)
+            outbox.transaction_events([tx], outbox.WebhookEventType.POST_SUBMIT)
         if also is not None:
             also(tx)
         # Undo what the operation recorded ahead (e.g. a PENDING account): once.

@@ -515,11 +515,16 @@ def postprocess(result, generator, request, public):
         # Onboarding (alreadyOnchain) takes the owner's associated token account (CONFLICTING_FIELDS).
         initialize_position.setdefault("allOf", []).append({"anyOf": [{"properties": {"alreadyOnchain": {"type": "boolean", "enum": [False]}}},
                                                                       {"properties": {"associated": {"type": "boolean", "enum": [True]}}}]})
-    webhook = schemas.get("WebhookRequest")
-    if webhook is not None:
-        # One way to authenticate to the endpoint, not both (CONFLICTING_FIELDS).
-        _none = {"nullable": True, "enum": [None]}
-        webhook.setdefault("allOf", []).append({"anyOf": [{"properties": {"apiKeyAuthConfig": _none}}, {"properties": {"oauth2AuthConfig": _none}}]})
+    for name in ("WebhookRequest", "CreateWebhookItemRequest", "UpdateWebhookItemRequest"):
+        webhook = schemas.get(name)
+        if webhook is not None:
+            # One way to authenticate to the endpoint, not both (CONFLICTING_FIELDS).
+            _none = {"nullable": True, "enum": [None]}
+            webhook.setdefault("allOf", []).append({"anyOf": [{"properties": {"apiKeyAuthConfig": _none}}, {"properties": {"oauth2AuthConfig": _none}}]})
+    # The payloads the service sends (SPECTACULAR_SETTINGS["WEBHOOKS"]): OpenAPI 3.0 has no
+    # webhooks section (3.1 does), so they are published as the x-webhooks extension.
+    if "webhooks" in result and not str(result.get("openapi", "")).startswith(("3.1", "3.2")):
+        result["x-webhooks"] = result.pop("webhooks")
     # ElGamal public keys are 32 bytes, a decryptable supply 36 bytes, base64-encoded (INVALID).
     base64_sizes = {"ConfidentialTransferRequest": {"auditorElgamalPubkey": 32}, "ConfidentialMintBurnRequest": {"supplyElgamalPubkey": 32, "decryptableSupply": 36}}
     for name, fields in base64_sizes.items():

@@ -246,7 +246,7 @@ LEDGER_WEBHOOK_CLAIM_SECONDS = env.float("LEDGER_WEBHOOK_CLAIM_SECONDS", default
 # Deliveries in flight at once in a delivery loop (one loop runs at a time: its lease).
 LEDGER_WEBHOOK_DELIVERY_THREADS = env.int("LEDGER_WEBHOOK_DELIVERY_THREADS", default=16)
 LEDGER_WEBHOOK_IDLE_SECONDS = env.float("LEDGER_WEBHOOK_IDLE_SECONDS", default=3.0)  # nothing due this long: the loop stops
-LEDGER_WEBHOOK_RUN_SECONDS = env.float("LEDGER_WEBHOOK_RUN_SECONDS", default=60.0)  # one task's run; then a fresh task carries on
+LEDGER_WEBHOOK_RUN_SECONDS = env.float("LEDGER_WEBHOOK_RUN_SECONDS", default=20.0)  # one task's run; then a fresh task carries on
 # After a signing-secret rotation the previous secret also signs for this long.
 LEDGER_WEBHOOK_SECRET_OVERLAP_SECONDS = env.int("LEDGER_WEBHOOK_SECRET_OVERLAP_SECONDS", default=24 * 3600)
 # Off: events are still recorded, nothing is sent (scripts/schemathesis_run.py: generated

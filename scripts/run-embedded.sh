@@ -33,7 +33,9 @@ for _ in $(seq 1 100); do
   sleep 0.2
 done
 
-$BIN/celery -A ledger_project worker --beat --schedule var/celerybeat-schedule --concurrency 2 --loglevel INFO >>var/log/worker.log 2>&1 &
+# Concurrency 3: while traffic flows, the transaction pump and the webhook delivery loop each
+# hold a slot; the third runs the periodic tasks (network-event polls, reconciliation).
+$BIN/celery -A ledger_project worker --beat --schedule var/celerybeat-schedule --concurrency 3 --loglevel INFO >>var/log/worker.log 2>&1 &
 pids+=($!)
 
 $BIN/python manage.py bootstrap_demo

@@ -79,14 +79,22 @@ def claim(limit: int) -> list[WebhookEvent]:
     """Take up to ``limit`` due events, oldest due first, the head of each (subscription,
     subject) only; they are DELIVERING until the claim lapses."""
     at = now()
+    if not _due(at):
+        return []  # a read, no write transaction: idle polls take no write lock (SQLite)
     token = uuid.uuid4().hex
     earlier = WebhookEvent.unscoped.filter(subscription_id=OuterRef("subscription_id"), subject=OuterRef("subject"), pk__lt=OuterRef("pk"), status__in=OPEN)
     with db_transaction.atomic():
-        due = (WebhookEvent.unscoped.filter(status__in=OPEN, next_attempt_at__lte=at, subscription__status=WebhookStatus.ACTIVE)
-               .exclude(Exists(earlier)).order_by("next_attempt_at", "pk"))
-        # Row locks (PostgreSQL; SQLite runs one writer at a time): two loops never claim one
-        # event, and neither waits for the other's.
-        ids = list(due.select_for_update(skip_locked=True, of=("self",)).values_list("pk", flat=True)[:limit])
+        ids: list[int] = []
+        # Lapsed claims first (rare), then what is due; one status at a time, so the index
+        # (status, next_attempt_at) gives the rows in due order and the LIMIT stops the scan.
+        for status in (DeliveryStatus.DELIVERING, DeliveryStatus.PENDING):
+            due = (WebhookEvent.unscoped.filter(status=status, next_attempt_at__lte=at, subscription__status=WebhookStatus.ACTIVE)
+                   .exclude(Exists(earlier)).order_by("next_attempt_at", "pk"))
+            # Row locks (PostgreSQL; SQLite runs one writer at a time): two loops never claim
+            # one event, and neither waits for the other's.
+            ids += due.select_for_update(skip_locked=True, of=("self",)).values_list("pk", flat=True)[:limit - len(ids)]
+            if len(ids) >= limit:
+                break
         if not ids:
             return []
         WebhookEvent.unscoped.filter(pk__in=ids, status__in=OPEN, next_attempt_at__lte=at).update(
@@ -344,9 +352,13 @@ def deliver_due(limit: int = 100) -> list[Outcome]:
     return outcomes
 
 
-@worker_only  # the watch: every tenant's events
+@worker_only  # the loop and the watch: every tenant's events
+def _due(at: datetime) -> bool:
+    return WebhookEvent.unscoped.filter(status__in=OPEN, next_attempt_at__lte=at, subscription__status=WebhookStatus.ACTIVE).exists()
+
+
 def delivery_needed() -> bool:
-    return WebhookEvent.unscoped.filter(status__in=OPEN, next_attempt_at__lte=now(), subscription__status=WebhookStatus.ACTIVE).exists()
+    return _due(now())
 
 
 def delivery_kick() -> None:
@@ -358,22 +370,34 @@ def delivery_kick() -> None:
         deliver_webhooks.delay()
 
 
-_POLL = 0.05  # seconds between claims when the last one found less than it could take
+_POLL = 0.025  # seconds between claims (a read when nothing is due) when the last one found less than it could take
 _FLUSH = 0.05  # seconds outcomes wait to be recorded together
+_HELD = 4  # events claimed and not yet recorded, per thread: the pool's queue stays fed
+
+
+def _send_claimed(event: WebhookEvent, claimed: float) -> Outcome | None:
+    """``send``, unless the event waited in the pool's queue so long that its claim could
+    lapse before the attempt ends (slow endpoints ahead of it): then it is left to lapse and
+    be claimed again, never sent by two loops at once."""
+    budget = settings.LEDGER_WEBHOOK_CLAIM_SECONDS - (event.subscription.timeout_seconds or settings.LEDGER_WEBHOOK_TIMEOUT_SECONDS) - 5
+    if time.monotonic() - claimed > budget:
+        return None
+    return send(event)
 
 
 def delivery_run(*, holder: str, run_seconds: float | None = None) -> bool:
-    """Deliver while holding the ``@webhooks`` lease: claim as slots free up, send in the
-    pool, record in batches; stop after LEDGER_WEBHOOK_IDLE_SECONDS with nothing due or
-    ``run_seconds`` (LEDGER_WEBHOOK_RUN_SECONDS). Returns whether work is left for another
-    run (looked for after the lease is released, so a commit that saw the lease live is
-    never missed)."""
+    """Deliver while holding the ``@webhooks`` lease: claim in batches while the pool's queue
+    runs low, send LEDGER_WEBHOOK_DELIVERY_THREADS at a time, record outcomes in batches;
+    stop after LEDGER_WEBHOOK_IDLE_SECONDS with nothing due or ``run_seconds``
+    (LEDGER_WEBHOOK_RUN_SECONDS). Returns whether work is left for another run (looked for
+    after the lease is released, so a commit that saw the lease live is never missed)."""
     from .pump import lease_release, lease_take
 
     if not settings.LEDGER_WEBHOOK_DELIVERY_ENABLED or not lease_take(LEASE, holder):
         return False
     run_seconds = settings.LEDGER_WEBHOOK_RUN_SECONDS if run_seconds is None else run_seconds
     slots = max(1, settings.LEDGER_WEBHOOK_DELIVERY_THREADS)
+    held = slots * _HELD
     pool = _executor()
     in_flight: set[Future] = set()
     outcomes: list[Outcome] = []
@@ -389,18 +413,19 @@ def delivery_run(*, holder: str, run_seconds: float | None = None) -> bool:
                     running = False
                 renewed = clock
             claimed = []
-            if running and len(in_flight) < slots and clock >= next_claim:
-                claimed = claim(slots - len(in_flight))
-                in_flight |= {pool.submit(send, event) for event in claimed}
-                next_claim = clock if claimed and len(in_flight) >= slots else clock + _POLL
+            if running and len(in_flight) <= held // 2 and clock >= next_claim:
+                want = held - len(in_flight)
+                claimed = claim(want)
+                in_flight |= {pool.submit(_send_claimed, event, clock) for event in claimed}
+                next_claim = clock if len(claimed) == want else clock + _POLL
             if in_flight:
-                done, in_flight = wait(in_flight, timeout=_POLL / 2, return_when=FIRST_COMPLETED)
-                outcomes += [future.result() for future in done]
+                done, in_flight = wait(in_flight, timeout=0.01, return_when=FIRST_COMPLETED)
+                outcomes += [o for o in (future.result() for future in done) if o is not None]
             elif not running:
                 break
             else:
                 time.sleep(max(0.0, min(_POLL, next_claim - time.monotonic())))
-            if outcomes and (len(outcomes) >= 64 or time.monotonic() - flushed >= _FLUSH or not in_flight):
+            if outcomes and (len(outcomes) >= slots * 2 or time.monotonic() - flushed >= _FLUSH or not in_flight):
                 record(outcomes)
                 outcomes, flushed = [], time.monotonic()
             if claimed or in_flight:
@@ -410,7 +435,7 @@ def delivery_run(*, holder: str, run_seconds: float | None = None) -> bool:
                 if time.monotonic() - idle_since >= settings.LEDGER_WEBHOOK_IDLE_SECONDS:
                     break
     finally:
-        outcomes += [future.result() for future in in_flight]  # bounded by the webhooks' timeouts
+        outcomes += [o for o in (future.result() for future in in_flight) if o is not None]  # bounded by the webhooks' timeouts
         record(outcomes)
         lease_release(LEASE, holder)
     return delivery_needed()

@@ -382,7 +382,8 @@ def postprocess(result, generator, request, public):
             node.pop("maxLength", None)
     # URLs the service calls: https, no credentials; the host must resolve to public addresses
     # only (ledger_project/outbound.py) — a fact of DNS, not of the body: format outbound-url.
-    for node in _walk(schemas):
+    # (Request bodies only: an answer shows what was stored, an http URL of `make run` included.)
+    for node in _walk({name: schema for name, schema in schemas.items() if name.endswith("Request")}):
         for name in ("endpointUrl", "accessTokenUrl"):
             prop = (node.get("properties") or {}).get(name) if isinstance(node.get("properties"), dict) else None
             if isinstance(prop, dict) and prop.get("type") == "string":

@@ -111,7 +111,7 @@ def test_api_key_delivery_is_signed_with_the_webhooks_secret_and_carries_the_eve
     assert payload["id"] == got.event_id == str(event.event_id) and payload["type"] == "transaction.post_submit" == got.headers["x-ledger-event-type"]
     assert payload["tenantOrganizationId"] == "ACME" and payload["svmCluster"] == "CHAIN_LOCALNET" and payload["occurredAt"].endswith("Z")
     result = payload["data"]["transaction"]
-    assert result["offchainId"] == str(tx.offchain_id) and result["status"] == "SUBMITTED" and result["onchainId"] == tx.onchain_id and result["success"] is True
+    assert result["offchainId"] == str(tx.offchain_id) and result["status"] == "FINALIZED" and result["onchainId"] == tx.onchain_id and result["success"] is True
     assert payload["data"]["operation"] == "positions.transfer_network_currency"
     assert got.headers["x-ledger-webhook-id"] == str(sub.offchain_id) and got.headers["x-ledger-delivery-attempt"] == "1"
     event.refresh_from_db()
@@ -297,4 +297,4 @@ def test_events_reach_instrument_webhooks_only_for_transactions_naming_the_mint(
                                              hooks=[{"name": f"hook-{inst.pk}", "endpointUrl": "http://127.0.0.1:9/x"}])
     events = emit([tx], WebhookEventType.PRE_SUBMIT)
     assert [e.subscription.instrument_address for e in events] == [str(named)]
-    assert json.loads(events[0].body)["data"]["transaction"]["status"] == "SUBMITTED"
+    assert json.loads(events[0].body)["data"]["transaction"]["status"] == "FINALIZED"

@@ -68,6 +68,7 @@ class _LocalServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # answer in one segment: no delayed-ACK stall
 
             def log_message(self, *args):
                 pass
@@ -204,7 +205,8 @@ def subscribe(tenant, url: str, **data):
 
 
 def recorded_transaction(tenant):
-    """A SUBMITTED Transaction row with a real message (a transfer), nothing on chain."""
+    """A FINALIZED Transaction row with a real message (a transfer), nothing on chain: a
+    terminal status, so no pump of the test's workers follows it."""
     from solders.hash import Hash
     from solders.keypair import Keypair
     from solders.message import Message
@@ -215,7 +217,7 @@ def recorded_transaction(tenant):
     payer = Keypair()
     message = Message([transfer(TransferParams(from_pubkey=payer.pubkey(), to_pubkey=Keypair().pubkey(), lamports=1))], payer.pubkey())
     return Transaction.unscoped.create(tenant=tenant, cluster="CHAIN_LOCALNET", operation="positions.transfer_network_currency", message=bytes(message),
-                                       blockhash=str(Hash.default()), fee_payer=str(payer.pubkey()), status=TransactionStatus.SUBMITTED,
+                                       blockhash=str(Hash.default()), fee_payer=str(payer.pubkey()), status=TransactionStatus.FINALIZED,
                                        onchain_id=str(Keypair().sign_message(b"x")), required_signers=[str(payer.pubkey())])
 
 

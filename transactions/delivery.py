@@ -260,9 +260,10 @@ def _headers(event: WebhookEvent, material: Material, number: int, at: datetime,
     return headers
 
 
-def send(event: WebhookEvent) -> Outcome:
+def send(event: WebhookEvent, *, not_after: float | None = None) -> Outcome:
     """One attempt, never raising: the answer (status, the first bytes of its body) or why
-    there was none. The subscription's timeout bounds the whole attempt (token included)."""
+    there was none. The subscription's timeout bounds the whole attempt (token included),
+    and so does ``not_after`` (monotonic: the claim's lapse, which no attempt outlives)."""
     import httpx
 
     from accounts.custody import CustodyError
@@ -273,6 +274,8 @@ def send(event: WebhookEvent) -> Outcome:
     at = now()
     begun = time.monotonic()
     deadline = begun + (sub.timeout_seconds or settings.LEDGER_WEBHOOK_TIMEOUT_SECONDS)
+    if not_after is not None:
+        deadline = min(deadline, not_after)
     status, error, excerpt = None, "", ""
     try:
         material = _material(sub)
@@ -346,8 +349,9 @@ def record(outcomes: list[Outcome]) -> None:
 def deliver_due(limit: int = 100) -> list[Outcome]:
     """One pass: claim up to ``limit`` due events, send them concurrently, record the
     outcomes (tests, operators; the loop pipelines the same steps)."""
+    claimed = time.monotonic()
     events = claim(limit)
-    outcomes = list(_executor().map(send, events))
+    outcomes = [o for o in _executor().map(lambda event: _send_claimed(event, claimed), events) if o is not None]
     record(outcomes)
     return outcomes
 
@@ -376,13 +380,14 @@ _HELD = 4  # events claimed and not yet recorded, per thread: the pool's queue s
 
 
 def _send_claimed(event: WebhookEvent, claimed: float) -> Outcome | None:
-    """``send``, unless the event waited in the pool's queue so long that its claim could
-    lapse before the attempt ends (slow endpoints ahead of it): then it is left to lapse and
-    be claimed again, never sent by two loops at once."""
-    budget = settings.LEDGER_WEBHOOK_CLAIM_SECONDS - (event.subscription.timeout_seconds or settings.LEDGER_WEBHOOK_TIMEOUT_SECONDS) - 5
-    if time.monotonic() - claimed > budget:
+    """``send`` within what is left of the event's claim (a second ahead of its lapse), so
+    an attempt never outlives its claim and the event is never sent by two loops at once;
+    one that waited in the pool's queue (slow endpoints ahead of it) until too little is
+    left is not sent: its claim lapses and it is claimed again."""
+    not_after = claimed + settings.LEDGER_WEBHOOK_CLAIM_SECONDS - 1.0
+    if not_after - time.monotonic() < 1.0:
         return None
-    return send(event)
+    return send(event, not_after=not_after)
 
 
 def delivery_run(*, holder: str, run_seconds: float | None = None) -> bool:

@@ -151,6 +151,8 @@ def webhook_update(*, tenant, subscription: WebhookSubscription, changes: dict) 
     if changes.get("status") is not None:
         sub.status = changes["status"]
         sub.status_reason = "" if sub.status == WebhookStatus.ACTIVE else "Disabled through the API."
+        if sub.status == WebhookStatus.ACTIVE:
+            _kick_on_commit()  # what waited while it was disabled is due
     if changes.get("rotateSigningSecret"):
         _rotate(sub)
     sub.save()
@@ -179,6 +181,8 @@ def webhook_set_status(*, subscription: WebhookSubscription, status: str, reason
     """Enable or disable (the admin's actions; the API goes through webhook_update)."""
     WebhookSubscription.objects.for_tenant(subscription.tenant).filter(pk=subscription.pk).exclude(status=WebhookStatus.REMOVED).update(
         status=status, status_reason=reason, updated_at=timezone.now())
+    if status == WebhookStatus.ACTIVE:
+        _kick_on_commit()
     subscription.refresh_from_db()
     return subscription
 

@@ -420,7 +420,15 @@ def delivery_run(*, holder: str, run_seconds: float | None = None) -> bool:
             claimed = []
             if running and len(in_flight) <= held // 2 and clock >= next_claim:
                 want = held - len(in_flight)
-                claimed = claim(want)
+                if outcomes:
+                    # One write transaction for both: on SQLite every one queues for the
+                    # single write lock behind requests and the pump.
+                    with db_transaction.atomic():
+                        record(outcomes)
+                        claimed = claim(want)
+                    outcomes, flushed = [], time.monotonic()
+                else:
+                    claimed = claim(want)
                 in_flight |= {pool.submit(_send_claimed, event, clock) for event in claimed}
                 next_claim = clock if len(claimed) == want else clock + _POLL
             if in_flight:

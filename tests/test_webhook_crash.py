@@ -16,7 +16,7 @@ import pytest
 
 from conftest import LOCAL_WEBHOOK_ENV
 from tests.workers import WorkerProcess, new_queue_name, paused_workers, route_tasks_to, wait_for
-from transactions.tests.webhookkit import Receiver, emit, recorded_transaction, subscribe
+from transactions.tests.webhookkit import API_KEY, Receiver, emit, recorded_transaction, subscribe
 from transactions.webhook_models import DeliveryStatus, WebhookAttempt, WebhookEvent
 
 pytestmark = pytest.mark.worker
@@ -60,3 +60,4 @@ def test_a_worker_killed_mid_delivery_is_replaced_and_every_event_is_delivered(t
     assert all(answered[i] == 1 for i in ids - cut)  # the rest exactly once
     # Every attempt the surviving worker saw through is recorded; the cut ones ended without one.
     assert WebhookAttempt.objects.filter(status_code=200).count() == len(ids)
+    assert API_KEY not in (tmp_path / "worker.log").read_text()  # the webhook's credential never reaches the worker's log

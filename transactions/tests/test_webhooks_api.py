@@ -45,12 +45,15 @@ def created(api, **extra) -> dict:
 
 
 def _all_rows_text() -> str:
-    """Every column of every webhook table, as the database stores it."""
+    """Every column of every webhook table (and the stored idempotent answers), as the
+    database stores them."""
+    from tenancy.models import IdempotencyRecord
+
     with connection.cursor() as cursor:
         text = []
-        for model in (WebhookSubscription, WebhookEvent):
+        for model in (WebhookSubscription, WebhookEvent, IdempotencyRecord):
             cursor.execute(f"SELECT * FROM {model._meta.db_table}")
-            text += [str(row) for row in cursor.fetchall()]
+            text += [" ".join(bytes(v).decode(errors="replace") if isinstance(v, (bytes, memoryview)) else str(v) for v in row) for row in cursor.fetchall()]
     return "\n".join(text)
 
 
@@ -59,7 +62,10 @@ def test_create_answers_the_webhook_without_its_secrets_and_stores_them_sealed(a
     caplog.set_level(logging.DEBUG)
     oauth = {"accessTokenUrl": "http://127.0.0.1:9/token", "audience": "aud", "flowType": "CLIENT_CREDENTIALS", "clientId": "cid",
              "clientSecret": CLIENT_SECRET, "userName": "u", "password": PASSWORD}
-    body = created(api, apiKeyAuthConfig=None, oauth2AuthConfig=oauth, eventTypes=["transaction.pre_submit", "account.network_event"])
+    response = api.call("post", BASE, {"itemData": hook(apiKeyAuthConfig=None, oauth2AuthConfig=oauth, eventTypes=["transaction.pre_submit", "account.network_event"])},
+                        request_id=uuid.uuid4())  # idempotent: its answer is stored
+    assert response.status_code == 201, response.json()
+    body = response.json()["newWebhook"]
     assert body["eventTypes"] == ["transaction.pre_submit", "account.network_event"] and body["status"] == "ACTIVE" and body["source"] == "REGISTRY"
     assert body["oauth2AuthConfig"]["clientSecret"] == "********" and body["oauth2AuthConfig"]["password"] == "********"
     assert body["oauth2AuthConfig"]["clientId"] == "cid" and body["apiKeyAuthConfig"] is None and body["timeout"] == 5

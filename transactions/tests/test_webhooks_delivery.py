@@ -88,7 +88,7 @@ def _all_rows_text() -> str:
         text = []
         for model in (WebhookSubscription, WebhookEvent, WebhookAttempt):
             cursor.execute(f"SELECT * FROM {model._meta.db_table}")
-            text += [str(row) for row in cursor.fetchall()]
+            text += [" ".join(bytes(v).decode(errors="replace") if isinstance(v, (bytes, memoryview)) else str(v) for v in row) for row in cursor.fetchall()]
     return "\n".join(text)
 
 

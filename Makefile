@@ -48,5 +48,13 @@ bench: venv
 	@command -v wrk >/dev/null || (apt-get install -y -q wrk >/dev/null 2>&1 || (apt-get update -q >/dev/null && apt-get install -y -q wrk >/dev/null)) || echo "wrk unavailable: benchmarks use the Python load generator"
 	$(BIN)/python bench/run.py
 
+# The onchain programs (programs/, docs/programs.md): C compiled to SBF by Debian's clang
+# (installed when missing, like wrk above), linked by programs/toolchain; deterministic.
+# The built .so files are committed, so `make run` and `make test` need no compiler.
+.PHONY: programs
+programs:
+	@command -v clang >/dev/null || (apt-get install -y -q clang >/dev/null 2>&1 || (apt-get update -q >/dev/null && apt-get install -y -q clang >/dev/null)) || (echo "clang unavailable: install Debian's clang to build the programs" >&2; exit 1)
+	$(PYTHON) -m programs.toolchain.build
+
 clean:
 	rm -rf var/test-embedded var/broker

@@ -72,12 +72,15 @@ def assert_error(response, status: int, code: str | None = None, field: str | No
 @pytest.fixture(autouse=True)
 def process_caches_reset():
     """Per-process caches that outlive a test: the platform fee payer's row (rolled back
-    or truncated with the test's database) and the reused blockhash (docs/performance.md)."""
+    or truncated with the test's database), the reused blockhash (docs/performance.md) and
+    which lookup tables tenants have (docs/lookup-tables.md)."""
     from transactions import fee_payers
     from transactions.chain import builder
+    from transactions.lookup_tables.compression import tenant_tables_forget
 
     fee_payers.fee_payer_cache_clear()
     builder.recent_blockhashes_clear()
+    tenant_tables_forget()
 
 
 #: outbound calls to this machine allowed (docs/webhooks.md, Safety): the tests' receivers

@@ -6,4 +6,10 @@ class AccountsConfig(AppConfig):
     name = "accounts"
 
     def ready(self) -> None:
+        from transactions.signatures import register_account_signer
+
         from . import effects  # noqa: F401  (registers the area's transaction effects)
+        from .signers import sign_transaction_signer
+
+        # Sign Transaction resolves the accounts it names through this area (transactions/signatures.py).
+        register_account_signer(sign_transaction_signer)

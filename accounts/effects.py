@@ -154,6 +154,35 @@ def balances_after(confirmed) -> None:
     BalanceSnapshot.objects.bulk_create(snapshots)
 
 
+# --- tenant durable nonce accounts (accounts/nonces.py) ------------------------------------
+
+
+def _nonce_accounts(tx) -> list[str]:
+    return list(tx.effects.get("nonceAccounts") or ())
+
+
+@effect_handler("nonces.create")
+def nonce_accounts_created(tx, facts: ConfirmationFacts) -> None:
+    """Created and initialized on chain: the accounts are ACTIVE and their nonces READY to
+    lease (the transaction did both or neither)."""
+    from transactions.models import NonceAccount, NonceState
+
+    ids, now = _nonce_accounts(tx), timezone.now()
+    Account.unscoped.filter(offchain_id__in=ids, status=AccountStatus.PENDING).update(status=AccountStatus.ACTIVE, creation_transaction_at=tx.confirmed_at or now, updated_at=now)
+    NonceAccount.objects.filter(account__offchain_id__in=ids, state=NonceState.CREATING).update(state=NonceState.READY)
+
+
+@failure_handler("nonces.create")
+def nonce_accounts_not_created(tx) -> None:
+    """The creation did not land: nothing exists on chain; the records stay, FAILED."""
+    from transactions.models import NonceAccount, NonceState
+
+    ids = _nonce_accounts(tx)
+    Account.unscoped.filter(offchain_id__in=ids, status=AccountStatus.PENDING).update(status=AccountStatus.FAILED, updated_at=timezone.now())
+    NonceAccount.objects.filter(account__offchain_id__in=ids, state=NonceState.CREATING).update(state=NonceState.FAILED)
+    _clear_in_flight(tx)
+
+
 # --- account.network_event (transactions/network_events.py, docs/webhooks.md) ---------------
 
 from transactions.network_events import WatchedAccount, watched_accounts  # noqa: E402

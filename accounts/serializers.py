@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from decimal import Decimal
 
 from drf_spectacular.utils import extend_schema_field
@@ -369,3 +370,85 @@ class BulkAccountsCompactOutput(serializers.Serializer):
 class BulkAccountsIdentifiersOutput(serializers.Serializer):
     count = serializers.IntegerField()
     items = AccountIdentifiersOutput(many=True)
+
+
+# --- durable nonce accounts (accounts/nonces.py; docs/transactions.md) ---------------------
+
+
+class NewDurableNonceAccountsItem(StrictSerializer):
+    count = StrictIntegerField(min_value=1, max_value=20, help_text="How many nonce accounts to create (1 to 20, accounts.nonces.MAX_NONCE_ACCOUNTS_PER_REQUEST); as few transactions as fit carry them.")
+    nonceAuthority = OwnLookupSerializer(
+        required=False, allow_null=True,
+        help_text="An account of yours that becomes every new account's nonce authority (it signs each use). Absent: a new key the service holds, one per account.",
+    )
+
+
+class CreateDurableNonceAccountsInput(TransactionEnvelopeSerializer):
+    itemData = NewDurableNonceAccountsItem()
+
+
+class DurableNonceAccountItem(StrictSerializer):
+    durableNonceAccount = OwnLookupSerializer()
+
+
+class DurableNonceAccountInput(EnvelopeSerializer):
+    itemData = DurableNonceAccountItem()
+
+
+class CreateDurableNonceAccountsOutput(serializers.Serializer):
+    newDurableNonceAccounts = IdentifiersOut(many=True)
+    svmTransactions = TransactionResultOutput(many=True, help_text="The creation transactions, in order; each creates a consecutive run of newDurableNonceAccounts.")
+
+
+class NonceAuthorityOutput(serializers.Serializer):
+    onchainId = serializers.CharField(source="authority")
+    offchainId = serializers.UUIDField(source="authority_offchain_id", allow_null=True, help_text="The account of yours named as nonceAuthority; null for a key the service generated.")
+    managed = serializers.SerializerMethodField(help_text="Whether the service holds the authority's key (it signs on platform); false: it signs off platform (Sign Transaction).")
+
+    def get_managed(self, row) -> bool:
+        return row.authority_held is not None
+
+
+def _leased_by(row) -> str | None:
+    return str(uuid.UUID(str(row.leased_by))) if row.leased_by else None
+
+
+class DurableNonceAccountIdentifiersOutput(serializers.Serializer):
+    onchainId = serializers.CharField(source="address")
+    offchainId = serializers.UUIDField(source="offchain_id")
+
+
+class DurableNonceAccountCompactOutput(DurableNonceAccountIdentifiersOutput):
+    state = serializers.CharField(source="nonce_state", help_text="CREATING, READY, LEASED or FAILED.")
+    leasedBy = serializers.SerializerMethodField(help_text="offchainId of the transaction holding the lease (null while a request is still building it, and when free).")
+
+    def get_leasedBy(self, row) -> str | None:
+        return _leased_by(row)
+
+
+class DurableNonceAccountOutput(DurableNonceAccountCompactOutput):
+    authority = NonceAuthorityOutput(source="*")
+    nonce = serializers.CharField(allow_null=True, help_text="The nonce value the account holds on chain now (read at confirmed); null while none is initialized.")
+    createdAt = serializers.SerializerMethodField()
+    creationTransactionId = serializers.SerializerMethodField(help_text="offchainId of the transaction that creates it.")
+
+    def get_createdAt(self, row) -> str:
+        return timestamp_text(row.created_at)
+
+    def get_creationTransactionId(self, row) -> str | None:
+        return str(uuid.UUID(str(row.creation_transaction_offchain_id))) if row.creation_transaction_offchain_id else None
+
+
+class BulkDurableNonceAccountsOutput(serializers.Serializer):
+    count = serializers.IntegerField()
+    items = DurableNonceAccountOutput(many=True)
+
+
+class BulkDurableNonceAccountsCompactOutput(serializers.Serializer):
+    count = serializers.IntegerField()
+    items = DurableNonceAccountCompactOutput(many=True)
+
+
+class BulkDurableNonceAccountsIdentifiersOutput(serializers.Serializer):
+    count = serializers.IntegerField()
+    items = DurableNonceAccountIdentifiersOutput(many=True)

@@ -43,8 +43,39 @@ def signer_for(account: Account, tenant, *, field: str, require_platform: bool =
     return SignerSpec(Pubkey.from_string(account.address), None)
 
 
+def sign_transaction_signer(*, tenant, cluster: str, api_key, lookup: dict, field: str, on_platform: bool) -> SignerSpec:
+    """An account Sign Transaction names (transactions/signatures.py registers it as its
+    AccountSigner; docs/transactions.md, "Sign Transaction and Submit Transaction").
+
+    offPlatformSigning (``on_platform`` false): any account the lookup rules find, or an
+    address the service does not record with ``offPlatform: true``; only its address is
+    used — the signature proves the key. onPlatformSigning: a managed account the
+    organization may sign with (its own, or another organization's shared account listing it
+    in orgsAllowedToSignWithPrivateKey; spec, Authentication 4) whose debit API keys, when
+    set, name the calling key: a signature authorizes whatever the message debits, and
+    Sign Transaction does not read the message, so a key the account's networkCurrencyDebitApiKeys
+    or tokenDebitApiKeys leave out may not sign with it. Otherwise 403 SIGNER_NOT_ALLOWED."""
+    from .limits import api_key_may_debit
+
+    resolved = resolve_account(tenant, cluster, lookup, field=field, allow_off_platform=not on_platform)
+    if isinstance(resolved, OffPlatform):
+        return SignerSpec(Pubkey.from_string(resolved.address), None)
+    pubkey = Pubkey.from_string(resolved.address)
+    if not on_platform:
+        return SignerSpec(pubkey, None)
+    if not resolved.managed or resolved.managed_key_id is None:
+        raise ForbiddenError("The service holds no key of this account: its signature comes off platform (offPlatformSigning).", field=field, code="SIGNER_NOT_ALLOWED")
+    ensure_usable(resolved, field=field)
+    if not can_sign_on_platform(resolved, tenant):
+        raise ForbiddenError("This account's key cannot be used by this organization (its orgsAllowedToSignWithPrivateKey does not name it).", field=field, code="SIGNER_NOT_ALLOWED")
+    if not (api_key_may_debit(resolved.network_currency_debit_api_keys, api_key) and api_key_may_debit(resolved.token_debit_api_keys, api_key)):
+        raise ForbiddenError("This API key may not sign with this account's key: the account's networkCurrencyDebitApiKeys or tokenDebitApiKeys do not name it.", field=field, code="SIGNER_NOT_ALLOWED")
+    return SignerSpec(pubkey, resolved.managed_key)
+
+
 def transaction_config(tenant, cluster: str, data: dict | None) -> TxConfig:
-    """svmTransactionConfig → TxConfig, resolving feePayer to a signer (default: the platform's)."""
+    """svmTransactionConfig → TxConfig, resolving feePayer to a signer (default: the
+    platform's) and durableNonceAccount to the tenant's nonce account (accounts/nonces.py)."""
     data = data or {}
     fee_payer = None
     if data.get("feePayer"):
@@ -58,4 +89,9 @@ def transaction_config(tenant, cluster: str, data: dict | None) -> TxConfig:
         from transactions.fee_payers import platform_fee_payer
 
         fee_payer = platform_fee_payer(cluster)
-    return TxConfig.from_validated(data, fee_payer=fee_payer)
+    config = TxConfig.from_validated(data, fee_payer=fee_payer)
+    if data.get("durableNonceAccount"):
+        from .nonces import named_nonce_config  # it builds on this module
+
+        config = named_nonce_config(tenant, cluster, data, config)
+    return config

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import AccountViewSet
+from .views import AccountViewSet, DurableNonceAccountViewSet
 
 urlpatterns = [
     path("accounts", AccountViewSet.as_view({"post": "create", "patch": "update"}), name="accounts"),
@@ -10,4 +10,8 @@ urlpatterns = [
     path("accounts/single/tenant-info", AccountViewSet.as_view({"post": "tenant_info"}), name="account-tenant-info"),
     path("accounts/bulk/<str:detail_level>", AccountViewSet.as_view({"post": "bulk"}), name="accounts-bulk"),
     path("accounts/inactivate", AccountViewSet.as_view({"patch": "inactivate"}), name="account-inactivate"),
+    # Durable nonce accounts are accounts of type NONCE (spec: the specialized endpoint for NONCE).
+    path("durable-nonce-accounts", DurableNonceAccountViewSet.as_view({"post": "create"}), name="durable-nonce-accounts"),
+    path("durable-nonce-accounts/single", DurableNonceAccountViewSet.as_view({"post": "details"}), name="durable-nonce-account-details"),
+    path("durable-nonce-accounts/bulk/<str:detail_level>", DurableNonceAccountViewSet.as_view({"post": "bulk"}), name="durable-nonce-accounts-bulk"),
 ]

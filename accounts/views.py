@@ -14,11 +14,11 @@ from ledger_project.api.schema import DETAIL_LEVEL, api_responses, bulk_response
 from ledger_project.api.viewsets import TenantScopedViewSet
 from ledger_project.timestamps import timestamp_text
 from transactions.chain.rpc import rpc_for
-from transactions.responses import mutation_response
+from transactions.responses import attach_wait_all, mutation_response, transaction_result
 
-from . import render, selectors, services
+from . import nonces, render, selectors, services
 from .lookup import resolve_account, resolve_own_account
-from .models import Account
+from .models import Account, AccountType
 from .serializers import (
     AccountOutput,
     BalanceInput,
@@ -26,9 +26,18 @@ from .serializers import (
     BulkAccountsCompactOutput,
     BulkAccountsIdentifiersOutput,
     BulkAccountsOutput,
+    BulkDurableNonceAccountsCompactOutput,
+    BulkDurableNonceAccountsIdentifiersOutput,
+    BulkDurableNonceAccountsOutput,
     BulkInput,
     CreateAccountInput,
     CreateAccountOutput,
+    CreateDurableNonceAccountsInput,
+    CreateDurableNonceAccountsOutput,
+    DurableNonceAccountCompactOutput,
+    DurableNonceAccountIdentifiersOutput,
+    DurableNonceAccountInput,
+    DurableNonceAccountOutput,
     InactivateAccountOutput,
     InactivateInput,
     LookupInput,
@@ -126,3 +135,65 @@ class AccountViewSet(TenantScopedViewSet):
             "isOwnOrganization": account.tenant_id == self.tenant.pk,
         })
 
+
+
+# --- durable nonce accounts (docs/transactions.md, "Tenant durable nonce accounts") ---------
+
+NONCE_TAG = ["Blockchain transactions"]
+
+
+class DurableNonceAccountViewSet(TenantScopedViewSet):
+    """Create Durable Nonce Accounts, Fetch Durable Nonce Account(s): the acting
+    organization's own nonce accounts (Account records of type NONCE)."""
+
+    model = Account
+
+    def scoped_queryset(self, queryset):
+        return queryset.filter(type=AccountType.NONCE)
+
+    @extend_schema(
+        operation_id="createDurableNonceAccounts", summary="Create Durable Nonce Accounts",
+        description=(
+            "Creates `count` durable nonce accounts (1 to 20) in as few network transactions as fit. Their rent is paid by "
+            "svmTransactionConfig.feePayer (400 FUNDING_ACCOUNT_REQUIRED without one). They are READY once their transaction confirms; "
+            "DURABLE_NONCE transactions then use them (svmTransactionConfig.durableNonceAccount, or picked from yours first)."
+        ),
+        request=CreateDurableNonceAccountsInput, responses=api_responses({201: CreateDurableNonceAccountsOutput}, mutation=True),
+        parameters=operation_parameters(wait=True), tags=NONCE_TAG,
+    )
+    @idempotent
+    def create(self, request):
+        body = validated(CreateDurableNonceAccountsInput, request)
+        created = nonces.durable_nonce_accounts_create(
+            tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, data=body["itemData"],
+            svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id,
+        )
+        response = Response({
+            "newDurableNonceAccounts": [render.account_identifiers(a) for a in created.accounts],
+            "svmTransactions": [transaction_result(tx) for tx in created.transactions],
+        }, status=status.HTTP_201_CREATED)
+        attach_wait_all(response, request, created.transactions)
+        return response
+
+    @extend_schema(
+        operation_id="fetchDurableNonceAccount", summary="Fetch Durable Nonce Account",
+        description="Creates no transaction. One of your durable nonce accounts, with the nonce it holds on chain now.",
+        request=DurableNonceAccountInput, responses=api_responses({200: DurableNonceAccountOutput}), parameters=operation_parameters(), tags=NONCE_TAG,
+    )
+    def details(self, request):
+        lookup = validated(DurableNonceAccountInput, request)["itemData"]["durableNonceAccount"]
+        return Response(DurableNonceAccountOutput(nonces.nonce_account_get(queryset=self.get_queryset(), cluster=self.cluster, lookup=lookup)).data)
+
+    @extend_schema(
+        operation_id=item_query("fetchDurableNonceAccounts", nonces.NONCE_ACCOUNT_QUERY), summary="Fetch Durable Nonce Accounts",
+        description="Creates no transaction. detail-level: detailed (with each nonce read from the chain), compact, identifiers.",
+        request=BulkInput, responses=bulk_responses("BulkDurableNonceAccountsPage", BulkDurableNonceAccountsOutput, BulkDurableNonceAccountsCompactOutput, BulkDurableNonceAccountsIdentifiersOutput),
+        parameters=[DETAIL_LEVEL, *operation_parameters()], tags=NONCE_TAG,
+    )
+    def bulk(self, request, detail_level: str):
+        output = {"detailed": DurableNonceAccountOutput, "compact": DurableNonceAccountCompactOutput, "identifiers": DurableNonceAccountIdentifiersOutput}.get(detail_level)
+        if output is None:
+            raise LedgerError("detail-level must be detailed, compact or identifiers.", field="detail-level", code="INVALID_ENUM")
+        body = validated(BulkInput, request)
+        rows, count = nonces.nonce_account_list(queryset=self.get_queryset(), cluster=self.cluster, item_query=body.get("itemQuery"), read_nonces=detail_level == "detailed")
+        return Response({"count": count, "items": output(rows, many=True).data})

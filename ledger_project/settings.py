@@ -185,12 +185,13 @@ SPECTACULAR_SETTINGS = {
         "InstrumentStatusEnum": "instruments.models.InstrumentStatus.choices",
         "AccountTypeEnum": "accounts.models.AccountType.choices",
         "PositionStateEnum": "instruments.models.PositionState.choices",
+        "LookupTableStateEnum": "transactions.models.LookupTableState.choices",
         "WebhookStatusEnum": "transactions.webhook_models.WebhookStatus.choices",
         "WebhookSettableStatusEnum": "transactions.webhook_models.SETTABLE_STATUSES",
     },
     # PATCH bodies are whole envelopes (itemData required), not partial records.
     "COMPONENT_SPLIT_PATCH": False,
-    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "ledger_project.api.schema.postprocess"],
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "ledger_project.api.schema.postprocess", "transactions.lookup_tables.schema.postprocess"],
     # The payloads the service sends (docs/webhooks.md); an OpenAPI 3.0 document carries them
     # as x-webhooks (ledger_project/api/schema.py).
     "WEBHOOKS": [
@@ -294,6 +295,9 @@ LEDGER_WAIT_TIMEOUT_SECONDS = env.float("LEDGER_WAIT_TIMEOUT_SECONDS", default=3
 # (svmTransactionConfig.feePayer) is paid from a throwaway key funded by airdrop. Never the
 # platform fee payer, which pays network fees only (docs/accounts.md, "Who pays").
 LEDGER_LOCALNET_AIRDROP_FUNDING = env.bool("LEDGER_LOCALNET_AIRDROP_FUNDING", default=False)
+# V0 messages compress through the tenant's own lookup tables; which tables a tenant has is
+# read from the database at most once per this many seconds per process (docs/lookup-tables.md).
+LEDGER_LOOKUP_TABLE_CACHE_SECONDS = env.float("LEDGER_LOOKUP_TABLE_CACHE_SECONDS", default=5.0)
 
 # --- Durable nonce pool and transaction lifetimes (docs/transactions.md) -----------------
 # The pool task keeps LEDGER_NONCE_POOL_TARGET free nonce accounts per cluster listed in

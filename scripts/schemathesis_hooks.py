@@ -133,6 +133,11 @@ LOOKUPS: dict[tuple[str, str], dict[tuple[str, ...], str | None]] = {
     ("POST", "/api/v1/transactions/single/status"): {("itemData", "transaction"): "transaction"},
     ("PATCH", "/api/v1/transactions/approve"): {("itemData", "transaction"): "transaction"},
     ("PATCH", "/api/v1/transactions/reject"): {("itemData", "transaction"): "transaction"},
+    # Sign Transaction's signers are arrays of lookups: generated ones stay as they are (the
+    # seeded transaction has landed, so Sign answers 400 INVALID_TRANSACTION_STATE first).
+    ("PATCH", "/api/v1/transactions/sign"): {("itemData", "transaction"): "transaction"},
+    ("PATCH", "/api/v1/transactions/submit"): {("itemData", "transaction"): "transaction"},
+    ("POST", "/api/v1/transactions/single"): {("itemData", "transaction"): "transaction"},
     ("POST", "/api/v1/positions"): {_FEE_PAYER: "funder", ("itemData", "owner"): "subject", ("itemData", "financialInstrument"): "instrument"},
     ("PATCH", "/api/v1/positions"): {_FEE_PAYER: "funder", **_position_lookup("position"), ("itemData", "delegate", "account"): "authority"},
     ("PATCH", "/api/v1/positions/freeze"): {_FEE_PAYER: "funder", **_position_lookup("position")},
@@ -148,7 +153,37 @@ LOOKUPS: dict[tuple[str, str], dict[tuple[str, ...], str | None]] = {
     ("POST", "/api/v1/positions/transfer-network-currency"): {_FEE_PAYER: "funder", ("itemData", "source"): "subject", ("itemData", "destination"): "authority"},
     ("POST", "/api/v1/positions/single"): _position_lookup(None),
     ("POST", "/api/v1/positions/single/balance"): _position_lookup(None),
+    # Address lookup tables (docs/lookup-tables.md): updates (freeze, deactivate, close: one-way)
+    # name their own table, so the extended and fetched one stays ACTIVE.
+    ("POST", "/api/v1/address-lookup-tables"): {_FEE_PAYER: "funder", ("itemData", "authority"): "authority"},
+    ("PATCH", "/api/v1/address-lookup-tables"): {_FEE_PAYER: "funder", ("itemData", "addressLookupTable"): "retiringTable", ("itemData", "recipient"): "authority"},
+    ("PATCH", "/api/v1/address-lookup-tables/extend"): {_FEE_PAYER: "funder", ("itemData", "addressLookupTable"): "lookupTable"},
+    ("POST", "/api/v1/address-lookup-tables/single"): {("itemData", "addressLookupTable"): "lookupTable"},
 }
+
+#: Operations that fund rent (docs/lookup-tables.md, "Who pays"): a body with no
+#: svmTransactionConfig at all gets the seeded funder as feePayer, or nearly every generated
+#: body would be 400 FUNDING_ACCOUNT_REQUIRED (the run's server has no localnet airdrop
+#: funding); a generated svmTransactionConfig is left as it is.
+FUNDED = {("POST", "/api/v1/address-lookup-tables"), ("PATCH", "/api/v1/address-lookup-tables/extend")}
+
+#: Operations whose itemData.componentAddresses (an array of lookups, which LOOKUPS cannot map)
+#: is rewritten to fresh off-platform addresses: generated lookups name nothing (404), and a
+#: seeded record could be stored only once per table (DUPLICATE_ADDRESS).
+COMPONENT_LISTS = {("POST", "/api/v1/address-lookup-tables"), ("PATCH", "/api/v1/address-lookup-tables/extend")}
+
+
+def fresh_components(items: list) -> list:
+    """Each lookup of ``items`` replaced by a new address the service does not know."""
+    return [{"onchainId": str(Keypair().pubkey()), "offPlatform": True} if isinstance(item, dict) else item for item in items]
+
+LOOKUPS[("POST", "/api/v1/durable-nonce-accounts")] = {_FEE_PAYER: "funder", ("itemData", "nonceAuthority"): "authority"}
+LOOKUPS[("POST", "/api/v1/durable-nonce-accounts/single")] = {("itemData", "durableNonceAccount"): "nonce"}
+# Every transaction-building operation may name one of the tenant's nonce accounts
+# (svmTransactionConfig.durableNonceAccount): the seeded one.
+for _fields in LOOKUPS.values():
+    if _FEE_PAYER in _fields:
+        _fields[("svmTransactionConfig", "durableNonceAccount")] = "nonce"
 
 _REQUEST_IDS = uuid.UUID("0b5c4f1e-5d1a-4c59-9a43-7c8e2f3b6a10")  # namespace of derived x-request-ids
 
@@ -187,6 +222,11 @@ def seeded_body(method: str, path: str, body, seed: dict):
             node = node.get(key) if isinstance(node, dict) else None
         if isinstance(node, dict) and isinstance(node.get(last), dict):
             node[last] = lookup_naming(seed["records"][role], node[last])
+    item = body.get("itemData")
+    if (method.upper(), path) in COMPONENT_LISTS and isinstance(item, dict) and isinstance(item.get("componentAddresses"), list):
+        item["componentAddresses"] = fresh_components(item["componentAddresses"])
+    if (method.upper(), path) in FUNDED and body.get("svmTransactionConfig") is None:
+        body["svmTransactionConfig"] = {"feePayer": {"offchainId": seed["records"]["funder"]["offchainId"]}}
     tenancy = body.get("tenancyConfig")
     if isinstance(tenancy, dict) and tenancy.get("overrideOrganizationExternalId"):
         tenancy["overrideOrganizationExternalId"] = seed["organization"]
@@ -306,12 +346,26 @@ def addresses_decodable(node, *, signatures: bool = False) -> bool:
     return True
 
 
+def without_transaction_identifier(body):
+    """``body`` without ``itemData.transaction``: it names a transaction, whose onchainId is a
+    signature, not an address; the other lookups of the Blockchain transactions operations
+    (Sign Transaction's signers) name accounts by address."""
+    if isinstance(body, dict) and isinstance(body.get("itemData"), dict) and "transaction" in body["itemData"]:
+        return {**body, "itemData": {k: v for k, v in body["itemData"].items() if k != "transaction"}}
+    return body
+
+
 @schemathesis.hook("filter_case")
 def positive_addresses_decodable(context, case) -> bool:
     meta = case.meta
     if meta is None or meta.is_negative_at(ParameterLocation.BODY):
         return True
-    return addresses_decodable(case.body, signatures=case.operation.path == "/api/v1/transactions/single/status")
+    body = without_transaction_identifier(case.body) if case.operation.path.startswith("/api/v1/transactions/") else case.body
+    return addresses_decodable(body, signatures=case.operation.path in SIGNATURE_LOOKUPS)
+
+
+#: Operations whose itemData.transaction.onchainId is a transaction signature, not an address.
+SIGNATURE_LOOKUPS = {"/api/v1/transactions/single/status", "/api/v1/transactions/single"}
 
 
 # --- checks: docs/errors.md decides the statuses ----------------------------------------------

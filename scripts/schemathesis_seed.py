@@ -19,6 +19,14 @@ fuzzed mutation of one does not starve the others:
 - ``holder`` / ``holding``: a wallet and its position in ``instrument``, holding tokens
   (the position operations and the source of transfers look it up).
 - ``payee`` / ``receiving``: a wallet and its position in ``instrument`` (destinations).
+- ``lookupTable``: an address lookup table of ``authority`` holding a few of the accounts
+  above (extended and fetched); ``retiringTable``: another, for Update Address Lookup Table
+  (freeze, deactivate and close are one-way), deactivated and past its cool-down (the run's
+  own node is warped 520 slots: docs/localnet.md), so the first update, whichever action,
+  can be accepted (a CLOSE).
+- ``nonce``: a durable nonce account of the run's organization (its authority a key the
+  service holds), named by ``svmTransactionConfig.durableNonceAccount`` and the nonce
+  fetches; nine more serve unnamed DURABLE_NONCE requests.
 
 ``seed(...)`` returns ``{role: {"onchainId", "offchainId", "code"}}`` (instruments also
 ``alId``; ``transaction``: onchainId/offchainId), which the hooks feed into generated lookups
@@ -34,7 +42,7 @@ import urllib.request
 import uuid
 
 #: the records seed() returns, by role (the hooks' LOOKUPS name them)
-ROLES = ("funder", "authority", "subject", "victim", "instrument", "closable", "transaction", "holder", "holding", "payee", "receiving")
+ROLES = ("funder", "authority", "subject", "victim", "instrument", "closable", "transaction", "holder", "holding", "payee", "receiving", "lookupTable", "retiringTable", "nonce")
 AIRDROP_LAMPORTS = 1_000 * 10**9
 SEED_LAMPORTS = 10_000_000
 DONE = ("CONFIRMED", "FINALIZED")
@@ -130,6 +138,22 @@ def _position(api: Api, code: str, *, funder: dict, owner: dict, instrument: dic
     return {**created["newPosition"], "code": code}
 
 
+def _lookup_table(api: Api, *, funder: dict, authority: dict, components: list[dict]) -> dict:
+    body = {"itemData": {"authority": {"offchainId": authority["offchainId"]}, "componentAddresses": [{"offchainId": c["offchainId"]} for c in components]},
+            "svmTransactionConfig": {"feePayer": {"offchainId": funder["offchainId"]}}}
+    created = api.call("POST", "address-lookup-tables", body)
+    api.wait_landed(created["svmTransactionResult"])
+    return created["newAddressLookupTable"]
+
+
+def _retired(api: Api, table: dict, node_url: str) -> dict:
+    """``table`` deactivated and cooled down: closable at once."""
+    deactivated = api.call("PATCH", "address-lookup-tables", {"itemData": {"addressLookupTable": {"offchainId": table["offchainId"]}, "action": "DEACTIVATE"}})
+    api.wait_landed(deactivated["svmTransactionResult"])
+    rpc(node_url, "localnetWarpSlots", [520])  # past the 512 slots the SlotHashes sysvar keeps
+    return table
+
+
 def seed(*, url: str, secret: str, key_name: str, node_url: str) -> dict:
     api = Api(url, secret)
     funder = _account(api, "ST-FUNDER", networkCurrencyDebitApiKeys=[key_name])
@@ -148,11 +172,19 @@ def seed(*, url: str, secret: str, key_name: str, node_url: str) -> dict:
     receiving = _position(api, "ST-RECEIVING", funder=funder, owner=payee, instrument=instrument)
     minted = api.call("POST", "positions/mint", {"itemData": {"position": {"position": {"offchainId": holding["offchainId"]}}, "value": {"lamports": 10**12}}})
     api.wait_landed(minted["svmTransaction"])
+    # Ten: unnamed DURABLE_NONCE requests lease the organization's own first, so the
+    # platform pool is not emptied by the fuzzing (503 NONCE_POOL_EMPTY).
+    nonces = api.call("POST", "durable-nonce-accounts", {"itemData": {"count": 10}, "svmTransactionConfig": {"feePayer": {"offchainId": funder["offchainId"]}}})
+    for transaction in nonces["svmTransactions"]:
+        api.wait_landed(transaction)
     records = {
         "funder": funder, "authority": authority, "subject": subject, "victim": victim,
         "instrument": instrument, "closable": closable,
         "transaction": {"onchainId": created["onchainId"], "offchainId": created["offchainId"]},
         "holder": holder, "holding": holding, "payee": payee, "receiving": receiving,
+        "lookupTable": _lookup_table(api, funder=funder, authority=authority, components=[subject, holder, payee]),
+        "retiringTable": _retired(api, _lookup_table(api, funder=funder, authority=authority, components=[subject, holder]), node_url),
+        "nonce": nonces["newDurableNonceAccounts"][0],
     }
     assert tuple(records) == ROLES
     return records

@@ -210,10 +210,12 @@ def ci_tree(tmp_path):
     (tree / "scripts").mkdir()
     shutil.copy(ROOT / ".ci" / "run", tree / ".ci" / "run")
     shutil.copy(ROOT / "scripts" / "ci_summary.py", tree / "scripts" / "ci_summary.py")
+    # The programs check (rebuild and compare) is a stage of its own, tested in programs/tests.
+    (tree / "scripts" / "programs_check.py").write_text('import os\nopen(os.environ["CALLS"], "a").write("programs_check\\n")\n')
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     stubs = {"make": FAKE_MAKE, "psql": '#!/bin/sh\necho "psql $*" >> "$CALLS"\nexit "${PSQL_EXIT:-0}"\n', "pg_isready": "#!/bin/sh\nexit 0\n", "redis-cli": "#!/bin/sh\nexit 0\n",
-             "python3": f"#!/bin/sh\nexec {sys.executable} \"$@\"\n"}
+             "python3": f"#!/bin/sh\nexec {sys.executable} \"$@\"\n", "clang": "#!/bin/sh\nexit 0\n"}
     for name, text in stubs.items():
         (bin_dir / name).write_text(text)
         (bin_dir / name).chmod(0o755)
@@ -235,6 +237,7 @@ def test_ci_run_ends_with_the_summary_line(ci_tree):
     assert last == "ci: 8 passed, 0 failed"
     assert SUMMARY_LINE.match(last)
     assert [c for c in calls if c.startswith("make")] == ["make test", "make test-embedded", "make schemathesis"]
+    assert calls.index("programs_check") < calls.index("make test")
     # the throwaway databases are dropped before the summary is printed
     assert any("DROP DATABASE IF EXISTS test_ledger_ci_" in c for c in calls)
 

@@ -12,7 +12,7 @@ import pytest
 from scripts import schemathesis_hooks as hooks
 from scripts.schemathesis_seed import ROLES
 
-LOOKUP_COMPONENTS = {"LookupRequest", "OwnLookupRequest", "InstrumentLookupRequest", "OwnInstrumentLookupRequest", "TransactionIdentifierRequest"}
+LOOKUP_COMPONENTS = {"LookupRequest", "OwnLookupRequest", "InstrumentLookupRequest", "OwnInstrumentLookupRequest", "TransactionIdentifierRequest", "LookupTableLookupRequest"}
 
 SEED = {
     "organization": "SCHEMATHESIS",
@@ -116,6 +116,15 @@ def test_seeded_body_leaves_unmapped_lookups_and_non_objects_alone():
     assert hooks.seeded_body("POST", "/api/v1/auth/whoami", {"tenancyConfig": {"overrideOrganizationExternalId": ""}}, SEED) == {"tenancyConfig": {"overrideOrganizationExternalId": ""}}
 
 
+def test_lookup_table_component_lists_become_fresh_off_platform_addresses():
+    generated = {"itemData": {"addressLookupTable": {"onchainId": "x" * 32}, "componentAddresses": [{"offchainId": str(uuid.uuid4())}, {"onchainId": "y" * 32}, None]}}
+    body = hooks.seeded_body("PATCH", "/api/v1/address-lookup-tables/extend", generated, {**SEED, "records": {**SEED["records"], "lookupTable": {"onchainId": "L" * 44, "offchainId": str(uuid.UUID(int=9))}}})
+    fresh = body["itemData"]["componentAddresses"]
+    assert [set(c) for c in fresh[:2]] == [{"onchainId", "offPlatform"}] * 2 and fresh[0]["offPlatform"] is True and fresh[2] is None
+    assert fresh[0]["onchainId"] != fresh[1]["onchainId"] and body["itemData"]["addressLookupTable"] == {"onchainId": "L" * 44}
+    assert hooks.seeded_body("POST", "/api/v1/positions/trade", {"itemData": {"componentAddresses": [{"offchainId": "x"}]}}, SEED)["itemData"]["componentAddresses"] == [{"offchainId": "x"}]
+
+
 def test_issue_access_token_gets_the_runs_key_as_client_credentials():
     body = hooks.seeded_body("POST", "/api/v1/auth/token", {"grant_type": "client_credentials", "client_id": "x", "client_secret": "y"}, SEED)
     assert body == {"grant_type": "client_credentials", "client_id": "ak_run", "client_secret": "lsk_run"}
@@ -175,3 +184,12 @@ def test_positive_addresses_must_decode_to_32_bytes():
     assert not hooks.addresses_decodable({"itemQuery": {"filter": [{"fieldName": "onchainId", "filterValues": [{"dataType": "ONCHAIN_ADDRESS_ID", "valuesString": [signature]}]}]}})
     assert hooks.addresses_decodable({"itemQuery": {"filter": [{"filterValues": [{"dataType": "TEXT", "valueString": signature}]}]}})
     assert hooks.addresses_decodable({"itemData": {"transaction": {"onchainId": signature}}}, signatures=True)
+
+
+def test_a_transaction_identifier_is_not_checked_as_an_address_but_signers_are():
+    signature, address = "5" * 88, "11111111111111111111111111111111"
+    body = {"itemData": {"transaction": {"onchainId": signature}, "offPlatformSigning": [{"account": {"onchainId": address}, "signature": signature}]}}
+    assert hooks.addresses_decodable(hooks.without_transaction_identifier(body))
+    body["itemData"]["onPlatformSigning"] = [{"onchainId": signature}]
+    assert not hooks.addresses_decodable(hooks.without_transaction_identifier(body))
+    assert hooks.without_transaction_identifier([1]) == [1]

@@ -31,6 +31,8 @@ ENDPOINTS = [
     ("patch", "/api/v1/accounts", lambda lk: {"itemData": {"account": lk, "comments": "x"}}),
     ("patch", "/api/v1/accounts/inactivate", lambda lk: {"itemData": {"account": lk}}),
     ("post", "/api/v1/transactions/single/status", None),
+    ("post", "/api/v1/transactions/single", None),
+    ("post", "/api/v1/transactions/bulk/detailed", None),
     ("post", "/api/v1/financial-instruments", None),
     ("post", "/api/v1/financial-instruments/single", lambda lk: {"itemData": lk}),
     ("post", "/api/v1/financial-instruments/single/circulating-supply", lambda lk: {"itemData": lk}),
@@ -55,6 +57,17 @@ ENDPOINTS = [
     ("post", "/api/v1/positions/burn", lambda lk: {"itemData": {"position": {"position": lk}, "value": {"lamports": 1}}}),
     ("post", "/api/v1/positions/transfer", lambda lk: {"itemData": {"source": {"position": lk}, "destination": {"position": lk}, "value": {"lamports": 1}}}),
     ("post", "/api/v1/positions/trade", lambda lk: {"itemData": {"legs": [{"source": {"position": lk}, "destination": {"position": lk}, "value": {"lamports": 1}}] * 2}}),
+    # Another tenant's transaction answers like a missing one: transactions/tests/test_api_sign.py, test_api_submit.py.
+    ("patch", "/api/v1/transactions/sign", None),
+    ("patch", "/api/v1/transactions/submit", None),
+    ("post", "/api/v1/address-lookup-tables", lambda lk: {"itemData": {"authority": lk}}),
+    ("patch", "/api/v1/address-lookup-tables", lambda lk: {"itemData": {"addressLookupTable": lk, "action": "DEACTIVATE"}}),
+    ("patch", "/api/v1/address-lookup-tables/extend", lambda lk: {"itemData": {"addressLookupTable": lk, "componentAddresses": [{"onchainId": "11111111111111111111111111111112", "offPlatform": True}]}}),
+    ("post", "/api/v1/address-lookup-tables/single", lambda lk: {"itemData": {"addressLookupTable": lk}}),
+    ("post", "/api/v1/address-lookup-tables/bulk/detailed", None),
+    ("post", "/api/v1/durable-nonce-accounts", lambda lk: {"itemData": {"count": 1, "nonceAuthority": lk}, "svmTransactionConfig": {"feePayer": lk}}),
+    ("post", "/api/v1/durable-nonce-accounts/single", lambda lk: {"itemData": {"durableNonceAccount": lk}}),
+    ("post", "/api/v1/durable-nonce-accounts/bulk/detailed", None),
     # Webhooks (docs/webhooks.md): the target is a webhook subscription.
     ("post", "/api/v1/webhooks", None),
     ("patch", "/api/v1/webhooks", lambda lk: {"itemData": {"webhook": _webhook(lk), "status": "DISABLED"}}),
@@ -92,6 +105,11 @@ def test_other_tenants_record_is_like_missing_and_unchanged(api, other_tenant, l
     if "/financial-instruments" in path:
         theirs = FinancialInstrumentFactory(tenant=other_tenant, comments="theirs")
         model = FinancialInstrument
+    elif "/address-lookup-tables/" in path or method == "patch" and path.endswith("/address-lookup-tables"):
+        from transactions.models import AddressLookupTable
+        from transactions.tests.factories import AddressLookupTableFactory
+
+        theirs, model = AddressLookupTableFactory(tenant=other_tenant), AddressLookupTable
     elif "/webhooks" in path:
         from transactions.models import WebhookSubscription
         from transactions.webhooks import webhook_create

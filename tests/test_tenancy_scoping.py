@@ -268,6 +268,8 @@ def test_row_locks_and_writes_take_the_tenant(tenant, other_tenant):
 REQUEST_PATH_MODULES = [
     "ledger_project/api/*.py", "*/views.py", "*/selectors.py", "*/lookup.py", "*/serializers.py", "*/render.py",
     "*/services.py", "*/lifecycle.py", "*/limits.py", "*/locks.py", "*/webhooks.py", "*/movement.py", "*/transfers.py",
+    "transactions/lookup_tables/*.py",
+    "*/nonces.py",
 ]
 UNSCOPED = re.compile(r"\.unscoped\b|_default_manager|_base_manager")
 

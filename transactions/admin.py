@@ -8,7 +8,7 @@ from ledger_project.api.errors import LedgerError
 from ledger_project.api.idempotency import write_phase
 
 from . import approvals, services
-from .models import NonceAccount, PlatformFeePayer, Transaction, TransactionApproval, TransactionEvent
+from .models import AddressLookupTable, NonceAccount, PlatformFeePayer, Transaction, TransactionApproval, TransactionEvent
 
 
 class EventInline(admin.TabularInline):
@@ -36,9 +36,35 @@ class TransactionAdmin(admin.ModelAdmin):
     search_fields = ("onchain_id", "offchain_id", "fee_payer")
     list_select_related = ("tenant",)
     exclude = ("message",)
-    readonly_fields = [f.name for f in Transaction._meta.fields if f.name != "message"]
+    readonly_fields = [f.name for f in Transaction._meta.fields if f.name != "message"] + ["signers_collected", "decoded_instructions"]
     inlines = [ApprovalInline, EventInline]
     actions = ["approve_held", "reject_held", "submit_held", "cancel_unsubmitted"]
+
+    @admin.display(description="Signers (signature collected?)")
+    def signers_collected(self, obj) -> str:
+        from django.utils.html import format_html_join
+
+        signed = obj.signatures or {}
+        return format_html_join("", "<div><code>{}</code> — {}</div>", ((s, "signed" if s in signed else "missing") for s in obj.required_signers or ()))
+
+    @admin.display(description="Decoded instructions")
+    def decoded_instructions(self, obj) -> str:
+        """The message decoded as Fetch Transaction Details shows it (chain/decode.py)."""
+        import json
+
+        from django.utils.html import format_html
+
+        from .chain.decode import decode_message
+
+        if not obj.message:
+            return "-"
+        decoded = decode_message(bytes(obj.message), obj.loaded_addresses)
+        lines = []
+        for ix in decoded["instructions"]:
+            accounts = ", ".join(f"{a['role'] or '?'}={a['onchainId']}" for a in ix["accounts"])
+            data = json.dumps(ix["data"]) if ix["data"] is not None else f"raw {ix['rawData']}"
+            lines.append(f"#{ix['index']} {ix['programName'] or ix['programId']}.{ix['instructionType'] or '?'} {data}\n    {accounts}")
+        return format_html("<pre style=\"white-space: pre-wrap\">{}</pre>", "\n".join(lines))
 
     def has_approve_permission(self, request) -> bool:
         return request.user.has_perm("transactions.approve_transaction")
@@ -103,11 +129,32 @@ class PlatformFeePayerAdmin(admin.ModelAdmin):
     readonly_fields = ("cluster", "managed_key", "created_at")
 
 
+class NonceOwnerFilter(admin.SimpleListFilter):
+    title = "owner"
+    parameter_name = "owner"
+
+    def lookups(self, request, model_admin):
+        return [("pool", "Platform pool"), ("tenant", "Tenants")]
+
+    def queryset(self, request, queryset):
+        if self.value() in ("pool", "tenant"):
+            return queryset.filter(tenant__isnull=self.value() == "pool")
+        return queryset
+
+
 @admin.register(NonceAccount)
 class NonceAccountAdmin(admin.ModelAdmin):
-    list_display = ("address", "cluster", "state", "leased_by", "leased_at", "created_at", "closed_at")
-    list_filter = ("cluster", "state")
-    readonly_fields = ("address", "cluster", "state", "account_key", "authority_key", "leased_by", "leased_at", "created_at", "closed_at")
+    """The platform's pool and tenants' own nonce accounts (tenant empty: the pool), with
+    their leases. Read-only: the pool task and the engine own their states."""
+
+    list_display = ("address", "cluster", "tenant", "state", "authority", "leased_by", "leased_at", "created_at", "closed_at")
+    list_filter = (NonceOwnerFilter, "cluster", "state", "tenant")
+    search_fields = ("address", "authority", "account__offchain_id", "leased_by__offchain_id", "leased_by__onchain_id")
+    list_select_related = ("tenant", "leased_by")
+    readonly_fields = ("address", "cluster", "tenant", "account", "state", "account_key", "authority", "authority_key", "authority_account", "leased_by", "leased_at", "created_at", "closed_at")
+
+    def has_add_permission(self, request):
+        return False
 
 
 @admin.register(TransactionApproval)
@@ -127,6 +174,20 @@ class TransactionApprovalAdmin(admin.ModelAdmin):
         return False
 
     def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(AddressLookupTable)
+class AddressLookupTableAdmin(admin.ModelAdmin):
+    """Tenants' lookup tables (docs/lookup-tables.md): read-only; they change through the API."""
+
+    list_display = ("created_at", "address", "state", "addresses_count", "tenant", "cluster", "authority", "last_extended_slot")
+    list_filter = ("state", "cluster", "tenant")
+    search_fields = ("address", "offchain_id", "authority")
+    list_select_related = ("tenant",)
+    readonly_fields = [f.name for f in AddressLookupTable._meta.fields]
+
+    def has_add_permission(self, request) -> bool:
         return False
 
 

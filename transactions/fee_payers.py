@@ -8,6 +8,10 @@ The nonce pool (docs/transactions.md, "Durable nonces"): requests only lease
 (``nonce_pool_fill``), which records each account's keys before it sends the creation,
 and free accounts beyond what the pool keeps are closed by it (``nonce_pool_trim``), their
 rent withdrawn to the platform fee payer.
+
+Tenants' own nonce accounts (docs/transactions.md, "Tenant durable nonce accounts") share
+the lease: a request leases the one it names (``nonce_lease(named=...)``), else a free one
+of its tenant's, else one of the pool. The pool's fill, trim and quota never touch them.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from solders.system_program import (
     withdraw_nonce_account,
 )
 
-from ledger_project.api.errors import RateLimitedError, ServiceUnavailableError
+from ledger_project.api.errors import LedgerError, NotFoundError, RateLimitedError, ServiceUnavailableError
 
 from .chain import builder
 from .chain.errors import SimulationFailed
@@ -134,7 +138,32 @@ class NoncePoolEmpty(ServiceUnavailableError):
 
 
 def _free(cluster: str):
-    return NonceAccount.objects.filter(cluster=cluster, state=NonceState.READY, leased_by__isnull=True, leased_at__isnull=True)
+    """Free accounts of the platform's pool (never a tenant's)."""
+    return NonceAccount.objects.filter(cluster=cluster, tenant__isnull=True, state=NonceState.READY, leased_by__isnull=True, leased_at__isnull=True)
+
+
+def _free_of_tenant(cluster: str, tenant):
+    """Free accounts of ``tenant``'s own whose authority the service holds: the ones a
+    request may be given without naming them (one with an off-platform authority would
+    leave it waiting for a signature it did not expect)."""
+    return NonceAccount.objects.filter(
+        cluster=cluster, tenant=tenant, state=NonceState.READY, leased_by__isnull=True, leased_at__isnull=True, authority_key__isnull=False,
+    )
+
+
+def _claim(free) -> NonceAccount | None:
+    """Lease one row of ``free`` (a queryset of free accounts): its own short committed
+    write. ``SELECT … FOR UPDATE SKIP LOCKED`` on PostgreSQL; the conditional update is the
+    claim on both (SQLite ignores FOR UPDATE; a second request reading the same row finds
+    nothing to update and tries the next)."""
+    for _ in range(5):
+        with transaction.atomic():
+            candidate = free.select_for_update(skip_locked=True).order_by("pk").only("pk").first()
+            if candidate is None:
+                return None
+            if free.filter(pk=candidate.pk).update(leased_at=timezone.now()):
+                return candidate
+    return None
 
 
 class NonceLeaseQuotaExceeded(RateLimitedError):
@@ -150,32 +179,60 @@ class NonceLeaseQuotaExceeded(RateLimitedError):
         )
 
 
-def nonce_lease(*, cluster: str, tenant=None) -> NonceAccount:
-    """Lease a free, ready nonce account of the pool: its own short committed write.
+NAMED_NONCE_FIELD = "svmTransactionConfig.durableNonceAccount"
 
-    Never creates an account on chain (that is the pool task's job): when none is free the
-    pool task is kicked and NONCE_POOL_EMPTY (503, Retry-After) is raised. The caller binds
-    the lease to its transaction (``leased_by``) when it records it, or releases it
-    (``nonce_lease_release``); a lease never bound is reclaimed by the pool task.
+
+def nonce_lease(*, cluster: str, tenant=None, named: int | None = None) -> NonceAccount:
+    """Lease a free, ready nonce account: its own short committed write.
+
+    ``named`` (the pk of a tenant's account, svmTransactionConfig.durableNonceAccount):
+    that one, or 400 (NONCE_ACCOUNT_NOT_READY, NONCE_ACCOUNT_IN_USE). Otherwise a free
+    account of ``tenant``'s own first, then one of the platform's pool. Never creates an
+    account on chain (that is the pool task's job): when the pool has none free the pool
+    task is kicked and NONCE_POOL_EMPTY (503, Retry-After) is raised; a tenant holding
+    LEDGER_NONCE_LEASES_PER_TENANT pool leases gets 429. The caller binds the lease to its
+    transaction (``leased_by``) when it records it, or releases it (``nonce_lease_release``);
+    a lease never bound is reclaimed by the pool task.
     """
+    if named is not None:
+        return _lease_named(cluster, tenant, named)
     if tenant is not None:
-        held = NonceAccount.objects.filter(leased_by__tenant=tenant).count()
+        own = _claim(_free_of_tenant(cluster, tenant))
+        if own is not None:
+            return NonceAccount.objects.select_related("authority_key").get(pk=own.pk)
+        # The quota protects the shared pool: leases of the tenant's own accounts do not count.
+        held = NonceAccount.objects.filter(tenant__isnull=True, leased_by__tenant=tenant).count()
         if held >= settings.LEDGER_NONCE_LEASES_PER_TENANT:
             raise NonceLeaseQuotaExceeded(held, settings.LEDGER_NONCE_POOL_RETRY_AFTER_SECONDS)
-    row = None
-    for _ in range(5):
-        with transaction.atomic():
-            candidate = _free(cluster).select_for_update(skip_locked=True).order_by("pk").only("pk").first()
-            # The conditional update is the claim (SQLite ignores FOR UPDATE; a second
-            # request reading the same row finds nothing to update and tries the next).
-            if candidate is None or _free(cluster).filter(pk=candidate.pk).update(leased_at=timezone.now()):
-                row = candidate
-                break
+    row = _claim(_free(cluster))
     if row is None or _free(cluster).count() < settings.LEDGER_NONCE_POOL_LOW_WATER:
         _kick_fill(cluster)
     if row is None:
         raise NoncePoolEmpty(cluster, settings.LEDGER_NONCE_POOL_RETRY_AFTER_SECONDS)
     return NonceAccount.objects.select_related("authority_key").get(pk=row.pk)
+
+
+def _lease_named(cluster: str, tenant, pk: int) -> NonceAccount:
+    """Lease the tenant's account ``pk``: the conditional update on "free" is the claim, so
+    of two requests naming it at once exactly one gets it (the other: 400
+    NONCE_ACCOUNT_IN_USE), and never one leased to a transaction still pending."""
+    mine = NonceAccount.objects.filter(pk=pk, cluster=cluster, tenant=tenant) if tenant is not None else NonceAccount.objects.none()
+    free = mine.filter(state=NonceState.READY, leased_by__isnull=True, leased_at__isnull=True)
+    if free.update(leased_at=timezone.now()):
+        return NonceAccount.objects.select_related("authority_key").get(pk=pk)
+    row = mine.select_related("leased_by").first()
+    if row is None:  # resolved through the tenant's lookup, so only a programming error
+        raise NotFoundError("No such durable nonce account.", field=NAMED_NONCE_FIELD)
+    if row.state != NonceState.READY:
+        what = {NonceState.CREATING: "is still being created (its creation transaction has not confirmed)",
+                NonceState.FAILED: "was never created (its creation transaction did not land)"}.get(row.state, f"is {row.state}")
+        raise LedgerError(f"Durable nonce account {row.address} {what}.", field=NAMED_NONCE_FIELD, code="NONCE_ACCOUNT_NOT_READY")
+    by = f" by transaction {row.leased_by.offchain_id} ({row.leased_by.status})" if row.leased_by is not None else " by a request in progress"
+    raise LedgerError(
+        f"Durable nonce account {row.address} is leased{by}: one nonce serves one pending transaction. "
+        "Retry once that transaction has ended, or name another account.",
+        field=NAMED_NONCE_FIELD, code="NONCE_ACCOUNT_IN_USE",
+    )
 
 
 def nonce_lease_release(*, nonce_account_id: int) -> None:
@@ -211,13 +268,14 @@ def nonce_pool_fill(*, cluster: str, target: int | None = None) -> int:
     nonce_pool_reclaim(cluster=cluster)
     ready = 0
     stale = timezone.now() - timedelta(seconds=30)  # younger ones are another fill's, in progress
-    for row in NonceAccount.objects.filter(cluster=cluster, state=NonceState.CREATING, created_at__lt=stale).order_by("pk"):
+    # Tenants' accounts are finished by their own creation transactions, never here.
+    for row in NonceAccount.objects.select_related("authority_key").filter(cluster=cluster, tenant__isnull=True, state=NonceState.CREATING, created_at__lt=stale).order_by("pk"):
         _nonce_account_finish(row)
         ready += 1
     # LEDGER_NONCE_POOL_MAX bounds the rent the platform fee payer locks in nonce accounts:
     # past it no account is created however many leases are held (a lease then answers 503).
     pool_max = settings.LEDGER_NONCE_POOL_MAX
-    on_chain = NonceAccount.objects.filter(cluster=cluster).exclude(state=NonceState.CLOSED)
+    on_chain = NonceAccount.objects.filter(cluster=cluster, tenant__isnull=True).exclude(state=NonceState.CLOSED)
     while _free(cluster).count() < target and on_chain.count() < pool_max:
         _nonce_account_finish(nonce_account_record(cluster=cluster))
         ready += 1
@@ -231,9 +289,10 @@ def nonce_account_record(*, cluster: str) -> NonceAccount:
 
     if transaction.get_connection().in_atomic_block:
         raise RuntimeError("nonce accounts are recorded in their own committed transaction, never inside a request's")
-    account_key = managed_key_generate()
+    account_key, authority_key = managed_key_generate(), managed_key_generate()
     return NonceAccount.objects.create(
-        cluster=cluster, address=account_key.public_key, account_key=account_key, authority_key=managed_key_generate(), state=NonceState.CREATING
+        cluster=cluster, address=account_key.public_key, account_key=account_key, authority=authority_key.public_key, authority_key=authority_key,
+        state=NonceState.CREATING,
     )
 
 
@@ -243,7 +302,7 @@ def _is_pool_nonce(rpc, row: NonceAccount) -> bool:
         account is not None
         and account.owner == SYSTEM_PROGRAM
         and len(account.data) >= builder.NONCE_ACCOUNT_SIZE
-        and bytes(account.data[8:40]) == bytes(Pubkey.from_string(row.authority_key.public_key))
+        and bytes(account.data[8:40]) == bytes(Pubkey.from_string(row.authority))
     )
 
 
@@ -271,6 +330,12 @@ def _next_blockhash(rpc, address: Pubkey, attempts: int = 100) -> bool:
     return False
 
 
+def nonce_wait_usable(rpc, address: Pubkey) -> bool:
+    """Wait (a few seconds at most) until the nonce ``address`` holds can be used: not
+    stored under the latest blockhash (``_next_blockhash``)."""
+    return _next_blockhash(rpc, address)
+
+
 def _nonce_account_finish(row: NonceAccount) -> None:
     """Create and initialize the recorded account on chain (one transaction: either both
     happened or neither), unless it already is; then mark it READY."""
@@ -283,7 +348,7 @@ def _nonce_account_finish(row: NonceAccount) -> None:
         lamports = rpc.minimum_balance_for_rent_exemption(builder.NONCE_ACCOUNT_SIZE)
         instructions = [
             create_account(CreateAccountParams(from_pubkey=payer.pubkey, to_pubkey=address, lamports=lamports, space=builder.NONCE_ACCOUNT_SIZE, owner=SYSTEM_PROGRAM)),
-            initialize_nonce_account(InitializeNonceAccountParams(nonce_pubkey=address, authority=Pubkey.from_string(row.authority_key.public_key))),
+            initialize_nonce_account(InitializeNonceAccountParams(nonce_pubkey=address, authority=Pubkey.from_string(row.authority))),
         ]
         built = builder.build(builder.BuildPlan(instructions=instructions, fee_payer=payer.pubkey, version="LEGACY"), rpc)
         message = built.to_bytes()
@@ -304,18 +369,22 @@ def _nonce_account_finish(row: NonceAccount) -> None:
 
 
 def nonce_advance(*, cluster: str, nonce_address: str, expected: str) -> bool:
-    """Advance a pooled nonce that still holds ``expected`` with a transaction of our own
-    that uses that very value: when it lands, any other transaction built on ``expected``
-    can never execute (each nonce value is consumed once). Returns whether it landed."""
+    """Advance a nonce that still holds ``expected`` with a transaction of our own that
+    uses that very value: when it lands, any other transaction built on ``expected`` can
+    never execute (each nonce value is consumed once). Returns whether it landed; False
+    too when the service does not hold the account's authority key (a tenant's account
+    with an off-platform authority: ``nonce_spend`` says what then)."""
     from accounts.custody import managed_key_signer
 
     row = NonceAccount.objects.select_related("authority_key").get(cluster=cluster, address=nonce_address)
+    if row.authority_key is None:
+        return False
     rpc = rpc_for(cluster)
     address = Pubkey.from_string(nonce_address)
     if str(builder.nonce_value(rpc, address)) != expected:
         return False
     payer = platform_fee_payer(cluster)
-    authority = Pubkey.from_string(row.authority_key.public_key)
+    authority = Pubkey.from_string(row.authority)
     message = Message.new_with_blockhash(
         [advance_nonce_account(AdvanceNonceAccountParams(nonce_pubkey=address, authorized_pubkey=authority))], payer.pubkey, Hash.from_string(expected)
     )
@@ -333,6 +402,52 @@ def nonce_advance(*, cluster: str, nonce_address: str, expected: str) -> bool:
     return True
 
 
+def stored_nonce(rpc, address: Pubkey) -> str | None:
+    """The nonce value ``address`` holds, or None when it is no nonce account (any more)."""
+    try:
+        return str(builder.nonce_value(rpc, address))
+    except LedgerError:  # closed (withdrawn in full) or never created
+        return None
+
+
+def nonce_spend(*, cluster: str, nonce_address: str, expected: str) -> bool:
+    """Make sure no transaction built on ``expected`` can execute any more, before the
+    account is leased again. Returns True when that holds: the nonce already moved on (or
+    the account is gone), or the service advanced it now (``nonce_advance``; raises when
+    the advance did not land, so the caller retries). False when the nonce still holds
+    ``expected`` and the service cannot advance it — a tenant's account whose authority
+    signs off platform: its lease is then kept until the chain shows the nonce moved on
+    (``nonce_leases_sweep``), which the authority can do itself with AdvanceNonceAccount."""
+    row = NonceAccount.objects.select_related("authority_key").get(cluster=cluster, address=nonce_address)
+    if row.authority_key is not None:
+        try:
+            nonce_advance(cluster=cluster, nonce_address=nonce_address, expected=expected)
+        except LedgerError:  # no nonce account any more: nothing can use its value
+            return True
+        return True
+    return stored_nonce(rpc_for(cluster), Pubkey.from_string(nonce_address)) != expected
+
+
+_ENDED = ("FAILED", "EXPIRED", "CANCELLED")
+
+
+def clusters_with_kept_leases() -> list[str]:
+    """Clusters where a lease is still held by a transaction that ended (``nonce_leases_sweep``)."""
+    return list(NonceAccount.objects.filter(leased_by__status__in=_ENDED).order_by().values_list("cluster", flat=True).distinct())
+
+
+def nonce_leases_sweep(*, cluster: str) -> int:
+    """End leases still held by transactions that ended without landing (FAILED, EXPIRED,
+    CANCELLED) because their nonce could not be spent then (``nonce_spend``: an
+    off-platform authority), once the chain shows it moved on. Returns how many ended."""
+    released = 0
+    for row in NonceAccount.objects.select_related("leased_by").filter(cluster=cluster, leased_by__status__in=_ENDED).order_by("pk"):
+        tx = row.leased_by
+        if nonce_spend(cluster=cluster, nonce_address=row.address, expected=tx.blockhash):
+            released += NonceAccount.objects.filter(pk=row.pk, leased_by=tx).update(leased_by=None, leased_at=None)
+    return released
+
+
 def nonce_pool_trim(*, cluster: str, keep: int | None = None) -> int:
     """Close free accounts beyond ``keep`` (LEDGER_NONCE_POOL_TRIM_ABOVE, never below
     LEDGER_NONCE_POOL_TARGET, so fill and trim never undo each other): each is withdrawn in
@@ -341,7 +456,7 @@ def nonce_pool_trim(*, cluster: str, keep: int | None = None) -> int:
     if keep is None:
         keep = max(settings.LEDGER_NONCE_POOL_TRIM_ABOVE, settings.LEDGER_NONCE_POOL_TARGET)
     closed = 0
-    for row in NonceAccount.objects.select_related("authority_key").filter(cluster=cluster, state=NonceState.CLOSING).order_by("pk"):
+    for row in NonceAccount.objects.select_related("authority_key").filter(cluster=cluster, tenant__isnull=True, state=NonceState.CLOSING).order_by("pk"):
         closed += _nonce_account_close(row)
     while _free(cluster).count() > keep:
         row = _claim_for_closing(cluster)
@@ -392,7 +507,7 @@ def _nonce_account_close(row: NonceAccount) -> bool:
             logger.info("nonce account %s: its nonce is still the current one; closing it next run", row.address)
             return False
         payer = platform_fee_payer(row.cluster)
-        authority = Pubkey.from_string(row.authority_key.public_key)
+        authority = Pubkey.from_string(row.authority)
         lamports = rpc.account(address).lamports
         instruction = withdraw_nonce_account(WithdrawNonceAccountParams(nonce_pubkey=address, authorized_pubkey=authority, to_pubkey=payer.pubkey, lamports=lamports))
         built = builder.build(builder.BuildPlan(instructions=[instruction], fee_payer=payer.pubkey, version="LEGACY"), rpc)

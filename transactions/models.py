@@ -86,14 +86,29 @@ class Transaction(TenantOwnedModel):
     finalized_at = models.DateTimeField(null=True, blank=True)
     submit_attempts = models.PositiveIntegerField(default=0)
     effects_applied_at = models.DateTimeField(null=True, blank=True)
+    # The chain's record of the landed transaction (getTransaction), stored when it settles
+    # from the read its effects already make (settlement._settle), or once on demand for one
+    # settled without it (services.transaction_chain_record_fill): details are then served
+    # from here, never from the cluster (docs/transactions.md, "Transaction details and history").
+    fee = models.BigIntegerField(null=True, blank=True, help_text="Lamports the transaction paid (meta.fee).")
+    compute_units_consumed = models.BigIntegerField(null=True, blank=True)
+    log_messages = models.JSONField(null=True, blank=True, help_text="The programs' log lines (meta.logMessages).")
+    block_time = models.DateTimeField(null=True, blank=True, help_text="The block's time, as the cluster estimates it.")
+    loaded_addresses = models.JSONField(null=True, blank=True, help_text="V0: addresses loaded from lookup tables, {writable, readonly}.")
 
     class Meta:
         ordering = ["-txn_timestamp"]
         # The admin's approve/reject actions need it (superusers have it).
         permissions = [("approve_transaction", "Can approve or reject transactions held for approval")]
         indexes = [
-            models.Index(fields=["tenant", "-txn_timestamp"], name="txn_tenant_time"),
+            # Fetch Transactions' default order (txnTimestamp DESC, then id DESC) read off the
+            # index with no sort; and the tenant's ids for counts that join (the signer filter).
+            models.Index(fields=["tenant", "-txn_timestamp", "-id"], name="txn_tenant_time_id"),
             models.Index(fields=["status", "cluster"], name="txn_status_cluster"),
+            # Page totals of operation / status filters, index-only (docs/transactions.md).
+            models.Index(fields=["tenant", "operation", "status"], name="txn_tenant_op_status"),
+            # One API key's transactions, newest first, and their count (createdByKey).
+            models.Index(fields=["tenant", "created_by_key", "-txn_timestamp"], name="txn_tenant_key_time"),
         ]
         constraints = [
             models.UniqueConstraint(fields=["cluster", "onchain_id"], condition=Q(onchain_id__isnull=False), name="txn_unique_signature_per_cluster", violation_error_message="A transaction with this signature is already recorded."),
@@ -105,6 +120,27 @@ class Transaction(TenantOwnedModel):
     @property
     def missing_signers(self) -> list[str]:
         return [s for s in self.required_signers if s not in (self.signatures or {})]
+
+
+class TransactionSigner(models.Model):
+    """A required signer of a transaction, one row per signer key of its message (written
+    with the Transaction row; the message, hence its signers, never changes). Fetch
+    Transactions' ``signer`` filter reads it through the (address, transaction) index: the
+    planner has real statistics for it (a signer on every transaction, such as the platform
+    fee payer, versus one on a few), which a JSON containment test on
+    ``Transaction.required_signers`` would not give it. Reached only through a tenant's
+    Transaction queryset."""
+
+    transaction = models.ForeignKey("transactions.Transaction", on_delete=models.CASCADE, related_name="signer_rows")
+    address = models.CharField(max_length=50)
+    position = models.PositiveSmallIntegerField(help_text="Its index among the message's signers (0: the fee payer).")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["transaction", "address"], name="txn_signer_unique")]
+        indexes = [models.Index(fields=["address", "transaction"], name="txn_signer_address")]
+
+    def __str__(self) -> str:
+        return f"{self.address} signs {self.transaction_id}"
 
 
 class TransactionEvent(models.Model):
@@ -173,10 +209,12 @@ class NonceState(models.TextChoices):
     READY = "READY"  # initialized on chain, available to lease
     CLOSING = "CLOSING"  # taken out of the pool to be closed; the withdraw may or may not have landed
     CLOSED = "CLOSED"  # gone from the chain, its rent back with the platform fee payer (kept as a record)
+    FAILED = "FAILED"  # a tenant's account whose creation transaction did not land: nothing exists on chain
 
 
 class NonceAccount(models.Model):
-    """A durable nonce account of the platform's pool, leased to one transaction at a time.
+    """A durable nonce account, leased to one transaction at a time: of the platform's pool
+    (``tenant`` null) or a tenant's own (docs/transactions.md, "Tenant durable nonce accounts").
 
     Created by the pool task (``fee_payers.nonce_pool_fill``), never by a request: the row,
     the account's own key and the authority key are committed (CREATING) before the creation
@@ -188,20 +226,39 @@ class NonceAccount(models.Model):
     same task (``fee_payers.nonce_pool_trim``): CLOSING is committed before the withdraw is
     sent (a claim on the same condition a lease takes, so never a leased account), CLOSED
     only once the chain shows the account gone.
+
+    A tenant's account (Create Durable Nonce Accounts) is also an Account record of type
+    NONCE (``account``), created by an ordinary network transaction of the tenant: its rows
+    and keys are committed with that transaction before anything is sent, and the
+    transaction's effects make it READY (or FAILED). The pool task never creates, finishes,
+    trims or leases it to another tenant. Its authority may be a key the service does not
+    hold (``authority_key`` null): a transaction using it then waits for that signature.
     """
 
     cluster = models.CharField(max_length=40, db_index=True)
     address = models.CharField(max_length=50)
     state = models.CharField(max_length=10, choices=NonceState.choices, default=NonceState.READY)
+    #: null: the platform's pool; else the tenant that owns it (and ``account`` its record)
+    tenant = models.ForeignKey("tenancy.TenantOrganization", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    account = models.OneToOneField("accounts.Account", null=True, blank=True, on_delete=models.PROTECT, related_name="nonce", help_text="The tenant's Account record (type NONCE).")
     account_key = models.ForeignKey("accounts.ManagedKey", null=True, blank=True, on_delete=models.PROTECT, related_name="+", help_text="The nonce account's own key (signs its creation).")
-    authority_key = models.ForeignKey("accounts.ManagedKey", on_delete=models.PROTECT, related_name="+")
+    authority = models.CharField(max_length=44, help_text="The nonce authority's address (it signs every AdvanceNonceAccount).")
+    authority_key = models.ForeignKey("accounts.ManagedKey", null=True, blank=True, on_delete=models.PROTECT, related_name="+", help_text="The authority's key when the service holds it.")
+    authority_account = models.ForeignKey("accounts.Account", null=True, blank=True, on_delete=models.PROTECT, related_name="+", help_text="The tenant's account named as nonceAuthority, if any.")
     leased_by = models.OneToOneField("transactions.Transaction", null=True, blank=True, on_delete=models.SET_NULL, related_name="nonce_lease")
     leased_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     closed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["cluster", "address"], name="nonce_unique_address_per_cluster")]
+        indexes = [models.Index(fields=["cluster", "tenant", "state"], name="nonce_cluster_tenant_state")]
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "address"], name="nonce_unique_address_per_cluster"),
+            models.CheckConstraint(
+                condition=Q(tenant__isnull=True, account__isnull=True, authority_key__isnull=False) | Q(tenant__isnull=False, account__isnull=False),
+                name="nonce_pool_or_tenant", violation_error_message="A pool account has no tenant and its authority key; a tenant's has its Account record.",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"nonce {self.address} [{self.state}]"
@@ -220,6 +277,63 @@ class PumpLease(models.Model):
 
     def __str__(self) -> str:
         return f"{self.cluster} pump ({self.holder or 'idle'})"
+
+
+class LookupTableState(models.TextChoices):
+    """An address lookup table's life (docs/lookup-tables.md)."""
+
+    CREATING = "CREATING"  # creation transaction recorded, not yet confirmed
+    ACTIVE = "ACTIVE"  # on chain, extendable; V0 messages of its tenant compress through it
+    FROZEN = "FROZEN"  # authority removed on chain: never changes again; still used for compression
+    DEACTIVATED = "DEACTIVATED"  # deactivation confirmed: no new transaction uses it; closable after the cool-down
+    CLOSED = "CLOSED"  # closed on chain, its rent with the recipient (kept as a record)
+    FAILED = "FAILED"  # the creation transaction never executed: nothing exists on chain
+
+
+#: States in which a table exists on chain and is not deactivated: usable in V0 messages.
+LOOKUP_TABLE_USABLE = (LookupTableState.ACTIVE, LookupTableState.FROZEN)
+
+
+class AddressLookupTable(TenantOwnedModel):
+    """An address lookup table a tenant created through the service (Create Address Lookup Table).
+
+    Invariants: one row per (cluster, address); ``addresses`` is the table's content as the
+    chain stored it, copied from a read made after a transaction of the table confirmed
+    (``synced_slot``: a read older than the one the row reflects never overwrites it), so
+    it never lists an address a pending extension only asks for; at most one transaction
+    changes the table at a time (``pending_transaction``, the in-flight marker); the
+    authority signs every change: the service holds its key (``authority_key``), or it is a
+    tenant account that signs off platform.
+    """
+
+    address = models.CharField(max_length=44)
+    state = models.CharField(max_length=12, choices=LookupTableState.choices, default=LookupTableState.CREATING)
+    authority = models.CharField(max_length=44, help_text="The table's authority (signs extend, freeze, deactivate, close).")
+    authority_key = models.ForeignKey("accounts.ManagedKey", null=True, blank=True, on_delete=models.PROTECT, related_name="+", help_text="Its key, when the service holds it.")
+    authority_account = models.ForeignKey("accounts.Account", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", help_text="The tenant account named as authority, if any.")
+    addresses = models.JSONField(default=list, blank=True, help_text="The addresses stored on chain, in table order.")
+    addresses_count = models.PositiveSmallIntegerField(default=0)
+    last_extended_slot = models.BigIntegerField(null=True, blank=True)
+    # Addresses from this index on were added in last_extended_slot: the runtime lets a
+    # message load them only from the next slot on.
+    last_extended_start_index = models.PositiveSmallIntegerField(default=0)
+    deactivation_slot = models.BigIntegerField(null=True, blank=True)
+    synced_slot = models.BigIntegerField(null=True, blank=True, help_text="Slot of the chain read the row reflects.")
+    creation_transaction = models.ForeignKey("transactions.Transaction", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    last_transaction = models.ForeignKey("transactions.Transaction", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    pending_transaction = models.ForeignKey("transactions.Transaction", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    closed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-pk"]
+        indexes = [models.Index(fields=["tenant", "cluster", "state"], name="alt_tenant_state")]
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "address"], name="alt_unique_address_per_cluster", violation_error_message="This lookup table is already recorded."),
+            models.CheckConstraint(condition=Q(addresses_count__lte=256), name="alt_at_most_256_addresses", violation_error_message="A lookup table holds at most 256 addresses."),
+        ]
+
+    def __str__(self) -> str:
+        return f"lookup table {self.address} [{self.state}]"
 
 
 # Webhooks (docs/webhooks.md): a module of their own, imported here so Django registers them.

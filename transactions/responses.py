@@ -99,3 +99,18 @@ def mutation_response(request, name: str, identifiers: dict, tx, *, status: int 
     if tx is not None:
         attach_wait(response, request, tx, transaction_result, path=("svmTransaction",))
     return response
+
+
+def attach_wait_all(response, request, txs, *, key: str = "svmTransactions") -> None:
+    """``?wait=`` for an answer carrying several transaction results (``response.data[key]``,
+    in the order of ``txs``): after commit, wait for each — within one overall
+    LEDGER_WAIT_TIMEOUT_SECONDS — and re-render them."""
+    level = wait_level(request)
+    if level is None or not txs:
+        return
+
+    def refresh(resp):
+        deadline = time.monotonic() + settings.LEDGER_WAIT_TIMEOUT_SECONDS
+        resp.data[key] = [transaction_result(wait_for(tx, level, timeout=max(0.0, deadline - time.monotonic()))) for tx in txs]
+
+    response.after_commit = refresh

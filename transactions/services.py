@@ -31,7 +31,8 @@ from .chain import builder
 from .chain.errors import SimulationFailed
 from .chain.rpc import rpc_for
 from .chain.signing import sign_all, signature_valid
-from .models import Commitment, MessageLifetime, NonceAccount, Transaction, TransactionEvent, TransactionStatus
+from .lookup_tables.compression import tenant_tables
+from .models import Commitment, MessageLifetime, NonceAccount, Transaction, TransactionEvent, TransactionSigner, TransactionStatus
 
 logger = logging.getLogger("ledger.transactions")
 
@@ -62,6 +63,9 @@ class TxConfig:
     lifetime: str = MessageLifetime.RECENT_BLOCKHASH
     version: str = "V0"
     lookup_tables: tuple[Pubkey, ...] = ()
+    #: DURABLE_NONCE with a tenant's own nonce account named (svmTransactionConfig.
+    #: durableNonceAccount, resolved by the area): its NonceAccount pk
+    nonce_account: int | None = None
 
     @classmethod
     def from_validated(cls, data: dict | None, *, fee_payer: SignerSpec | None = None) -> "TxConfig":
@@ -144,14 +148,29 @@ def transaction_build(
     nonce_row = None
     nonce = None
     if config.lifetime == MessageLifetime.DURABLE_NONCE:
-        nonce_row = fee_payers.nonce_lease(cluster=cluster, tenant=tenant)
-        nonce = builder.NonceLease(address=Pubkey.from_string(nonce_row.address), authority=_pubkey_of(nonce_row.authority_key))
-        by_key.setdefault(str(nonce.authority), SignerSpec(nonce.authority, nonce_row.authority_key))
+        nonce_row = fee_payers.nonce_lease(cluster=cluster, tenant=tenant, named=config.nonce_account)
+        nonce = builder.NonceLease(address=Pubkey.from_string(nonce_row.address), authority=Pubkey.from_string(nonce_row.authority))
+        # An authority key the service does not hold (a tenant's account with an off-platform
+        # authority) leaves the transaction PARTIALLY_SIGNED until that signature arrives.
+        authority = SignerSpec(nonce.authority, nonce_row.authority_key)
+        if authority.signs_here and not by_key.get(str(nonce.authority), authority).signs_here:
+            by_key[str(nonce.authority)] = authority
+        by_key.setdefault(str(nonce.authority), authority)
+    auto_tables: tuple = ()
+    if config.version == "V0" and tenant is not None and not any(ix.program_id == builder.ADDRESS_LOOKUP_TABLE_PROGRAM for ix in instructions):
+        # V0 messages compress through the tenant's own lookup tables (docs/lookup-tables.md,
+        # "Compression"); one that changes a table names too few accounts to gain anything.
+        auto_tables = tenant_tables(tenant, cluster)
     plan = builder.BuildPlan(
         instructions=instructions, fee_payer=fee_payer.pubkey, version=config.version, compute=config.compute, nonce=nonce,
-        lookup_tables=config.lookup_tables, blockhash_reuse_seconds=settings.LEDGER_BLOCKHASH_REUSE_SECONDS,
+        lookup_tables=config.lookup_tables, auto_lookup_tables=auto_tables, blockhash_reuse_seconds=settings.LEDGER_BLOCKHASH_REUSE_SECONDS,
     )
     try:
+        if nonce_row is not None and nonce_row.tenant_id is not None:
+            # A tenant's account may have been initialized in the slot its creation just
+            # confirmed in: its nonce is usable once the next blockhash is out (the pool's
+            # fill waits the same way before offering an account).
+            fee_payers.nonce_wait_usable(rpc, nonce.address)
         built = builder.build(plan, rpc)
         required = [str(k) for k in built.signers]
         unknown = [k for k in required if k not in by_key]
@@ -238,6 +257,8 @@ def transaction_record(
             "An identical transaction (same message and signature) was just recorded by another request; retry to build a new one.",
             code="DUPLICATE_TRANSACTION",
         )
+    # The signer index of Fetch Transactions (TransactionSigner): one insert for all.
+    TransactionSigner.objects.bulk_create([TransactionSigner(transaction=tx, address=address, position=i) for i, address in enumerate(prepared.required)])
     if prepared.nonce_row is not None:
         if not NonceAccount.objects.filter(pk=prepared.nonce_row.pk, leased_by__isnull=True).update(leased_by=tx):
             raise LedgerError("The leased durable nonce account was taken by another transaction; retry.", code="NONCE_LEASE_LOST")
@@ -272,10 +293,6 @@ def transaction_prepare(
         return transaction_record(prepared, effects_data=effects_data, api_key=api_key, request_id=request_id, submit=submit)
 
 
-def _pubkey_of(managed_key) -> Pubkey:
-    return Pubkey.from_string(managed_key.public_key)
-
-
 def _submit_on_commit(tx: Transaction) -> None:
     """``tx`` is now due for submission (SIGNED, to be submitted): in the database
     transaction that made it so, its transaction.pre_submit events (built and signed, before
@@ -298,22 +315,57 @@ def _submit_on_commit(tx: Transaction) -> None:
 
 
 def transaction_add_signatures(*, transaction: Transaction, signatures: dict[str, str], submit: bool | None = None) -> Transaction:
-    """Add signatures collected off platform; submit when all are there (and wanted)."""
+    """Add signatures collected off platform (or made here for Sign Transaction's
+    onPlatformSigning); submit when all are there (and wanted). Idempotent per signer: the
+    first valid signature of a signer is kept, so one given again changes nothing
+    (docs/transactions.md, "Sign Transaction and Submit Transaction")."""
     with db_transaction.atomic():
         return _add_signatures(transaction, signatures, submit)
+
+
+def signer_check(tx: Transaction, pubkey: str, *, field: str) -> None:
+    """400 NOT_A_SIGNER unless ``pubkey`` is a required signer of ``tx``."""
+    if pubkey not in tx.required_signers:
+        raise LedgerError(f"{pubkey} is not a signer of this transaction; its signers are {', '.join(tx.required_signers)}.", field=field, code="NOT_A_SIGNER")
+
+
+def signature_check(tx: Transaction, pubkey: str, signature: str, *, field: str, signer_field: str | None = None, message: bytes | None = None) -> None:
+    """400 NOT_A_SIGNER unless ``pubkey`` is a required signer of ``tx`` (at
+    ``signer_field``); 400 INVALID_SIGNATURE unless ``signature`` is its key's signature of
+    the stored message."""
+    signer_check(tx, pubkey, field=signer_field or field)
+    if not signature_valid(pubkey, bytes(tx.message) if message is None else message, signature):
+        raise LedgerError(f"The signature for {pubkey} does not verify against the transaction message (serializedMessage).", field=field, code="INVALID_SIGNATURE")
+
+
+def not_signable(tx: Transaction) -> LedgerError:
+    """Why ``tx`` (not PARTIALLY_SIGNED) takes no signatures: 400 INVALID_TRANSACTION_STATE."""
+    if tx.status == TransactionStatus.PENDING_APPROVAL:
+        why = "every signature is collected and it awaits approval (Approve Transaction)"
+    elif tx.status == TransactionStatus.SIGNED and not tx.submit_when_signed:
+        why = "every signature is collected and it is held; Submit Transaction sends it"
+    elif tx.status in (TransactionStatus.SIGNED, TransactionStatus.SUBMITTED, TransactionStatus.CONFIRMED, TransactionStatus.FINALIZED):
+        why = "every signature was collected and it was submitted"
+    else:
+        why = "it has ended and can never execute"
+    return LedgerError(f"The transaction is {tx.status}: {why}. Only PARTIALLY_SIGNED transactions take signatures.", field="itemData.transaction", code="INVALID_TRANSACTION_STATE")
 
 
 def _add_signatures(transaction: Transaction, signatures: dict[str, str], submit: bool | None) -> Transaction:
     tx = Transaction.objects.for_tenant(transaction.tenant).select_for_update().get(pk=transaction.pk)
     if tx.status != TransactionStatus.PARTIALLY_SIGNED:
-        raise LedgerError(f"The transaction is {tx.status}; only PARTIALLY_SIGNED transactions take signatures.", code="INVALID_TRANSACTION_STATE")
+        raise not_signable(tx)
     message = bytes(tx.message)
     for pubkey, signature in signatures.items():
-        if pubkey not in tx.required_signers:
-            raise LedgerError(f"{pubkey} is not a signer of this transaction.", field="itemData.offPlatformSigning", code="NOT_A_SIGNER")
-        if not signature_valid(pubkey, message, signature):
-            raise LedgerError(f"The signature for {pubkey} does not verify against the transaction message.", field="itemData.offPlatformSigning", code="INVALID_SIGNATURE")
-    tx.signatures = {**tx.signatures, **signatures}
+        # Checked in the read phase already (transactions/signatures.py, with each entry's
+        # field); again here, for callers that have no read phase of their own.
+        signature_check(tx, pubkey, signature, field="itemData.offPlatformSigning", message=message)
+    # The first valid signature of a signer stays: a signer collected already (a retry, a
+    # second call with the same signature) changes nothing — not even submit_when_signed.
+    new = {k: v for k, v in signatures.items() if k not in (tx.signatures or {})}
+    if not new:
+        return tx
+    tx.signatures = {**tx.signatures, **new}
     tx.onchain_id = tx.signatures.get(tx.required_signers[0])
     if submit is not None:
         tx.submit_when_signed = submit
@@ -321,7 +373,7 @@ def _add_signatures(transaction: Transaction, signatures: dict[str, str], submit
         # Still waiting for approval (a debit limit): held, not submitted.
         tx.status = TransactionStatus.PENDING_APPROVAL if tx.approval_required else TransactionStatus.SIGNED
     tx.save(update_fields=["signatures", "onchain_id", "status", "submit_when_signed", "updated_at"])
-    _event(tx, "SIGNATURES_ADDED", signers=sorted(signatures), status=tx.status)
+    _event(tx, "SIGNATURES_ADDED", signers=sorted(new), status=tx.status)
     if tx.status == TransactionStatus.SIGNED and tx.submit_when_signed:
         _submit_on_commit(tx)
     return tx
@@ -333,17 +385,20 @@ def transaction_sign_on_platform(*, transaction: Transaction, managed: Sequence[
 
 
 def transaction_release(*, transaction: Transaction, approved: bool = False) -> Transaction:
-    """Submit a SIGNED transaction that was held (submit_when_signed false) or, with
-    ``approved`` (only ``transaction_approve`` passes it: the decision is recorded there),
-    a PENDING_APPROVAL one."""
-    statuses = [TransactionStatus.SIGNED, TransactionStatus.PENDING_APPROVAL] if approved else [TransactionStatus.SIGNED]
+    """Submit a SIGNED transaction that was held (submit_when_signed false: Submit
+    Transaction, the admin) or, with ``approved`` (only ``transaction_approve`` passes it:
+    the decision is recorded there), a PENDING_APPROVAL one. A transaction queued already
+    is not released twice: 400 INVALID_TRANSACTION_STATE."""
+    held = Q(status=TransactionStatus.SIGNED, submit_when_signed=False)
+    if approved:
+        held |= Q(status__in=[TransactionStatus.SIGNED, TransactionStatus.PENDING_APPROVAL])
     with db_transaction.atomic():  # the release and its pre_submit events commit together
-        updated = Transaction.objects.for_tenant(transaction.tenant).filter(pk=transaction.pk, status__in=statuses).update(
+        updated = Transaction.objects.for_tenant(transaction.tenant).filter(held, pk=transaction.pk).update(
             status=TransactionStatus.SIGNED, submit_when_signed=True, approval_required=False, error_message="", updated_at=timezone.now()
         )
         if not updated:
             what = "SIGNED or PENDING_APPROVAL" if approved else "held SIGNED (PENDING_APPROVAL ones are approved)"
-            raise LedgerError(f"Only {what} transactions can be submitted.", code="INVALID_TRANSACTION_STATE")
+            raise LedgerError(f"Only {what} transactions can be submitted.", field="itemData.transaction", code="INVALID_TRANSACTION_STATE")
         transaction.refresh_from_db()
         _submit_on_commit(transaction)
     return transaction
@@ -364,15 +419,22 @@ def _finish(tx: Transaction, status: str, *, unless_moved: Q | None = None, also
     end a transaction submitted meanwhile); ``also(tx)`` runs in the database transaction
     that ends it (a rejection's audit record). Returns whether this call ended it."""
     executed = status == TransactionStatus.FAILED and fields.get("slot") is not None
+    spent = True
     if tx.lifetime == MessageLifetime.DURABLE_NONCE and tx.nonce_account and not executed:
         # Before the nonce is leased again, the value this transaction was signed over must
         # be spent, or its bytes could still execute later (no-op when it moved on already).
-        fee_payers.nonce_advance(cluster=tx.cluster, nonce_address=tx.nonce_account, expected=tx.blockhash)
+        # A nonce whose authority signs off platform cannot be advanced by the service: its
+        # lease stays with this transaction until the chain shows it moved on
+        # (fee_payers.nonce_leases_sweep).
+        spent = fee_payers.nonce_spend(cluster=tx.cluster, nonce_address=tx.nonce_account, expected=tx.blockhash)
     with db_transaction.atomic():
         updated = Transaction.objects.for_tenant(tx.tenant).filter(unless_moved or Q(), pk=tx.pk, status__in=_ENDABLE).update(status=status, updated_at=timezone.now(), **fields)
         if not updated:
             return False
-        NonceAccount.objects.filter(leased_by_id=tx.pk).update(leased_by=None, leased_at=None)
+        if spent:
+            NonceAccount.objects.filter(leased_by_id=tx.pk).update(leased_by=None, leased_at=None)
+        else:
+            _event(tx, "NONCE_LEASE_KEPT", nonce=tx.nonce_account)
         _event(tx, status, **{k: v for k, v in fields.items() if k in ("error_message",)})
         if tx.status == TransactionStatus.SUBMITTED or tx.submitted_at is not None:
             # It was handed to the network: its post_submit events say how it ended (webhooks).
@@ -409,4 +471,60 @@ def transaction_cancel(*, transaction: Transaction, reason: str = "") -> Transac
         tx.refresh_from_db()
         raise LedgerError(f"The transaction is {tx.status}; it can no longer be cancelled.", code="INVALID_TRANSACTION_STATE")
     tx.refresh_from_db()
+    return tx
+
+
+# --- the chain's record of a landed transaction (Fetch Transaction Details) ---------------
+
+#: Statuses of a transaction that executed on chain (FAILED only with a slot: an on-chain
+#: error; a preflight refusal never landed).
+_LANDED = (TransactionStatus.CONFIRMED, TransactionStatus.FINALIZED, TransactionStatus.FAILED)
+
+
+def chain_record_fields(record) -> dict:
+    """Transaction columns from the chain's record of it (``chain.rpc.TransactionBalances``)."""
+    from datetime import datetime, timezone as dt_timezone
+
+    return {
+        "fee": record.fee,
+        "compute_units_consumed": record.compute_units_consumed,
+        "log_messages": list(record.log_messages) if record.log_messages is not None else None,
+        "block_time": datetime.fromtimestamp(record.block_time, tz=dt_timezone.utc) if record.block_time is not None else None,
+        "loaded_addresses": record.loaded,
+    }
+
+
+def chain_record_due(tx: Transaction) -> bool:
+    """Landed, and its record (fee, logs, ...) not stored: settled before the columns
+    existed, failed on chain (settlement reads no record for those), or confirmed and
+    not yet at the commitment its effects wait for."""
+    return tx.fee is None and bool(tx.onchain_id) and tx.slot is not None and tx.status in _LANDED
+
+
+def transaction_chain_record_fill(*, transaction: Transaction) -> Transaction:
+    """Read the chain's record of a landed transaction stored without it, once, and store
+    it (a conditional UPDATE: a concurrent fill or settlement wins alike). Outside any
+    database transaction; a cluster that does not answer, or no longer has the record,
+    leaves the columns null (the next call tries again) and is logged, never an error:
+    details show what the database holds."""
+    from solders.signature import Signature
+
+    from .chain.errors import ChainRpcError, ChainUnavailable
+    from .effects import static_addresses
+
+    tx = transaction
+    if not chain_record_due(tx):
+        return tx
+    try:
+        record = rpc_for(tx.cluster).transaction_balances(Signature.from_string(tx.onchain_id), static_addresses(tx))
+    except (ChainUnavailable, ChainRpcError) as exc:
+        logger.warning("could not read the record of transaction %s: %s", tx.onchain_id, exc)
+        return tx
+    if record is None:
+        logger.info("the cluster has no record of transaction %s (pruned history?)", tx.onchain_id)
+        return tx
+    fields = chain_record_fields(record)
+    Transaction.objects.for_tenant(tx.tenant).filter(pk=tx.pk, fee__isnull=True).update(**fields)
+    for name, value in fields.items():
+        setattr(tx, name, value)
     return tx

@@ -28,7 +28,7 @@ from .chain import builder
 from .chain.errors import ChainUnavailable, SimulationFailed
 from .chain.rpc import rpc_for
 from .models import MessageLifetime, NonceAccount, Transaction, TransactionEvent, TransactionStatus
-from .services import HELD, _event, _finish
+from .services import HELD, _event, _finish, chain_record_fields
 
 logger = logging.getLogger("ledger.transactions")
 
@@ -237,6 +237,10 @@ def _settle_each(settled: list[tuple[Transaction, object]], facts: dict, now, *,
                           "confirmations_count": status.confirmations if status.confirmations is not None else (32 if finalized else 0)}
                 if tx.confirmed_at is None:
                     fields["confirmed_at"] = now
+                if tx.pk in facts and facts[tx.pk].transaction is not None:
+                    # Fee, compute units, logs: from the getTransaction the effects read anyway,
+                    # in the same UPDATE (Fetch Transaction Details reads them from here).
+                    fields.update(chain_record_fields(facts[tx.pk].transaction))
                 if finalized:
                     fields["finalized_at"] = now
                 moving = Transaction.unscoped.filter(pk=tx.pk, status__in=_IN_FLIGHT)
@@ -323,7 +327,8 @@ def _lifetime_over(tx: Transaction, rpc, *, height: int | None = None) -> bool:
     (``height``: the cluster's, when the caller read it already), or its durable nonce
     moved on."""
     if tx.lifetime == MessageLifetime.DURABLE_NONCE:
-        return str(builder.nonce_value(rpc, Pubkey.from_string(tx.nonce_account))) != tx.blockhash
+        # A nonce account that is gone (a tenant's authority may withdraw it) holds no value.
+        return fee_payers.stored_nonce(rpc, Pubkey.from_string(tx.nonce_account)) != tx.blockhash
     if tx.last_valid_block_height is None:
         return False
     return (height if height is not None else rpc.block_height()) > tx.last_valid_block_height

@@ -7,8 +7,9 @@ submitted ones in batches until nothing is in flight; a committed request kicks 
 submitted) end once their lifetime is over, and clusters with work get a pump.
 ``fill_nonce_pools`` (beat) and ``fill_nonce_pool`` (kicked by a lease that leaves the pool
 low) create durable nonce accounts ahead of demand and close free ones beyond what the pool
-keeps. ``ledger.webhooks.*``: the webhook delivery loop, its watch, the network-event poller
-and the outbox's retention (docs/webhooks.md).
+keeps; ``sweep_nonce_leases`` frees tenants' nonce accounts whose lease was kept until their
+nonce moved on. ``ledger.webhooks.*``: the webhook delivery loop, its watch, the
+network-event poller and the outbox's retention (docs/webhooks.md).
 """
 
 from __future__ import annotations
@@ -90,12 +91,22 @@ def fill_nonce_pool(*, cluster: str) -> int:
         cache.delete(lock)
 
 
+@shared_task(name="ledger.transactions.sweep_nonce_leases", acks_late=True, autoretry_for=(ChainUnavailable,), retry_backoff=True, max_retries=5)
+def sweep_nonce_leases(*, cluster: str) -> int:
+    # Leases kept by transactions that ended while their nonce could not be advanced (a
+    # tenant's off-platform authority): freed once the chain shows the nonce moved on.
+    return fee_payers.nonce_leases_sweep(cluster=cluster)
+
+
 @shared_task(name="ledger.transactions.fill_nonce_pools", acks_late=True)
 def fill_nonce_pools() -> None:
     fee_payers.nonce_pool_reclaim()
     for cluster in settings.LEDGER_NONCE_POOL_CLUSTERS:
         if cluster in settings.LEDGER_CLUSTERS:
             fill_nonce_pool.delay(cluster=cluster)
+    for cluster in fee_payers.clusters_with_kept_leases():
+        if cluster in settings.LEDGER_CLUSTERS:
+            sweep_nonce_leases.delay(cluster=cluster)
 
 
 @worker_ready.connect

@@ -7,6 +7,10 @@ urlpatterns = [
     path("transactions/single/status", TransactionViewSet.as_view({"post": "status"}), name="transaction-status"),
     path("transactions/approve", TransactionViewSet.as_view({"patch": "approve"}), name="transaction-approve"),
     path("transactions/reject", TransactionViewSet.as_view({"patch": "reject"}), name="transaction-reject"),
+    path("transactions/sign", TransactionViewSet.as_view({"patch": "sign"}), name="transaction-sign"),
+    path("transactions/submit", TransactionViewSet.as_view({"patch": "submit"}), name="transaction-submit"),
+    path("transactions/single", TransactionViewSet.as_view({"post": "details"}), name="transaction-details"),
+    path("transactions/bulk/<str:detail_level>", TransactionViewSet.as_view({"post": "bulk"}), name="transactions-bulk"),
     # Webhooks (docs/webhooks.md)
     path("webhooks", WebhookViewSet.as_view({"post": "create", "patch": "update"}), name="webhooks"),
     path("webhooks/single", WebhookViewSet.as_view({"post": "details"}), name="webhook-details"),
@@ -14,3 +18,8 @@ urlpatterns = [
     path("webhooks/bulk/<str:detail_level>", WebhookViewSet.as_view({"post": "bulk"}), name="webhooks-bulk"),
     path("webhooks/replay", WebhookViewSet.as_view({"post": "replay"}), name="webhook-replay"),
 ]
+
+# Address lookup tables (transactions/lookup_tables/, docs/lookup-tables.md).
+from .lookup_tables.urls import urlpatterns as _lookup_tables  # noqa: E402
+
+urlpatterns += _lookup_tables

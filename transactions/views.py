@@ -9,13 +9,18 @@ from ledger_project.api.envelope import validated
 from ledger_project.api.idempotency import idempotent, write_phase
 from ledger_project.api.permissions import require_role
 from ledger_project.api.schema import api_responses, operation_parameters
+from ledger_project.api.schema import DETAIL_LEVEL, bulk_responses, item_query  # Fetch Transactions
 from ledger_project.api.viewsets import TenantScopedViewSet
 from tenancy.roles import Role
 
-from . import approvals, selectors
+from . import approvals, details, selectors, services, signatures
 from .models import Transaction
 from .responses import attach_wait, transaction_result
-from .serializers import TransactionDecisionInput, TransactionResultOutput, TransactionStatusInput
+from .serializers import TransactionDecisionInput, TransactionResultOutput, TransactionSignInput, TransactionStatusInput, TransactionSubmitInput
+from .services import transaction_add_signatures
+from .serializers import (  # Fetch Transaction Details, Fetch Transactions
+    BulkTransactionsCompactOutput, BulkTransactionsIdentifiersOutput, BulkTransactionsOutput, TransactionBulkInput, TransactionDetailsInput, TransactionDetailsOutput,
+)
 
 
 class TransactionViewSet(TenantScopedViewSet):
@@ -90,3 +95,102 @@ class TransactionViewSet(TenantScopedViewSet):
         data, tx = self._held(request)
         tx = approvals.transaction_reject(transaction=tx, api_key=self.api_key, reason=data.get("reason") or "", request_id=request.client_request_id)
         return self._decided(request, tx)
+
+    def _named(self, data: dict):
+        ident = data["transaction"]
+        return selectors.transaction_get(queryset=self.get_queryset(), onchain_id=ident.get("onchainId"), offchain_id=ident.get("offchainId"))
+
+    @extend_schema(
+        operation_id="signTransaction",
+        summary="Sign Transaction",
+        description=(
+            "Adds signatures to a PARTIALLY_SIGNED transaction: offPlatformSigning (each signature verified against serializedMessage and the account's key: "
+            "400 INVALID_SIGNATURE, 400 NOT_A_SIGNER) and onPlatformSigning (managed accounts whose keys the calling API key may use, signed here: 403 "
+            "SIGNER_NOT_ALLOWED otherwise). Signatures are stored as they arrive; a signer collected already keeps its first signature (giving it again "
+            "changes nothing). When the last one arrives the status becomes SIGNED (PENDING_APPROVAL when a debit limit holds it) and it is submitted, "
+            "unless submitTxnIfAllSignaturesCollected is false (then Submit Transaction sends it). A transaction that is not PARTIALLY_SIGNED: 400 "
+            "INVALID_TRANSACTION_STATE; one that can never execute any more: 400 TRANSACTION_EXPIRED; dkgSigning: 400 NOT_SUPPORTED (threshold signing "
+            "comes later). An unknown transaction, or another organization's: 404. Answers the transaction result; ?wait= waits for it."
+        ),
+        request=TransactionSignInput,
+        responses=api_responses({200: TransactionResultOutput}, mutation=True),
+        parameters=operation_parameters(wait=True),
+        tags=["Blockchain transactions"],
+    )
+    @idempotent
+    def sign(self, request):
+        data = validated(TransactionSignInput, request)["itemData"]
+        signatures.dkg_refused(data)
+        tx = self._named(data)
+        collected = signatures.transaction_sign_check(
+            transaction=tx, tenant=self.tenant, api_key=self.api_key,
+            off_platform=data.get("offPlatformSigning") or [], on_platform=data.get("onPlatformSigning") or [],
+        )
+        with write_phase():
+            submit = data.get("submitTxnIfAllSignaturesCollected") is not False
+            tx = transaction_add_signatures(transaction=tx, signatures=collected, submit=submit)
+        return self._decided(request, tx)
+
+    @extend_schema(
+        operation_id="submitTransaction",
+        summary="Submit Transaction",
+        description=(
+            "Submits a SIGNED transaction whose signatures were collected with submitTxnIfAllSignaturesCollected false. "
+            "PARTIALLY_SIGNED: 400 SIGNATURES_MISSING (the message lists the signers); PENDING_APPROVAL: 400 APPROVAL_REQUIRED (Approve Transaction submits it); "
+            "submitted already or ended: 400 INVALID_TRANSACTION_STATE; its lifetime over: 400 TRANSACTION_EXPIRED. An unknown transaction, or another "
+            "organization's: 404. Answers the transaction result; ?wait= waits for it."
+        ),
+        request=TransactionSubmitInput,
+        responses=api_responses({200: TransactionResultOutput}, mutation=True),
+        parameters=operation_parameters(wait=True),
+        tags=["Blockchain transactions"],
+    )
+    @idempotent
+    def submit(self, request):
+        tx = self._named(validated(TransactionSubmitInput, request)["itemData"])
+        signatures.transaction_submit_check(transaction=tx)
+        with write_phase():
+            tx = signatures.transaction_submit(transaction=tx)
+        return self._decided(request, tx)
+    @extend_schema(
+        operation_id="fetchTransactionDetails",
+        summary="Fetch Transaction Details",
+        description=(
+            "Creates no transaction. The transaction result and the transaction itself: the operation that created it and the records it names, "
+            "the message decoded (accounts with signer/writable flags, instructions of the System, SPL Token, Token-2022, Associated Token Account, "
+            "Address Lookup Table, Compute Budget and Memo programs with their fields; raw base64 data for others), the required signers and which "
+            "have signed, and once landed the chain's record: fee (lamports), compute units consumed, log messages, slot, block time, error. "
+            "Served from the service's records (docs/transactions.md, \"Transaction details and history\")."
+        ),
+        request=TransactionDetailsInput,
+        responses=api_responses({200: TransactionDetailsOutput}),
+        parameters=operation_parameters(),
+        tags=["Blockchain transactions"],
+    )
+    def details(self, request):
+        data = validated(TransactionDetailsInput, request)["itemData"]["transaction"]
+        tx = selectors.transaction_details_get(queryset=self.get_queryset(), onchain_id=data.get("onchainId"), offchain_id=data.get("offchainId"))
+        # Landed before its record was stored (settled before these columns, or failed on
+        # chain): read once from the cluster and kept.
+        tx = services.transaction_chain_record_fill(transaction=tx)
+        return Response(details.transaction_details(tx))
+
+    @extend_schema(
+        operation_id=item_query("fetchTransactions", selectors.TRANSACTION_QUERY),
+        summary="Fetch Transactions",
+        description=(
+            "Creates no transaction. The acting organization's transactions on every cluster (filter on cluster to narrow), newest first unless "
+            "sorted otherwise. detail-level: detailed (the Fetch Transaction Details shape, from the service's records only), compact (the "
+            "transaction result), identifiers ({onchainId, offchainId}). itemQuery fields: docs/query.md."
+        ),
+        request=TransactionBulkInput,
+        responses=bulk_responses("BulkTransactionsPage", BulkTransactionsOutput, BulkTransactionsCompactOutput, BulkTransactionsIdentifiersOutput),
+        parameters=[DETAIL_LEVEL, *operation_parameters()],
+        tags=["Blockchain transactions"],
+    )
+    def bulk(self, request, detail_level: str):
+        body = validated(TransactionBulkInput, request)
+        # The selector refuses an unknown detail level (400 INVALID_ENUM).
+        rows, count = selectors.transaction_list(queryset=self.get_queryset(), item_query=body.get("itemQuery"), level=detail_level)
+        render = details.RENDERERS[detail_level]
+        return Response({"count": count, "items": [render(row) for row in rows]})

@@ -259,7 +259,7 @@ class CommitmentConfigSerializer(StrictSerializer):
 
 
 class SvmTransactionConfigSerializer(StrictSerializer):
-    """Spec "SVM transaction config" (+ addressLookupTables, docs/transactions.md)."""
+    """Spec "SVM transaction config" (+ addressLookupTables, durableNonceAccount: docs/transactions.md)."""
 
     feePayer = LookupSerializer(required=False, allow_null=True)
     computeUnitConfig = ComputeUnitConfigSerializer(required=False, allow_null=True)
@@ -267,6 +267,13 @@ class SvmTransactionConfigSerializer(StrictSerializer):
     messageLifetimeStrategy = serializers.ChoiceField(choices=["RECENT_BLOCKHASH", "DURABLE_NONCE"], required=False, allow_null=True)
     transactionVersion = serializers.ChoiceField(choices=["V0", "LEGACY"], required=False, allow_null=True)
     addressLookupTables = serializers.ListField(child=AddressField(), required=False, allow_null=True, max_length=8)
+    # Our extension too (docs/transactions.md, "Tenant durable nonce accounts"): the acting
+    # organization's own nonce account a DURABLE_NONCE transaction must use.
+    durableNonceAccount = OwnLookupSerializer(
+        required=False, allow_null=True,
+        help_text="One of your durable nonce accounts for this transaction (with messageLifetimeStrategy DURABLE_NONCE, else 400 CONFLICTING_FIELDS). "
+                  "Absent: a free one of yours whose authority the service holds, else one of the platform's pool.",
+    )
 
 
 class TransactionEnvelopeSerializer(EnvelopeSerializer):

@@ -11,8 +11,9 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
+from typing import Callable
 
-from django.db.models import Q, QuerySet
+from django.db.models import Case, F, Q, QuerySet, Value, When
 from django.utils.dateparse import parse_datetime
 from rest_framework import serializers
 
@@ -34,6 +35,16 @@ class QueryField:
     nullable: bool = False
     sortable: bool = True
     blank_is_null: bool = False  # text columns that store "absent" as ""
+    #: rows where the value is shown; elsewhere the field filters and sorts as null (a
+    #: value the endpoint does not disclose on those rows must not be found by a query
+    #: either: e.g. a held transaction's onchainId). Applied next to each condition, so
+    #: the column's own index still serves equality.
+    guard: Q | None = None
+    #: a field of related rows, many per record (e.g. a transaction's signers): ``path`` is
+    #: the related model's column and ``related(q)`` the records having a related row that
+    #: matches ``q`` (a subquery, so a record is never listed twice). A condition holds when
+    #: any related row matches; NOT_EQUALS when none does. Not sortable.
+    related: Callable[[Q], Q] | None = None
 
 
 @dataclass(frozen=True)
@@ -125,6 +136,22 @@ def _scalar(fv: dict, qf: QueryField, where: str):
 
 
 def _condition(fv: dict, qf: QueryField, where: str) -> Q:
+    if qf.related is not None:
+        if (fv.get("filterType") or "EQUALS") == "NOT_EQUALS":
+            return ~qf.related(_bare_condition({**fv, "filterType": "EQUALS"}, qf, where))
+        return qf.related(_bare_condition(fv, qf, where))
+    condition = _bare_condition(fv, qf, where)
+    if qf.guard is None:
+        return condition
+    kind = fv.get("filterType") or "EQUALS"
+    # Unguarded rows read as null: IS_NULL holds there, NOT_EQUALS too (as for a null
+    # value, docs/query.md), every other test fails.
+    if kind in ("IS_NULL", "NOT_EQUALS"):
+        return condition | ~qf.guard
+    return condition & qf.guard
+
+
+def _bare_condition(fv: dict, qf: QueryField, where: str) -> Q:
     if fv["dataType"] != qf.data_type:
         raise _bad(f"This field has dataType {qf.data_type}, not {fv['dataType']}.", f"{where}.dataType", "INVALID_DATA_TYPE")
     kind = fv.get("filterType") or "EQUALS"
@@ -190,7 +217,11 @@ def apply_item_query(queryset: QuerySet, item_query: dict | None, spec: QuerySpe
         if not qf.sortable:
             raise _bad(f"{srt['fieldName']} cannot be sorted on.", f"{prefix}.sort[{i}].fieldName", "NOT_SORTABLE")
         descending = (srt.get("sortDirection") or "ASC") == "DESC"
-        order.append(f"-{qf.path}" if descending else qf.path)
+        if qf.guard is not None:
+            shown = Case(When(qf.guard, then=F(qf.path)), default=Value(None))
+            order.append(shown.desc() if descending else shown.asc())
+        else:
+            order.append(f"-{qf.path}" if descending else qf.path)
     order.append(spec.tiebreak)  # stable pages
 
     limit = item_query.get("limit") or min(spec.default_limit, spec.max_limit)

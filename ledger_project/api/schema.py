@@ -421,6 +421,11 @@ def postprocess(result, generator, request, public):
     identifier = schemas.get("TransactionIdentifierRequest")
     if identifier is not None:
         identifier["anyOf"] = [_given("onchainId", "string"), _given("offchainId", "string")]
+    # Sign Transaction: an off-platform signature is given as signature (or as dkgSigning,
+    # which is refused 400 NOT_SUPPORTED until threshold signing lands): REQUIRED otherwise.
+    off_platform_signature = schemas.get("OffPlatformSignatureRequest")
+    if off_platform_signature is not None:
+        off_platform_signature["anyOf"] = [_given("signature", "string"), _given("dkgSigning", "object")]
     # Bulk answers: one of the detail levels' shapes, any of them for an empty page;
     # compact and identifiers items carry exactly their fields.
     for name in [n for n in schemas if n.startswith("Bulk") and n.endswith("Page")]:
@@ -568,6 +573,14 @@ def postprocess(result, generator, request, public):
             schemas[name]["anyOf"] = [_given("position", "object"), {"allOf": [_given("owner", "object"), _given("financialInstrument", "object")]}]
             for field in inapplicable.get(name, ()):
                 schemas[name]["properties"][field] = {"type": "object", "nullable": True, "enum": [None], "description": "Does not apply to this operation (400 NOT_APPLICABLE)."}
+    # A named durable nonce account goes with messageLifetimeStrategy DURABLE_NONCE
+    # (CONFLICTING_FIELDS, accounts/nonces.py).
+    svm_config = schemas.get("SvmTransactionConfigRequest")
+    if svm_config is not None:
+        svm_config.setdefault("allOf", []).append({"anyOf": [
+            {"properties": {"durableNonceAccount": {"type": "object", "nullable": True, "enum": [None]}}},
+            {"required": ["messageLifetimeStrategy"], "properties": {"messageLifetimeStrategy": {"type": "string", "enum": ["DURABLE_NONCE"]}}},
+        ]})
     for path in result.get("paths", {}).values():
         for operation in path.values():
             spec = ITEM_QUERIES.get(operation.get("operationId"))

@@ -1,12 +1,16 @@
 """Build a transaction message from instructions and an svmTransactionConfig.
 
 Pure with respect to the database: reads the chain only for the blockhash, nonce value,
-lookup tables and fee estimates it needs (through ``rpc.ChainRpc``).
+lookup tables and fee estimates it needs (through ``rpc.ChainRpc``). The tenant's own
+lookup tables come in as candidates (``TableCandidate``, from the database: see
+transactions/lookup_tables/compression.py); the chain decides which of them a message
+may load from (docs/lookup-tables.md, "Compression").
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import statistics
 import threading
 import time
@@ -25,6 +29,8 @@ from solders.transaction import VersionedTransaction
 
 from .errors import TransactionTooLarge
 from .rpc import ChainRpc, LatestBlockhash
+
+logger = logging.getLogger("ledger.transactions")
 
 #: The network's packet limit for one serialized transaction (Limits 3).
 MAX_TRANSACTION_SIZE = 1232
@@ -46,6 +52,16 @@ class NonceLease:
     authority: Pubkey
 
 
+@dataclass(frozen=True)
+class TableCandidate:
+    """A lookup table of the tenant that the database records as usable (ACTIVE or FROZEN),
+    and the addresses it held at its last confirmed change: what the builder chooses from.
+    Whether a message may load through it is decided by the chain (``_lookup_tables``)."""
+
+    address: Pubkey
+    addresses: frozenset[Pubkey]
+
+
 @dataclass
 class BuildPlan:
     instructions: Sequence[Instruction]
@@ -54,6 +70,8 @@ class BuildPlan:
     compute: ComputeUnits | None = None
     nonce: NonceLease | None = None  # DURABLE_NONCE when set
     lookup_tables: Sequence[Pubkey] = field(default_factory=tuple)
+    #: V0 only: the tenant's tables the builder may add on its own (``choose_tables``).
+    auto_lookup_tables: Sequence[TableCandidate] = field(default_factory=tuple)
     #: RECENT_BLOCKHASH: reuse a blockhash fetched at most this many seconds ago by this
     #: process (``recent_blockhash``); 0 fetches one for this message.
     blockhash_reuse_seconds: float = 0.0
@@ -129,22 +147,88 @@ def estimate_price(rpc: ChainRpc, instructions: Sequence[Instruction]) -> int:
 ADDRESS_LOOKUP_TABLE_PROGRAM = Pubkey.from_string("AddressLookupTab1e1111111111111111111111111")
 
 
-def _lookup_tables(rpc: ChainRpc, addresses: Sequence[Pubkey]) -> list[AddressLookupTableAccount]:
+#: A table's deactivation_slot while it is not deactivated (u64::MAX).
+NOT_DEACTIVATED = 2**64 - 1
+#: At most this many of the tenant's own tables are added to one message.
+MAX_AUTO_TABLES = 4
+#: A table is worth adding when it stands for at least this many of the message's keys: it
+#: costs its own 32-byte address and two length bytes; each key it stands for saves 31.
+MIN_KEYS_PER_TABLE = 2
+
+
+def lookupable_keys(instructions: Sequence[Instruction], fee_payer: Pubkey) -> set[Pubkey]:
+    """The keys of a message a lookup table may stand for: neither a signer (the fee payer
+    included) nor an invoked program (the runtime loads both from the static keys)."""
+    signers = {fee_payer} | {meta.pubkey for ix in instructions for meta in ix.accounts if meta.is_signer}
+    programs = {ix.program_id for ix in instructions}
+    return {meta.pubkey for ix in instructions for meta in ix.accounts} - signers - programs
+
+
+def choose_tables(instructions: Sequence[Instruction], fee_payer: Pubkey, candidates: Sequence[TableCandidate], *, exclude: Sequence[Pubkey] = ()) -> list[TableCandidate]:
+    """The few candidates that stand for most of the message's keys, greedily: each round
+    takes the table covering the most keys no chosen table covers yet (the first such, in
+    the candidates' order, on a tie), while it covers at least MIN_KEYS_PER_TABLE, up to
+    MAX_AUTO_TABLES tables. Pure: no chain, no database."""
+    wanted = lookupable_keys(instructions, fee_payer)
+    pool = [c for c in candidates if c.address not in set(exclude)]
+    chosen: list[TableCandidate] = []
+    while wanted and pool and len(chosen) < MAX_AUTO_TABLES:
+        best = max(pool, key=lambda c: len(wanted & c.addresses))
+        if len(wanted & best.addresses) < MIN_KEYS_PER_TABLE:
+            break
+        chosen.append(best)
+        wanted -= best.addresses
+        pool.remove(best)
+    return chosen
+
+
+def _loadable(table: AddressLookupTable, slot: int) -> list[Pubkey]:
+    """The addresses a message executed after ``slot`` may load: addresses appended in the
+    table's last_extended_slot become loadable only in a later slot (the runtime's rule)."""
+    addresses = list(table.addresses)
+    if table.meta.last_extended_slot >= slot:
+        return addresses[: table.meta.last_extended_slot_start_index]
+    return addresses
+
+
+def _table_of(account) -> AddressLookupTable | None:
+    if account is None or account.owner != ADDRESS_LOOKUP_TABLE_PROGRAM:
+        return None
+    try:
+        return AddressLookupTable.deserialize(bytes(account.data))
+    except ValueError:
+        return None
+
+
+def _lookup_tables(rpc: ChainRpc, addresses: Sequence[Pubkey], auto: Sequence[TableCandidate] = ()) -> list[AddressLookupTableAccount]:
+    """The tables named in svmTransactionConfig.addressLookupTables (each must be a table:
+    400 INVALID_LOOKUP_TABLE) and the tenant's tables the builder chose, read from the chain
+    in one call: a chosen table that is gone, not a table or deactivated is left out, and
+    every table offers only the addresses a message may load now."""
     from ledger_project.api.errors import LedgerError
 
+    if not addresses and not auto:
+        return []
+    read = rpc.read_accounts([str(a) for a in [*addresses, *(c.address for c in auto)]])
     tables = []
-    for index, (address, account) in enumerate(zip(addresses, rpc.accounts(list(addresses)))):
+    for index, address in enumerate(addresses):
         field = f"svmTransactionConfig.addressLookupTables[{index}]"
+        account = read.accounts[str(address)]
         if account is None:
             raise LedgerError(f"Address lookup table {address} does not exist.", field=field, code="INVALID_LOOKUP_TABLE")
         # Any existing account can be named: only one the lookup-table program owns is a table.
-        try:
-            if account.owner != ADDRESS_LOOKUP_TABLE_PROGRAM:
-                raise ValueError(f"owned by {account.owner}")
-            table = AddressLookupTable.deserialize(bytes(account.data))
-        except ValueError:
-            raise LedgerError(f"{address} is not an address lookup table.", field=field, code="INVALID_LOOKUP_TABLE") from None
-        tables.append(AddressLookupTableAccount(address, list(table.addresses)))
+        table = _table_of(account)
+        if table is None:
+            raise LedgerError(f"{address} is not an address lookup table.", field=field, code="INVALID_LOOKUP_TABLE")
+        tables.append(AddressLookupTableAccount(address, _loadable(table, read.slot)))
+    for candidate in auto:
+        table = _table_of(read.accounts[str(candidate.address)])
+        if table is None or table.meta.deactivation_slot != NOT_DEACTIVATED:
+            # The database is behind the chain (closed or deactivated outside the service):
+            # the message is built without it; the table's next confirmed change corrects the row.
+            logger.info("lookup table %s is not usable on chain; not used", candidate.address)
+            continue
+        tables.append(AddressLookupTableAccount(candidate.address, _loadable(table, read.slot)))
     return tables
 
 
@@ -254,13 +338,17 @@ def _build(plan: BuildPlan, rpc: ChainRpc, *, reuse: bool) -> BuiltMessage:
             raise LedgerError("Address lookup tables need transactionVersion V0.", field="svmTransactionConfig.transactionVersion", code="INVALID_ENUM")
         message: Message | MessageV0 = Message.new_with_blockhash(instructions, plan.fee_payer, blockhash)
     else:
-        message = MessageV0.try_compile(plan.fee_payer, instructions, _lookup_tables(rpc, plan.lookup_tables), blockhash)
+        auto = choose_tables(plan.instructions, plan.fee_payer, plan.auto_lookup_tables, exclude=plan.lookup_tables)
+        if plan.nonce is not None:
+            # The runtime finds a durable nonce among the static keys only.
+            auto = [c for c in auto if plan.nonce.address not in c.addresses]
+        message = MessageV0.try_compile(plan.fee_payer, instructions, _lookup_tables(rpc, plan.lookup_tables, auto), blockhash)
     built = BuiltMessage(message, blockhash, last_valid, reused_blockhash=reused)
     size = built.serialized_size()
     if size > MAX_TRANSACTION_SIZE:
         raise TransactionTooLarge(
             f"The transaction would be {size} bytes; the network accepts at most {MAX_TRANSACTION_SIZE}. "
             "Split the operation, use transactionVersion V0 with an address lookup table, or move data (e.g. metadata) to a follow-up update.",
-            field="itemData",
+            field="itemData", extra={"size": size},
         )
     return built

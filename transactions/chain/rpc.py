@@ -81,13 +81,22 @@ class TransactionBalances:
       then the addresses loaded from lookup tables (writable, then read-only);
     - ``lamports``: address → (pre, post) lamports, for every key;
     - ``tokens``: token account address → TokenBalance, for every key that was a token
-      account before or after it (SPL Token and Token-2022).
+      account before or after it (SPL Token and Token-2022);
+    - from the same answer, what Fetch Transaction Details shows (stored when the
+      transaction settles): ``fee`` (lamports), ``compute_units_consumed``, ``log_messages``,
+      ``block_time`` (Unix seconds) — None where the node leaves them out — and ``loaded``,
+      the addresses loaded from lookup tables (``{"writable": [...], "readonly": [...]}``).
     """
 
     slot: int
     keys: tuple[str, ...]
     lamports: dict[str, tuple[int, int]]
     tokens: dict[str, TokenBalance]
+    fee: int | None = None
+    compute_units_consumed: int | None = None
+    log_messages: tuple[str, ...] | None = None
+    block_time: int | None = None
+    loaded: dict[str, list[str]] | None = None
 
 
 @dataclass(frozen=True)
@@ -138,6 +147,9 @@ class ChainRpc:
 
     def block_height(self, commitment: str = "confirmed") -> int:
         return self._call(self.client.get_block_height, Commitment(commitment)).value
+
+    def slot(self, commitment: str = "finalized") -> int:
+        return self._call(self.client.get_slot, Commitment(commitment)).value
 
     def _request(self, request, response_type):
         # Methods solana-py 0.36's Client lacks: the typed solders request over its provider.
@@ -312,8 +324,10 @@ def _balances(value, static_keys: Sequence[str]) -> TransactionBalances | None:
         return None
     meta = value.transaction.meta
     keys = list(static_keys)
+    loaded = None
     if meta.loaded_addresses is not None:
-        keys += [str(k) for k in meta.loaded_addresses.writable] + [str(k) for k in meta.loaded_addresses.readonly]
+        loaded = {"writable": [str(k) for k in meta.loaded_addresses.writable], "readonly": [str(k) for k in meta.loaded_addresses.readonly]}
+        keys += loaded["writable"] + loaded["readonly"]
     lamports = {key: (pre, post) for key, pre, post in zip(keys, meta.pre_balances, meta.post_balances)}
     pre = _token_entries(meta.pre_token_balances, keys)
     post = _token_entries(meta.post_token_balances, keys)
@@ -329,7 +343,12 @@ def _balances(value, static_keys: Sequence[str]) -> TransactionBalances | None:
             post=int(after.ui_token_amount.amount) if after is not None else 0,
             opened=before is None, closed=after is None,
         )
-    return TransactionBalances(value.slot, tuple(keys), lamports, tokens)
+    logs = meta.log_messages
+    return TransactionBalances(
+        value.slot, tuple(keys), lamports, tokens, fee=int(meta.fee) if meta.fee is not None else None,
+        compute_units_consumed=int(meta.compute_units_consumed) if meta.compute_units_consumed is not None else None,
+        log_messages=tuple(logs) if logs is not None else None, block_time=int(value.block_time) if value.block_time is not None else None, loaded=loaded,
+    )
 
 
 def _token_entries(entries, keys: list[str]) -> dict:

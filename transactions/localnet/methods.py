@@ -93,6 +93,14 @@ class Methods:
     def rpc_getSlot(self, params):
         return self.node.slot
 
+    def rpc_localnetWarpSlots(self, params):
+        """Not a Solana method: advance the slot clock by params[0] slots (1..10000) at once
+        and answer the new slot (docs/localnet.md, "Slots and blockhashes")."""
+        count = _param(params, 0)
+        if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= 10_000:
+            raise _bad("expected a number of slots from 1 to 10000")
+        return self.node.warp(count)
+
     def rpc_getBlockHeight(self, params):
         return self.node.slot
 

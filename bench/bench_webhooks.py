@@ -31,6 +31,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from bench import cpu  # noqa: E402
 from bench.bench_e2e import ok, pct, run_load, stack  # noqa: E402
 from bench.common import gunicorn, manage, throwaway_database  # noqa: E402
 from bench.loadgen import wait_until_up  # noqa: E402
@@ -69,8 +70,10 @@ def _occurred(text: str) -> float:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
-def deliveries(env: dict, port: int, key: str, receiver: Receiver) -> dict:
+def deliveries(env: dict, port: int, key: str, receiver: Receiver, worker_pid: int) -> dict:
     ok(port, "POST", "/api/v1/webhooks", {"itemData": {"name": "bench", "endpointUrl": receiver.url("/bulk"), "eventTypes": ["transaction.post_submit"]}}, key, expect=(201,))
+    by_name = {"postgres": "postgres"} if env.get("DATABASE_URL") else {}
+    before = cpu.sample({"worker": worker_pid}, by_name, {"receiver": os.getpid()})
     result = subprocess.run([sys.executable, "-c", WRITE_EVENTS], cwd=ROOT, env={**env, "EVENTS": str(EVENTS)}, check=True, capture_output=True, text=True)
     written, committed = result.stdout.split()
     deadline = time.time() + 600
@@ -78,9 +81,12 @@ def deliveries(env: dict, port: int, key: str, receiver: Receiver) -> dict:
         time.sleep(0.2)
     got = sorted(r.at for r in receiver.delivered() if r.path == "/bulk")
     span = got[-1] - got[0] if len(got) > 1 else None
+    # CPU per delivery by component ("other": the event writer's process and the rest of the
+    # machine): the loop is one process, so its CPU bounds the rate at 1000 / worker ms.
+    spent = cpu.per_operation(before, cpu.sample({"worker": worker_pid}, by_name, {"receiver": os.getpid()}), len(got))
     return {"bench": "webhook_deliveries", "events": int(written), "delivered": len(got), "distinct_ids": len({r.event_id for r in receiver.delivered()}),
             "deliveries_per_s": round(len(got) / span, 1) if span else None, "commit_to_last_s": round(got[-1] - float(committed), 2) if got else None,
-            "target_per_s": 500}
+            "cpu_ms_per_delivery": spent, "target_per_s": 500, "load_average": os.getloadavg()[0]}
 
 
 def latency(env: dict, port: int, key: str, receiver: Receiver) -> dict:
@@ -104,7 +110,7 @@ def latency(env: dict, port: int, key: str, receiver: Receiver) -> dict:
     return {"bench": "webhook_confirmation_to_delivery", "operations": OPS, "confirmed_events": len(waits),
             "p50_ms": pct(waits, 0.5), "p99_ms": pct(waits, 0.99), "mean_ms": round(statistics.mean(waits) * 1000, 1) if waits else None,
             "written_to_attempt_p50_ms": pct(stages, 0.5), "written_to_attempt_p99_ms": pct(stages, 0.99),
-            "accepted_rps": round(OPS / wall, 1), "target_p50_ms": 1000}
+            "accepted_rps": round(OPS / wall, 1), "target_p50_ms": 1000, "load_average": os.getloadavg()[0]}
 
 
 STAGES = """
@@ -138,7 +144,7 @@ def run_setup(setup: str) -> None:
                 time.sleep(float(os.environ.get("BENCH_WEBHOOKS_SETTLE_SECONDS", "10")))
                 common = {"setup": setup, "database": "postgresql" if setup == "postgres" else "sqlite", "broker": "redis" if setup == "postgres" else "filesystem",
                           "delivery_threads": int(env.get("LEDGER_WEBHOOK_DELIVERY_THREADS", "16"))}
-                print(json.dumps({**deliveries(env, port, key, receiver), **common}), flush=True)
+                print(json.dumps({**deliveries(env, port, key, receiver, procs[0].pid), **common}), flush=True)
                 print(json.dumps({**latency(env, port, key, receiver), **common}), flush=True)
         finally:
             for proc in procs:

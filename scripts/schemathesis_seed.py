@@ -27,6 +27,8 @@ fuzzed mutation of one does not starve the others:
 - ``nonce``: a durable nonce account of the run's organization (its authority a key the
   service holds), named by ``svmTransactionConfig.durableNonceAccount`` and the nonce
   fetches; nine more serve unnamed DURABLE_NONCE requests.
+- ``webhook``: a registry webhook of the run's organization (a public address literal;
+  the run records events and never sends them: LEDGER_WEBHOOK_DELIVERY_ENABLED is off).
 
 ``seed(...)`` returns ``{role: {"onchainId", "offchainId", "code"}}`` (instruments also
 ``alId``; ``transaction``: onchainId/offchainId), which the hooks feed into generated lookups
@@ -42,7 +44,7 @@ import urllib.request
 import uuid
 
 #: the records seed() returns, by role (the hooks' LOOKUPS name them)
-ROLES = ("funder", "authority", "subject", "victim", "instrument", "closable", "transaction", "holder", "holding", "payee", "receiving", "lookupTable", "retiringTable", "nonce")
+ROLES = ("funder", "authority", "subject", "victim", "instrument", "closable", "transaction", "holder", "holding", "payee", "receiving", "lookupTable", "retiringTable", "nonce", "webhook")
 AIRDROP_LAMPORTS = 1_000 * 10**9
 SEED_LAMPORTS = 10_000_000
 DONE = ("CONFIRMED", "FINALIZED")
@@ -185,6 +187,8 @@ def seed(*, url: str, secret: str, key_name: str, node_url: str) -> dict:
         "lookupTable": _lookup_table(api, funder=funder, authority=authority, components=[subject, holder, payee]),
         "retiringTable": _retired(api, _lookup_table(api, funder=funder, authority=authority, components=[subject, holder]), node_url),
         "nonce": nonces["newDurableNonceAccounts"][0],
+        "webhook": {"offchainId": api.call("POST", "webhooks", {"itemData": {
+            "name": "schemathesis", "endpointUrl": "https://93.184.215.14/hook", "eventTypes": ["transaction.pre_submit", "transaction.post_submit", "account.network_event"]}})["newWebhook"]["offchainId"]},
     }
     assert tuple(records) == ROLES
     return records

@@ -12,7 +12,7 @@ import pytest
 from scripts import schemathesis_hooks as hooks
 from scripts.schemathesis_seed import ROLES
 
-LOOKUP_COMPONENTS = {"LookupRequest", "OwnLookupRequest", "InstrumentLookupRequest", "OwnInstrumentLookupRequest", "TransactionIdentifierRequest", "LookupTableLookupRequest"}
+LOOKUP_COMPONENTS = {"LookupRequest", "OwnLookupRequest", "InstrumentLookupRequest", "OwnInstrumentLookupRequest", "TransactionIdentifierRequest", "LookupTableLookupRequest", "WebhookIdentifierRequest"}
 
 SEED = {
     "organization": "SCHEMATHESIS",

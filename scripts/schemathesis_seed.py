@@ -29,6 +29,8 @@ fuzzed mutation of one does not starve the others:
   fetches; nine more serve unnamed DURABLE_NONCE requests.
 - ``webhook``: a registry webhook of the run's organization (a public address literal;
   the run records events and never sends them: LEDGER_WEBHOOK_DELIVERY_ENABLED is off).
+  Transaction events only: with account.network_event, every account the fuzzing creates
+  with subscribeToNetworkEvents would be polled, loading the run's worker and node.
 
 ``seed(...)`` returns ``{role: {"onchainId", "offchainId", "code"}}`` (instruments also
 ``alId``; ``transaction``: onchainId/offchainId), which the hooks feed into generated lookups
@@ -188,7 +190,7 @@ def seed(*, url: str, secret: str, key_name: str, node_url: str) -> dict:
         "retiringTable": _retired(api, _lookup_table(api, funder=funder, authority=authority, components=[subject, holder]), node_url),
         "nonce": nonces["newDurableNonceAccounts"][0],
         "webhook": {"offchainId": api.call("POST", "webhooks", {"itemData": {
-            "name": "schemathesis", "endpointUrl": "https://93.184.215.14/hook", "eventTypes": ["transaction.pre_submit", "transaction.post_submit", "account.network_event"]}})["newWebhook"]["offchainId"]},
+            "name": "schemathesis", "endpointUrl": "https://93.184.215.14/hook", "eventTypes": ["transaction.pre_submit", "transaction.post_submit"]}})["newWebhook"]["offchainId"]},
     }
     assert tuple(records) == ROLES
     return records

@@ -7,7 +7,7 @@ PORT ?= 8000
 TEST_WORKERS ?= 2
 STAMP := $(VENV)/.requirements.stamp
 
-.PHONY: venv migrate run test test-embedded schemathesis bench clean
+.PHONY: venv browser migrate run test test-embedded schemathesis bench clean
 
 # Embedded mode for these targets only: without LEDGER_MASTER_KEY a master key file is
 # generated under var/ (docs/custody.md); production commands get no such default.
@@ -20,6 +20,11 @@ $(STAMP): requirements.txt
 
 venv: $(STAMP)
 
+# Debian's headless chromium and its driver for the browser tests (tests/browser/, Selenium
+# pointed at /usr/bin/chromium and /usr/bin/chromedriver): nothing is downloaded at test time.
+browser:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || (apt-get install -y -q chromium chromium-driver >/dev/null 2>&1 || (apt-get update -q >/dev/null && apt-get install -y -q chromium chromium-driver >/dev/null)) || echo "chromium unavailable: the browser tests will fail"
+
 migrate: venv
 	$(BIN)/python manage.py migrate --noinput -v0
 
@@ -30,11 +35,11 @@ run: migrate
 
 # The whole suite, in parallel. DATABASE_URL / REDIS_URL choose PostgreSQL and Redis
 # (.ci/run sets both); without them it runs on the embedded defaults.
-test: venv
+test: venv browser
 	$(BIN)/python scripts/with_localnet.py $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -q $(PYTEST_ARGS)
 
 # The same suite forced onto the embedded defaults (SQLite, filesystem broker).
-test-embedded: venv
+test-embedded: venv browser
 	env -u DATABASE_URL -u REDIS_URL LEDGER_VAR_DIR=$(CURDIR)/var/test-embedded $(BIN)/python scripts/with_localnet.py $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -q $(PYTEST_ARGS)
 
 # schemathesis (every check) over the whole OpenAPI against a throwaway server (SQLite, own

@@ -180,3 +180,5 @@ class PrivateKeyDisclosure(models.Model):
 
     class Meta:
         ordering = ["-at"]
+
+from .mpc.models import DkgPlayer, DkgSession, SigningNonce, SigningPlayer, SigningSession, ThresholdKey, ThresholdShare  # noqa: E402,F401  (threshold keys: accounts/mpc)

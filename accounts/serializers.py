@@ -26,6 +26,7 @@ from ledger_project.timestamps import timestamp_text
 from transactions.serializers import TransactionResultOutput
 
 from .models import AccountType, KeyLocation
+from .mpc.serializers import DkgSessionConfigSerializer, DkgSessionOutput, MpcPlayerCodeField
 
 LAMPORTS_PER_SOL = 10**9
 U64_MAX = 2**64 - 1
@@ -74,10 +75,13 @@ class AccountReferencesSerializer(StrictSerializer):
 
 
 class DkgKeySerializer(StrictSerializer):
-    keyUsage = StrictCharField(required=False)
-    useBackendPlayersCodes = serializers.ListField(child=StrictCharField(), required=False)
-    isDefault = StrictBooleanField(required=False)
-    session = FreeFormObjectField(required=False)
+    """A threshold key made by distributed key generation (docs/threshold-signing.md)."""
+
+    keyUsage = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=64, help_text="Recorded as given.")
+    useBackendPlayersCodes = serializers.ListField(child=MpcPlayerCodeField(), required=False, allow_null=True, max_length=64,
+                                                   help_text="The service's own players (LEDGER_MPC_BACKEND_PLAYERS; 400 UNKNOWN_MPC_PLAYER otherwise).")
+    isDefault = StrictBooleanField(required=False, allow_null=True, help_text="Recorded as given.")
+    session = DkgSessionConfigSerializer()
 
 
 @extend_schema_field({"type": "string", "format": "base58-secret-key", "description": "A private key: base58 of the 64-byte secret key or the 32-byte seed, or a JSON array of its bytes."})
@@ -89,7 +93,8 @@ class PrivateKeyDetailsSerializer(StrictSerializer):
     location = serializers.ListField(child=serializers.ChoiceField(choices=KeyLocation.choices), required=False, allow_null=True, max_length=2)
     publickKey = AddressField(required=False, allow_null=True)  # spelling as in the spec
     privateKey = PrivateKeyField(required=False, allow_null=True, max_length=400, trim_whitespace=True)
-    dkgKeys = serializers.ListField(child=DkgKeySerializer(), required=False, allow_null=True)
+    dkgKeys = serializers.ListField(child=DkgKeySerializer(), required=False, allow_null=True, max_length=1,
+                                    help_text="One threshold key: its group key is the account's address (an account has one key).")
 
 
 class DebitLimitSerializer(StrictSerializer):
@@ -315,6 +320,7 @@ class IdentifiersOut(serializers.Serializer):
 class CreateAccountOutput(serializers.Serializer):
     newAccount = IdentifiersOut()
     svmTransaction = TransactionResultOutput(allow_null=True)
+    dkgSession = DkgSessionOutput(required=False, help_text="With dkgKeys: the key generation (docs/threshold-signing.md); onchainId is null until it completes.")
 
 
 class UpdateAccountOutput(serializers.Serializer):

@@ -18,7 +18,7 @@ from ledger_project.api.idempotency import write_phase
 from ledger_project.api.permissions import require_role
 from tenancy.roles import Role
 from transactions.chain.rpc import is_localnet, rpc_for
-from transactions.models import Transaction
+from transactions.models import Transaction, TransactionEvent
 from transactions.services import SignerSpec, transaction_build, transaction_record
 
 from . import custody
@@ -26,7 +26,7 @@ from .errors import ManagedKeyExists
 from .limits import network_debit_check, normalize
 from .locks import ensure_no_operation_in_flight, lock_account, lock_visible_account
 from .lookup import OffPlatform, resolve_account
-from .models import Account, AccountStatus, AccountType, BalanceSnapshot, KeyLocation, PrivateKeyDisclosure, SPECIALIZED_TYPES, WALLET_TYPES
+from .models import Account, AccountStatus, AccountType, BalanceSnapshot, KeyLocation, PrivateKeyDisclosure, SPECIALIZED_TYPES, ThresholdKey, WALLET_TYPES
 from .signers import ensure_usable, signer_for, transaction_config
 
 SYSTEM_PROGRAM = Pubkey.from_string("11111111111111111111111111111111")
@@ -84,8 +84,6 @@ def _managed_key(data: dict, prefix: str, tenant=None):
     """The account's key, in memory only: generated or imported now (the network phase signs
     with it), sealed and stored by ``account_save`` in the write phase."""
     details = data.get("privateKeyDetails") or {}
-    if details.get("dkgKeys"):
-        raise LedgerError("DKG/MPC key shares are not supported by this service; omit dkgKeys.", field=f"{prefix}.privateKeyDetails.dkgKeys", code="NOT_SUPPORTED")
     locations = details.get("location") or [KeyLocation.DATABASE]
     location = locations[0]
     expected = details.get("publickKey") or data.get("onchainId")
@@ -110,11 +108,20 @@ def account_record(*, tenant, cluster: str, api_key, data: dict, prefix: str = "
     return account
 
 
-def account_draft(*, tenant, cluster: str, api_key, data: dict, prefix: str = "itemData", default_type: str = AccountType.WALLET, allowed_types=None) -> Account:
+def account_draft(*, tenant, cluster: str, api_key, data: dict, prefix: str = "itemData", default_type: str = AccountType.WALLET, allowed_types=None,
+                  threshold_address: str | None = None) -> Account:
     """Validate a New account definition into an unsaved record (read and network phase:
     writes nothing): the key is generated or imported in memory, onboarding checks the
     network. ``account_save`` stores both in the write phase. Shared by Create Account and
-    the areas whose records are accounts too (a financial instrument's mint)."""
+    the areas whose records are accounts too (a financial instrument's mint).
+
+    ``privateKeyDetails.dkgKeys`` (a threshold key, accounts/mpc/keygen.py) only with
+    ``threshold_address``: the group key's address once key generation made it ("" to
+    check the other rules before); elsewhere 400 NOT_SUPPORTED. Nobody holds such an
+    account's private key, so it is recorded ``managed`` false, without a key location."""
+    threshold = bool((data.get("privateKeyDetails") or {}).get("dkgKeys"))
+    if threshold and threshold_address is None:
+        raise LedgerError("A threshold key (dkgKeys) is made by Create Account only; this account cannot have one.", field=f"{prefix}.privateKeyDetails.dkgKeys", code="NOT_SUPPORTED")
     refs = data.get("offchainReferences") or {}
     account_type = refs.get("type") or default_type
     if allowed_types is not None and account_type not in allowed_types:
@@ -122,11 +129,11 @@ def account_draft(*, tenant, cluster: str, api_key, data: dict, prefix: str = "i
     if account_type in SPECIALIZED_TYPES:
         raise LedgerError(f"{account_type} accounts are created with {_SPECIALIZED_ENDPOINT[account_type]}.", field=f"{prefix}.offchainReferences.type", code="USE_SPECIALIZED_ENDPOINT")
     _check_debit_settings(api_key, data, account_type, prefix)
-    managed = data.get("managed", True)
+    managed = data.get("managed", True) and not threshold
     already = data.get("alreadyOnchain", False)
     seed = data.get("seed")
     data_length = data.get("dataLength") or 0
-    if not managed and not data.get("onchainId"):
+    if not managed and not threshold and not data.get("onchainId"):
         raise LedgerError("A not-managed account needs its onchainId.", field=f"{prefix}.onchainId", code="REQUIRED")
     if not managed and (data.get("privateKeyDetails") or {}).get("privateKey"):
         raise LedgerError("A not-managed account cannot carry a private key; set managed true to import it.", field=f"{prefix}.privateKeyDetails.privateKey", code="INVALID")
@@ -137,10 +144,10 @@ def account_draft(*, tenant, cluster: str, api_key, data: dict, prefix: str = "i
     if data.get("tokenVersion") and account_type not in MINT_TYPES:
         raise LedgerError("tokenVersion applies to mint accounts (FUNDS_TOKEN, ASSET_TOKEN, CURRENCY_TOKEN).", field=f"{prefix}.tokenVersion", code="INVALID")
 
-    address_hint = data.get("onchainId") or (data.get("privateKeyDetails") or {}).get("publickKey") or ""
+    address_hint = threshold_address if threshold else data.get("onchainId") or (data.get("privateKeyDetails") or {}).get("publickKey") or ""
     _conflicts(tenant, cluster, address_hint, refs, prefix=prefix)
     key = _managed_key(data, prefix, tenant) if managed else None
-    address = key.public_key if key else data["onchainId"]
+    address = key.public_key if key else threshold_address if threshold else data["onchainId"]
     if key is not None and (data.get("privateKeyDetails") or {}).get("privateKey"):
         # An imported key's address may be recorded already; a generated one is new (and
         # the unique column would still refuse it).
@@ -386,13 +393,16 @@ def _inactivatable(account: Account) -> None:
     ensure_no_operation_in_flight(account, field="itemData.account")
 
 
-def account_inactivate(*, tenant, cluster: str, api_key, account: Account, refund_to, svm_config: dict | None = None, request_id=None) -> AccountResult:
+def account_inactivate(*, tenant, cluster: str, api_key, account: Account, refund_to, svm_config: dict | None = None, request_id=None,
+                       requested_by: str | None = None) -> AccountResult:
     """Inactivate Account: close it on the network (lamports to refundDestination) and
     mark it INACTIVE once that is confirmed; without lamports or a key, at once.
 
     Read and check, build and sign (no locks), then the write phase re-checks under the
     account's row lock (status, in-flight marker) and records the transaction with the
-    marker set: a concurrent second inactivation gets 409 OPERATION_IN_PROGRESS."""
+    marker set: a concurrent second inactivation gets 409 OPERATION_IN_PROGRESS.
+    ``requested_by``: the staff user of an admin action (no API key), recorded on the
+    transaction as created_by_key records a key."""
     account = Account.objects.for_tenant(tenant).get(pk=account.pk)
     _inactivatable(account)
     destination = None
@@ -432,6 +442,8 @@ def account_inactivate(*, tenant, cluster: str, api_key, account: Account, refun
         account = lock_account(account.pk, tenant=tenant)
         _inactivatable(account)
         tx = transaction_record(prepared, effects_data={"account": str(account.offchain_id)}, api_key=api_key, request_id=request_id)
+        if requested_by:
+            TransactionEvent.objects.create(transaction=tx, kind="REQUESTED_IN_ADMIN", detail={"user": requested_by})
         account.last_transaction = account.pending_transaction = tx
         account.save(update_fields=["last_transaction", "pending_transaction", "updated_at"])
     return AccountResult(account, tx)
@@ -450,6 +462,9 @@ def account_private_key_export(*, tenant, api_key, account: Account, request_id:
         from ledger_project.api.errors import NotFoundError
 
         raise NotFoundError("No such account.", field="itemData")
+    if ThresholdKey.objects.filter(account=account).exists():
+        raise LedgerError("This account's key is a threshold key (dkgKeys): it exists only as its players' shares, and no one, the service "
+                          "included, holds or can assemble its private key.", field="itemData", code="KEY_NOT_EXPORTABLE")
     if not account.managed or account.managed_key is None:
         raise LedgerError("The service does not hold this account's key.", field="itemData", code="NOT_MANAGED")
     PrivateKeyDisclosure.objects.create(account=account, api_key=api_key, acting_tenant=tenant, request_id=request_id)

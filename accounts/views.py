@@ -19,6 +19,8 @@ from transactions.responses import attach_wait_all, mutation_response, transacti
 from . import nonces, render, selectors, services
 from .lookup import resolve_account, resolve_own_account
 from .models import Account, AccountType
+from .mpc.keygen import has_dkg_keys
+from .mpc.views import create_account_response
 from .serializers import (
     AccountOutput,
     BalanceInput,
@@ -60,6 +62,8 @@ class AccountViewSet(TenantScopedViewSet):
     @idempotent
     def create(self, request):
         body = validated(CreateAccountInput, request)
+        if has_dkg_keys(body["itemData"]):  # a threshold key: key generation among its players (accounts/mpc)
+            return create_account_response(self, request, body)
         result = services.account_create(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, data=body["itemData"], svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id)
         return mutation_response(request, "newAccount", render.account_identifiers(result.account), result.transaction, status=status.HTTP_201_CREATED)
 

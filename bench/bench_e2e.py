@@ -205,7 +205,7 @@ def service_bound(spent: dict) -> float | None:
 def raw_node_rate() -> float:
     from bench.bench_localnet import over_rpc
 
-    return round(over_rpc(1500)[0], 1)
+    return round(over_rpc(1500)[0][0][0], 1)
 
 
 def stack(setup: str, tmp: str, db_url: str | None):

@@ -13,6 +13,14 @@ DKG account signs):
    players in process.
 4. frost_player_cli — the external player's two commands for one signature (commit, sign)
    as subprocesses with the default scrypt cost: what a client pays per signature.
+5. frost_api_per_transaction — a 2-of-3 DKG account (two backend players, one external)
+   signing a transaction through the API, in a process of its own on a throwaway SQLite
+   database (Django's test client, the worker's steps run inline): open the session, the
+   backend player's commit, the external commitment, the backend share, the external share
+   with Sign Transaction (verified, aggregated, added) — against Sign Transaction with one
+   ordinary signature. ``added_latency_ms`` is the difference of the p50s: the service's own
+   work per transaction. Network reads (the lifetime check, the same in both) and the
+   broker's two hops to the worker (~0.1 s each on the embedded broker's polling) are not in it.
 Prints one JSON line per measurement.
 """
 
@@ -169,7 +177,104 @@ def cli_round_trip(keys: dict, message: bytes) -> dict:
                 "note": "each command is a new Python process that derives the store key (scrypt) once"}
 
 
+API_RUNS = int(os.environ.get("BENCH_FROST_API_RUNS", "30"))
+
+
+def api_per_transaction() -> dict:
+    """Run ``api_mode`` in a fresh process with its own var dir and database."""
+    with tempfile.TemporaryDirectory(prefix="bench-frost-api-") as tmp:
+        env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+        env.update({"LEDGER_VAR_DIR": tmp, "LEDGER_EMBEDDED": "1", "LOG_LEVEL": "WARNING", "DJANGO_SETTINGS_MODULE": "ledger_project.settings"})
+        out = subprocess.run([sys.executable, __file__, "--api"], cwd=ROOT, env=env, check=True, capture_output=True, text=True).stdout
+        return json.loads(out.strip().splitlines()[-1])
+
+
+def api_mode() -> None:  # pragma: no cover - benchmark
+    import uuid
+
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+    from django.test import Client
+
+    call_command("migrate", verbosity=0)
+    from accounts.mpc import keygen as mpc_keygen, sessions
+    from accounts.mpc.models import DkgSession, SigningSession
+    from tenancy import services as tenancy
+    from transactions import signatures
+    from transactions.models import Transaction
+
+    signatures.lifetime_check = lambda tx: None  # one network read, the same in both flows: not measured
+    tenant = tenancy.tenant_create(external_id="BENCH", name="Bench")
+    secret = tenancy.api_key_create(organization=tenant, rate_limit_per_minute=1_000_000).secret
+    client = Client(HTTP_AUTHORIZATION=f"Bearer {secret}")
+
+    def call(method, path, item):
+        response = getattr(client, method)(f"/api/v1/{path}", json.dumps({"itemData": item}), content_type="application/json")
+        assert response.status_code in (200, 201), response.content[:500]
+        return response.json()
+
+    entry = {"keyUsage": "BENCH", "useBackendPlayersCodes": ["BACKEND_A", "BACKEND_B"], "session": {"threshold": 2, "externalPlayers": [{"mpcPlayerCode": "X"}]}}
+    created = call("post", "accounts", {"offchainReferences": {"type": "WALLET"}, "privateKeyDetails": {"dkgKeys": [entry]}})
+    sid = created["dkgSession"]["sessionId"]
+    step = lambda: mpc_keygen.keygen_advance(session_pk=DkgSession.unscoped.get(offchain_id=sid).pk)  # noqa: E731
+    step()
+    r1 = dkg.round1(session_id=sid, identifier=3, threshold=2, participants=[1, 2, 3])
+    call("post", "accounts/dkg/round1", {"sessionId": sid, "mpcPlayerCode": "X", "package": M.to_json(r1.package)})
+    step()
+    state, out = dkg.round2(r1, [M.from_json(m) for m in call("post", "accounts/dkg/status", {"sessionId": sid})["round1Packages"]])
+    call("post", "accounts/dkg/round2", {"sessionId": sid, "mpcPlayerCode": "X", "packages": [M.to_json(p) for p in out]})
+    step()
+    key = dkg.finish(state, [M.from_json(m) for m in call("post", "accounts/dkg/status", {"sessionId": sid})["round2Packages"]])
+    call("post", "accounts/dkg/finish", {"sessionId": sid, "mpcPlayerCode": "X", "publicKeyPackage": M.to_json(key.public)})
+    step()
+    address = call("post", "accounts/dkg/status", {"sessionId": sid})["account"]["onchainId"]
+    plain = Keypair()
+
+    def held(signer: str) -> Transaction:
+        message = transfer_message(Pubkey.from_string(signer))
+        return Transaction.objects.for_tenant(tenant).create(tenant=tenant, cluster="CHAIN_LOCALNET", operation="bench", message=message, blockhash=str(uuid.uuid4()),
+                                                             fee_payer=signer, required_signers=[signer], status="PARTIALLY_SIGNED", submit_when_signed=False)
+
+    dkg_times, plain_times, parts = [], [], {"open": [], "commits": [], "sign_transaction": []}
+    for _ in range(API_RUNS):
+        tx = held(address)
+        t0 = time.perf_counter()
+        opened = call("post", "transactions/dkg/open", {"transaction": {"offchainId": str(tx.offchain_id)}, "account": {"onchainId": address}, "mpcPlayerCodes": ["BACKEND_A", "X"]})
+        session_pk = SigningSession.unscoped.get(offchain_id=opened["sessionId"]).pk
+        sessions.signing_advance(session_pk=session_pk)  # the worker: BACKEND_A commits
+        t1 = time.perf_counter()
+        nonces = S.commit(key, opened["sessionId"])
+        state = call("post", "transactions/dkg/commit", {"sessionId": opened["sessionId"], "mpcPlayerCode": "X", "commitment": M.to_json(S.SigningCommitment(opened["sessionId"], nonces.nonces.commitment))})
+        sessions.signing_advance(session_pk=session_pk)  # the worker: BACKEND_A signs
+        t2 = time.perf_counter()
+        share = S.sign(key, nonces, M.from_json(state["signingPackage"])).share.hex()
+        signed = call("patch", "transactions/sign", {"transaction": {"offchainId": str(tx.offchain_id)}, "submitTxnIfAllSignaturesCollected": False, "offPlatformSigning": [
+            {"account": {"onchainId": address}, "dkgSigning": {"sessionId": opened["sessionId"], "partialSignatures": [{"mpcPlayerCode": "X", "partialSignature": share}]}}]})
+        t3 = time.perf_counter()
+        assert signed["status"] == "SIGNED", signed
+        dkg_times.append(t3 - t0)
+        parts["open"].append(t1 - t0)
+        parts["commits"].append(t2 - t1)
+        parts["sign_transaction"].append(t3 - t2)
+        tx = held(str(plain.pubkey()))
+        t0 = time.perf_counter()
+        signature = str(plain.sign_message(bytes(tx.message)))
+        signed = call("patch", "transactions/sign", {"transaction": {"offchainId": str(tx.offchain_id)}, "submitTxnIfAllSignaturesCollected": False,
+                                                     "offPlatformSigning": [{"account": {"onchainId": str(plain.pubkey()), "offPlatform": True}, "signature": signature}]})
+        plain_times.append(time.perf_counter() - t0)
+        assert signed["status"] == "SIGNED", signed
+    print(json.dumps({"runs": API_RUNS, "database": "sqlite", "dkg_p50_ms": round(pct(dkg_times, 0.5) * 1e3, 2), "dkg_p99_ms": round(pct(dkg_times, 0.99) * 1e3, 2),
+                      "plain_sign_transaction_p50_ms": round(pct(plain_times, 0.5) * 1e3, 2),
+                      "added_latency_ms": round((pct(dkg_times, 0.5) - pct(plain_times, 0.5)) * 1e3, 2),
+                      **{f"{name}_p50_ms": round(pct(values, 0.5) * 1e3, 2) for name, values in parts.items()}}))
+
+
 def main() -> None:
+    if "--api" in sys.argv:
+        api_mode()
+        return
     keys = keygen()
     group = Pubkey.from_bytes(keys[1].group_public_key)
     message = transfer_message(group)
@@ -183,6 +288,7 @@ def main() -> None:
     print(json.dumps({"bench": "frost_dkg_2_of_3", **timed(keygen)}), flush=True)
     print(json.dumps({"bench": "frost_refresh_2_of_3", **timed(lambda: refresh(keys))}), flush=True)
     print(json.dumps({"bench": "frost_player_cli", **cli_round_trip(keys, message)}), flush=True)
+    print(json.dumps({"bench": "frost_api_per_transaction", **api_per_transaction()}), flush=True)
     assert frost.verify(message, S.aggregate(keys[1].public, *_one(keys, message)).signature, bytes(group))
 
 

@@ -1,9 +1,16 @@
-"""Back-office for financial instruments: offchain data editable, chain fields read-only."""
+"""Back-office for financial instruments: offchain data editable, chain fields read-only.
+Pause and unpause are actions through the same service as ``PATCH
+/api/v1/financial-instruments/pause|unpause`` (``services.instrument_set_paused``: a
+Token-2022 Pause/Resume signed by the mint's pausable authority, held in custody),
+recorded with the staff user; re-reading from the network is ``services.instrument_sync``."""
 
 from django.contrib import admin, messages
 
+from ledger_project.api.errors import LedgerError
+from ledger_project.staff import staff_action
+
 from .models import AUTHORITY_ROLES, AlIdSequence, FinancialInstrument, authority_column
-from .services import instrument_sync
+from .services import instrument_set_paused, instrument_sync
 
 _AUTHORITY_FIELDS = tuple(f"{authority_column(role)}_address" for role in AUTHORITY_ROLES)
 
@@ -30,7 +37,7 @@ class FinancialInstrumentAdmin(admin.ModelAdmin):
         "scaled_ui_multiplier", "transfer_hook_program_address", "supply_onchain", "supply_offchain", "data_length", "synced_at", "synced_slot",
         "creation_transaction", "creation_transaction_at", "last_transaction", "last_transaction_at", *_AUTHORITY_FIELDS,
     )
-    actions = ["sync_from_chain"]
+    actions = ["pause", "unpause", "sync_from_chain"]
 
     def has_add_permission(self, request):
         return False  # instruments are created through the API (keys, chain transactions)
@@ -38,7 +45,37 @@ class FinancialInstrumentAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request, obj=None):
         return False
 
-    @admin.action(description="Re-read from the network")
+    def has_pause_permission(self, request) -> bool:
+        return request.user.has_perm("backoffice.pause_instrument")
+
+    def has_sync_permission(self, request) -> bool:
+        return request.user.has_perm("backoffice.sync_instrument")
+
+    def _set_paused(self, request, queryset, paused: bool) -> None:
+        done, refused = 0, []
+        for instrument in queryset.select_related("tenant"):
+            try:
+                instrument_set_paused(tenant=instrument.tenant, cluster=instrument.cluster, api_key=None, instrument=instrument, paused=paused,
+                                      requested_by=request.user.get_username())
+                done += 1
+            except LedgerError as exc:
+                refused.append(f"{instrument.al_id or instrument.address}: {exc.message}")
+        verb = "pause" if paused else "unpause"
+        self.message_user(request, f"{done} instrument(s): {verb} transaction recorded (the state changes once it is confirmed).", messages.SUCCESS)
+        for line in refused:
+            self.message_user(request, line, messages.WARNING)
+
+    @staff_action(description="Pause financial instruments", permissions=["pause"],
+                  confirm_note="A Token-2022 Pause instruction signed by each mint's pausable authority: while paused, the token program refuses transfers, mints and burns.")
+    def pause(self, request, queryset):
+        self._set_paused(request, queryset, True)
+
+    @staff_action(description="Unpause financial instruments", permissions=["pause"],
+                  confirm_note="A Token-2022 Resume instruction signed by each mint's pausable authority.")
+    def unpause(self, request, queryset):
+        self._set_paused(request, queryset, False)
+
+    @staff_action(description="Re-read from the network", permissions=["sync"], confirm_note="Each mint is read from its cluster and its record updated to what the chain says.")
     def sync_from_chain(self, request, queryset):
         for instrument in queryset:
             instrument_sync(instrument=instrument)

@@ -18,7 +18,7 @@ from ledger_project.api.errors import ConflictError, LedgerError
 from ledger_project.api.idempotency import write_phase
 from transactions.chain.errors import TransactionTooLarge
 from transactions.chain.rpc import rpc_for
-from transactions.models import Transaction
+from transactions.models import Transaction, TransactionEvent
 from transactions.services import Prepared, SignerSpec, transaction_build, transaction_record
 
 from . import alid, webhooks
@@ -567,10 +567,13 @@ def instrument_update(*, tenant, cluster: str, api_key, instrument: FinancialIns
     return InstrumentResult(instrument, tx)
 
 
-def instrument_set_paused(*, tenant, cluster: str, api_key, instrument: FinancialInstrument, paused: bool, authority_lookup: dict | None = None, svm_config: dict | None = None, request_id=None) -> InstrumentResult:
+def instrument_set_paused(*, tenant, cluster: str, api_key, instrument: FinancialInstrument, paused: bool, authority_lookup: dict | None = None, svm_config: dict | None = None, request_id=None,
+                          requested_by: str | None = None) -> InstrumentResult:
     """Pause / Unpause Financial Instrument: while paused, the Token-2022 program refuses
     transfers, mints and burns of the mint. One pause or unpause in flight at a time
-    (409 OPERATION_IN_PROGRESS), re-checked under the row lock in the write phase."""
+    (409 OPERATION_IN_PROGRESS), re-checked under the row lock in the write phase.
+    ``requested_by``: the staff user of an admin action (no API key), recorded on the
+    transaction."""
     p = "itemData"
     field = f"{p}.financialInstrument"
 
@@ -593,6 +596,8 @@ def instrument_set_paused(*, tenant, cluster: str, api_key, instrument: Financia
         locked = lock_instrument(instrument.pk, tenant=tenant)
         check(locked)
         tx = _record(locked, prepared, api_key=api_key, request_id=request_id)
+        if requested_by:
+            TransactionEvent.objects.create(transaction=tx, kind="REQUESTED_IN_ADMIN", detail={"user": requested_by})
     return InstrumentResult(locked, tx)
 
 

@@ -49,7 +49,8 @@ DEBUG = env.bool("DJANGO_DEBUG", default=False)
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]", "testserver"])
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    # django.contrib.admin, with the back office's site as admin.site (docs/admin.md)
+    "backoffice.apps.LedgerAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -65,6 +66,10 @@ INSTALLED_APPS = [
     "marketdata",
     "transactions",
     "vaults",
+    "django_celery_beat",
+    "django_celery_results",
+    # Last: its post_migrate syncs the staff roles over every app's permissions.
+    "backoffice.apps.BackofficeConfig",
 ]
 
 MIDDLEWARE = [
@@ -158,7 +163,18 @@ CELERY_BEAT_SCHEDULE = {
     "watch-webhook-deliveries": {"task": "ledger.webhooks.deliver_watch", "schedule": 2.0},
     "poll-network-events": {"task": "ledger.webhooks.poll_network_events", "schedule": env.float("LEDGER_NETWORK_EVENTS_POLL_SECONDS", default=2.0)},
     "purge-webhook-events": {"task": "ledger.webhooks.purge", "schedule": 3600.0},
+    "staff-heartbeat": {"task": "ledger.backoffice.heartbeat", "schedule": 10.0},
 }
+# Beat reads the schedule from the database (django-celery-beat): operators change it in the
+# admin; the entries above are seeded into it when missing and never written over
+# (backoffice/scheduling.py, docs/admin.md "Scheduling"). LEDGER_BEAT_SCHEDULER=
+# "celery.beat:PersistentScheduler" goes back to the file schedule of settings alone.
+CELERY_BEAT_SCHEDULER = env("LEDGER_BEAT_SCHEDULER", default="backoffice.scheduling:LedgerDatabaseScheduler")
+# Results of what beat sends are stored (django-celery-results, visible in the admin) and
+# purged after a day by celery.backend_cleanup; the service's own tasks store none.
+CELERY_RESULT_BACKEND = "django-db"
+CELERY_RESULT_EXTENDED = True
+CELERY_RESULT_EXPIRES = env.int("LEDGER_TASK_RESULT_EXPIRES_SECONDS", default=24 * 3600)
 
 # --- API ------------------------------------------------------------------------------
 REST_FRAMEWORK = {
@@ -191,7 +207,7 @@ SPECTACULAR_SETTINGS = {
     },
     # PATCH bodies are whole envelopes (itemData required), not partial records.
     "COMPONENT_SPLIT_PATCH": False,
-    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "ledger_project.api.schema.postprocess", "transactions.lookup_tables.schema.postprocess"],
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "ledger_project.api.schema.postprocess", "transactions.lookup_tables.schema.postprocess", "vaults.schema.postprocess"],
     # The payloads the service sends (docs/webhooks.md); an OpenAPI 3.0 document carries them
     # as x-webhooks (ledger_project/api/schema.py).
     "WEBHOOKS": [
@@ -274,6 +290,22 @@ for _item in env.list("LEDGER_CLUSTERS", default=[]):
     if _name.strip() and _url.strip():
         LEDGER_CLUSTERS[_name.strip()] = _url.strip()
 LEDGER_DEFAULT_CLUSTER = env("LEDGER_DEFAULT_CLUSTER", default="CHAIN_LOCALNET")
+# The project's onchain programs per cluster (docs/programs.md, "Program ids"). CHAIN_LOCALNET's
+# are fixed: the embedded node loads them at genesis. Other clusters: either configured here,
+# LEDGER_PROGRAM_IDS="CHAIN_DEVNET.loan_vault=<address>,CHAIN_DEVNET.allowlist_hook=<address>",
+# or recorded by `python manage.py deploy_programs --cluster NAME` (transactions.ProgramDeployment);
+# a configured id wins over a recorded one.
+from programs import LOCALNET_PROGRAM_IDS as _LOCALNET_PROGRAM_IDS, NAMES as _PROGRAM_NAMES  # noqa: E402
+
+LEDGER_PROGRAM_IDS = {"CHAIN_LOCALNET": dict(_LOCALNET_PROGRAM_IDS)}
+for _item in env.list("LEDGER_PROGRAM_IDS", default=[]):
+    _key, _, _address = _item.partition("=")
+    _cluster, _, _program = _key.strip().partition(".")
+    if not (_cluster and _program in _PROGRAM_NAMES and 32 <= len(_address.strip()) <= 44):
+        from django.core.exceptions import ImproperlyConfigured
+
+        raise ImproperlyConfigured(f"LEDGER_PROGRAM_IDS entry {_item!r}: expected CLUSTER.program=address, program one of {', '.join(_PROGRAM_NAMES)}.")
+    LEDGER_PROGRAM_IDS.setdefault(_cluster, {})[_program] = _address.strip()
 LEDGER_RPC_TIMEOUT_SECONDS = env.float("LEDGER_RPC_TIMEOUT_SECONDS", default=10.0)
 # Calls per JSON-RPC batch request (the pump's sends and reads); providers cap batches.
 LEDGER_RPC_BATCH_SIZE = env.int("LEDGER_RPC_BATCH_SIZE", default=100)
@@ -350,9 +382,12 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"
 STATIC_ROOT.mkdir(exist_ok=True)
+# Staff passwords (the admin): Django's four validators (docs/admin.md, "Sign-in").
 AUTH_PASSWORD_VALIDATORS = [
-    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": env.int("LEDGER_ADMIN_PASSWORD_MIN_LENGTH", default=12)}},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
@@ -383,3 +418,37 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 
 # Queues by task name prefix: tests point them at a queue of their own (tests/conftest.py).
 CELERY_TASK_ROUTES = {"ledger.*": {"queue": CELERY_TASK_DEFAULT_QUEUE}}
+
+# --- Back office (the admin; docs/admin.md) -------------------------------------------------
+# Sign-in lockout: this many failures of one username from one address within the window
+# lock that pair for LOCKOUT_SECONDS (the right password included); a success clears it.
+LEDGER_ADMIN_LOCKOUT_FAILURES = env.int("LEDGER_ADMIN_LOCKOUT_FAILURES", default=5)
+LEDGER_ADMIN_LOCKOUT_WINDOW_SECONDS = env.int("LEDGER_ADMIN_LOCKOUT_WINDOW_SECONDS", default=15 * 60)
+LEDGER_ADMIN_LOCKOUT_SECONDS = env.int("LEDGER_ADMIN_LOCKOUT_SECONDS", default=15 * 60)
+# Lists above this many rows show an estimated count on PostgreSQL instead of counting.
+LEDGER_ADMIN_EXACT_COUNT_LIMIT = env.int("LEDGER_ADMIN_EXACT_COUNT_LIMIT", default=10_000)
+# Filters by every value of a field (cluster, operation) and the date hierarchy's first
+# year are read once per this many seconds, not with a scan on every page view.
+LEDGER_ADMIN_FILTER_CHOICES_SECONDS = env.int("LEDGER_ADMIN_FILTER_CHOICES_SECONDS", default=300)
+# Dashboard: a fee payer under this balance is flagged; a heartbeat older than this is
+# stale; a cluster not answering within this long is shown as not answering.
+LEDGER_ADMIN_FEE_PAYER_LOW_LAMPORTS = env.int("LEDGER_ADMIN_FEE_PAYER_LOW_LAMPORTS", default=100_000_000)
+LEDGER_ADMIN_HEARTBEAT_STALE_SECONDS = env.int("LEDGER_ADMIN_HEARTBEAT_STALE_SECONDS", default=60)
+LEDGER_ADMIN_NODE_TIMEOUT_SECONDS = env.float("LEDGER_ADMIN_NODE_TIMEOUT_SECONDS", default=2.0)
+
+# --- Threshold keys: backend FROST players (docs/threshold-signing.md) -------------------
+# The service's own share holders of DKG accounts (privateKeyDetails.dkgKeys
+# useBackendPlayersCodes). Each has its own key-encryption keyring, distinct from the master
+# key: LEDGER_MPC_PLAYER_KEYS_<CODE> (comma-separated base64 keys, current first) or the key
+# file LEDGER_MPC_PLAYER_KEY_DIR/<CODE>.key (embedded mode generates it). The accounts app
+# refuses to start when two players' keys, or a player's and the master key, coincide.
+LEDGER_MPC_BACKEND_PLAYERS = env.list("LEDGER_MPC_BACKEND_PLAYERS", default=["BACKEND_A", "BACKEND_B", "BACKEND_C"] if LEDGER_EMBEDDED else [])
+LEDGER_MPC_PLAYER_KEY_DIR = Path(env("LEDGER_MPC_PLAYER_KEY_DIR", default=str(VAR_DIR / "mpc")))
+LEDGER_MPC_PLAYER_KEYS = {code: env(f"LEDGER_MPC_PLAYER_KEYS_{code}", default="") for code in LEDGER_MPC_BACKEND_PLAYERS}
+LEDGER_MPC_MAX_PLAYERS = env.int("LEDGER_MPC_MAX_PLAYERS", default=16)
+# A key generation or refresh not finished this long after it started fails (naming a
+# player that did not send its part); a signing session (and its unused nonces) ends this
+# long after it opened — as long as a durable nonce keeps a transaction signable.
+LEDGER_MPC_DKG_SESSION_SECONDS = env.int("LEDGER_MPC_DKG_SESSION_SECONDS", default=24 * 3600)
+LEDGER_MPC_SIGNING_SESSION_SECONDS = env.int("LEDGER_MPC_SIGNING_SESSION_SECONDS", default=LEDGER_DURABLE_NONCE_WINDOW_SECONDS)
+CELERY_BEAT_SCHEDULE["threshold-sessions"] = {"task": "ledger.accounts.mpc_sweep", "schedule": 10.0}

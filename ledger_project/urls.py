@@ -10,6 +10,7 @@ api_v1 = [
     path("", include("accounts.urls")),
     path("", include("instruments.urls")),
     path("", include("positions.urls")),
+    path("", include("vaults.urls")),
 ]
 
 urlpatterns = [

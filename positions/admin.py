@@ -6,6 +6,7 @@ staff user who asked."""
 from django.contrib import admin, messages
 
 from ledger_project.api.errors import LedgerError
+from ledger_project.staff import staff_action
 
 from .lifecycle import position_set_frozen
 from .models import Position, PositionBalanceSnapshot
@@ -64,10 +65,13 @@ class PositionAdmin(admin.ModelAdmin):
         for line in refused:
             self.message_user(request, line, messages.WARNING)
 
-    @admin.action(description="Freeze (FreezeAccount, signed by the mint's freeze authority)")
+    def has_freeze_permission(self, request) -> bool:
+        return request.user.has_perm("backoffice.freeze_position")
+
+    @staff_action(description="Freeze positions", permissions=["freeze"], confirm_note="FreezeAccount of each token account, signed by the mint's freeze authority.")
     def freeze(self, request, queryset):
         self._set_frozen(request, queryset, True)
 
-    @admin.action(description="Unfreeze (ThawAccount, signed by the mint's freeze authority)")
+    @staff_action(description="Unfreeze positions", permissions=["freeze"], confirm_note="ThawAccount of each token account, signed by the mint's freeze authority.")
     def unfreeze(self, request, queryset):
         self._set_frozen(request, queryset, False)

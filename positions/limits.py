@@ -97,11 +97,19 @@ class Decision:
         return cls(bool(held), " ".join(d.reason for d in held), tuple(entry for d in decisions for entry in d.debits))
 
 
+#: Account type → ``fn(tenant, account)``: what controls an account that has no key of its
+#: own (a program's PDA), classified in its place — registered by the area that records such
+#: accounts (vaults: a vault authority is controlled by the vault's admin); None: classify
+#: the account itself.
+CONTROLLED_BY: dict = {}
+
+
 def destination_type(tenant, cluster: str, destination) -> str:
     """OFF_PLATFORM: not onboarded in the acting organization's records (an off-platform
     address, or another organization's shared account); NON_MANAGED: onboarded, key not
     hosted; MANAGED: onboarded, key hosted. A token account (a position) is classified by its
-    owner: the tokens go to whoever holds the owner's key."""
+    owner: the tokens go to whoever holds the owner's key; a keyless owner registered in
+    ``CONTROLLED_BY`` by whoever controls it."""
     if isinstance(destination, Position):
         destination = destination.owner
     if isinstance(destination, OffPlatform):
@@ -112,6 +120,10 @@ def destination_type(tenant, cluster: str, destination) -> str:
             return "OFF_PLATFORM"
     if destination.tenant_id != tenant.pk:
         return "OFF_PLATFORM"
+    controller = CONTROLLED_BY.get(destination.type)
+    controlled = controller(tenant, destination) if controller is not None else None
+    if controlled is not None:
+        return destination_type(tenant, cluster, controlled)
     if destination.type in _TOKEN_ACCOUNT_TYPES:
         position = Position.objects.for_tenant(tenant).filter(account=destination).select_related("owner").first()
         if position is not None:
@@ -121,7 +133,9 @@ def destination_type(tenant, cluster: str, destination) -> str:
 
 def limits_for(kind: str, source: Account, position: Position | None = None) -> tuple[list[dict], str]:
     """The limits that apply to a debit and where they come from (for the reason text)."""
-    if source.type not in WALLET_TYPES:
+    # A loan remittance vault's authority (a PDA) debits the vault's position: its token
+    # limits apply as a wallet's do (docs/vaults.md, "Repayments and debit limits").
+    if source.type not in WALLET_TYPES and not (kind == TOKEN and source.type == AccountType.VAULT_AUTHORITY):
         return [], "none: not a wallet"
     if kind == NETWORK_CURRENCY:
         if source.network_currency_debit_limits is not None:

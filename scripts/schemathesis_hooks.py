@@ -151,6 +151,9 @@ LOOKUPS: dict[tuple[str, str], dict[tuple[str, ...], str | None]] = {
     },
     ("POST", "/api/v1/positions/trade"): {_FEE_PAYER: "funder"},  # legs are arrays: generated lookups stay as they are
     ("POST", "/api/v1/positions/transfer-network-currency"): {_FEE_PAYER: "funder", ("itemData", "source"): "subject", ("itemData", "destination"): "authority"},
+    # Threshold keys: the seeded accounts have no threshold key (400 NOT_A_DKG_ACCOUNT, a rule of the record).
+    ("POST", "/api/v1/accounts/dkg/refresh"): {("itemData", "account"): "subject"},
+    ("POST", "/api/v1/transactions/dkg/open"): {("itemData", "account"): "subject", ("itemData", "transaction"): "transaction"},
     ("POST", "/api/v1/positions/single"): _position_lookup(None),
     ("POST", "/api/v1/positions/single/balance"): _position_lookup(None),
     # Address lookup tables (docs/lookup-tables.md): updates (freeze, deactivate, close: one-way)
@@ -189,6 +192,21 @@ LOOKUPS[("POST", "/api/v1/webhooks/replay")] = {("itemData", "webhook"): "webhoo
 for _fields in LOOKUPS.values():
     if _FEE_PAYER in _fields:
         _fields[("svmTransactionConfig", "durableNonceAccount")] = "nonce"
+
+# Loan remittance vaults (docs/vaults.md): the seeded vault and its whitelisted lender; a
+# creation names the seeded loan with ``instrument`` as payment (another pair than the vault's).
+_VAULTS = "/api/v1/platform-programs/loan-remittance"
+_VAULT_DESTINATION = {("itemData", "destination", "position"): "lenderPosition", ("itemData", "destination", "owner"): "payee"}
+LOOKUPS[("POST", f"{_VAULTS}/create-vault")] = {
+    _FEE_PAYER: "funder", ("svmTransactionConfig", "durableNonceAccount"): "nonce", ("itemData", "loanFinancialInstrument"): "loan",
+    ("itemData", "paymentFinancialInstrument"): "instrument", ("itemData", "admin"): "authority", ("itemData", "loanMintAuthority"): "authority",
+}
+for _operation, _extra in (("update-whitelist", _VAULT_DESTINATION), ("repayment", _VAULT_DESTINATION), ("close-vault", {("itemData", "refundDestination"): "authority"})):
+    LOOKUPS[("POST", f"{_VAULTS}/{_operation}")] = {
+        _FEE_PAYER: "funder", ("svmTransactionConfig", "durableNonceAccount"): "nonce", ("itemData", "vault"): "vault", ("itemData", "admin"): "authority", **_extra,
+    }
+LOOKUPS[("POST", f"{_VAULTS}/vault-details")] = {("itemData",): "vault"}
+FUNDED.add(("POST", f"{_VAULTS}/create-vault"))  # the vault's rent (docs/vaults.md, "Who signs, who pays")
 
 _REQUEST_IDS = uuid.UUID("0b5c4f1e-5d1a-4c59-9a43-7c8e2f3b6a10")  # namespace of derived x-request-ids
 

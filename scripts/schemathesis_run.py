@@ -103,7 +103,8 @@ def main(extra: list[str]) -> int:
             "LEDGER_RATE_LIMIT_PER_MINUTE": "1000000",
             # Many DURABLE_NONCE requests in a row: a deeper pool, so leases held until their
             # transactions finalize do not empty it (503 NONCE_POOL_EMPTY).
-            "LEDGER_NONCE_POOL_TARGET": "12",
+            "LEDGER_NONCE_POOL_TARGET": "24",
+            "LEDGER_NONCE_POOL_LOW_WATER": "8",
             "GUNICORN_WORKERS": "2",
             "LOG_LEVEL": "WARNING",
             # Generated webhook endpoints are random public addresses: events are recorded,

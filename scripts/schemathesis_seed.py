@@ -26,7 +26,15 @@ fuzzed mutation of one does not starve the others:
   can be accepted (a CLOSE).
 - ``nonce``: a durable nonce account of the run's organization (its authority a key the
   service holds), named by ``svmTransactionConfig.durableNonceAccount`` and the nonce
-  fetches; nine more serve unnamed DURABLE_NONCE requests.
+  fetches; nineteen more serve unnamed DURABLE_NONCE requests.
+- ``loan``: a LOAN instrument (SPL, mint authority ``authority``); Create Loan Remittance
+  Vault names it with ``instrument`` as the payment instrument (one creation may succeed,
+  the others are 409 VAULT_EXISTS).
+- ``payment`` / ``vault`` / ``lenderPosition``: an SPL STABLECOIN instrument, the vault of
+  (``loan``, ``payment``) with ``authority`` as admin, holding 10^12 base units (minted into
+  its position), and ``payee``'s position in ``payment``, whitelisted: the vault operations
+  name them. The balance outlasts any generated repayment, so Close keeps failing on the
+  program's preconditions instead of ending the vault.
 - ``webhook``: a registry webhook of the run's organization (a public address literal;
   the run records events and never sends them: LEDGER_WEBHOOK_DELIVERY_ENABLED is off).
   Transaction events only: with account.network_event, every account the fuzzing creates
@@ -46,7 +54,8 @@ import urllib.request
 import uuid
 
 #: the records seed() returns, by role (the hooks' LOOKUPS name them)
-ROLES = ("funder", "authority", "subject", "victim", "instrument", "closable", "transaction", "holder", "holding", "payee", "receiving", "lookupTable", "retiringTable", "nonce", "webhook")
+ROLES = ("funder", "authority", "subject", "victim", "instrument", "closable", "transaction", "holder", "holding", "payee", "receiving", "lookupTable", "retiringTable", "nonce",
+         "loan", "payment", "vault", "lenderPosition", "webhook")
 AIRDROP_LAMPORTS = 1_000 * 10**9
 SEED_LAMPORTS = 10_000_000
 DONE = ("CONFIRMED", "FINALIZED")
@@ -97,7 +106,7 @@ def rpc(url: str, method: str, params: list) -> object:
 def airdrop(node_url: str, address: str, lamports: int, timeout: float = 30.0) -> None:
     rpc(node_url, "requestAirdrop", [address, lamports])
     deadline = time.monotonic() + timeout
-    while rpc(node_url, "getBalance", [address])["value"] < lamports:
+    while rpc(node_url, "getBalance", [address, {"commitment": "confirmed"}])["value"] < lamports:
         if time.monotonic() > deadline:
             raise SeedError(f"the airdrop to {address} did not land")
         time.sleep(0.1)
@@ -131,6 +140,33 @@ def _instrument(api: Api, code: str, *, funder: dict, authority: dict, authoriti
     ids = created["newFinancialInstrument"]
     details = api.call("POST", "financial-instruments/single", {"itemData": {"offchainId": ids["offchainId"]}})
     return {**ids, "code": code, "alId": details["alId"]}, landed
+
+
+def _plain_instrument(api: Api, code: str, *, funder: dict, authority: dict, kind: str, decimals: int) -> dict:
+    """An SPL mint of ``kind`` (alId type) whose mint authority is ``authority``."""
+    item = {"version": "SPL", "offchainReferences": {"newAlId": {"financialInstrumentType": kind}}, "mintAuthority": {"offchainId": authority["offchainId"]},
+            "mintAccount": {"offchainReferences": {"code": code, "name": f"schemathesis {code}"}}, "onchainData": {"name": f"Schemathesis {code}", "symbol": "STV", "decimals": decimals}}
+    created = api.call("POST", "financial-instruments", {"itemData": item, "svmTransactionConfig": {"feePayer": {"offchainId": funder["offchainId"]}}})
+    api.wait_landed(created["svmTransaction"])
+    ids = created["newFinancialInstrument"]
+    return {**ids, "code": code, "alId": api.call("POST", "financial-instruments/single", {"itemData": {"offchainId": ids["offchainId"]}})["alId"]}
+
+
+def _vault(api: Api, *, funder: dict, authority: dict, loan: dict, payment: dict, lender: dict) -> dict:
+    """The vault of (loan, payment), admin ``authority``, ``lender`` whitelisted, 10^12 base units in it."""
+    base = "platform-programs/loan-remittance"
+    fee_payer = {"svmTransactionConfig": {"feePayer": {"offchainId": funder["offchainId"]}}}
+    item = {"loanFinancialInstrument": {"offchainId": loan["offchainId"]}, "paymentFinancialInstrument": {"offchainId": payment["offchainId"]},
+            "admin": {"offchainId": authority["offchainId"]}, "capacity": 8}
+    created = api.call("POST", f"{base}/create-vault", {"itemData": item, **fee_payer})
+    api.wait_landed(created["svmTransactionResult"])
+    vault = created["newVault"]
+    whitelisted = api.call("POST", f"{base}/update-whitelist", {"itemData": {"vault": {"offchainId": vault["offchainId"]}, "action": "ADD",
+                                                                             "destination": {"position": {"offchainId": lender["offchainId"]}}}})
+    api.wait_landed(whitelisted["svmTransactionResult"])
+    minted = api.call("POST", "positions/mint", {"itemData": {"position": {"position": {"offchainId": vault["offchainId"]}}, "value": {"lamports": 10**12}}})
+    api.wait_landed(minted["svmTransaction"])
+    return vault
 
 
 def _position(api: Api, code: str, *, funder: dict, owner: dict, instrument: dict) -> dict:
@@ -176,9 +212,9 @@ def seed(*, url: str, secret: str, key_name: str, node_url: str) -> dict:
     receiving = _position(api, "ST-RECEIVING", funder=funder, owner=payee, instrument=instrument)
     minted = api.call("POST", "positions/mint", {"itemData": {"position": {"position": {"offchainId": holding["offchainId"]}}, "value": {"lamports": 10**12}}})
     api.wait_landed(minted["svmTransaction"])
-    # Ten: unnamed DURABLE_NONCE requests lease the organization's own first, so the
+    # Twenty (the most one request creates): unnamed DURABLE_NONCE requests lease the organization's own first, so the
     # platform pool is not emptied by the fuzzing (503 NONCE_POOL_EMPTY).
-    nonces = api.call("POST", "durable-nonce-accounts", {"itemData": {"count": 10}, "svmTransactionConfig": {"feePayer": {"offchainId": funder["offchainId"]}}})
+    nonces = api.call("POST", "durable-nonce-accounts", {"itemData": {"count": 20}, "svmTransactionConfig": {"feePayer": {"offchainId": funder["offchainId"]}}})
     for transaction in nonces["svmTransactions"]:
         api.wait_landed(transaction)
     records = {
@@ -189,8 +225,12 @@ def seed(*, url: str, secret: str, key_name: str, node_url: str) -> dict:
         "lookupTable": _lookup_table(api, funder=funder, authority=authority, components=[subject, holder, payee]),
         "retiringTable": _retired(api, _lookup_table(api, funder=funder, authority=authority, components=[subject, holder]), node_url),
         "nonce": nonces["newDurableNonceAccounts"][0],
-        "webhook": {"offchainId": api.call("POST", "webhooks", {"itemData": {
-            "name": "schemathesis", "endpointUrl": "https://93.184.215.14/hook", "eventTypes": ["transaction.pre_submit", "transaction.post_submit"]}})["newWebhook"]["offchainId"]},
     }
+    loan = _plain_instrument(api, "ST-LOAN", funder=funder, authority=authority, kind="LOAN", decimals=0)
+    payment = _plain_instrument(api, "ST-PAYMENT", funder=funder, authority=authority, kind="STABLECOIN", decimals=2)
+    lender = _position(api, "ST-LENDING", funder=funder, owner=payee, instrument=payment)
+    records.update(loan=loan, payment=payment, vault=_vault(api, funder=funder, authority=authority, loan=loan, payment=payment, lender=lender), lenderPosition=lender)
+    records["webhook"] = {"offchainId": api.call("POST", "webhooks", {"itemData": {
+        "name": "schemathesis", "endpointUrl": "https://93.184.215.14/hook", "eventTypes": ["transaction.pre_submit", "transaction.post_submit"]}})["newWebhook"]["offchainId"]}
     assert tuple(records) == ROLES
     return records

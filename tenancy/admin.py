@@ -2,10 +2,15 @@
 
 A key created here shows its secret once, in the confirmation message; only the hash is
 stored. The admin is a client of tenancy.services: it never writes key fields itself.
+Revoking is an action (permission ``backoffice.revoke_api_key``, the security officer's)
+through ``services.api_key_deactivate``, as final as in the API: the form cannot set a
+key active again.
 """
 
 from django import forms
 from django.contrib import admin, messages
+
+from ledger_project.staff import staff_action
 
 from . import services
 from .models import ApiKey, IdempotencyRecord, TenantOrganization
@@ -36,7 +41,7 @@ class ApiKeyForm(forms.ModelForm):
 
     class Meta:
         model = ApiKey
-        fields = ("organization", "name", "roles", "is_active", "rate_limit_per_minute")
+        fields = ("organization", "name", "roles", "rate_limit_per_minute")
 
 
 @admin.register(ApiKey)
@@ -46,8 +51,12 @@ class ApiKeyAdmin(admin.ModelAdmin):
     list_filter = ("is_active", "organization")
     search_fields = ("key_id", "name", "organization__external_id")
     list_select_related = ("organization",)
-    readonly_fields = ("key_id", "created_at", "last_used_at")
-    actions = ["deactivate_keys"]
+    readonly_fields = ("key_id", "is_active", "created_at", "last_used_at")
+    actions = ["revoke"]
+
+    def get_readonly_fields(self, request, obj=None):
+        # The organization of an existing key never changes (its secret belongs to it).
+        return (*super().get_readonly_fields(request, obj), *(("organization",) if obj is not None else ()))
 
     def save_model(self, request, obj, form, change):
         if change:
@@ -64,11 +73,17 @@ class ApiKeyAdmin(admin.ModelAdmin):
         obj.key_id = issued.api_key.key_id
         messages.warning(request, f"API key {issued.api_key.key_id} created. Its secret is shown only now — copy it: {issued.secret}")
 
-    @admin.action(description="Deactivate selected API keys")
-    def deactivate_keys(self, request, queryset):
-        for api_key in queryset:
+    def has_revoke_permission(self, request) -> bool:
+        return request.user.has_perm("backoffice.revoke_api_key")
+
+    @staff_action(description="Revoke API keys", permissions=["revoke"],
+                  confirm_note="The keys stop authenticating at once in this process and within LEDGER_API_KEY_CACHE_SECONDS everywhere (docs/auth.md). Revoking cannot be undone.")
+    def revoke(self, request, queryset):
+        done = 0
+        for api_key in queryset.filter(is_active=True):
             services.api_key_deactivate(api_key=api_key)
-        self.message_user(request, f"Deactivated {queryset.count()} key(s).", messages.SUCCESS)
+            done += 1
+        self.message_user(request, f"Revoked {done} API key(s).", messages.SUCCESS)
 
 
 @admin.register(IdempotencyRecord)

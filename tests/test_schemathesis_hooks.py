@@ -12,7 +12,8 @@ import pytest
 from scripts import schemathesis_hooks as hooks
 from scripts.schemathesis_seed import ROLES
 
-LOOKUP_COMPONENTS = {"LookupRequest", "OwnLookupRequest", "InstrumentLookupRequest", "OwnInstrumentLookupRequest", "TransactionIdentifierRequest", "LookupTableLookupRequest", "WebhookIdentifierRequest"}
+LOOKUP_COMPONENTS = {"LookupRequest", "OwnLookupRequest", "InstrumentLookupRequest", "OwnInstrumentLookupRequest", "TransactionIdentifierRequest", "LookupTableLookupRequest",
+                     "VaultLookupRequest", "WebhookIdentifierRequest"}
 
 SEED = {
     "organization": "SCHEMATHESIS",

@@ -68,6 +68,22 @@ ENDPOINTS = [
     ("post", "/api/v1/durable-nonce-accounts", lambda lk: {"itemData": {"count": 1, "nonceAuthority": lk}, "svmTransactionConfig": {"feePayer": lk}}),
     ("post", "/api/v1/durable-nonce-accounts/single", lambda lk: {"itemData": {"durableNonceAccount": lk}}),
     ("post", "/api/v1/durable-nonce-accounts/bulk/detailed", None),
+    # Threshold keys (accounts/mpc): sessions are named by sessionId; another organization's session answers like a
+    # missing one in accounts/tests/test_api_dkg.py (test_another_organizations_sessions_are_like_missing_ones).
+    ("post", "/api/v1/accounts/dkg/status", None),
+    ("post", "/api/v1/accounts/dkg/round1", None),
+    ("post", "/api/v1/accounts/dkg/round2", None),
+    ("post", "/api/v1/accounts/dkg/finish", None),
+    ("post", "/api/v1/accounts/dkg/refresh", lambda lk: {"itemData": {"account": lk}}),
+    ("post", "/api/v1/transactions/dkg/open", lambda lk: {"itemData": {"account": lk, "transaction": {"offchainId": str(uuid.uuid4())}, "mpcPlayerCodes": ["BACKEND_A", "BACKEND_B"]}}),
+    ("post", "/api/v1/transactions/dkg/commit", None),
+    ("post", "/api/v1/transactions/dkg/status", None),
+    # Loan remittance vaults (docs/vaults.md): another organization's vault answers like a missing one.
+    ("post", "/api/v1/platform-programs/loan-remittance/create-vault", lambda lk: {"itemData": {"loanFinancialInstrument": lk, "paymentFinancialInstrument": lk, "admin": {"onchainId": "11111111111111111111111111111112", "offPlatform": True}}}),
+    ("post", "/api/v1/platform-programs/loan-remittance/update-whitelist", lambda lk: {"itemData": {"vault": lk, "action": "ADD", "destination": {"owner": {"onchainId": "11111111111111111111111111111112", "offPlatform": True}}}}),
+    ("post", "/api/v1/platform-programs/loan-remittance/repayment", lambda lk: {"itemData": {"vault": lk, "destination": {"owner": {"onchainId": "11111111111111111111111111111112", "offPlatform": True}}, "value": {"lamports": 1}}}),
+    ("post", "/api/v1/platform-programs/loan-remittance/close-vault", lambda lk: {"itemData": {"vault": lk}}),
+    ("post", "/api/v1/platform-programs/loan-remittance/vault-details", lambda lk: {"itemData": lk}),
     # Webhooks (docs/webhooks.md): the target is a webhook subscription.
     ("post", "/api/v1/webhooks", None),
     ("patch", "/api/v1/webhooks", lambda lk: {"itemData": {"webhook": _webhook(lk), "status": "DISABLED"}}),
@@ -116,6 +132,14 @@ def test_other_tenants_record_is_like_missing_and_unchanged(api, other_tenant, l
 
         theirs = webhook_create(tenant=other_tenant, cluster="CHAIN_LOCALNET", data={"name": "theirs", "endpointUrl": "https://hooks.example/theirs", "eventTypes": ["transaction.post_submit"]})
         model = WebhookSubscription
+    elif "/loan-remittance/" in path and not path.endswith("/create-vault"):
+        from vaults.models import Vault
+        from vaults.tests.factories import make_vault
+
+        theirs, model = make_vault(other_tenant), Vault
+    elif path.endswith("/create-vault"):  # the other organization's instruments
+        theirs = FinancialInstrumentFactory(tenant=other_tenant, comments="theirs", al_type="LOAN")
+        model = FinancialInstrument
     else:
         theirs, model = AccountFactory(tenant=other_tenant, comments="theirs"), Account
     before = model.unscoped.values().get(pk=theirs.pk)

@@ -152,3 +152,25 @@ def paused_workers():
     finally:
         for worker in running:
             worker.start()
+
+
+@contextmanager
+def worker_with_beat(localnet_url: str, log_dir: Path, extra_env: dict[str, str] | None = None):
+    """A worker running beat (as `make run` starts it) on a queue of its own, with this
+    process's tasks routed to it and the session's other workers paused meanwhile: beat
+    reads the periodic tasks of the test database (backoffice/scheduling.py)."""
+    from ledger_project.celery import app
+
+    queue = new_queue_name()
+    worker = WorkerProcess(queue, {"LEDGER_LOCALNET_RPC_URL": localnet_url, **(extra_env or {})}, beat_schedule=log_dir / "beat-schedule", log_path=log_dir / "worker.log")
+    routes = (app.conf.task_routes, app.conf.task_default_queue)
+    with paused_workers():
+        route_tasks_to(queue)
+        worker.start()
+        try:
+            yield worker
+        finally:
+            worker.stop()
+            app.conf.task_routes, app.conf.task_default_queue = routes
+            app.amqp._rtable = None
+            app.amqp.__dict__.pop("router", None)

@@ -191,4 +191,24 @@ class AddressLookupTableAdmin(admin.ModelAdmin):
         return False
 
 
+from .models import ProgramDeployment  # noqa: E402  (the project's programs per cluster, transactions/program_deploy.py)
+
+
+@admin.register(ProgramDeployment)
+class ProgramDeploymentAdmin(admin.ModelAdmin):
+    """What ``deploy_programs`` deployed where (read-only: deploy and upgrade with the command;
+    keys are never shown, only which key row signs)."""
+
+    list_display = ("name", "cluster", "program_id", "state", "size", "sha256", "deployed_slot", "updated_at")
+    list_filter = ("cluster", "name", "state")
+    search_fields = ("program_id", "sha256")
+    readonly_fields = ("cluster", "name", "program_id", "program_key", "upgrade_authority_key", "state", "sha256", "size", "max_data_len", "deployed_slot", "created_at", "updated_at")
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
 from . import webhook_admin  # noqa: E402,F401  (webhook subscriptions, events, attempts)

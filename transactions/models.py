@@ -336,6 +336,48 @@ class AddressLookupTable(TenantOwnedModel):
         return f"lookup table {self.address} [{self.state}]"
 
 
+class ProgramDeploymentState(models.TextChoices):
+    DEPLOYING = "DEPLOYING"  # the program's key is recorded; its first deployment may or may not have landed
+    DEPLOYED = "DEPLOYED"  # executable on the cluster with the recorded bytes
+
+
+class ProgramDeployment(models.Model):
+    """One of the project's programs (programs/) on a cluster, deployed or upgraded by
+    ``python manage.py deploy_programs --cluster NAME`` (transactions/program_deploy.py;
+    docs/programs.md, "Deploying").
+
+    Invariants: one row per (cluster, program name) and per (cluster, program id); the
+    program's upgrade authority is ``upgrade_authority_key``, a key the service holds (one
+    per cluster, shared by its programs); ``program_key`` signed the program account's
+    creation and is kept so that a first deployment cut short resumes at the same id; the
+    row is written (DEPLOYING) before anything is sent. Settings (LEDGER_PROGRAM_IDS) name a
+    cluster's ids instead when the operator configures them; a configured id wins.
+    """
+
+    cluster = models.CharField(max_length=40)
+    name = models.CharField(max_length=40, help_text="The program's folder under programs/ (allowlist_hook, loan_vault).")
+    program_id = models.CharField(max_length=44)
+    program_key = models.ForeignKey("accounts.ManagedKey", null=True, blank=True, on_delete=models.PROTECT, related_name="+", help_text="The program account's key (it signs the account's creation).")
+    upgrade_authority_key = models.ForeignKey("accounts.ManagedKey", on_delete=models.PROTECT, related_name="+")
+    state = models.CharField(max_length=10, choices=ProgramDeploymentState.choices, default=ProgramDeploymentState.DEPLOYING)
+    sha256 = models.CharField(max_length=64, blank=True, help_text="SHA-256 of the program bytes last deployed or upgraded.")
+    size = models.PositiveIntegerField(default=0)
+    max_data_len = models.PositiveIntegerField(default=0, help_text="Room of the program data account for the ELF (upgrades up to it need no ExtendProgram).")
+    deployed_slot = models.BigIntegerField(null=True, blank=True, help_text="Slot of the last deployment or upgrade.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["cluster", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "name"], name="program_deployment_one_per_cluster", violation_error_message="This program is already recorded on the cluster."),
+            models.UniqueConstraint(fields=["cluster", "program_id"], name="program_deployment_unique_id", violation_error_message="This program id is already recorded on the cluster."),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} on {self.cluster} at {self.program_id} [{self.state}]"
+
+
 # Webhooks (docs/webhooks.md): a module of their own, imported here so Django registers them.
 from .webhook_models import (  # noqa: E402,F401
     DeliveryStatus, NetworkEventCursor, WebhookAttempt, WebhookEvent, WebhookEventType, WebhookSource, WebhookStatus, WebhookSubscription,

@@ -1,3 +1,4 @@
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from ledger_project.api.envelope import EnvelopeSerializer, LookupSerializer, StrictBooleanField, StrictCharField, StrictSerializer, StrictUUIDField
@@ -68,17 +69,25 @@ class TransactionDecisionInput(EnvelopeSerializer):
 # --- Sign Transaction, Submit Transaction (docs/transactions.md, "Sign Transaction and Submit Transaction")
 
 
+@extend_schema_field({"type": "string", "pattern": "^[0-9a-f]{64}$"})
+class HexScalarField(serializers.RegexField):
+    """32 bytes as lowercase hex (a FROST signature share)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(r"^[0-9a-f]{64}$", max_length=64, **kwargs)
+
+
 class DkgPartialSignature(StrictSerializer):
-    mpcPlayerCode = StrictCharField(required=False, allow_null=True, max_length=100)
-    partialSignature = StrictCharField(required=False, allow_null=True, max_length=1000)
+    mpcPlayerCode = StrictCharField(max_length=64, help_text="The external player whose share this is (backend players sign by themselves).")
+    partialSignature = HexScalarField(help_text="The player's signature share: 32 bytes, lowercase hex (signatureShare of its frost-signature-share).")
 
 
 class DkgSigning(StrictSerializer):
-    """Threshold signing from partial signatures: a later issue. Accepted by the schema and
-    answered 400 NOT_SUPPORTED, never ignored."""
+    """Threshold signing (docs/threshold-signing.md): partial signatures of the external
+    players of a signing session of this transaction and account."""
 
-    partialSignatures = serializers.ListField(child=DkgPartialSignature(), required=False, allow_null=True, max_length=64)
-    sessionId = StrictCharField(required=False, allow_null=True, max_length=200)
+    partialSignatures = serializers.ListField(child=DkgPartialSignature(), min_length=1, max_length=64)
+    sessionId = StrictCharField(max_length=200, help_text="The signing session (POST /api/v1/transactions/dkg/open).")
 
 
 class OffPlatformSignature(StrictSerializer):
@@ -87,11 +96,13 @@ class OffPlatformSignature(StrictSerializer):
 
     account = LookupSerializer(help_text="The signer: an account of the lookup rules, or an address the service does not record with offPlatform: true.")
     signature = StrictCharField(required=False, allow_null=True, max_length=100, help_text="Base58 Ed25519 signature of the bytes of serializedMessage (400 INVALID_SIGNATURE when it does not verify, NOT_A_SIGNER when the account is not a signer).")
-    dkgSigning = DkgSigning(required=False, allow_null=True, help_text="Not supported yet (threshold signing): 400 NOT_SUPPORTED.")
+    dkgSigning = DkgSigning(required=False, allow_null=True, help_text="A DKG account's partial signatures, instead of signature (docs/threshold-signing.md).")
 
     def validate(self, attrs):
         if not attrs.get("signature") and attrs.get("dkgSigning") is None:
             raise serializers.ValidationError({"signature": [serializers.ErrorDetail("Give the account's signature of serializedMessage.", code="required")]})
+        if attrs.get("signature") and attrs.get("dkgSigning") is not None:
+            raise serializers.ValidationError({"dkgSigning": [serializers.ErrorDetail("Give signature or dkgSigning, not both.", code="CONFLICTING_FIELDS")]})
         return attrs
 
 

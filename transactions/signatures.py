@@ -48,17 +48,53 @@ def _signer(**kwargs) -> SignerSpec:
     return _account_signer(**kwargs)
 
 
-def dkg_refused(item: dict) -> None:
-    """``dkgSigning`` (threshold signing with partial signatures) belongs to a later issue:
-    accepted by the schema, refused here — never ignored, which would leave the transaction
-    waiting for a signature the caller believes it gave."""
-    for index, entry in enumerate(item.get("offPlatformSigning") or ()):
+class DkgSigner(Protocol):
+    """Threshold signing of ``offPlatformSigning[].dkgSigning`` (the accounts area's
+    accounts/mpc/sessions.py registers it): ``check`` verifies each partial signature in the
+    read phase (400 naming the player of a bad one) and returns what to store, or None when
+    the session completed already; ``record`` stores it in the write phase and returns
+    (signer address, aggregated signature) once the session has every share."""
+
+    def check(self, *, tenant, cluster: str, api_key, transaction: Transaction, entry: dict, field: str): ...
+
+    def record(self, contribution) -> tuple[str, str] | None: ...
+
+
+_dkg_signer: DkgSigner | None = None
+
+
+def register_dkg_signer(signer: DkgSigner) -> None:
+    global _dkg_signer
+    _dkg_signer = signer
+
+
+def dkg_signing_check(*, transaction: Transaction, tenant, api_key, off_platform: list[dict]) -> list:
+    """Read phase of Sign Transaction's ``dkgSigning`` entries (after
+    ``transaction_sign_check``): the contributions to record. A transaction that can never
+    execute takes none (400 TRANSACTION_EXPIRED)."""
+    if _dkg_signer is None:  # pragma: no cover - the accounts app registers it at start
+        raise RuntimeError("No DkgSigner is registered (accounts/apps.py registers it).")
+    contributions = []
+    for index, entry in enumerate(off_platform):
         if entry.get("dkgSigning") is not None:
-            raise LedgerError(
-                "dkgSigning (threshold signing from partial signatures) is not supported yet; give the account's complete signature of "
-                "serializedMessage in signature. Nothing was changed.",
-                field=f"itemData.offPlatformSigning[{index}].dkgSigning", code="NOT_SUPPORTED",
-            )
+            contribution = _dkg_signer.check(tenant=tenant, cluster=transaction.cluster, api_key=api_key, transaction=transaction,
+                                             entry=entry, field=f"itemData.offPlatformSigning[{index}]")
+            if contribution is not None:
+                contributions.append(contribution)
+    if contributions:
+        lifetime_check(transaction)
+    return contributions
+
+
+def dkg_signing_record(contributions: list) -> dict[str, str]:
+    """Write phase: store the verified partial signatures; the aggregated signatures of the
+    sessions they complete, to add with the others."""
+    signatures: dict[str, str] = {}
+    for contribution in contributions:
+        done = _dkg_signer.record(contribution)
+        if done is not None:
+            signatures.setdefault(*done)
+    return signatures
 
 
 def lifetime_check(tx: Transaction) -> None:
@@ -84,7 +120,8 @@ def lifetime_check(tx: Transaction) -> None:
 def transaction_sign_check(*, transaction: Transaction, tenant, api_key, off_platform: list[dict], on_platform: list[dict]) -> dict[str, str]:
     """Read phase of Sign Transaction. Returns the signatures to store: those of signers not
     collected yet (the first valid signature of a signer is kept, so a signature given
-    again adds nothing), the on-platform ones made now. Refusals, in this order:
+    again adds nothing), the on-platform ones made now. Entries with ``dkgSigning`` are
+    ``dkg_signing_check``'s. Refusals, in this order:
     400 INVALID_TRANSACTION_STATE (not PARTIALLY_SIGNED); per offPlatformSigning entry the
     account's lookup (404, 400 lookup codes), 400 NOT_A_SIGNER, 400 INVALID_SIGNATURE; per
     onPlatformSigning lookup the same lookup answers, 403 SIGNER_NOT_ALLOWED, 400
@@ -95,6 +132,8 @@ def transaction_sign_check(*, transaction: Transaction, tenant, api_key, off_pla
     message = bytes(tx.message)
     new: dict[str, str] = {}
     for index, entry in enumerate(off_platform):
+        if entry.get("dkgSigning") is not None:
+            continue  # partial signatures: dkg_signing_check
         at = f"itemData.offPlatformSigning[{index}]"
         signer = _signer(tenant=tenant, cluster=tx.cluster, api_key=api_key, lookup=entry["account"], field=f"{at}.account", on_platform=False)
         pubkey = str(signer.pubkey)

@@ -109,8 +109,10 @@ class TransactionViewSet(TenantScopedViewSet):
             "SIGNER_NOT_ALLOWED otherwise). Signatures are stored as they arrive; a signer collected already keeps its first signature (giving it again "
             "changes nothing). When the last one arrives the status becomes SIGNED (PENDING_APPROVAL when a debit limit holds it) and it is submitted, "
             "unless submitTxnIfAllSignaturesCollected is false (then Submit Transaction sends it). A transaction that is not PARTIALLY_SIGNED: 400 "
-            "INVALID_TRANSACTION_STATE; one that can never execute any more: 400 TRANSACTION_EXPIRED; dkgSigning: 400 NOT_SUPPORTED (threshold signing "
-            "comes later). An unknown transaction, or another organization's: 404. Answers the transaction result; ?wait= waits for it."
+            "INVALID_TRANSACTION_STATE; one that can never execute any more: 400 TRANSACTION_EXPIRED. dkgSigning: partial signatures of a DKG account's "
+            "external players for a signing session (POST /api/v1/transactions/dkg/open), each verified on arrival (400 INVALID_PARTIAL_SIGNATURE naming "
+            "the player); once the session has every share they are aggregated into the account's signature (docs/threshold-signing.md). "
+            "An unknown transaction, or another organization's: 404. Answers the transaction result; ?wait= waits for it."
         ),
         request=TransactionSignInput,
         responses=api_responses({200: TransactionResultOutput}, mutation=True),
@@ -120,14 +122,17 @@ class TransactionViewSet(TenantScopedViewSet):
     @idempotent
     def sign(self, request):
         data = validated(TransactionSignInput, request)["itemData"]
-        signatures.dkg_refused(data)
         tx = self._named(data)
+        off_platform = data.get("offPlatformSigning") or []
         collected = signatures.transaction_sign_check(
             transaction=tx, tenant=self.tenant, api_key=self.api_key,
-            off_platform=data.get("offPlatformSigning") or [], on_platform=data.get("onPlatformSigning") or [],
+            off_platform=off_platform, on_platform=data.get("onPlatformSigning") or [],
         )
+        contributions = signatures.dkg_signing_check(transaction=tx, tenant=self.tenant, api_key=self.api_key, off_platform=off_platform)
         with write_phase():
             submit = data.get("submitTxnIfAllSignaturesCollected") is not False
+            for pubkey, signature in signatures.dkg_signing_record(contributions).items():
+                collected.setdefault(pubkey, signature)
             tx = transaction_add_signatures(transaction=tx, signatures=collected, submit=submit)
         return self._decided(request, tx)
 

@@ -220,9 +220,10 @@ def test_create_replay_returns_same_account(api, localnet_url):
 
 
 @pytest.mark.django_db
-def test_dkg_keys_are_refused_clearly(api, localnet_url):
+def test_dkg_keys_need_their_session(api, localnet_url):
+    # Threshold keys: accounts/tests/test_api_dkg.py.
     response = create(api, {"managed": True, "privateKeyDetails": {"dkgKeys": [{"keyUsage": "SIGN"}]}})
-    assert_error(response, 400, "NOT_SUPPORTED", "itemData.privateKeyDetails.dkgKeys")
+    assert_error(response, 400, "REQUIRED", "itemData.privateKeyDetails.dkgKeys[0].session")
 
 
 # --- Fetch Account Details / lookups ---------------------------------------------------

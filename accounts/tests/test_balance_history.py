@@ -11,7 +11,7 @@ from solders.system_program import TransferParams, transfer
 
 from accounts.custody import managed_key_import
 from accounts.models import Account, BalanceSnapshot
-from tests.workers import wait_for
+from tests.workers import paused_workers, wait_for
 from transactions import services, settlement
 from transactions.models import Transaction, TransactionStatus
 from transactions.services import SignerSpec
@@ -44,14 +44,15 @@ def test_transfers_confirmed_out_of_order_keep_history_in_chain_order(api, tenan
     account = Account.unscoped.get(offchain_id=response.json()["newAccount"]["offchainId"])
     receiver = Pubkey.from_string(account.address)
 
-    first = sent_transfer(tenant, chain, receiver, 2_000_000)
-    next_slot(chain)
-    second = sent_transfer(tenant, chain, receiver, 3_000_000)
-    # The second confirmation is processed before the first (two workers, one slower).
-    for tx in (second, first):
-        settlement.transaction_confirm(transaction_id=tx.pk)
-        tx.refresh_from_db()
-        assert tx.status == TransactionStatus.CONFIRMED
+    with paused_workers():  # this test sends and confirms them itself, in the order it chooses
+        first = sent_transfer(tenant, chain, receiver, 2_000_000)
+        next_slot(chain)
+        second = sent_transfer(tenant, chain, receiver, 3_000_000)
+        # The second confirmation is processed before the first (two workers, one slower).
+        for tx in (second, first):
+            settlement.transaction_confirm(transaction_id=tx.pk)
+            tx.refresh_from_db()
+            assert tx.status == TransactionStatus.CONFIRMED
     assert first.slot < second.slot
 
     account.refresh_from_db()
@@ -70,11 +71,12 @@ def test_transfers_confirmed_together_out_of_order_keep_history_in_chain_order(a
     response = api.call("post", "/api/v1/accounts", {"itemData": {"managed": True, "offchainReferences": {"code": "RECEIVER2"}}})
     account = Account.unscoped.get(offchain_id=response.json()["newAccount"]["offchainId"])
     receiver = Pubkey.from_string(account.address)
-    first = sent_transfer(tenant, chain, receiver, 2_000_000)
-    next_slot(chain)
-    second = sent_transfer(tenant, chain, receiver, 3_000_000)
-    rows = {tx.pk: tx for tx in Transaction.unscoped.filter(pk__in=[first.pk, second.pk])}
-    assert settlement.transactions_follow([rows[second.pk], rows[first.pk]]) == {first.pk, second.pk}  # one chunk, later one first
+    with paused_workers():
+        first = sent_transfer(tenant, chain, receiver, 2_000_000)
+        next_slot(chain)
+        second = sent_transfer(tenant, chain, receiver, 3_000_000)
+        rows = {tx.pk: tx for tx in Transaction.unscoped.filter(pk__in=[first.pk, second.pk])}
+        assert settlement.transactions_follow([rows[second.pk], rows[first.pk]]) == {first.pk, second.pk}  # one chunk, later one first
 
     account.refresh_from_db()
     assert int(account.lamports_balance) == 5_000_000 and account.last_transaction_id == second.pk

@@ -56,7 +56,7 @@ def test_admin_freeze_and_unfreeze_go_through_the_service_and_record_who_asked(a
     first, second = position(api, wallet(api), bond), position(api, wallet(api), bond)
     record = Position.unscoped.get(offchain_id=first["offchainId"])
 
-    done = admin_client.post(LIST, {"action": "freeze", "_selected_action": [record.pk]}, follow=True).content.decode()
+    done = admin_client.post(LIST, {"action": "freeze", "_selected_action": [record.pk], "_staff_confirmed": "yes"}, follow=True).content.decode()
     assert "1 position(s): freeze transaction recorded" in done
     tx = Transaction.unscoped.get(operation="positions.freeze")
     assert tx.created_by_key is None
@@ -68,7 +68,7 @@ def test_admin_freeze_and_unfreeze_go_through_the_service_and_record_who_asked(a
 
     # The service's rules hold in the admin too: an unfrozen position cannot be unfrozen.
     other = Position.unscoped.get(offchain_id=second["offchainId"])
-    refused = admin_client.post(LIST, {"action": "unfreeze", "_selected_action": [other.pk, record.pk]}, follow=True).content.decode()
+    refused = admin_client.post(LIST, {"action": "unfreeze", "_selected_action": [other.pk, record.pk], "_staff_confirmed": "yes"}, follow=True).content.decode()
     assert "1 position(s): unfreeze transaction recorded" in refused and "The position is not frozen." in refused
     tx = Transaction.unscoped.get(operation="positions.unfreeze")
     assert wait_for(tx, "confirmed").status in ("CONFIRMED", "FINALIZED")

@@ -357,9 +357,9 @@ def test_staff_approve_and_reject_in_the_admin_through_the_same_services(api, ad
     to_reject = Transaction.unscoped.get(offchain_id=result(transfer(api, source, rejected_to, {"lamports": RENT}))["offchainId"])
     page = admin_client.get("/admin/transactions/transaction/?approval_required__exact=1")
     assert page.status_code == 200 and str(to_approve.onchain_id) in page.content.decode()
-    response = admin_client.post("/admin/transactions/transaction/", {"action": "approve_held", "_selected_action": [to_approve.pk]}, follow=True)
+    response = admin_client.post("/admin/transactions/transaction/", {"action": "approve_held", "_selected_action": [to_approve.pk], "_staff_confirmed": "yes"}, follow=True)
     assert "1 transaction(s) approved" in response.content.decode()
-    response = admin_client.post("/admin/transactions/transaction/", {"action": "reject_held", "_selected_action": [to_reject.pk]}, follow=True)
+    response = admin_client.post("/admin/transactions/transaction/", {"action": "reject_held", "_selected_action": [to_reject.pk], "_staff_confirmed": "yes"}, follow=True)
     assert "1 transaction(s) rejected" in response.content.decode()
     # The generic cancel does not decide on held-for-approval transactions: nothing to do now.
     assert wait_for(to_approve, "confirmed").status in ("CONFIRMED", "FINALIZED")
@@ -382,9 +382,9 @@ def test_staff_without_the_approval_permission_get_no_approve_action(api, client
     held = Transaction.unscoped.get(offchain_id=result(transfer(api, account(api, SOL), off_platform(), {"lamports": RENT}))["offchainId"])
     page = client.get("/admin/transactions/transaction/")
     assert page.status_code == 200 and "approve_held" not in page.content.decode() and "cancel_unsubmitted" in page.content.decode()
-    client.post("/admin/transactions/transaction/", {"action": "approve_held", "_selected_action": [held.pk]}, follow=True)
+    client.post("/admin/transactions/transaction/", {"action": "approve_held", "_selected_action": [held.pk], "_staff_confirmed": "yes"}, follow=True)
     # The clerk's cancel refuses held-for-approval transactions: a decision is audited.
-    response = client.post("/admin/transactions/transaction/", {"action": "cancel_unsubmitted", "_selected_action": [held.pk]}, follow=True)
+    response = client.post("/admin/transactions/transaction/", {"action": "cancel_unsubmitted", "_selected_action": [held.pk], "_staff_confirmed": "yes"}, follow=True)
     assert "reject it instead" in response.content.decode()
     held.refresh_from_db()
     assert held.status == TransactionStatus.PENDING_APPROVAL and not TransactionApproval.objects.exists()

@@ -59,6 +59,38 @@ class SimulationFailed(LedgerError):
             self.args = (self.message,)
 
 
+class ProgramError(SimulationFailed):
+    """A refusal in simulation by one of the project's own programs (docs/programs.md): a
+    400 naming the program and its error from the ABI, e.g. "The loan_vault program refused
+    the transaction in simulation: DestinationNotWhitelisted (custom program error 7137):
+    the destination is not on the vault's whitelist." Its names carry no addresses or
+    amounts, so the message is the same whoever asks."""
+
+    code = "PROGRAM_ERROR"
+
+    def __init__(self, failure, *, reason: str, logs: list[str] | None = None, err: object = None, failing_account: str | None = None):
+        super().__init__(reason, logs=logs, err=err, failing_account=failing_account)
+        self.failure = failure
+        self.message = (f"The {failure.program} program refused the transaction in simulation: {failure.name} "
+                        f"(custom program error {failure.code}): {failure.message}.")
+        self.args = (self.message,)
+
+    def disclose_to(self, own: set[str]) -> None:
+        return None
+
+
+def simulation_failure(cluster: str, logs: list[str], err: object, *, failing_account: str | None = None) -> SimulationFailed:
+    """The exception for a refused simulation or preflight on ``cluster``: ProgramError when
+    one of the project's programs refused it with its own error, else SimulationFailed."""
+    from transactions.programs import failure_from_logs
+
+    reason = reason_from_logs(logs, err)
+    failure = failure_from_logs(cluster, logs)
+    if failure is not None:
+        return ProgramError(failure, reason=reason, logs=logs, err=err, failing_account=failing_account)
+    return SimulationFailed(reason, logs=logs, err=err, failing_account=failing_account)
+
+
 def failing_account(transaction, err: object) -> str | None:
     """The account a failed simulation is about: the fee payer for fee errors, else the
     first account of the failing instruction (the System program's funding account, a

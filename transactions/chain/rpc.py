@@ -26,9 +26,12 @@ from solders.account import Account
 from solders.hash import Hash
 from solders.pubkey import Pubkey
 from solders.commitment_config import CommitmentLevel
-from solders.rpc.config import RpcSendTransactionConfig, RpcTransactionConfig
+from solders.account_decoder import UiAccountEncoding
+from solders.rpc.config import RpcAccountInfoConfig, RpcContextConfig, RpcSendTransactionConfig, RpcTransactionConfig
 from solders.rpc.errors import SendTransactionPreflightFailureMessage
-from solders.rpc.requests import GetRecentPrioritizationFees, GetTransaction, IsBlockhashValid, SendRawTransaction
+from solders.rpc.requests import (
+    GetAccountInfo, GetHealth, GetRecentPrioritizationFees, GetSlot, GetTransaction, GetVersion, IsBlockhashValid, SendRawTransaction,
+)
 from solders.rpc.responses import (
     GetRecentPrioritizationFeesResp, GetTransactionResp, IsBlockhashValidResp, RPCError, RpcConfirmedTransactionStatusWithSignature, SendTransactionResp,
 )
@@ -38,7 +41,7 @@ from solders.transaction_status import TransactionStatus
 
 from ledger_project.api.errors import LedgerError
 
-from .errors import ChainRpcError, ChainUnavailable, SimulationFailed, caller_accounts, failing_account, reason_from_logs
+from .errors import ChainRpcError, ChainUnavailable, caller_accounts, failing_account, simulation_failure
 
 logger = logging.getLogger("ledger.chain")
 
@@ -135,8 +138,7 @@ class ChainRpc:
         except RPCException as exc:
             detail = exc.args[0] if exc.args else exc
             if isinstance(detail, SendTransactionPreflightFailureMessage):
-                logs = list(detail.data.logs or [])
-                raise SimulationFailed(reason_from_logs(logs, detail.data.err), logs=logs, err=detail.data.err) from exc
+                raise simulation_failure(self.cluster, list(detail.data.logs or []), detail.data.err) from exc
             message = getattr(detail, "message", str(detail))
             raise ChainRpcError(f"The RPC endpoint of {self.cluster} answered an error: {message}") from exc
 
@@ -155,8 +157,9 @@ class ChainRpc:
         # Methods solana-py 0.36's Client lacks: the typed solders request over its provider.
         return self._call(self.client._provider.make_request, request, response_type)
 
-    def is_blockhash_valid(self, blockhash: Hash) -> bool:
-        return bool(self._request(IsBlockhashValid(blockhash), IsBlockhashValidResp).value)
+    def is_blockhash_valid(self, blockhash: Hash, commitment: str = "confirmed") -> bool:
+        # A validator's default is `finalized`, whose bank does not hold the newest blockhashes.
+        return bool(self._request(IsBlockhashValid(blockhash, RpcContextConfig(commitment=_LEVELS[commitment])), IsBlockhashValidResp).value)
 
     def balance(self, address: Pubkey, commitment: str = "confirmed") -> int:
         return self._call(self.client.get_balance, address, Commitment(commitment)).value
@@ -273,6 +276,50 @@ class ChainRpc:
         value = self._call(self.client.get_transaction, signature, "base64", Commitment(commitment), 0).value
         return None if value is None else bytes(value.transaction.transaction)
 
+    # --- the node's own words (the admin's "open on the chain" page, node health) ----------
+    def _raw(self, request) -> dict:
+        """One JSON-RPC answer as the node sent it: a dict with ``result`` or ``error``."""
+        try:
+            raw = self.client._provider.make_request_unparsed(request)
+        except httpx.HTTPError as exc:
+            raise ChainUnavailable(f"The RPC endpoint of {self.cluster} did not answer: {type(exc).__name__}.") from exc
+        try:
+            answer = json.loads(raw)
+        except ValueError as exc:
+            raise ChainRpcError(f"The RPC endpoint of {self.cluster} answered something other than JSON.") from exc
+        if not isinstance(answer, dict):
+            raise ChainRpcError(f"The RPC endpoint of {self.cluster} answered an unexpected shape.")
+        answer.pop("id", None)
+        return answer
+
+    def account_raw(self, address: str, commitment: str = "confirmed") -> dict:
+        """getAccountInfo (jsonParsed: token accounts and mints decoded, others base64)."""
+        config = RpcAccountInfoConfig(encoding=UiAccountEncoding.JsonParsed, commitment=_LEVELS[commitment])
+        return self._raw(GetAccountInfo(Pubkey.from_string(address), config))
+
+    def transaction_raw(self, signature: str, commitment: str = "confirmed") -> dict:
+        """getTransaction (jsonParsed, versioned transactions included)."""
+        config = RpcTransactionConfig(encoding=UiTransactionEncoding.JsonParsed, commitment=_LEVELS[commitment], max_supported_transaction_version=0)
+        return self._raw(GetTransaction(Signature.from_string(signature), config))
+
+    def node_status(self) -> dict:
+        """getHealth, getSlot and getVersion in one batch: {health, slot, version} as the
+        node answers (health is "ok" or the node's error message)."""
+        answers = self._batch_raw([GetHealth(id=0), GetSlot(id=1), GetVersion(id=2)])
+        health = answers[0].get("result") or (answers[0].get("error") or {}).get("message", "no answer")
+        return {"health": health, "slot": answers[1].get("result"), "version": (answers[2].get("result") or {}).get("solana-core")}
+
+    def _batch_raw(self, bodies: list) -> list[dict]:
+        try:
+            raw = self.client._provider.make_batch_request_unparsed(tuple(bodies))
+            items = json.loads(raw)
+        except httpx.HTTPError as exc:
+            raise ChainUnavailable(f"The RPC endpoint of {self.cluster} did not answer: {type(exc).__name__}.") from exc
+        except ValueError as exc:
+            raise ChainRpcError(f"The RPC endpoint of {self.cluster} answered something other than JSON.") from exc
+        by_id = {item.get("id"): item for item in items if isinstance(item, dict)} if isinstance(items, list) else {}
+        return [by_id.get(i, {}) for i in range(len(bodies))]
+
     def token_account_balance(self, address: Pubkey) -> int:
         return int(self._call(self.client.get_token_account_balance, address).value.amount)
 
@@ -294,8 +341,7 @@ class ChainRpc:
         out: list[Signature | Exception] = []
         for answer in self._batch([SendRawTransaction(raw, config, id=i) for i, raw in enumerate(raws)], SendTransactionResp):
             if isinstance(answer, SendTransactionPreflightFailureMessage):
-                logs = list(answer.data.logs or [])
-                out.append(SimulationFailed(reason_from_logs(logs, answer.data.err), logs=logs, err=answer.data.err))
+                out.append(simulation_failure(self.cluster, list(answer.data.logs or []), answer.data.err))
             elif isinstance(answer, RPCError.__args__):
                 out.append(ChainRpcError(f"The RPC endpoint of {self.cluster} answered an error: {getattr(answer, 'message', answer)}"))
             else:
@@ -308,8 +354,7 @@ class ChainRpc:
         on this cluster."""
         value = self._call(self.client.simulate_transaction, transaction, sig_verify=False).value
         if value.err is not None:
-            logs = list(value.logs or [])
-            exc = SimulationFailed(reason_from_logs(logs, value.err), logs=logs, err=value.err, failing_account=failing_account(transaction, value.err))
+            exc = simulation_failure(self.cluster, list(value.logs or []), value.err, failing_account=failing_account(transaction, value.err))
             logger.info("simulation failed: %s (account %s)", exc.reason, exc.failing_account)
             exc.disclose_to(caller_accounts(tenant=tenant, cluster=self.cluster, candidates=[exc.failing_account]))
             raise exc

@@ -1,4 +1,8 @@
-"""python -m transactions.localnet [--host H] [--port P] [--data-dir D]: run the node."""
+"""python -m transactions.localnet [--host H] [--port P] [--data-dir D] [...]: run the node.
+
+JSON-RPC on --port, PubSub on --ws-port (default: port + 1, the Solana convention).
+Settings: docs/localnet.md.
+"""
 
 from __future__ import annotations
 
@@ -8,13 +12,17 @@ import signal
 import sys
 from pathlib import Path
 
+from .node import SAMPLE_SECONDS
+from .pubsub import MAX_BUFFERED_BYTES, MAX_MESSAGE_BYTES, MAX_SUBSCRIPTIONS_PER_CONNECTION
 
-def serve(host: str, port: int, data_dir: Path, out=sys.stdout) -> None:
+
+def serve(host: str, port: int, data_dir: Path, out=sys.stdout, *, ws_port: int | None = None, sample_seconds: float = SAMPLE_SECONDS,
+          max_subscriptions: int = MAX_SUBSCRIPTIONS_PER_CONNECTION, max_message_bytes: int = MAX_MESSAGE_BYTES, max_buffered_bytes: int = MAX_BUFFERED_BYTES) -> None:
     from .node import Node
     from .server import LocalnetServer
 
-    node = Node(data_dir)
-    server = LocalnetServer(node)
+    node = Node(data_dir, sample_seconds=sample_seconds)
+    server = LocalnetServer(node, max_subscriptions=max_subscriptions, max_message_bytes=max_message_bytes, max_buffered_bytes=max_buffered_bytes)
 
     async def main() -> None:
         stop = asyncio.Event()
@@ -23,9 +31,9 @@ def serve(host: str, port: int, data_dir: Path, out=sys.stdout) -> None:
             loop.add_signal_handler(signum, stop.set)
 
         def ready(srv) -> None:
-            print(f"localnet listening on http://{host}:{srv.port} (data: {data_dir}, genesis {node.genesis_hash})", file=out, flush=True)
+            print(f"localnet listening on http://{host}:{srv.port} and ws://{host}:{srv.ws_port} (data: {data_dir}, genesis {node.genesis_hash})", file=out, flush=True)
 
-        await server.run(host, port, ready=ready, stop=stop)
+        await server.run(host, port, ready=ready, stop=stop, ws_port=ws_port)
 
     asyncio.run(main())
 
@@ -34,9 +42,15 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m transactions.localnet")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8899)
+    parser.add_argument("--ws-port", type=int, default=None, help="PubSub websocket port (default: --port + 1)")
     parser.add_argument("--data-dir", type=Path, default=Path("var/localnet"))
+    parser.add_argument("--sample-seconds", type=float, default=SAMPLE_SECONDS, help="getRecentPerformanceSamples period")
+    parser.add_argument("--ws-max-subscriptions", type=int, default=MAX_SUBSCRIPTIONS_PER_CONNECTION, help="subscriptions per websocket connection")
+    parser.add_argument("--ws-max-message-bytes", type=int, default=MAX_MESSAGE_BYTES, help="largest incoming websocket message")
+    parser.add_argument("--ws-max-buffered-bytes", type=int, default=MAX_BUFFERED_BYTES, help="unread notifications before a client is disconnected")
     args = parser.parse_args(argv)
-    serve(args.host, args.port, args.data_dir)
+    serve(args.host, args.port, args.data_dir, ws_port=args.ws_port, sample_seconds=args.sample_seconds, max_subscriptions=args.ws_max_subscriptions,
+          max_message_bytes=args.ws_max_message_bytes, max_buffered_bytes=args.ws_max_buffered_bytes)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from pathlib import Path
 from solders.account import Account
 from solders.address_lookup_table_account import AddressLookupTable
 from solders.clock import Clock
+from solders.epoch_schedule import EpochSchedule
 from solders.hash import Hash
 from solders.keypair import Keypair
 from solders.litesvm import LiteSVM
@@ -29,8 +30,8 @@ from solders.system_program import TransferParams, transfer
 from solders.transaction import VersionedTransaction
 from solders.transaction_metadata import FailedTransactionMetadata
 
-from . import tokens
-from .store import GroupCommit, PendingWrite, Store, StoredAccount, StoredTransaction
+from . import programs, tokens
+from .store import GroupCommit, PendingWrite, Store, StoredAccount, StoredBlock, StoredTransaction
 
 SLOT_SECONDS = 0.4
 MAX_PROCESSING_AGE = 150  # slots a blockhash stays valid
@@ -41,6 +42,9 @@ SYSTEM_PROGRAM = Pubkey.from_string("11111111111111111111111111111111")
 COMPUTE_BUDGET = Pubkey.from_string("ComputeBudget111111111111111111111111111111")
 ADDRESS_LOOKUP_TABLE_PROGRAM = Pubkey.from_string("AddressLookupTab1e1111111111111111111111111")
 ADVANCE_NONCE = (4).to_bytes(4, "little")
+COMMITMENTS = ("processed", "confirmed", "finalized")
+SAMPLE_SECONDS = 60  # a validator's performance sample period
+MAX_SAMPLES = 720  # samples kept (12 hours of 60 s samples, as a validator keeps)
 
 
 def durable_nonce_of(blockhash: Hash) -> bytes:
@@ -77,7 +81,7 @@ def err_json(err) -> object:
 
 
 class Node:
-    def __init__(self, data_dir: Path, *, slot_seconds: float = SLOT_SECONDS):
+    def __init__(self, data_dir: Path, *, slot_seconds: float = SLOT_SECONDS, sample_seconds: float = SAMPLE_SECONDS):
         self.store = Store(Path(data_dir))
         self.commits = GroupCommit(self.store)
         # Under the asyncio server the commit happens at the end of the loop turn
@@ -97,9 +101,22 @@ class Node:
         )
         self.svm_alt = LiteSVM().with_transaction_history(0).with_blockhash_check(False)
         self.runtimes = (self.svm, self.svm_alt)
+        for runtime in self.runtimes:  # epochs of 432,000 slots from slot 0 (getEpochSchedule)
+            runtime.set_epoch_schedule(EpochSchedule.without_warmup())
         self.recent: dict[str, int] = {}  # blockhash → slot it was issued in
         self.recent_order: deque[str] = deque()
         self.fees: deque[tuple[int, int, frozenset[str]]] = deque(maxlen=5000)  # (slot, price, writable)
+        # Reads at `finalized` see the state of FINALIZED_DEPTH slots ago: for every account
+        # written since, the state it had before its first write in each slot (persisted
+        # with the transaction, dropped once the slot is rooted). slot → keys written in it.
+        self.versions: dict[str, list[tuple[int, Account | None]]] = {}
+        self.slot_writes: dict[int, set[str]] = {}
+        self.slot_tx_counts: dict[int, int] = {}
+        self.hash_by_slot: dict[int, str] = {}
+        #: objects told of each new slot: slot_advanced(slot, parent, root, rooted_writes)
+        self.slot_listeners: list = []
+        self.sample_seconds = sample_seconds
+        self.rate_window: deque[tuple[float, int]] = deque(maxlen=128)
         self._boot()
 
     # --- boot and clock -------------------------------------------------------------------
@@ -117,9 +134,13 @@ class Node:
             store.commit_transaction(accounts=[StoredAccount(str(faucet.pubkey()), FAUCET_LAMPORTS, str(SYSTEM_PROGRAM), False, 0, b"")], deleted=[], tx=None, addresses=[])
         self.genesis_hash = genesis
         self.faucet = Keypair.from_base58_string(store.meta_get("faucet"))
-        for acc in store.accounts():
+        if store.meta_get("identity") is None:  # data directories from before getIdentity
+            store.meta_set("identity", str(Keypair()))
+        self.identity = Keypair.from_base58_string(store.meta_get("identity")).pubkey()
+        for acc in programs.boot_order(store.accounts()):
             for runtime in self.runtimes:
                 runtime.set_account(Pubkey.from_string(acc.pubkey), Account(acc.lamports, acc.data, Pubkey.from_string(acc.owner), acc.executable, acc.rent_epoch))
+        programs.load_missing(self)  # the project's programs at their fixed ids (genesis)
         # LiteSVM derives each new blockhash from the previous one, starting from the same
         # seed on every boot: skip past every blockhash already handed out so none repeats
         # (a repeat would make a stored durable nonce look current).
@@ -131,15 +152,35 @@ class Node:
         for blockhash, slot in store.blockhashes():
             self.recent[blockhash] = slot
             self.recent_order.append(blockhash)
+            self.hash_by_slot[slot] = blockhash
             self.slot_hashes.appendleft((slot, Hash.from_string(blockhash)))
         self.slot = int(store.meta_get("slot") or 0)
         self.transaction_count = store.transaction_count()
+        for version_slot, pubkey, acc in store.account_versions():
+            self.versions.setdefault(pubkey, []).append((version_slot, _account(acc)))
+            self.slot_writes.setdefault(version_slot, set()).add(pubkey)
+        for block in store.recent_blocks(FINALIZED_DEPTH + 8):
+            self.slot_tx_counts[block.slot] = block.tx_count
+        # The slot open when the node stopped: its start time is stored; its transactions
+        # follow the previous block's (a version-1 data directory has no blocks: a scan).
+        self.block_time = int(store.meta_get("slot_time") or time.time())
+        previous = store.block(self.slot - 1)
+        if previous is not None:
+            self.slot_first_seq = previous.first_seq + previous.tx_count
+        else:
+            first, count = store.slot_seq_range(self.slot)
+            self.slot_first_seq = first if count else self.transaction_count + 1
+        self.slot_tx_counts[self.slot] = self.transaction_count - self.slot_first_seq + 1
+        self.sample_started, self.sample_tx, self.sample_slot = time.monotonic(), self.transaction_count, self.slot
         self._advance_slot()  # the slot always moves on after a restart
 
     def _advance_slot(self) -> None:
         with self.lock:
+            closed = self.slot  # its block is complete now (none for the genesis slot 0)
+            previous_hash = self.recent_order[-1] if self.recent_order else self.genesis_hash
             self.slot += 1
-            clock = Clock(self.slot, 0, self.slot // 432_000, self.slot // 432_000 + 1, int(time.time()))
+            now = int(time.time())
+            clock = Clock(self.slot, 0, self.slot // 432_000, self.slot // 432_000 + 1, now)
             for runtime in self.runtimes:
                 runtime.set_clock(clock)
                 runtime.expire_blockhash()
@@ -152,10 +193,41 @@ class Node:
                 runtime.set_slot_hashes(list(self.slot_hashes))
             self.recent[blockhash] = self.slot
             self.recent_order.append(blockhash)
+            self.hash_by_slot[self.slot] = blockhash
             while self.recent_order and self.slot - self.recent[self.recent_order[0]] > MAX_PROCESSING_AGE + 50:
-                self.recent.pop(self.recent_order.popleft(), None)
-            self.store.meta_set("blockhash_generation", str(self.generation))
-            self.store.record_blockhash(blockhash, self.slot, keep_from_slot=self.slot - MAX_PROCESSING_AGE - 50)
+                self.hash_by_slot.pop(self.recent.pop(self.recent_order.popleft(), None), None)
+            block = self._complete_block(closed, blockhash, previous_hash) if closed >= 1 else None
+            self.block_time = now
+            self.slot_first_seq = self.transaction_count + 1
+            self.slot_tx_counts[self.slot] = 0
+            root = self.root()
+            rooted = {s: self.slot_writes.pop(s) for s in [s for s in self.slot_writes if s <= root]}
+            for keys in rooted.values():
+                for key in keys:
+                    kept = [entry for entry in self.versions.get(key, ()) if entry[0] > root]
+                    if kept:
+                        self.versions[key] = kept
+                    else:
+                        self.versions.pop(key, None)
+            for old in [s for s in self.slot_tx_counts if s < root - 8]:
+                del self.slot_tx_counts[old]
+            self.store.record_slot(blockhash=blockhash, slot=self.slot, slot_time=now, generation=self.generation,
+                                   keep_from_slot=self.slot - MAX_PROCESSING_AGE - 50, block=block, root=root)
+        for listener in self.slot_listeners:
+            listener.slot_advanced(self.slot, self.slot - 1, root, rooted)
+
+    def _complete_block(self, slot: int, blockhash: str, previous_hash: str) -> StoredBlock:
+        """The block of ``slot``, which has just ended: its hash is the blockhash issued as
+        the next slot starts (the one clients use from then on), its transactions those
+        executed while it was open (a contiguous range of the execution order)."""
+        first = self.slot_first_seq
+        count = self.transaction_count - first + 1
+        self.slot_tx_counts[slot] = count
+        return StoredBlock(slot, blockhash, previous_hash, slot - 1, self.block_time, slot, first, count)
+
+    def root(self) -> int:
+        """The newest finalized slot: FINALIZED_DEPTH behind the tip."""
+        return max(0, self.slot - FINALIZED_DEPTH)
 
     def tick(self) -> None:
         """A new slot (the server calls this every slot_seconds)."""
@@ -163,6 +235,21 @@ class Node:
         self._advance_slot()
         if self.slot % 10 == 0:
             self.store.checkpoint()  # the WAL's fsync, off the request path
+        now = time.monotonic()
+        self.rate_window.append((now, self.transaction_count))
+        if now - self.sample_started >= self.sample_seconds:
+            self.store.record_sample(self.slot, self.transaction_count - self.sample_tx, self.slot - self.sample_slot, round(self.sample_seconds), MAX_SAMPLES)
+            self.sample_started, self.sample_tx, self.sample_slot = now, self.transaction_count, self.slot
+
+    def rate(self, seconds: float = 10.0) -> float:
+        """Transactions per second over the last ``seconds`` (the status page)."""
+        if not self.rate_window:
+            return 0.0
+        now, count = self.rate_window[-1]
+        for then, before in self.rate_window:
+            if now - then <= seconds:
+                return (count - before) / (now - then) if now > then else 0.0
+        return 0.0
 
     def warp(self, slots: int) -> int:
         """Advance ``slots`` slots at once, as that many ticks would (the local node's own
@@ -180,20 +267,44 @@ class Node:
         self.store.checkpoint()
 
     # --- blockhashes ----------------------------------------------------------------------
-    def latest_blockhash(self) -> tuple[str, int]:
+    def latest_blockhash(self, commitment: str = "confirmed") -> tuple[str, int]:
+        """The newest blockhash of the bank at ``commitment``: at `finalized`, the hash of
+        the rooted slot's block (issued as the next slot began)."""
         with self.lock:
-            blockhash = self.recent_order[-1]
+            blockhash = self.recent_order[-1] if commitment != "finalized" else self.hash_by_slot.get(self.root() + 1, self.recent_order[0])
             return blockhash, self.recent[blockhash] + MAX_PROCESSING_AGE
 
-    def blockhash_valid(self, blockhash: str) -> bool:
+    def blockhash_valid(self, blockhash: str, commitment: str = "confirmed") -> bool:
         issued = self.recent.get(blockhash)
-        return issued is not None and self.slot - issued <= MAX_PROCESSING_AGE
+        tip = self.slot if commitment != "finalized" else self.root() + 1
+        return issued is not None and issued <= tip and tip - issued <= MAX_PROCESSING_AGE
+
+    # --- commitment -----------------------------------------------------------------------
+    def view_slot(self, commitment: str) -> int:
+        """The slot of the bank a read at ``commitment`` sees. One node, no forks: whatever
+        it executed is durable and final for `processed` and `confirmed` alike (the tip);
+        `finalized` is FINALIZED_DEPTH slots behind (docs/localnet.md, Commitment)."""
+        return self.root() if commitment == "finalized" else self.slot
+
+    def transaction_count_at(self, slot: int) -> int:
+        return self.transaction_count - sum(count for s, count in self.slot_tx_counts.items() if s > slot)
 
     # --- accounts -------------------------------------------------------------------------
-    def account(self, pubkey: Pubkey) -> Account | None:
+    def account(self, pubkey: Pubkey, slot: int | None = None) -> Account | None:
+        """An account as of the end of ``slot`` (default: the tip)."""
         with self.lock:
             acc = self.svm.get_account(pubkey)
+            if slot is not None and slot < self.slot:
+                for written, before in self.versions.get(str(pubkey), ()):
+                    if written > slot:
+                        acc = before
+                        break
         return acc if acc is not None and (acc.lamports > 0 or acc.executable) else None
+
+    def written_after(self, slot: int) -> list[str]:
+        """Keys of the accounts written after ``slot`` (their state at ``slot`` differs from
+        the tip's)."""
+        return [key for key, entries in self.versions.items() if entries and entries[-1][0] > slot]
 
     def minimum_balance(self, size: int) -> int:
         return self.svm.minimum_balance_for_rent_exemption(size)
@@ -302,22 +413,29 @@ class Node:
     def _mirror(self, runtime, after: dict, writable_keys) -> None:
         """Copy what a transaction wrote into the other runtime."""
         other = self.svm_alt if runtime is self.svm else self.svm
-        for key in writable_keys:
+        for key in programs.executable_last(writable_keys, after):
             acc = after[key]
             other.set_account(key, acc if acc is not None else Account(0, b"", SYSTEM_PROGRAM, False, 0))
 
     def _record(self, runtime, tx, raw, signature, keys, writable, loaded, before, err, logs, units, meta) -> Outcome:
         after = {k: runtime.get_account(k) for k in keys}
         self._mirror(runtime, after, [k for k, w in zip(keys, writable) if w])
-        changed, deleted = [], []
+        changed, deleted, versions = [], [], []
+        written = self.slot_writes.setdefault(self.slot, set())
         for key, is_writable in zip(keys, writable):
             if not is_writable:
                 continue
+            skey = str(key)
+            if skey not in written:  # first write in this slot: keep the state before it
+                written.add(skey)
+                prior = before[key]
+                self.versions.setdefault(skey, []).append((self.slot, prior))
+                versions.append((skey, _stored(skey, prior)))
             acc = after[key]
             if acc is None or (acc.lamports == 0 and not acc.executable):
-                deleted.append(str(key))
-            elif not acc.executable:
-                changed.append(StoredAccount(str(key), acc.lamports, str(acc.owner), acc.executable, acc.rent_epoch, bytes(acc.data)))
+                deleted.append(skey)
+            else:  # executable ones too: deployed programs survive a restart
+                changed.append(StoredAccount(skey, acc.lamports, str(acc.owner), acc.executable, acc.rent_epoch, bytes(acc.data)))
         fee, price = self._fee(tx.message)
         record_meta = {
             "fee": fee,
@@ -331,9 +449,10 @@ class Node:
             "loadedAddresses": loaded,
             "version": 0 if isinstance(tx.message, MessageV0) else "legacy",
         }
-        stored = StoredTransaction(0, signature, self.slot, int(time.time()), raw, err, record_meta)
-        self.commits.enqueue(PendingWrite(changed, deleted, stored, [str(k) for k in keys]))
+        stored = StoredTransaction(0, signature, self.slot, self.block_time, raw, err, record_meta)
+        self.commits.enqueue(PendingWrite(changed, deleted, stored, [str(k) for k in keys], versions))
         self.transaction_count += 1
+        self.slot_tx_counts[self.slot] = self.slot_tx_counts.get(self.slot, 0) + 1
         if price:
             self.fees.append((self.slot, price, frozenset(str(k) for k, w in zip(keys, writable) if w)))
         return Outcome(signature, self.slot, err, logs, units)
@@ -396,6 +515,18 @@ class Node:
                 per_slot[slot] = min(per_slot.get(slot, price), price)
         first = max(1, self.slot - MAX_PROCESSING_AGE)
         return [{"slot": s, "prioritizationFee": per_slot.get(s, 0)} for s in range(first, self.slot + 1)]
+
+
+def _account(stored: StoredAccount | None) -> Account | None:
+    if stored is None:
+        return None
+    return Account(stored.lamports, stored.data, Pubkey.from_string(stored.owner), stored.executable, stored.rent_epoch)
+
+
+def _stored(key: str, acc: Account | None) -> StoredAccount | None:
+    if acc is None or (acc.lamports == 0 and not acc.executable):
+        return None
+    return StoredAccount(key, acc.lamports, str(acc.owner), acc.executable, acc.rent_epoch, bytes(acc.data))
 
 
 def _describe(err) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
@@ -27,7 +27,24 @@ CREATE TABLE IF NOT EXISTS transactions (
 CREATE TABLE IF NOT EXISTS address_signatures (
     address TEXT NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (address, seq)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS blockhashes (blockhash TEXT PRIMARY KEY, slot INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS blocks (
+    slot INTEGER PRIMARY KEY, blockhash TEXT NOT NULL, previous_blockhash TEXT NOT NULL,
+    parent_slot INTEGER NOT NULL, block_time INTEGER NOT NULL, block_height INTEGER NOT NULL,
+    first_seq INTEGER NOT NULL, tx_count INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS account_versions (
+    slot INTEGER NOT NULL, pubkey TEXT NOT NULL, lamports INTEGER, owner TEXT, executable INTEGER,
+    rent_epoch INTEGER, data BLOB, PRIMARY KEY (slot, pubkey)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS perf_samples (
+    slot INTEGER PRIMARY KEY, num_transactions INTEGER NOT NULL, num_non_vote_transactions INTEGER NOT NULL,
+    num_slots INTEGER NOT NULL, sample_period_secs INTEGER NOT NULL);
 """
+
+#: Version 1: accounts, transactions, address index, blockhash queue. Version 2 adds
+#: blocks (one row per completed slot), account_versions (the state an account had before
+#: its first write in each recent slot, for reads at `finalized`) and perf_samples. A
+#: version-1 data directory is upgraded in place on open: the new tables start empty, so
+#: its blocks begin at the slot the upgraded node first completes (docs/localnet.md).
+SCHEMA_VERSION = 2
 
 
 @dataclass
@@ -46,6 +63,21 @@ class PendingWrite:
     deleted: list
     tx: "StoredTransaction | None"
     addresses: list
+    #: (pubkey, StoredAccount or None when it did not exist): each account's state before
+    #: its first write in the transaction's slot
+    versions: list = field(default_factory=list)
+
+
+@dataclass
+class StoredBlock:
+    slot: int
+    blockhash: str
+    previous_blockhash: str
+    parent_slot: int
+    block_time: int
+    block_height: int
+    first_seq: int
+    tx_count: int
 
 
 @dataclass
@@ -72,6 +104,8 @@ class GroupCommit:
         self.store = store
         self.pending: list[PendingWrite] = []
         self.pending_signatures: set[str] = set()
+        #: called with each committed batch, after the commit (PubSub notifications)
+        self.listeners: list = []
 
     def enqueue(self, item: PendingWrite) -> None:
         self.pending.append(item)
@@ -87,6 +121,8 @@ class GroupCommit:
         batch, self.pending = self.pending, []
         self.store.commit_batch(batch)
         self.pending_signatures.clear()
+        for listener in self.listeners:
+            listener(batch)
 
 
 class Store:
@@ -97,6 +133,11 @@ class Store:
         conn = self._conn()
         conn.executescript(SCHEMA)
         conn.commit()
+        version = int(self.meta_get("schema_version") or 1)
+        if version > SCHEMA_VERSION:
+            raise RuntimeError(f"{self.path} has schema version {version}; this node knows up to {SCHEMA_VERSION}")
+        if version < SCHEMA_VERSION:
+            self.meta_set("schema_version", str(SCHEMA_VERSION))
 
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
@@ -120,12 +161,27 @@ class Store:
 
     # --- writes ---------------------------------------------------------------------------
     def commit_batch(self, batch: list["PendingWrite"]) -> None:
-        """Persist executed transactions, in execution order, in one SQLite transaction."""
+        """Persist executed transactions, in execution order, in one SQLite transaction.
+
+        An account several transactions of the batch wrote is stored once, in its last
+        state: nothing reads the intermediate ones, the commit is all or nothing."""
         conn = self._conn()
         conn.execute("BEGIN IMMEDIATE")
         try:
+            final: dict[str, StoredAccount | None] = {}
             for item in batch:
+                for acc in item.accounts:
+                    final[acc.pubkey] = acc
+                for pubkey in item.deleted:
+                    final[pubkey] = None
                 self._write(conn, item)
+            conn.executemany(
+                "INSERT INTO accounts(pubkey, lamports, owner, executable, rent_epoch, data) VALUES(?,?,?,?,?,?) "
+                "ON CONFLICT(pubkey) DO UPDATE SET lamports=excluded.lamports, owner=excluded.owner, executable=excluded.executable, "
+                "rent_epoch=excluded.rent_epoch, data=excluded.data",
+                [(acc.pubkey, acc.lamports, acc.owner, int(acc.executable), acc.rent_epoch, acc.data) for acc in final.values() if acc is not None],
+            )
+            conn.executemany("DELETE FROM accounts WHERE pubkey=?", [(pubkey,) for pubkey, acc in final.items() if acc is None])
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -136,15 +192,7 @@ class Store:
 
     @staticmethod
     def _write(conn, item: "PendingWrite") -> None:
-        for acc in item.accounts:
-            conn.execute(
-                "INSERT INTO accounts(pubkey, lamports, owner, executable, rent_epoch, data) VALUES(?,?,?,?,?,?) "
-                "ON CONFLICT(pubkey) DO UPDATE SET lamports=excluded.lamports, owner=excluded.owner, executable=excluded.executable, "
-                "rent_epoch=excluded.rent_epoch, data=excluded.data",
-                (acc.pubkey, acc.lamports, acc.owner, int(acc.executable), acc.rent_epoch, acc.data),
-            )
-        for pubkey in item.deleted:
-            conn.execute("DELETE FROM accounts WHERE pubkey=?", (pubkey,))
+        """One transaction's rows (its accounts: commit_batch)."""
         tx = item.tx
         if tx is not None:
             cur = conn.execute(
@@ -152,13 +200,41 @@ class Store:
                 (tx.signature, tx.slot, tx.block_time, tx.raw, json.dumps(tx.err) if tx.err is not None else None, json.dumps(tx.meta, separators=(",", ":"))),
             )
             conn.executemany("INSERT OR IGNORE INTO address_signatures(address, seq) VALUES(?, ?)", [(a, cur.lastrowid) for a in set(item.addresses)])
+        if item.versions:
+            slot = tx.slot if tx is not None else 0
+            conn.executemany(
+                "INSERT OR IGNORE INTO account_versions(slot, pubkey, lamports, owner, executable, rent_epoch, data) VALUES(?,?,?,?,?,?,?)",
+                [(slot, key, *((acc.lamports, acc.owner, int(acc.executable), acc.rent_epoch, acc.data) if acc is not None else (None,) * 5)) for key, acc in item.versions],
+            )
 
-    def record_blockhash(self, blockhash: str, slot: int, keep_from_slot: int) -> None:
+    def record_slot(self, *, blockhash: str, slot: int, slot_time: int, generation: int, keep_from_slot: int, block: StoredBlock | None, root: int) -> None:
+        """A new slot, in one SQLite transaction: its blockhash, the block of the slot it
+        completes, the slot clock, and the pruning of what the new root no longer needs."""
         conn = self._conn()
         conn.execute("BEGIN IMMEDIATE")
-        conn.execute("INSERT OR REPLACE INTO blockhashes(blockhash, slot) VALUES(?, ?)", (blockhash, slot))
-        conn.execute("DELETE FROM blockhashes WHERE slot < ?", (keep_from_slot,))
-        conn.execute("INSERT INTO meta(key, value) VALUES('slot', ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value", (str(slot),))
+        try:
+            conn.execute("INSERT OR REPLACE INTO blockhashes(blockhash, slot) VALUES(?, ?)", (blockhash, slot))
+            conn.execute("DELETE FROM blockhashes WHERE slot < ?", (keep_from_slot,))
+            if block is not None:
+                conn.execute(
+                    "INSERT OR REPLACE INTO blocks(slot, blockhash, previous_blockhash, parent_slot, block_time, block_height, first_seq, tx_count) VALUES(?,?,?,?,?,?,?,?)",
+                    (block.slot, block.blockhash, block.previous_blockhash, block.parent_slot, block.block_time, block.block_height, block.first_seq, block.tx_count),
+                )
+            conn.execute("DELETE FROM account_versions WHERE slot <= ?", (root,))
+            conn.executemany(
+                "INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value=excluded.value",
+                [("slot", str(slot)), ("slot_time", str(slot_time)), ("blockhash_generation", str(generation))],
+            )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def record_sample(self, slot: int, num_transactions: int, num_slots: int, period: int, keep: int) -> None:
+        conn = self._conn()
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("INSERT OR REPLACE INTO perf_samples VALUES(?,?,?,?,?)", (slot, num_transactions, num_transactions, num_slots, period))
+        conn.execute("DELETE FROM perf_samples WHERE slot NOT IN (SELECT slot FROM perf_samples ORDER BY slot DESC LIMIT ?)", (keep,))
         conn.execute("COMMIT")
 
     def checkpoint(self) -> None:
@@ -213,6 +289,56 @@ class Store:
 
     def transaction_count(self) -> int:
         return self._conn().execute("SELECT COALESCE(MAX(seq), 0) FROM transactions").fetchone()[0]
+
+    # --- blocks, versions, samples ----------------------------------------------------------
+    def block(self, slot: int) -> StoredBlock | None:
+        row = self._conn().execute("SELECT * FROM blocks WHERE slot=?", (slot,)).fetchone()
+        return StoredBlock(*row) if row else None
+
+    def recent_blocks(self, count: int) -> list[StoredBlock]:
+        return [StoredBlock(*row) for row in self._conn().execute("SELECT * FROM blocks ORDER BY slot DESC LIMIT ?", (count,))]
+
+    def block_slots(self, start: int, end: int, limit: int) -> list[int]:
+        return [row[0] for row in self._conn().execute("SELECT slot FROM blocks WHERE slot BETWEEN ? AND ? ORDER BY slot LIMIT ?", (start, end, limit))]
+
+    def first_block_slot(self) -> int | None:
+        return self._conn().execute("SELECT MIN(slot) FROM blocks").fetchone()[0]
+
+    def block_transactions(self, block: StoredBlock) -> list[StoredTransaction]:
+        if not block.tx_count:
+            return []
+        rows = self._conn().execute("SELECT seq, signature, slot, block_time, raw, err, meta FROM transactions WHERE seq BETWEEN ? AND ? ORDER BY seq", (block.first_seq, block.first_seq + block.tx_count - 1))
+        return [self._tx(row) for row in rows]
+
+    def slot_seq_range(self, slot: int) -> tuple[int, int]:
+        """(first seq, count) of the transactions executed in ``slot`` (a scan: only for a
+        slot whose start the node did not see, when a version-1 data directory is upgraded)."""
+        first, count = self._conn().execute("SELECT MIN(seq), COUNT(*) FROM transactions WHERE slot=?", (slot,)).fetchone()
+        return (first or 0), count
+
+    def account_versions(self) -> Iterator[tuple[int, str, StoredAccount | None]]:
+        for slot, pubkey, lamports, owner, executable, rent_epoch, data in self._conn().execute("SELECT * FROM account_versions ORDER BY slot"):
+            yield slot, pubkey, (StoredAccount(pubkey, lamports, owner, bool(executable), rent_epoch, bytes(data)) if lamports is not None else None)
+
+    def slot_transactions(self, slot: int) -> list[StoredTransaction]:
+        block = self.block(slot)
+        return self.block_transactions(block) if block is not None else []
+
+    def samples(self, limit: int) -> list[tuple[int, int, int, int, int]]:
+        return list(self._conn().execute("SELECT slot, num_transactions, num_non_vote_transactions, num_slots, sample_period_secs FROM perf_samples ORDER BY slot DESC LIMIT ?", (limit,)))
+
+    def lamports_total(self) -> int:
+        return self._conn().execute("SELECT COALESCE(SUM(lamports), 0) FROM accounts").fetchone()[0]
+
+    def largest_accounts(self, limit: int, exclude: tuple = (), only: tuple = ()) -> list[tuple[str, int]]:
+        sql, params = "SELECT pubkey, lamports FROM accounts", []
+        if only:
+            sql += f" WHERE pubkey IN ({','.join('?' * len(only))})"
+            params += list(only)
+        elif exclude:
+            sql += f" WHERE pubkey NOT IN ({','.join('?' * len(exclude))})"
+            params += list(exclude)
+        return list(self._conn().execute(sql + " ORDER BY lamports DESC, pubkey LIMIT ?", [*params, limit]))
 
     @staticmethod
     def _tx(row) -> StoredTransaction:

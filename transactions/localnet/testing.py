@@ -21,6 +21,19 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def free_port_pair() -> int:
+    """A port P with P + 1 free too: the node serves PubSub on RPC port + 1."""
+    for _ in range(100):
+        port = free_port()
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port + 1))
+            except OSError:
+                continue
+        return port
+    raise RuntimeError("no two consecutive free ports")
+
+
 def rpc_call(url: str, method: str, params=None, timeout: float = 2.0):
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params or []}).encode()
     req = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"})
@@ -49,10 +62,12 @@ class ChildProcess:
 
 
 class LocalnetProcess(ChildProcess):
-    def __init__(self, data_dir: Path, port: int | None = None, log_path: Path | None = None):
+    def __init__(self, data_dir: Path, port: int | None = None, log_path: Path | None = None, extra_args: tuple[str, ...] = ()):
         self.data_dir = Path(data_dir)
-        self.port = port or free_port()
+        self.port = port or free_port_pair()
         self.url = f"http://127.0.0.1:{self.port}"
+        self.ws_url = f"ws://127.0.0.1:{self.port + 1}"
+        self.extra_args = tuple(extra_args)
         self.log_path = log_path or self.data_dir.parent / f"localnet-{self.port}.log"
         self.proc: subprocess.Popen | None = None
 
@@ -60,7 +75,7 @@ class LocalnetProcess(ChildProcess):
         self.data_dir.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "transactions.localnet", "--port", str(self.port), "--data-dir", str(self.data_dir)],
+            [sys.executable, "-m", "transactions.localnet", "--port", str(self.port), "--data-dir", str(self.data_dir), *self.extra_args],
             cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )
         deadline = time.monotonic() + timeout

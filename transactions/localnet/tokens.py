@@ -8,8 +8,6 @@ owner 32..64, amount 64..72, state at 108); a mint is 82 bytes (supply 36..44, d
 
 from __future__ import annotations
 
-from decimal import Decimal
-
 from solders.pubkey import Pubkey
 
 TOKEN_PROGRAM = Pubkey.from_string("TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA")
@@ -41,9 +39,16 @@ def mint_decimals(acc) -> int:
 
 
 def ui_amount(amount: int, decimals: int) -> dict:
-    value = Decimal(amount) / (Decimal(10) ** decimals)
-    text = format(value.normalize(), "f") if amount else "0"
-    return {"amount": str(amount), "decimals": decimals, "uiAmount": float(value), "uiAmountString": text}
+    """UiTokenAmount as the reference computes it: uiAmountString is the exact decimal
+    (trailing zeros trimmed); uiAmount is the wire format's f64, amount as f64 divided by
+    10^decimals as f64 (account-decoder's token_amount_to_ui_amount)."""
+    digits = str(amount)
+    if decimals:
+        digits = digits.rjust(decimals + 1, "0")
+        text = (digits[:-decimals] + "." + digits[-decimals:]).rstrip("0").rstrip(".")
+    else:
+        text = digits
+    return {"amount": str(amount), "decimals": decimals, "uiAmount": float(amount) / float(10 ** decimals), "uiAmountString": text}
 
 
 def _coption_pubkey(data: bytes, offset: int) -> str | None:
@@ -85,19 +90,33 @@ def parsed(acc, get_account) -> dict | None:
 
 
 def token_balances(keys, accounts: dict, get_account) -> list[dict]:
+    """pre/postTokenBalances of a transaction (every token account among its keys). On the
+    path of every transaction: each account's data is read once, each mint once."""
     out = []
+    decimals_of: dict[bytes, int] = {}
     for index, key in enumerate(keys):
         acc = accounts.get(key)
-        if not is_token_account(acc):
+        if acc is None:
             continue
-        mint_key = Pubkey(bytes(acc.data[0:32]))
-        mint = accounts.get(mint_key) or get_account(mint_key)
-        decimals = mint_decimals(mint) if mint is not None and len(mint.data) > 44 else 0
+        owner = acc.owner
+        if owner != TOKEN_PROGRAM and owner != TOKEN_2022_PROGRAM:
+            continue
+        data = acc.data
+        n = len(data)
+        if not (n == 165 or (n > 165 and data[165] == 2)):
+            continue
+        mint_raw = data[0:32]
+        decimals = decimals_of.get(mint_raw)
+        if decimals is None:
+            mint_key = Pubkey(mint_raw)
+            mint = accounts.get(mint_key) or get_account(mint_key)
+            mint_data = mint.data if mint is not None else b""
+            decimals = decimals_of[mint_raw] = mint_data[44] if len(mint_data) > 44 else 0
         out.append({
             "accountIndex": index,
-            "mint": str(mint_key),
-            "owner": str(Pubkey(bytes(acc.data[32:64]))),
-            "programId": str(acc.owner),
-            "uiTokenAmount": ui_amount(u64(acc.data, 64), decimals),
+            "mint": str(Pubkey(mint_raw)),
+            "owner": str(Pubkey(data[32:64])),
+            "programId": str(owner),
+            "uiTokenAmount": ui_amount(int.from_bytes(data[64:72], "little"), decimals),
         })
     return out

@@ -210,6 +210,7 @@ def test_status_endpoint_follows_a_transaction_and_hides_other_tenants(celery_wo
 @pytest.mark.django_db(transaction=True)
 def test_inflight_transaction_survives_restart_of_node_and_worker(tmp_path, settings, tenant, celery_worker_process):
     from solana.rpc.api import Client
+    from solana.rpc.commitment import Confirmed
 
     from tests.workers import WorkerProcess, new_queue_name, route_tasks_to
     from transactions.localnet.testing import LocalnetProcess
@@ -223,7 +224,7 @@ def test_inflight_transaction_survives_restart_of_node_and_worker(tmp_path, sett
     # this transaction on the wrong node (in a deployment every worker has one URL per cluster).
     celery_worker_process.stop()
     try:
-        client = Client(node.url, timeout=10)
+        client = Client(node.url, timeout=10, commitment=Confirmed)  # reads at `finalized` would lag 32 slots
         source = funded(client, 10**9)
         target = Keypair().pubkey()
         tx = prepare(tenant, [transfer(TransferParams(from_pubkey=source.pubkey(), to_pubkey=target, lamports=31_337))], [managed(source)])

@@ -256,7 +256,7 @@ def test_admin_cancels_unsubmitted_transactions_through_the_service(admin_client
     outsider = funded(chain, 10**9)  # its key is not held: the transfer waits PARTIALLY_SIGNED
     held = prepare(tenant, [transfer(TransferParams(from_pubkey=outsider.pubkey(), to_pubkey=Keypair().pubkey(), lamports=1))], [SignerSpec(outsider.pubkey(), None)])
     assert held.status == TransactionStatus.PARTIALLY_SIGNED
-    response = admin_client.post("/admin/transactions/transaction/", {"action": "cancel_unsubmitted", "_selected_action": [held.pk]}, follow=True)
+    response = admin_client.post("/admin/transactions/transaction/", {"action": "cancel_unsubmitted", "_selected_action": [held.pk], "_staff_confirmed": "yes"}, follow=True)
     assert response.status_code == 200 and "1 transaction(s) cancelled" in response.content.decode()
     held.refresh_from_db()
     assert held.status == TransactionStatus.CANCELLED and events(held, "FAILURE_EFFECTS_APPLIED") == 1

@@ -9,6 +9,11 @@ array of them. Errors print one JSON object on standard error —
 The store is ``--store`` (or $FROST_PLAYER_STORE, default ~/.frost-player); the passphrase
 comes from ``--passphrase-file`` (or $FROST_PLAYER_PASSPHRASE_FILE), else
 $FROST_PLAYER_PASSPHRASE, else a prompt on the terminal.
+
+``api-dkg`` and ``api-sign`` talk to the service (``--api-url`` / $FROST_PLAYER_API_URL, the
+API key from ``--api-key-file`` / $FROST_PLAYER_API_KEY_FILE / $FROST_PLAYER_API_KEY):
+a whole key generation, or a signing session whose Solana message is decoded, checked and
+shown before anything is signed (remote.py, solana_message.py).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from pathlib import Path
 
 from .. import dkg, frost, messages
 from . import operations as ops
+from . import remote, solana_message
 from .store import DEFAULT_LOG_N, Store, StoreError, WrongPassphrase, write_atomic
 
 
@@ -146,11 +152,58 @@ def cmd_aggregate(args):
                          shares=_read_messages(args.inputs))
 
 
+# --- over the service's API (remote.py) ---------------------------------------------------------
+
+
+def _api(args) -> remote.Api:
+    key = ""
+    path = args.api_key_file or os.environ.get("FROST_PLAYER_API_KEY_FILE")
+    if path:
+        key = Path(path).read_text().strip()
+    key = key or os.environ.get("FROST_PLAYER_API_KEY", "")
+    return remote.Api(args.api_url or os.environ.get("FROST_PLAYER_API_URL", ""), key, cluster=args.cluster)
+
+
+def _log(args):
+    return (lambda text: sys.stderr.write(text + "\n")) if not args.quiet else (lambda text: None)
+
+
+def cmd_api_dkg(args):
+    return remote.keygen(_store(args), _api(args), session_id=args.session, code=args.player, key_name=args.key, timeout=args.timeout, log=_log(args))
+
+
+def _confirm(args):
+    def confirm(description: str) -> bool:
+        sys.stderr.write("About to sign:\n" + description + "\n")
+        if args.yes:
+            return True
+        if not sys.stdin.isatty():
+            raise StoreError("no terminal to confirm on: review the message and run again with --yes")
+        return input("Sign it? [y/N] ").strip().lower() in ("y", "yes")
+
+    return confirm
+
+
+def cmd_api_sign(args):
+    return remote.sign(_store(args), _api(args), session_id=args.session, code=args.player, key_name=args.key, confirm=_confirm(args),
+                       timeout=args.timeout, log=_log(args))
+
+
+def cmd_describe(args):
+    package = _read_one(args.input)
+    message = solana_message.decode(base64.b64decode(package["message"]) if isinstance(package, dict) and "message" in package else b"")
+    return {"description": solana_message.describe(message).splitlines(), "signers": message.signers, "feePayer": message.fee_payer}
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m accounts.threshold.player", description="External FROST(Ed25519, SHA-512) player.")
     parser.add_argument("--store", default=os.environ.get("FROST_PLAYER_STORE", str(Path.home() / ".frost-player")), help="store directory")
     parser.add_argument("--passphrase-file", help="file whose first line is the store passphrase")
     parser.add_argument("--out", help="write the answer to this file instead of standard output")
+    parser.add_argument("--api-url", help="the service's base URL for api-* commands (or $FROST_PLAYER_API_URL)")
+    parser.add_argument("--api-key-file", help="file holding the API key (or $FROST_PLAYER_API_KEY_FILE, $FROST_PLAYER_API_KEY)")
+    parser.add_argument("--cluster", help="svmCluster of api-* calls (default: the service's)")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines on standard error")
     sub = parser.add_subparsers(dest="command", required=True)
 
     def command(name, func, help_):
@@ -211,6 +264,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--public-key-package", required=True)
     p.add_argument("--package", required=True)
     p.add_argument("inputs", nargs="+", help="signature shares")
+
+    p = command("api-dkg", cmd_api_dkg, "over the API: take part in a key generation or refresh session until it completes")
+    p.add_argument("--session", required=True, help="the sessionId (Create Account's dkgSession, or Refresh DKG Shares)")
+    p.add_argument("--player", required=True, help="this player's mpcPlayerCode")
+    p.add_argument("--key", required=True, help="name of the key in the store (refresh: the key refreshed)")
+    p.add_argument("--timeout", type=float, default=600.0)
+    p = command("api-sign", cmd_api_sign, "over the API: commit, show the Solana message, sign and send the partial signature (Sign Transaction)")
+    p.add_argument("--session", required=True, help="the signing session's sessionId")
+    p.add_argument("--player", required=True)
+    p.add_argument("--key", required=True)
+    p.add_argument("--yes", action="store_true", help="sign without asking (the message is still shown and checked)")
+    p.add_argument("--timeout", type=float, default=600.0)
+    p = command("describe", cmd_describe, "decode the Solana message of a signing package")
+    p.add_argument("input", help="the signing package")
     return parser
 
 
@@ -229,6 +296,12 @@ def main(argv=None) -> int:
         return _fail("DKG_ABORTED", exc, culprit=exc.culprit)
     except messages.MessageError as exc:
         return _fail("INVALID_MESSAGE", exc, field=exc.field)
+    except remote.ApiError as exc:
+        return _fail("API_ERROR", exc, status=exc.status, errors=exc.errors)
+    except remote.SessionFailed as exc:
+        return _fail("SESSION_FAILED", exc, culprit=exc.culprit)
+    except solana_message.MessageDecodeError as exc:
+        return _fail("REFUSED_MESSAGE", exc)
     except ops.NonceReuse as exc:
         return _fail("NONCE_ALREADY_USED", exc)
     except WrongPassphrase as exc:

@@ -1,8 +1,8 @@
 """What an external player does, on JSON messages (``accounts.threshold.messages``).
 
 Each function takes an open ``Store`` and JSON objects (dicts) and returns JSON objects, so
-the CLI, a test or a client's own program call the same code; phase B adds the transport
-to the API. The coordinator's stateless steps (``signing_package``, ``aggregate``,
+the CLI, a test or a client's own program call the same code; ``remote`` runs them against
+the service's API. The coordinator's stateless steps (``signing_package``, ``aggregate``,
 ``complaint_check``) need no store.
 
 Nonces are consumed once, crash-safely: ``sign`` runs under the store lock, computes the

@@ -1,0 +1,30 @@
+from django.apps import AppConfig
+from django.contrib.admin.apps import AdminConfig
+
+
+class LedgerAdminConfig(AdminConfig):
+    """django.contrib.admin with the back office's site as the default ``admin.site``:
+    every ModelAdmin registered anywhere (ours, auth's, django-celery-beat's) is audited,
+    keeps chain-truth fields read-only and pages without counting (backoffice/site.py)."""
+
+    default_site = "backoffice.site.LedgerAdminSite"
+
+
+class BackofficeConfig(AppConfig):
+    default_auto_field = "django.db.models.BigAutoField"
+    name = "backoffice"
+    verbose_name = "Back office"
+
+    def ready(self) -> None:
+        from celery.signals import before_task_publish
+        from django.db.models.signals import post_migrate
+
+        from . import heartbeat, roles, scheduling
+
+        # Roles follow the models: a migration that adds a model adds its view permission
+        # to the viewer role, and so on (backoffice/roles.py); the periodic tasks of
+        # settings.CELERY_BEAT_SCHEDULE exist in the admin before beat first starts.
+        post_migrate.connect(roles.roles_sync_after_migrate, sender=self, weak=False, dispatch_uid="backoffice.roles")
+        post_migrate.connect(scheduling.beat_schedule_seed_after_migrate, sender=self, weak=False, dispatch_uid="backoffice.beat")
+        # Beat is the only publisher of the heartbeat task: publishing it stamps beat's heartbeat.
+        before_task_publish.connect(heartbeat.beat_published, weak=False, dispatch_uid="backoffice.heartbeat")

@@ -83,6 +83,10 @@ def process_caches_reset():
     tenant_tables_forget()
 
 
+#: outbound calls to this machine allowed (docs/webhooks.md, Safety): the tests' receivers
+LOCAL_WEBHOOK_ENV = {"LEDGER_OUTBOUND_ALLOW_HTTP": "true", "LEDGER_OUTBOUND_ALLOWED_NETWORKS": "127.0.0.0/8,::1/128"}
+
+
 @pytest.fixture(scope="session")
 def celery_worker_process(django_db_setup, django_db_blocker, localnet_url):
     """One real worker per test process, consuming its own queue, on the shared node."""
@@ -90,7 +94,8 @@ def celery_worker_process(django_db_setup, django_db_blocker, localnet_url):
 
     queue = new_queue_name()
     route_tasks_to(queue)
-    worker = WorkerProcess(queue, extra_env={"LEDGER_LOCALNET_RPC_URL": localnet_url})
+    # Webhook receivers of the tests listen on this machine: what `make run` allows too.
+    worker = WorkerProcess(queue, extra_env={"LEDGER_LOCALNET_RPC_URL": localnet_url, **LOCAL_WEBHOOK_ENV})
     with django_db_blocker.unblock():
         worker.start()
     yield worker

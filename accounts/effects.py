@@ -181,3 +181,17 @@ def nonce_accounts_not_created(tx) -> None:
     Account.unscoped.filter(offchain_id__in=ids, status=AccountStatus.PENDING).update(status=AccountStatus.FAILED, updated_at=timezone.now())
     NonceAccount.objects.filter(account__offchain_id__in=ids, state=NonceState.CREATING).update(state=NonceState.FAILED)
     _clear_in_flight(tx)
+
+
+# --- account.network_event (transactions/network_events.py, docs/webhooks.md) ---------------
+
+from transactions.network_events import WatchedAccount, watched_accounts  # noqa: E402
+
+
+@watched_accounts
+def subscribed_accounts(tenant_ids: set[int]):
+    """Accounts with subscribeToNetworkEvents of ``tenant_ids`` that exist or are being
+    created (the network-event poller, for no tenant: every listening tenant's)."""
+    rows = Account.unscoped.filter(tenant_id__in=tenant_ids, subscribe_to_network_events=True, status__in=[AccountStatus.PENDING, AccountStatus.ACTIVE])
+    for tenant_id, cluster, address, offchain_id, updated_at in rows.values_list("tenant_id", "cluster", "address", "offchain_id", "updated_at").iterator():
+        yield WatchedAccount(tenant_id=tenant_id, cluster=cluster, address=address, offchain_id=str(offchain_id), since=updated_at)

@@ -54,6 +54,8 @@ ROLES: dict[str, RoleSpec] = {
         # Offchain fields of records (chain truth stays read-only) and the transaction
         # actions that have no permission of their own (submit held, cancel unsubmitted).
         "accounts.change_account", "instruments.change_financialinstrument", "transactions.change_transaction",
+        # Webhooks (docs/webhooks.md): disable / enable subscriptions, redeliver events.
+        "transactions.change_webhooksubscription", "transactions.change_webhookevent",
     ), manage_apps=("django_celery_beat",)),
     APPROVER: RoleSpec(APPROVER, grants=("backoffice.view_heartbeat", "transactions.approve_transaction")),
     SECURITY_OFFICER: RoleSpec(SECURITY_OFFICER, grants=(

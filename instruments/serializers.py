@@ -138,37 +138,6 @@ class InstrumentLookupInput(LookupInput):
     itemData = InstrumentLookupSerializer()
 
 
-class CreateInstrumentItem(StrictSerializer):
-    mintAccount = NewAccountSerializer(required=False, allow_null=True)
-    existingMintAccount = LookupSerializer(required=False, allow_null=True)
-    mintAuthority = LookupSerializer(required=False, allow_null=True)
-    updateAuthority = LookupSerializer(required=False, allow_null=True)
-    freezeAuthority = LookupSerializer(required=False, allow_null=True)
-    permanentDelegateAuthority = LookupSerializer(required=False, allow_null=True)
-    closingAuthority = LookupSerializer(required=False, allow_null=True)
-    pausableAuthority = LookupSerializer(required=False, allow_null=True)
-    version = serializers.ChoiceField(choices=TokenVersion.choices, required=False, allow_null=True)
-    alreadyOnChain = StrictBooleanField(required=False)
-    alreadyOnchain = StrictBooleanField(required=False)
-    onchainData = OnchainDataSerializer(required=False, allow_null=True)
-    offchainData = OffchainDataSerializer(required=False, allow_null=True)
-    defaultPositionState = serializers.ChoiceField(choices=PositionState.choices, required=False, allow_null=True)
-    offchainReferences = InstrumentReferencesSerializer(required=False, allow_null=True)
-    # Beyond the spec's list (docs/instruments.md): the other extensions' settings.
-    scaledUiAmountAuthority = LookupSerializer(required=False, allow_null=True)
-    scaledUiAmountMultiplier = StrictNumberField(required=False, allow_null=True)
-    transferHookAuthority = LookupSerializer(required=False, allow_null=True)
-    transferHookProgram = LookupSerializer(required=False, allow_null=True)
-    confidentialTransfer = ConfidentialTransferSerializer(required=False, allow_null=True)
-    confidentialTransferAuthority = LookupSerializer(required=False, allow_null=True)
-    confidentialMintBurn = ConfidentialMintBurnSerializer(required=False, allow_null=True)
-    confidentialMintBurnAuthority = LookupSerializer(required=False, allow_null=True)
-
-
-class CreateInstrumentInput(TransactionEnvelopeSerializer):
-    itemData = CreateInstrumentItem()
-
-
 class WebhookApiKeySerializer(StrictSerializer):
     httpHeaderName = StrictCharField(max_length=100)
     keyValue = StrictCharField(max_length=2000)
@@ -195,6 +164,39 @@ class WebhookSerializer(StrictSerializer):
         if attrs.get("apiKeyAuthConfig") and attrs.get("oauth2AuthConfig"):
             raise serializers.ValidationError({"oauth2AuthConfig": [serializers.ErrorDetail("Give one of apiKeyAuthConfig and oauth2AuthConfig, not both.", code="CONFLICTING_FIELDS")]})
         return attrs
+
+
+class CreateInstrumentItem(StrictSerializer):
+    mintAccount = NewAccountSerializer(required=False, allow_null=True)
+    existingMintAccount = LookupSerializer(required=False, allow_null=True)
+    mintAuthority = LookupSerializer(required=False, allow_null=True)
+    updateAuthority = LookupSerializer(required=False, allow_null=True)
+    freezeAuthority = LookupSerializer(required=False, allow_null=True)
+    permanentDelegateAuthority = LookupSerializer(required=False, allow_null=True)
+    closingAuthority = LookupSerializer(required=False, allow_null=True)
+    pausableAuthority = LookupSerializer(required=False, allow_null=True)
+    version = serializers.ChoiceField(choices=TokenVersion.choices, required=False, allow_null=True)
+    alreadyOnChain = StrictBooleanField(required=False)
+    alreadyOnchain = StrictBooleanField(required=False)
+    onchainData = OnchainDataSerializer(required=False, allow_null=True)
+    offchainData = OffchainDataSerializer(required=False, allow_null=True)
+    defaultPositionState = serializers.ChoiceField(choices=PositionState.choices, required=False, allow_null=True)
+    offchainReferences = InstrumentReferencesSerializer(required=False, allow_null=True)
+    # Beyond the spec's list (docs/instruments.md): the other extensions' settings.
+    scaledUiAmountAuthority = LookupSerializer(required=False, allow_null=True)
+    scaledUiAmountMultiplier = StrictNumberField(required=False, allow_null=True)
+    transferHookAuthority = LookupSerializer(required=False, allow_null=True)
+    transferHookProgram = LookupSerializer(required=False, allow_null=True)
+    confidentialTransfer = ConfidentialTransferSerializer(required=False, allow_null=True)
+    confidentialTransferAuthority = LookupSerializer(required=False, allow_null=True)
+    confidentialMintBurn = ConfidentialMintBurnSerializer(required=False, allow_null=True)
+    confidentialMintBurnAuthority = LookupSerializer(required=False, allow_null=True)
+    # Also at creation (docs/webhooks.md): the creation's own transaction events reach them.
+    postTransactionSubmitWebhooks = serializers.ListField(child=WebhookSerializer(), required=False, allow_null=True, max_length=10)
+
+
+class CreateInstrumentInput(TransactionEnvelopeSerializer):
+    itemData = CreateInstrumentItem()
 
 
 class UpdateInstrumentItem(StrictSerializer):

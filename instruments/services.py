@@ -165,6 +165,7 @@ def instrument_create(*, tenant, cluster: str, api_key, data: dict, svm_config: 
         return _onboard(tenant=tenant, cluster=cluster, api_key=api_key, data=data, mint_data=mint_data, kind=kind, al_id=given_al_id, reference_type=reference_type, prefix=prefix)
 
     version = data.get("version") or TokenVersion.TOKEN_2022
+    hooks = data.get("postTransactionSubmitWebhooks") or []
     extensions = requested_extensions(data, version, prefix)
     types = {API_EXTENSIONS[e] for e in extensions}
     onchain_data = data.get("onchainData") or {}
@@ -289,11 +290,14 @@ def instrument_create(*, tenant, cluster: str, api_key, data: dict, svm_config: 
             instrument.mint_account = mint_account
         # The alId sequence row is the hot lock: taken last, held only until this commit.
         instrument.al_id = alid.next_al_id(kind, tenant=tenant, cluster=cluster, given=given_al_id)
+        instrument.post_transaction_submit_webhooks = webhooks.sealed(hooks)
         try:
             with transaction.atomic():
                 instrument.save()
         except IntegrityError:
             raise ConflictError("This mint or alId is already recorded.", field=f"{prefix}.mintAccount", code="DUPLICATE_INSTRUMENT")
+        if hooks:
+            webhooks.subscriptions_sync(instrument, hooks)  # before the record: the creation's own events reach them
         tx = transaction_record(prepared, effects_data={"instrument": str(instrument.offchain_id), **funded}, api_key=api_key, request_id=request_id)
         FinancialInstrument.objects.for_tenant(tenant).filter(pk=instrument.pk).update(creation_transaction=tx, last_transaction=tx, pending_transaction=tx)
         # A new mint account is created by this transaction; an existing one only gets the alId.
@@ -351,11 +355,15 @@ def _onboard(*, tenant, cluster, api_key, data, mint_data, kind, al_id, referenc
             account_save(existing, prefix=f"{prefix}.mintAccount")
             instrument.mint_account = existing
         instrument.al_id = alid.next_al_id(kind, tenant=tenant, cluster=cluster, given=al_id)  # hot lock last
+        hooks = data.get("postTransactionSubmitWebhooks") or []
+        instrument.post_transaction_submit_webhooks = webhooks.sealed(hooks)
         try:
             with transaction.atomic():
                 instrument.save()
         except IntegrityError:
             raise ConflictError("This mint or alId is already recorded.", field=f"{prefix}.mintAccount", code="DUPLICATE_INSTRUMENT")
+        if hooks:
+            webhooks.subscriptions_sync(instrument, hooks)
         _mint_al_id(existing, instrument.al_id, prefix, tenant=tenant)
     return InstrumentResult(instrument, None)
 
@@ -549,6 +557,7 @@ def instrument_update(*, tenant, cluster: str, api_key, instrument: FinancialIns
             account_update(tenant=tenant, cluster=cluster, api_key=api_key, account=instrument.mint_account, changes={"offchainReferences": mint_refs})
         if hooks is not None:
             updates["post_transaction_submit_webhooks"] = webhooks.sealed(hooks)
+            webhooks.subscriptions_sync(instrument, hooks)  # before the record: the update's own events reach them
         for column, value in updates.items():
             setattr(instrument, column, value)
         if updates:

@@ -24,12 +24,18 @@ addresses it returns (never re-resolving the name), sending the original host na
 Delivery never follows redirects (``follow_redirects=False`` on :func:`outbound_client`): a
 3xx is the receiver's answer, recorded as such. A redirect is a new URL that was never
 checked, the classic way round an SSRF check (public hook → 302 → 169.254.169.254).
+
+``http`` is allowed only in development: ``LEDGER_OUTBOUND_ALLOW_HTTP`` takes effect in the
+embedded mode or with ``DEBUG`` (tests and `make run`), never in production. Answers are read
+up to a cap (:func:`outbound_send`, ``LEDGER_OUTBOUND_MAX_RESPONSE_BYTES``): a receiver cannot
+make a worker buffer an endless body.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import socket
+from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from django.conf import settings
@@ -42,6 +48,12 @@ IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 class OutboundUrlRefused(LedgerError):
     code = "URL_NOT_ALLOWED"
     default_message = "This URL may not be called by the service."
+
+
+def http_allowed() -> bool:
+    """Plain http to tenant URLs: only where LEDGER_OUTBOUND_ALLOW_HTTP says so *and* the
+    process is not a production one (embedded mode or DEBUG): https in production."""
+    return bool(settings.LEDGER_OUTBOUND_ALLOW_HTTP and (settings.DEBUG or getattr(settings, "LEDGER_EMBEDDED", False)))
 
 
 def _allowed_networks() -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
@@ -106,7 +118,7 @@ def outbound_addresses(url: str, *, field: str | None = None) -> list[IPAddress]
     except ValueError:
         raise OutboundUrlRefused("Not a valid URL.", field=field) from None
     scheme = (parts.scheme or "").lower()
-    allowed_schemes = ("https", "http") if settings.LEDGER_OUTBOUND_ALLOW_HTTP else ("https",)
+    allowed_schemes = ("https", "http") if http_allowed() else ("https",)
     if scheme not in allowed_schemes:
         raise OutboundUrlRefused(f"The URL must use {' or '.join(allowed_schemes)}.", field=field)
     if parts.username is not None or parts.password is not None:
@@ -149,17 +161,52 @@ def outbound_client(**overrides):
     return httpx.Client(**{**OUTBOUND_CLIENT_SETTINGS, **overrides})
 
 
-def outbound_request(client, method: str, url: str, **kwargs):
-    """Check ``url`` again (delivery time: DNS rebinding) and call it at the first address
-    the check returned, with the URL's host name in ``Host`` and TLS SNI (so the
-    certificate is verified for the name). Raises OutboundUrlRefused; a 3xx answer is
-    returned as it is, never followed."""
+def _pinned(url: str, kwargs: dict) -> str:
+    """``url`` checked again and rewritten to the first address the check returned; the
+    host name goes into ``Host`` and TLS SNI (``kwargs`` is updated)."""
     addresses = outbound_addresses(url)
     parts = urlsplit(url)
     address = addresses[0]
     literal = f"[{address}]" if address.version == 6 else str(address)
     netloc = f"{literal}:{parts.port}" if parts.port else literal
-    pinned = parts._replace(netloc=netloc).geturl()
-    headers = {**kwargs.pop("headers", {}), "Host": parts.netloc}
-    extensions = {**kwargs.pop("extensions", {}), "sni_hostname": parts.hostname}
-    return client.request(method, pinned, headers=headers, extensions=extensions, follow_redirects=False, **kwargs)
+    kwargs["headers"] = {**kwargs.get("headers", {}), "Host": parts.netloc}
+    kwargs["extensions"] = {**kwargs.get("extensions", {}), "sni_hostname": parts.hostname}
+    return parts._replace(netloc=netloc).geturl()
+
+
+def outbound_request(client, method: str, url: str, **kwargs):
+    """Check ``url`` again (delivery time: DNS rebinding) and call it at the first address
+    the check returned, with the URL's host name in ``Host`` and TLS SNI (so the
+    certificate is verified for the name). Raises OutboundUrlRefused; a 3xx answer is
+    returned as it is, never followed."""
+    pinned = _pinned(url, kwargs)
+    return client.request(method, pinned, follow_redirects=False, **kwargs)
+
+
+@dataclass(frozen=True)
+class OutboundResponse:
+    """An answer read up to a cap: ``body`` holds at most ``max_body_bytes`` bytes;
+    ``truncated`` says the receiver sent more (the rest was never read)."""
+
+    status_code: int
+    headers: dict
+    body: bytes
+    truncated: bool
+
+
+def outbound_send(client, method: str, url: str, *, max_body_bytes: int | None = None, **kwargs) -> OutboundResponse:
+    """``outbound_request`` that reads at most ``max_body_bytes`` of the answer
+    (LEDGER_OUTBOUND_MAX_RESPONSE_BYTES by default). A longer body is cut: the connection
+    is closed rather than drained, so a receiver cannot hold a worker with an endless one."""
+    cap = settings.LEDGER_OUTBOUND_MAX_RESPONSE_BYTES if max_body_bytes is None else max_body_bytes
+    pinned = _pinned(url, kwargs)
+    with client.stream(method, pinned, follow_redirects=False, **kwargs) as response:
+        body = bytearray()
+        truncated = False
+        for chunk in response.iter_raw():
+            body += chunk
+            if len(body) > cap:
+                truncated = True
+                del body[cap:]
+                break
+        return OutboundResponse(response.status_code, dict(response.headers), bytes(body), truncated)

@@ -158,6 +158,11 @@ CELERY_BEAT_SCHEDULE = {
     "reconcile-inflight-transactions": {"task": "ledger.transactions.reconcile_inflight", "schedule": 15.0},
     "watch-pumps": {"task": "ledger.transactions.pump_watch", "schedule": 2.0},
     "fill-nonce-pools": {"task": "ledger.transactions.fill_nonce_pools", "schedule": 30.0},
+    # Webhooks (docs/webhooks.md): retries that fell due, a loop whose worker died; the
+    # network-event poller; the outbox's retention.
+    "watch-webhook-deliveries": {"task": "ledger.webhooks.deliver_watch", "schedule": 2.0},
+    "poll-network-events": {"task": "ledger.webhooks.poll_network_events", "schedule": env.float("LEDGER_NETWORK_EVENTS_POLL_SECONDS", default=2.0)},
+    "purge-webhook-events": {"task": "ledger.webhooks.purge", "schedule": 3600.0},
     "staff-heartbeat": {"task": "ledger.backoffice.heartbeat", "schedule": 10.0},
 }
 # Beat reads the schedule from the database (django-celery-beat): operators change it in the
@@ -197,10 +202,19 @@ SPECTACULAR_SETTINGS = {
         "AccountTypeEnum": "accounts.models.AccountType.choices",
         "PositionStateEnum": "instruments.models.PositionState.choices",
         "LookupTableStateEnum": "transactions.models.LookupTableState.choices",
+        "WebhookStatusEnum": "transactions.webhook_models.WebhookStatus.choices",
+        "WebhookSettableStatusEnum": "transactions.webhook_models.SETTABLE_STATUSES",
     },
     # PATCH bodies are whole envelopes (itemData required), not partial records.
     "COMPONENT_SPLIT_PATCH": False,
     "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "ledger_project.api.schema.postprocess", "transactions.lookup_tables.schema.postprocess", "vaults.schema.postprocess"],
+    # The payloads the service sends (docs/webhooks.md); an OpenAPI 3.0 document carries them
+    # as x-webhooks (ledger_project/api/schema.py).
+    "WEBHOOKS": [
+        "transactions.webhook_serializers.OPENAPI_PRE_SUBMIT",
+        "transactions.webhook_serializers.OPENAPI_POST_SUBMIT",
+        "transactions.webhook_serializers.OPENAPI_NETWORK_EVENT",
+    ],
 }
 
 # Requests per minute per API key unless the key carries its own limit (docs/api.md).
@@ -230,6 +244,38 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = LEDGER_MAX_BODY_BYTES
 # "127.0.0.0/8,10.1.0.0/16" for a development receiver or a private egress proxy).
 LEDGER_OUTBOUND_ALLOW_HTTP = env.bool("LEDGER_OUTBOUND_ALLOW_HTTP", default=DEBUG)
 LEDGER_OUTBOUND_ALLOWED_NETWORKS = env.list("LEDGER_OUTBOUND_ALLOWED_NETWORKS", default=[])
+# At most this many bytes of an outbound answer are read (the rest is never read).
+LEDGER_OUTBOUND_MAX_RESPONSE_BYTES = env.int("LEDGER_OUTBOUND_MAX_RESPONSE_BYTES", default=4096)
+
+# --- Webhooks and network events (docs/webhooks.md) ------------------------------------
+# A webhook without its own timeout waits this long for an answer (the whole attempt,
+# OAuth token request included).
+LEDGER_WEBHOOK_TIMEOUT_SECONDS = env.int("LEDGER_WEBHOOK_TIMEOUT_SECONDS", default=10)
+# Retries: the n-th failed attempt waits between half and all of min(BASE × 2^(n-1), MAX_DELAY)
+# (exponential backoff, jitter); an event still failing WINDOW seconds after it happened is
+# dead-lettered.
+LEDGER_WEBHOOK_RETRY_BASE_SECONDS = env.float("LEDGER_WEBHOOK_RETRY_BASE_SECONDS", default=5.0)
+LEDGER_WEBHOOK_RETRY_MAX_DELAY_SECONDS = env.float("LEDGER_WEBHOOK_RETRY_MAX_DELAY_SECONDS", default=3600.0)
+LEDGER_WEBHOOK_RETRY_WINDOW_SECONDS = env.int("LEDGER_WEBHOOK_RETRY_WINDOW_SECONDS", default=24 * 3600)
+# A claimed event whose attempt did not end this long after the claim (its worker died) is
+# claimed again: longer than the longest webhook timeout (120 s).
+LEDGER_WEBHOOK_CLAIM_SECONDS = env.float("LEDGER_WEBHOOK_CLAIM_SECONDS", default=150.0)
+# Deliveries in flight at once in a delivery loop (one loop runs at a time: its lease).
+LEDGER_WEBHOOK_DELIVERY_THREADS = env.int("LEDGER_WEBHOOK_DELIVERY_THREADS", default=16)
+LEDGER_WEBHOOK_IDLE_SECONDS = env.float("LEDGER_WEBHOOK_IDLE_SECONDS", default=3.0)  # nothing due this long: the loop stops
+LEDGER_WEBHOOK_RUN_SECONDS = env.float("LEDGER_WEBHOOK_RUN_SECONDS", default=20.0)  # one task's run; then a fresh task carries on
+# After a signing-secret rotation the previous secret also signs for this long.
+LEDGER_WEBHOOK_SECRET_OVERLAP_SECONDS = env.int("LEDGER_WEBHOOK_SECRET_OVERLAP_SECONDS", default=24 * 3600)
+# Off: events are still recorded, nothing is sent (scripts/schemathesis_run.py: generated
+# endpoints are random public addresses).
+LEDGER_WEBHOOK_DELIVERY_ENABLED = env.bool("LEDGER_WEBHOOK_DELIVERY_ENABLED", default=True)
+# Delivered, dead-lettered and cancelled events (and their attempts) are purged this long
+# after they happened; replay reaches back this far.
+LEDGER_WEBHOOK_RETENTION_DAYS = env.int("LEDGER_WEBHOOK_RETENTION_DAYS", default=30)
+# account.network_event: every subscribed address is polled (getSignaturesForAddress,
+# paged, from its cursor) this often; at most MAX_PAGES pages of 1000 per address and poll.
+LEDGER_NETWORK_EVENTS_POLL_SECONDS = env.float("LEDGER_NETWORK_EVENTS_POLL_SECONDS", default=2.0)
+LEDGER_NETWORK_EVENTS_MAX_PAGES = env.int("LEDGER_NETWORK_EVENTS_MAX_PAGES", default=50)
 
 # --- Clusters -------------------------------------------------------------------------
 # CHAIN_LOCALNET is the embedded node; every other cluster is enabled by giving its RPC URL,

@@ -13,6 +13,10 @@ export LEDGER_EMBEDDED=1
 # Convenience of `make run` only (docs/accounts.md, "Who pays"): on the local node, seeds
 # and rent without a funding account are paid from an airdrop, never the platform fee payer.
 export LEDGER_LOCALNET_AIRDROP_FUNDING=${LEDGER_LOCALNET_AIRDROP_FUNDING:-true}
+# Webhook receivers on this machine (docs/webhooks.md, Safety): http and loopback are allowed
+# for `make run` only; production calls https endpoints on public addresses.
+export LEDGER_OUTBOUND_ALLOW_HTTP=${LEDGER_OUTBOUND_ALLOW_HTTP:-true}
+export LEDGER_OUTBOUND_ALLOWED_NETWORKS=${LEDGER_OUTBOUND_ALLOWED_NETWORKS:-127.0.0.0/8,::1/128}
 
 pids=()
 cleanup() {
@@ -29,7 +33,9 @@ for _ in $(seq 1 100); do
   sleep 0.2
 done
 
-$BIN/celery -A ledger_project worker --beat --schedule var/celerybeat-schedule --concurrency 2 --loglevel INFO >>var/log/worker.log 2>&1 &
+# Concurrency 3: while traffic flows, the transaction pump and the webhook delivery loop each
+# hold a slot; the third runs the periodic tasks (network-event polls, reconciliation).
+$BIN/celery -A ledger_project worker --beat --schedule var/celerybeat-schedule --concurrency 3 --loglevel INFO >>var/log/worker.log 2>&1 &
 pids+=($!)
 
 $BIN/python manage.py bootstrap_demo

@@ -182,6 +182,11 @@ def fresh_components(items: list) -> list:
 
 LOOKUPS[("POST", "/api/v1/durable-nonce-accounts")] = {_FEE_PAYER: "funder", ("itemData", "nonceAuthority"): "authority"}
 LOOKUPS[("POST", "/api/v1/durable-nonce-accounts/single")] = {("itemData", "durableNonceAccount"): "nonce"}
+# The webhook registry (docs/webhooks.md): a webhook is named by its offchainId.
+LOOKUPS[("PATCH", "/api/v1/webhooks")] = {("itemData", "webhook"): "webhook"}
+LOOKUPS[("POST", "/api/v1/webhooks/single")] = {("itemData",): "webhook"}
+LOOKUPS[("POST", "/api/v1/webhooks/single/signing-secret")] = {("itemData",): "webhook"}
+LOOKUPS[("POST", "/api/v1/webhooks/replay")] = {("itemData", "webhook"): "webhook"}
 # Every transaction-building operation may name one of the tenant's nonce accounts
 # (svmTransactionConfig.durableNonceAccount): the seeded one.
 for _fields in LOOKUPS.values():

@@ -107,6 +107,9 @@ def main(extra: list[str]) -> int:
             "LEDGER_NONCE_POOL_LOW_WATER": "8",
             "GUNICORN_WORKERS": "2",
             "LOG_LEVEL": "WARNING",
+            # Generated webhook endpoints are random public addresses: events are recorded,
+            # never sent (docs/webhooks.md).
+            "LEDGER_WEBHOOK_DELIVERY_ENABLED": "false",
         })
         manage(env, "migrate", "--noinput", "-v0")
         manage(env, "create_tenant", "--external-id", TENANT, "--name", "schemathesis")

@@ -35,6 +35,10 @@ fuzzed mutation of one does not starve the others:
   its position), and ``payee``'s position in ``payment``, whitelisted: the vault operations
   name them. The balance outlasts any generated repayment, so Close keeps failing on the
   program's preconditions instead of ending the vault.
+- ``webhook``: a registry webhook of the run's organization (a public address literal;
+  the run records events and never sends them: LEDGER_WEBHOOK_DELIVERY_ENABLED is off).
+  Transaction events only: with account.network_event, every account the fuzzing creates
+  with subscribeToNetworkEvents would be polled, loading the run's worker and node.
 
 ``seed(...)`` returns ``{role: {"onchainId", "offchainId", "code"}}`` (instruments also
 ``alId``; ``transaction``: onchainId/offchainId), which the hooks feed into generated lookups
@@ -51,7 +55,7 @@ import uuid
 
 #: the records seed() returns, by role (the hooks' LOOKUPS name them)
 ROLES = ("funder", "authority", "subject", "victim", "instrument", "closable", "transaction", "holder", "holding", "payee", "receiving", "lookupTable", "retiringTable", "nonce",
-         "loan", "payment", "vault", "lenderPosition")
+         "loan", "payment", "vault", "lenderPosition", "webhook")
 AIRDROP_LAMPORTS = 1_000 * 10**9
 SEED_LAMPORTS = 10_000_000
 DONE = ("CONFIRMED", "FINALIZED")
@@ -226,5 +230,7 @@ def seed(*, url: str, secret: str, key_name: str, node_url: str) -> dict:
     payment = _plain_instrument(api, "ST-PAYMENT", funder=funder, authority=authority, kind="STABLECOIN", decimals=2)
     lender = _position(api, "ST-LENDING", funder=funder, owner=payee, instrument=payment)
     records.update(loan=loan, payment=payment, vault=_vault(api, funder=funder, authority=authority, loan=loan, payment=payment, lender=lender), lenderPosition=lender)
+    records["webhook"] = {"offchainId": api.call("POST", "webhooks", {"itemData": {
+        "name": "schemathesis", "endpointUrl": "https://93.184.215.14/hook", "eventTypes": ["transaction.pre_submit", "transaction.post_submit"]}})["newWebhook"]["offchainId"]}
     assert tuple(records) == ROLES
     return records

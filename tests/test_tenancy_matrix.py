@@ -14,6 +14,11 @@ from conftest import assert_error
 from instruments.models import FinancialInstrument
 from instruments.tests.factories import FinancialInstrumentFactory
 
+def _webhook(lookup: dict) -> dict:
+    """A webhook is named by offchainId only."""
+    return {"offchainId": lookup.get("offchainId") or str(uuid.uuid4())}
+
+
 # (method, path, body builder given a lookup of the target record, or None for no target)
 ENDPOINTS = [
     ("post", "/api/v1/auth/whoami", None),
@@ -79,6 +84,13 @@ ENDPOINTS = [
     ("post", "/api/v1/platform-programs/loan-remittance/repayment", lambda lk: {"itemData": {"vault": lk, "destination": {"owner": {"onchainId": "11111111111111111111111111111112", "offPlatform": True}}, "value": {"lamports": 1}}}),
     ("post", "/api/v1/platform-programs/loan-remittance/close-vault", lambda lk: {"itemData": {"vault": lk}}),
     ("post", "/api/v1/platform-programs/loan-remittance/vault-details", lambda lk: {"itemData": lk}),
+    # Webhooks (docs/webhooks.md): the target is a webhook subscription.
+    ("post", "/api/v1/webhooks", None),
+    ("patch", "/api/v1/webhooks", lambda lk: {"itemData": {"webhook": _webhook(lk), "status": "DISABLED"}}),
+    ("post", "/api/v1/webhooks/single", lambda lk: {"itemData": _webhook(lk)}),
+    ("post", "/api/v1/webhooks/single/signing-secret", lambda lk: {"itemData": _webhook(lk)}),
+    ("post", "/api/v1/webhooks/bulk/detailed", None),
+    ("post", "/api/v1/webhooks/replay", lambda lk: {"itemData": {"webhook": _webhook(lk), "fromTime": "2020-01-01T00:00:00Z", "toTime": "2030-01-01T00:00:00Z"}}),
 ]
 PUBLIC = {"/api/v1/auth/token"}
 
@@ -114,6 +126,12 @@ def test_other_tenants_record_is_like_missing_and_unchanged(api, other_tenant, l
         from transactions.tests.factories import AddressLookupTableFactory
 
         theirs, model = AddressLookupTableFactory(tenant=other_tenant), AddressLookupTable
+    elif "/webhooks" in path:
+        from transactions.models import WebhookSubscription
+        from transactions.webhooks import webhook_create
+
+        theirs = webhook_create(tenant=other_tenant, cluster="CHAIN_LOCALNET", data={"name": "theirs", "endpointUrl": "https://hooks.example/theirs", "eventTypes": ["transaction.post_submit"]})
+        model = WebhookSubscription
     elif "/loan-remittance/" in path and not path.endswith("/create-vault"):
         from vaults.models import Vault
         from vaults.tests.factories import make_vault

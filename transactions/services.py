@@ -294,8 +294,13 @@ def transaction_prepare(
 
 
 def _submit_on_commit(tx: Transaction) -> None:
+    """``tx`` is now due for submission (SIGNED, to be submitted): in the database
+    transaction that made it so, its transaction.pre_submit events (built and signed, before
+    any node sees it: docs/webhooks.md); after the commit, the pump."""
+    from . import outbox
     from .pump import pump_kick
 
+    outbox.transaction_events([tx], outbox.WebhookEventType.PRE_SUBMIT)
     cluster = tx.cluster
 
     def kick() -> None:
@@ -387,14 +392,15 @@ def transaction_release(*, transaction: Transaction, approved: bool = False) -> 
     held = Q(status=TransactionStatus.SIGNED, submit_when_signed=False)
     if approved:
         held |= Q(status__in=[TransactionStatus.SIGNED, TransactionStatus.PENDING_APPROVAL])
-    updated = Transaction.objects.for_tenant(transaction.tenant).filter(held, pk=transaction.pk).update(
-        status=TransactionStatus.SIGNED, submit_when_signed=True, approval_required=False, error_message="", updated_at=timezone.now()
-    )
-    if not updated:
-        what = "SIGNED or PENDING_APPROVAL" if approved else "held SIGNED (PENDING_APPROVAL ones are approved)"
-        raise LedgerError(f"Only {what} transactions can be submitted.", field="itemData.transaction", code="INVALID_TRANSACTION_STATE")
-    transaction.refresh_from_db()
-    _submit_on_commit(transaction)
+    with db_transaction.atomic():  # the release and its pre_submit events commit together
+        updated = Transaction.objects.for_tenant(transaction.tenant).filter(held, pk=transaction.pk).update(
+            status=TransactionStatus.SIGNED, submit_when_signed=True, approval_required=False, error_message="", updated_at=timezone.now()
+        )
+        if not updated:
+            what = "SIGNED or PENDING_APPROVAL" if approved else "held SIGNED (PENDING_APPROVAL ones are approved)"
+            raise LedgerError(f"Only {what} transactions can be submitted.", field="itemData.transaction", code="INVALID_TRANSACTION_STATE")
+        transaction.refresh_from_db()
+        _submit_on_commit(transaction)
     return transaction
 
 
@@ -430,6 +436,13 @@ def _finish(tx: Transaction, status: str, *, unless_moved: Q | None = None, also
         else:
             _event(tx, "NONCE_LEASE_KEPT", nonce=tx.nonce_account)
         _event(tx, status, **{k: v for k, v in fields.items() if k in ("error_message",)})
+        if tx.status == TransactionStatus.SUBMITTED or tx.submitted_at is not None:
+            # It was handed to the network: its post_submit events say how it ended (webhooks).
+            from . import outbox
+
+            for name, value in {"status": status, **fields}.items():
+                setattr(tx, name, value)
+            outbox.transaction_events([tx], outbox.WebhookEventType.POST_SUBMIT)
         if also is not None:
             also(tx)
         # Undo what the operation recorded ahead (e.g. a PENDING account): once.

@@ -23,7 +23,7 @@ from solders.signature import Signature
 
 from tenancy.scoping import worker_only
 
-from . import effects, fee_payers, landing
+from . import effects, fee_payers, landing, outbox
 from .chain import builder
 from .chain.errors import ChainUnavailable, SimulationFailed
 from .chain.rpc import rpc_for
@@ -55,7 +55,9 @@ def transactions_submit(*, cluster: str | None = None, ids: Sequence[int] | None
             return []
         Transaction.unscoped.filter(pk__in=claimed).update(status=TransactionStatus.SUBMITTED, submitted_at=now, updated_at=now, submit_attempts=F("submit_attempts") + 1)
         TransactionEvent.objects.bulk_create([TransactionEvent(transaction_id=pk, kind="SUBMITTED", detail={}) for pk in claimed])
-    _broadcast(list(Transaction.unscoped.filter(pk__in=claimed).order_by("pk")), first=True)
+        txs = list(Transaction.unscoped.filter(pk__in=claimed).order_by("pk"))
+        outbox.transaction_events(txs, outbox.WebhookEventType.POST_SUBMIT, now=now)  # handed to the network (webhooks)
+    _broadcast(txs, first=True)
     return claimed
 
 
@@ -194,14 +196,25 @@ def _settle_chunk(settled: list[tuple[Transaction, object]], facts: dict, now) -
             in_flight, applied = _settle_each(settled, facts, now, batch_hooks=False)
             effects.apply_batch([(tx, facts[tx.pk]) for tx in applied])
             _effects_applied(applied)
+            _landed_events(settled, now)
         return in_flight
     except Exception:  # noqa: BLE001 - a batch hook failed: redo one transaction at a time
         logger.exception("batch confirmation hooks failed for %d transactions; applying them one at a time", len(settled))
+    for tx, _ in settled:
+        if tx.confirmed_at == now:
+            tx.confirmed_at = None  # set by the run that rolled back: the redo sets it again
     with db_transaction.atomic():
         effects.lock_batch(locking)
         in_flight, applied = _settle_each(settled, facts, now, batch_hooks=True)
         _effects_applied(applied)
+        _landed_events(settled, now)
     return in_flight
+
+
+def _landed_events(settled: list[tuple[Transaction, object]], now) -> None:
+    """The post_submit events of the chunk's transactions that landed in it (confirmed_at
+    set by this chunk: CONFIRMED, or FINALIZED when first seen so), in one INSERT."""
+    outbox.transaction_events([tx for tx, _ in settled if tx.confirmed_at == now], outbox.WebhookEventType.POST_SUBMIT, now=now)
 
 
 def _effects_applied(applied: list[Transaction]) -> None:
@@ -247,6 +260,8 @@ def _settle_each(settled: list[tuple[Transaction, object]], facts: dict, now, *,
                     _event(tx, "FINALIZED", slot=status.slot)
         except Exception:  # noqa: BLE001 - one transaction's bug must not hold up the others
             logger.exception("could not settle transaction %s; it stays in flight", tx.pk)
+            if tx.confirmed_at == now:
+                tx.confirmed_at = None  # rolled back with its savepoint: not landed in this chunk (webhooks)
             in_flight.add(tx.pk)
             continue
         if claimed:

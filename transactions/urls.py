@@ -1,6 +1,7 @@
 from django.urls import path
 
 from .views import TransactionViewSet
+from .webhook_views import WebhookViewSet
 
 urlpatterns = [
     path("transactions/single/status", TransactionViewSet.as_view({"post": "status"}), name="transaction-status"),
@@ -10,6 +11,12 @@ urlpatterns = [
     path("transactions/submit", TransactionViewSet.as_view({"patch": "submit"}), name="transaction-submit"),
     path("transactions/single", TransactionViewSet.as_view({"post": "details"}), name="transaction-details"),
     path("transactions/bulk/<str:detail_level>", TransactionViewSet.as_view({"post": "bulk"}), name="transactions-bulk"),
+    # Webhooks (docs/webhooks.md)
+    path("webhooks", WebhookViewSet.as_view({"post": "create", "patch": "update"}), name="webhooks"),
+    path("webhooks/single", WebhookViewSet.as_view({"post": "details"}), name="webhook-details"),
+    path("webhooks/single/signing-secret", WebhookViewSet.as_view({"post": "signing_secret"}), name="webhook-signing-secret"),
+    path("webhooks/bulk/<str:detail_level>", WebhookViewSet.as_view({"post": "bulk"}), name="webhooks-bulk"),
+    path("webhooks/replay", WebhookViewSet.as_view({"post": "replay"}), name="webhook-replay"),
 ]
 
 # Address lookup tables (transactions/lookup_tables/, docs/lookup-tables.md).

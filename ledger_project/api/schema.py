@@ -382,7 +382,8 @@ def postprocess(result, generator, request, public):
             node.pop("maxLength", None)
     # URLs the service calls: https, no credentials; the host must resolve to public addresses
     # only (ledger_project/outbound.py) — a fact of DNS, not of the body: format outbound-url.
-    for node in _walk(schemas):
+    # (Request bodies only: an answer shows what was stored, an http URL of `make run` included.)
+    for node in _walk({name: schema for name, schema in schemas.items() if name.endswith("Request")}):
         for name in ("endpointUrl", "accessTokenUrl"):
             prop = (node.get("properties") or {}).get(name) if isinstance(node.get("properties"), dict) else None
             if isinstance(prop, dict) and prop.get("type") == "string":
@@ -535,11 +536,23 @@ def postprocess(result, generator, request, public):
         # Onboarding (alreadyOnchain) takes the owner's associated token account (CONFLICTING_FIELDS).
         initialize_position.setdefault("allOf", []).append({"anyOf": [{"properties": {"alreadyOnchain": {"type": "boolean", "enum": [False]}}},
                                                                       {"properties": {"associated": {"type": "boolean", "enum": [True]}}}]})
-    webhook = schemas.get("WebhookRequest")
-    if webhook is not None:
-        # One way to authenticate to the endpoint, not both (CONFLICTING_FIELDS).
-        _none = {"nullable": True, "enum": [None]}
-        webhook.setdefault("allOf", []).append({"anyOf": [{"properties": {"apiKeyAuthConfig": _none}}, {"properties": {"oauth2AuthConfig": _none}}]})
+    for name in ("WebhookRequest", "CreateWebhookItemRequest", "UpdateWebhookItemRequest"):
+        webhook = schemas.get(name)
+        if webhook is not None:
+            # One way to authenticate to the endpoint, not both (CONFLICTING_FIELDS).
+            _none = {"nullable": True, "enum": [None]}
+            webhook.setdefault("allOf", []).append({"anyOf": [{"properties": {"apiKeyAuthConfig": _none}}, {"properties": {"oauth2AuthConfig": _none}}]})
+    # A webhook's API key header is an HTTP field name (RFC 9110 token; INVALID otherwise):
+    # the RegexField's pattern, which the text extension's NUL pattern would hide.
+    registry_key = schemas.get("WebhookApiKeyAuthInputRequest")
+    if registry_key is not None:
+        from transactions.webhook_serializers import HEADER_NAME
+
+        registry_key["properties"]["httpHeaderName"]["pattern"] = HEADER_NAME
+    # The payloads the service sends (SPECTACULAR_SETTINGS["WEBHOOKS"]): OpenAPI 3.0 has no
+    # webhooks section (3.1 does), so they are published as the x-webhooks extension.
+    if "webhooks" in result and not str(result.get("openapi", "")).startswith(("3.1", "3.2")):
+        result["x-webhooks"] = result.pop("webhooks")
     # ElGamal public keys are 32 bytes, a decryptable supply 36 bytes, base64-encoded (INVALID).
     base64_sizes = {"ConfidentialTransferRequest": {"auditorElgamalPubkey": 32}, "ConfidentialMintBurnRequest": {"supplyElgamalPubkey": 32, "decryptableSupply": 36}}
     for name, fields in base64_sizes.items():

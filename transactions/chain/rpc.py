@@ -249,11 +249,26 @@ class ChainRpc:
                 out.append(parser.from_json(json.dumps(item)))
         return out
 
-    def signatures_for_address(self, address: Pubkey, *, before: Signature | None = None, limit: int = 1000, commitment: str = "confirmed") -> list[RpcConfirmedTransactionStatusWithSignature]:
-        """The transactions that touched ``address``, newest first, older than ``before``
-        (getSignaturesForAddress; at most 1000 per call). ``commitment`` must be given: a
-        validator's default, finalized, hides the last ~32 slots."""
-        return self._call(self.client.get_signatures_for_address, address, before, None, limit, Commitment(commitment)).value
+    def signatures_for_address(self, address: Pubkey, *, before: Signature | None = None, until: Signature | None = None, limit: int = 1000,
+                               commitment: str = "confirmed") -> list[RpcConfirmedTransactionStatusWithSignature]:
+        """The transactions that touched ``address``, newest first, older than ``before`` and
+        newer than ``until`` (getSignaturesForAddress; at most 1000 per call). ``commitment``
+        must be given: a validator's default, finalized, hides the last ~32 slots."""
+        return self._call(self.client.get_signatures_for_address, address, before, until, limit, Commitment(commitment)).value
+
+    def landed_balances(self, signatures: Sequence[Signature], commitment: str = "confirmed") -> list[TransactionBalances | None]:
+        """``transaction_balances`` of landed transactions the service may not have built
+        (their account keys read from the answer), in JSON-RPC batches; None for one the node
+        does not serve (pruned history)."""
+        config = RpcTransactionConfig(encoding=UiTransactionEncoding.Json, commitment=_LEVELS[commitment], max_supported_transaction_version=0)
+        out = []
+        for signature, answer in zip(signatures, self._batch([GetTransaction(s, config, id=i) for i, s in enumerate(signatures)], GetTransactionResp)):
+            if isinstance(answer, RPCError.__args__):
+                raise ChainRpcError(f"The RPC endpoint of {self.cluster} answered an error for getTransaction {signature}: {getattr(answer, 'message', answer)}")
+            value = answer.value
+            keys = [str(k) for k in value.transaction.transaction.message.account_keys] if value is not None else []
+            out.append(_balances(value, keys))
+        return out
 
     def raw_transaction(self, signature: Signature, commitment: str = "confirmed") -> bytes | None:
         """The wire bytes (signatures and message) of a landed transaction, None when the

@@ -25,7 +25,7 @@ from instruments.services import instrument_sync
 from instruments.tests.test_api_instruments import BOND, create, mint_outside_the_service
 from instruments.token2022 import instructions as t22
 from instruments.token2022.constants import TOKEN_2022_PROGRAM_ID, ExtensionType
-from tests.workers import wait_for
+from tests.workers import paused_workers, wait_for
 from transactions import effects, fee_payers, services, settlement
 from transactions.chain.errors import ChainUnavailable
 from transactions.chain.rpc import TokenBalance
@@ -65,30 +65,33 @@ def scene(api, tenant, chain):
     """A recorded managed account and a recorded (onboarded) Token-2022 mint, and a
     transaction sent by the service but not yet confirmed by it that moves lamports into
     the account, opens a token account of the mint and mints into it."""
-    authority, mint = mint_outside_the_service(chain, ExtensionType.PAUSABLE, lambda m, p: t22.initialize_pausable(mint=m, authority=p), decimals=DECIMALS)
-    assert create(api, {**BOND, "alreadyOnchain": True, "mintAccount": {"onchainId": str(mint.pubkey())}}, wait=False).status_code == 201
-    made = api.call("post", "/api/v1/accounts", {"itemData": {"managed": True, "offchainReferences": {"code": "RECEIVER"}}})
-    assert made.status_code == 201, made.json()
-    account = Account.unscoped.get(offchain_id=made.json()["newAccount"]["offchainId"])
-    holder = Keypair().pubkey()
-    token_account = get_associated_token_address(holder, mint.pubkey(), TOKEN_2022_PROGRAM_ID)
-    with db_transaction.atomic():
-        tx = services.transaction_prepare(
-            tenant=tenant, cluster=CLUSTER, operation="test.transfer", submit=False,
-            instructions=[
-                transfer(TransferParams(from_pubkey=authority.pubkey(), to_pubkey=Pubkey.from_string(account.address), lamports=3_000_000)),
-                create_associated_token_account(authority.pubkey(), holder, mint.pubkey(), TOKEN_2022_PROGRAM_ID),
-                mint_to_checked(MintToCheckedParams(program_id=TOKEN_2022_PROGRAM_ID, mint=mint.pubkey(), dest=token_account, mint_authority=authority.pubkey(), amount=7_000, decimals=DECIMALS)),
-            ],
-            signers=[SignerSpec(authority.pubkey(), managed_key_import(secret=str(authority)))],
-        )
-    Transaction.unscoped.filter(pk=tx.pk).update(submit_when_signed=True)
-    assert settlement.transaction_submit(transaction_id=tx.pk)
-    signature = Signature.from_string(tx.onchain_id)
-    wait_for(lambda: chain.get_signature_statuses([signature]).value[0] is not None, what="the transaction")
-    tx.refresh_from_db()
-    return {"tx": tx, "account": account, "instrument": FinancialInstrument.unscoped.get(address=str(mint.pubkey())),
-            "authority": authority, "holder": holder, "token_account": token_account}
+    # The tests confirm the transaction themselves: the session's workers (whose pump would
+    # send and confirm it first) are paused until the test ends.
+    with paused_workers():
+        authority, mint = mint_outside_the_service(chain, ExtensionType.PAUSABLE, lambda m, p: t22.initialize_pausable(mint=m, authority=p), decimals=DECIMALS)
+        assert create(api, {**BOND, "alreadyOnchain": True, "mintAccount": {"onchainId": str(mint.pubkey())}}, wait=False).status_code == 201
+        made = api.call("post", "/api/v1/accounts", {"itemData": {"managed": True, "offchainReferences": {"code": "RECEIVER"}}})
+        assert made.status_code == 201, made.json()
+        account = Account.unscoped.get(offchain_id=made.json()["newAccount"]["offchainId"])
+        holder = Keypair().pubkey()
+        token_account = get_associated_token_address(holder, mint.pubkey(), TOKEN_2022_PROGRAM_ID)
+        with db_transaction.atomic():
+            tx = services.transaction_prepare(
+                tenant=tenant, cluster=CLUSTER, operation="test.transfer", submit=False,
+                instructions=[
+                    transfer(TransferParams(from_pubkey=authority.pubkey(), to_pubkey=Pubkey.from_string(account.address), lamports=3_000_000)),
+                    create_associated_token_account(authority.pubkey(), holder, mint.pubkey(), TOKEN_2022_PROGRAM_ID),
+                    mint_to_checked(MintToCheckedParams(program_id=TOKEN_2022_PROGRAM_ID, mint=mint.pubkey(), dest=token_account, mint_authority=authority.pubkey(), amount=7_000, decimals=DECIMALS)),
+                ],
+                signers=[SignerSpec(authority.pubkey(), managed_key_import(secret=str(authority)))],
+            )
+        Transaction.unscoped.filter(pk=tx.pk).update(submit_when_signed=True)
+        assert settlement.transaction_submit(transaction_id=tx.pk)
+        signature = Signature.from_string(tx.onchain_id)
+        wait_for(lambda: chain.get_signature_statuses([signature]).value[0] is not None, what="the transaction")
+        tx.refresh_from_db()
+        yield {"tx": tx, "account": account, "instrument": FinancialInstrument.unscoped.get(address=str(mint.pubkey())),
+               "authority": authority, "holder": holder, "token_account": token_account}
 
 
 def applied(tx: Transaction) -> int:

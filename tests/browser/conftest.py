@@ -98,7 +98,15 @@ class Page:
         self.open("/admin/login/?next=/admin/")
         self.fill("#id_username", username)
         self.fill("#id_password", password)
+        from selenium.webdriver.common.by import By
+        from selenium.webdriver.support import expected_conditions
+        from selenium.webdriver.support.ui import WebDriverWait
+
+        before = self.driver.find_element(By.TAG_NAME, "html")
         self.click("input[type=submit]")
+        # The answer is a new document: wait for the form's page to go before reading, or
+        # the read can land on the old page while it is being replaced.
+        WebDriverWait(self.driver, 20).until(expected_conditions.staleness_of(before))
         self.find("#content")
         return self.text()
 

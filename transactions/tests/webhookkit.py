@@ -8,6 +8,7 @@ not from the service's code.
 
 from __future__ import annotations
 
+import abc
 import hashlib
 import hmac
 import json
@@ -57,7 +58,7 @@ class _Server(ThreadingHTTPServer):
     allow_reuse_address = True
 
 
-class _LocalServer:
+class _LocalServer(abc.ABC):
     def __init__(self, port: int | None = None):
         self.port = port or free_port()
         self.lock = threading.Lock()
@@ -88,8 +89,9 @@ class _LocalServer:
 
         return Handler
 
+    @abc.abstractmethod
     def answer(self, path: str, headers: dict, body: bytes) -> tuple[int, bytes, dict]:
-        raise NotImplementedError
+        """(status, body, extra headers) for one request: each server says what it serves."""
 
     def start(self):
         self._server = _Server(("127.0.0.1", self.port), self._handler())

@@ -12,16 +12,16 @@ import signal
 import sys
 from pathlib import Path
 
-from .node import SAMPLE_SECONDS
+from .node import SAMPLE_SECONDS, SLOT_SECONDS
 from .pubsub import MAX_BUFFERED_BYTES, MAX_MESSAGE_BYTES, MAX_SUBSCRIPTIONS_PER_CONNECTION
 
 
-def serve(host: str, port: int, data_dir: Path, out=sys.stdout, *, ws_port: int | None = None, sample_seconds: float = SAMPLE_SECONDS,
+def serve(host: str, port: int, data_dir: Path, out=sys.stdout, *, ws_port: int | None = None, sample_seconds: float = SAMPLE_SECONDS, slot_seconds: float = SLOT_SECONDS,
           max_subscriptions: int = MAX_SUBSCRIPTIONS_PER_CONNECTION, max_message_bytes: int = MAX_MESSAGE_BYTES, max_buffered_bytes: int = MAX_BUFFERED_BYTES) -> None:
     from .node import Node
     from .server import LocalnetServer
 
-    node = Node(data_dir, sample_seconds=sample_seconds)
+    node = Node(data_dir, slot_seconds=slot_seconds, sample_seconds=sample_seconds)
     server = LocalnetServer(node, max_subscriptions=max_subscriptions, max_message_bytes=max_message_bytes, max_buffered_bytes=max_buffered_bytes)
 
     async def main() -> None:
@@ -38,18 +38,26 @@ def serve(host: str, port: int, data_dir: Path, out=sys.stdout, *, ws_port: int 
     asyncio.run(main())
 
 
+def _positive(text: str) -> float:
+    value = float(text)
+    if not 0.01 <= value <= 60:
+        raise argparse.ArgumentTypeError("between 0.01 and 60 seconds")
+    return value
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m transactions.localnet")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8899)
     parser.add_argument("--ws-port", type=int, default=None, help="PubSub websocket port (default: --port + 1)")
     parser.add_argument("--data-dir", type=Path, default=Path("var/localnet"))
+    parser.add_argument("--slot-seconds", type=_positive, default=SLOT_SECONDS, help="slot length (a new blockhash each slot)")
     parser.add_argument("--sample-seconds", type=float, default=SAMPLE_SECONDS, help="getRecentPerformanceSamples period")
     parser.add_argument("--ws-max-subscriptions", type=int, default=MAX_SUBSCRIPTIONS_PER_CONNECTION, help="subscriptions per websocket connection")
     parser.add_argument("--ws-max-message-bytes", type=int, default=MAX_MESSAGE_BYTES, help="largest incoming websocket message")
     parser.add_argument("--ws-max-buffered-bytes", type=int, default=MAX_BUFFERED_BYTES, help="unread notifications before a client is disconnected")
     args = parser.parse_args(argv)
-    serve(args.host, args.port, args.data_dir, ws_port=args.ws_port, sample_seconds=args.sample_seconds, max_subscriptions=args.ws_max_subscriptions,
+    serve(args.host, args.port, args.data_dir, ws_port=args.ws_port, slot_seconds=args.slot_seconds, sample_seconds=args.sample_seconds, max_subscriptions=args.ws_max_subscriptions,
           max_message_bytes=args.ws_max_message_bytes, max_buffered_bytes=args.ws_max_buffered_bytes)
 
 

@@ -141,6 +141,26 @@ def _identifiers(table: AddressLookupTable) -> dict:
 # --- create ------------------------------------------------------------------------------
 
 
+def _free_address(rpc, *, authority: Pubkey, payer: Pubkey, taken: set[str]):
+    """CreateLookupTable on a slot the SlotHashes sysvar holds, and the table's address.
+
+    The address follows from (authority, slot). The newest finalized slot comes first (it is
+    on every fork); a table this authority already has there takes an earlier slot, and when
+    every slot down to 0 is taken (a chain younger than the finalization depth: the finalized
+    slot is still 0), a later confirmed one.
+    """
+    newest = rpc.slot("finalized")
+    for slot in range(newest, -1, -1):  # at most len(taken) + 1 steps
+        create_ix, address = chain.create(authority=authority, payer=payer, recent_slot=slot)
+        if str(address) not in taken:
+            return create_ix, address
+    for slot in range(newest + 1, rpc.slot("confirmed")):  # the tip is not in SlotHashes yet
+        create_ix, address = chain.create(authority=authority, payer=payer, recent_slot=slot)
+        if str(address) not in taken:
+            return create_ix, address
+    return create_ix, address  # every slot taken: the insert answers 409 DUPLICATE_LOOKUP_TABLE (retry a slot later)
+
+
 def lookup_table_create(*, tenant, cluster: str, api_key, data: dict, svm_config: dict | None, request_id=None) -> LookupTableResult:
     """Create Address Lookup Table: CreateLookupTable (on a recent slot of the cluster) and,
     with componentAddresses, ExtendLookupTable in the same transaction. The authority is a
@@ -162,14 +182,8 @@ def lookup_table_create(*, tenant, cluster: str, api_key, data: dict, svm_config
     managed = authority_signer.managed_key is not None
     funding = funding_signer(tenant=tenant, cluster=cluster, api_key=api_key, svm_config=svm_config, lamports=rent, destination_type="MANAGED" if managed else "NON_MANAGED")
     config = transaction_config(tenant, cluster, svm_config)
-    # A slot the SlotHashes sysvar holds (finalized: on every fork). The address follows from
-    # (authority, slot): a table this tenant already recorded there takes an earlier slot.
-    slot = rpc.slot("finalized")
     taken = set(AddressLookupTable.objects.for_tenant(tenant).filter(cluster=cluster, authority=str(authority)).values_list("address", flat=True))
-    create_ix, address = chain.create(authority=authority, payer=funding.pubkey, recent_slot=slot)
-    while str(address) in taken and slot > 0:
-        slot -= 1
-        create_ix, address = chain.create(authority=authority, payer=funding.pubkey, recent_slot=slot)
+    create_ix, address = _free_address(rpc, authority=authority, payer=funding.pubkey, taken=taken)
     instructions = [create_ix]
     if addresses:
         instructions.append(chain.extend(table=address, authority=authority, payer=funding.pubkey, addresses=[Pubkey.from_string(a) for a in addresses]))

@@ -316,17 +316,21 @@ WARPED = "CHAIN_WARPED"  # a cluster of this test only: no worker pumps it, the 
 
 
 @pytest.fixture
-def warped_node(tmp_path, settings):
+def warped_node(request, tmp_path, settings):
     """A local node of this test (warping the shared one would expire every other test's
-    in-flight transactions), as cluster WARPED; the test holds its pump lease and pumps it."""
+    in-flight transactions), as cluster WARPED; the test holds its pump lease and pumps it.
+    Indirect parametrization passes the node's extra arguments."""
     from transactions import pump
     from transactions.chain import builder
     from transactions.chain.rpc import rpc_for
     from transactions.localnet.testing import LocalnetProcess
 
-    node = LocalnetProcess(tmp_path / "node").start()
+    node = LocalnetProcess(tmp_path / "node", extra_args=getattr(request, "param", ())).start()
     settings.LEDGER_CLUSTERS = {**settings.LEDGER_CLUSTERS, WARPED: node.url}
-    assert pump.lease_take(WARPED, "warped-test")
+    from tests.workers import wait_for
+
+    # A pump the worker started for WARPED in an earlier test (its lease lapsed) may still hold it.
+    wait_for(lambda: pump.lease_take(WARPED, "warped-test"), timeout=30, what="the pump lease")
     try:
         yield node
     finally:
@@ -340,7 +344,7 @@ def _airdrop(url: str, address: str, lamports: int) -> None:
     from transactions.localnet.testing import rpc_call
 
     rpc_call(url, "requestAirdrop", [address, lamports])
-    wait_for(lambda: rpc_call(url, "getBalance", [address])["result"]["value"] >= lamports, what="the airdrop")
+    wait_for(lambda: rpc_call(url, "getBalance", [address, {"commitment": "confirmed"}])["result"]["value"] >= lamports, what="the airdrop")
 
 
 def _settled(response, name: str, status: int = 200) -> dict:
@@ -352,6 +356,7 @@ def _settled(response, name: str, status: int = 200) -> dict:
     tx = Transaction.unscoped.get(offchain_id=response.json()["svmTransactionResult"]["offchainId"])
 
     def done():
+        assert pump.lease_take(WARPED, "warped-test")  # renewed: a lapsed lease would let the worker's pump in
         pump.pump_pass(WARPED)
         tx.refresh_from_db()
         return tx.status in DONE and tx.effects_applied_at is not None
@@ -394,3 +399,28 @@ def test_close_is_accepted_once_the_cool_down_is_over(api, warped_node):
     shown = api.call("post", f"{BASE}/single{on}", {"itemData": {"addressLookupTable": table}}).json()
     assert shown["state"] == "CLOSED" and shown["closedAt"] is not None
     assert_error(api.call("patch", BASE + on, close), 400, "LOOKUP_TABLE_CLOSED")
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("warped_node", [("--slot-seconds", "5")], indirect=True)  # the root stays at 0 for 160 s
+def test_a_young_chain_gives_one_authoritys_tables_distinct_slots(api, warped_node):
+    """Before the node has FINALIZED_DEPTH slots the finalized slot is 0: an authority's second
+    table takes a later confirmed slot instead of colliding with the first (409)."""
+    from solana.rpc.api import Client
+    from solana.rpc.commitment import Confirmed, Finalized
+
+    from tests.workers import wait_for
+
+    chain = Client(warped_node.url, commitment=Confirmed)
+    on = f"?svmCluster={WARPED}"
+    _airdrop(warped_node.url, str(platform_fee_payer(WARPED).pubkey), 10**10)
+    funder = api.call("post", f"/api/v1/accounts{on}", {"itemData": {"managed": True}}).json()["newAccount"]
+    _airdrop(warped_node.url, funder["onchainId"], 10**9)
+    wait_for(lambda: chain.get_slot(Confirmed).value >= 2, timeout=30, what="two slots")
+    assert chain.get_slot(Finalized).value == 0
+    body = {"itemData": {"authority": {"offchainId": funder["offchainId"]}}, "svmTransactionConfig": {"feePayer": {"offchainId": funder["offchainId"]}}}
+    first = _settled(api.call("post", BASE + on, body), "newAddressLookupTable", 201)
+    second = _settled(api.call("post", BASE + on, body), "newAddressLookupTable", 201)
+    assert first["onchainId"] != second["onchainId"]
+    for table in (first, second):
+        assert chain.get_account_info(Pubkey.from_string(table["onchainId"])).value.owner == Pubkey.from_string("AddressLookupTab1e1111111111111111111111111")

@@ -45,6 +45,20 @@ def test_pack_and_unpack_round_trip_and_refuse_what_does_not_fit():
         s.pack(tag=1, small=0, count=1, amount=0, key=key, colour=3)
 
 
+def test_signed_fields_round_trip_in_twos_complement_and_refuse_what_does_not_fit():
+    s = Struct("S", [("exponent", "i32"), ("_pad", "u32"), ("value", "i64")])
+    raw = s.pack(exponent=-8, value=-(2**63))
+    assert raw[:4] == b"\xf8\xff\xff\xff" and s.unpack(raw) == {"exponent": -8, "value": -(2**63)}
+    assert s.unpack(s.pack(exponent=2**31 - 1, value=2**63 - 1)) == {"exponent": 2**31 - 1, "value": 2**63 - 1}
+    with pytest.raises(AbiError, match="does not fit in i32"):
+        s.pack(exponent=2**31, value=0)
+    with pytest.raises(AbiError, match="does not fit in i64"):
+        s.pack(exponent=0, value=-(2**63) - 1)
+    with pytest.raises(AbiError, match=r"S\.value \(i64\) at offset 4 is not 8-aligned"):
+        Struct("S", [("exponent", "i32"), ("value", "i64")])
+    assert "i64 value;" in s.c_definition() and "i32 exponent;" in s.c_definition()
+
+
 def test_an_instruction_encodes_its_selector_and_decodes_only_its_own_data():
     ix = vault_abi.ABI.instruction("Repayment")
     data = ix.encode(sequence=9, amount=400)

@@ -5,7 +5,7 @@ and its Python client cannot drift apart; the programs' tests hold the two toget
 (Python encodes, the program decodes and acts; the program writes, Python decodes).
 
 Layout rules (checked here, so the C structs need no packing): every field sits at an
-offset that is a multiple of its alignment (u16 2, u32 4, u64 and pubkeys 8), and a
+offset that is a multiple of its alignment (u16 2, u32 and i32 4, u64, i64 and pubkeys 8), and a
 struct's size is a multiple of its largest alignment. The loader hands a program its
 instruction data and account data 8-byte aligned, so the C structs overlay them directly.
 
@@ -24,6 +24,8 @@ _SCALARS = {
     "u16": (2, 2, "u16", "H"),
     "u32": (4, 4, "u32", "I"),
     "u64": (8, 8, "u64", "Q"),
+    "i32": (4, 4, "i32", "i"),
+    "i64": (8, 8, "i64", "q"),
     "pubkey": (32, 8, "SolPubkey", None),
 }
 _ARRAY = re.compile(r"^u8\[(\d+)\]$")
@@ -36,7 +38,7 @@ class AbiError(ValueError):
 @dataclass(frozen=True)
 class Field:
     name: str
-    type: str  # u8 u16 u32 u64 pubkey u8[N]
+    type: str  # u8 u16 u32 u64 i32 i64 pubkey u8[N]
     offset: int
     size: int
     align: int
@@ -139,7 +141,8 @@ def _encode(struct_name: str, f: Field, value) -> bytes:
     size, _, _, fmt = _SCALARS[f.type]
     if not isinstance(value, int):
         raise AbiError(f"{struct_name}.{f.name} takes an integer")
-    if not 0 <= int(value) < 1 << (8 * size):
+    low, high = (-(1 << (8 * size - 1)), 1 << (8 * size - 1)) if fmt.islower() else (0, 1 << (8 * size))
+    if not low <= int(value) < high:
         raise AbiError(f"{struct_name}.{f.name} = {value} does not fit in {f.type}")
     return struct.pack("<" + fmt, int(value))
 

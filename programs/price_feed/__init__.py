@@ -1,0 +1,1 @@
+"""The price feed program (docs/programs.md, "price_feed"); its ABI is abi.py."""

@@ -17,7 +17,7 @@ from transactions.localnet.testing import LocalnetProcess, rpc_call
 
 pytestmark = pytest.mark.chain
 
-MAX_STALENESS = 4
+MAX_STALENESS = 12  # wide enough that the first two updates land in time on a loaded CI machine
 
 
 @pytest.fixture

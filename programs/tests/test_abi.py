@@ -11,11 +11,12 @@ import pytest
 
 from programs import ROOT
 from programs.allowlist_hook import abi as hook_abi
+from programs.lending import abi as lending_abi
 from programs.loan_vault import abi as vault_abi
 from programs.toolchain.abi import AbiError, Account, Error, Instruction, ProgramAbi, Struct
 from programs.toolchain.build import program_names
 
-ABIS = {"allowlist_hook": hook_abi.ABI, "loan_vault": vault_abi.ABI}
+ABIS = {"allowlist_hook": hook_abi.ABI, "loan_vault": vault_abi.ABI, "lending": lending_abi.ABI}
 
 
 def test_fields_must_sit_at_their_natural_alignment():
@@ -82,7 +83,7 @@ def test_a_program_abi_refuses_duplicate_codes_and_selectors():
 def test_error_codes_are_one_per_name_in_the_program_range_and_clear_of_the_token_programs(name):
     errors = ABIS[name].errors
     codes = [e.code for e in errors]
-    assert codes == sorted(set(codes)) and all(7000 < c < 7200 for c in codes)  # SPL Token / Token-2022 use < 100
+    assert codes == sorted(set(codes)) and all(7000 < c < 8000 for c in codes)  # SPL Token / Token-2022 use < 100
     assert len({e.name for e in errors}) == len(errors)
 
 

@@ -137,7 +137,7 @@ ESCROW_SIZE = LOAN_ESCROW.size + PLEDGED_ITEM.size * MAX_PLEDGED_ITEMS + BORROWE
 _AMOUNT = [("tag", "u8"), ("_pad", "u8[7]"), ("amount", "u64")]
 _TERMS = [("apy_bps", "u32"), ("ltv_bps", "u32"), ("liquidation_bps", "u32"), ("duration_unit", "u32")]
 _EXPECTED = [("expected_apy_bps", "u32"), ("expected_ltv_bps", "u32"), ("expected_liquidation_bps", "u32"), ("_pad2", "u32")]
-_FEEDS = "the price feeds of the loan's pledged items, then of its borrowed items, in the escrow's order (none needed when the loan owes nothing)"
+_FEEDS = "the price feeds of the loan's pledged items, then of its borrowed items, in the escrow's order as the instruction leaves it (none needed when the loan owes nothing)"
 
 INSTRUCTIONS = [
     # --- strategies (the lender signs) ---------------------------------------------------

@@ -260,7 +260,10 @@ u64 withdraw_collateral(const SolParameters *p) {
     r = accrue_interest(e, now);
     if (r) return r;
   }
+  /* Withdrawn in full, the item goes (the feeds are those of the loan as it will be). */
   item->amount -= args->amount;
+  bool emptied = item->amount == 0;
+  if (emptied) remove_pledged(e, item);
   bool owes;
   r = owes_anything(e, &owes);
   if (r) return r;
@@ -272,14 +275,13 @@ u64 withdraw_collateral(const SolParameters *p) {
     r = check_ltv(&v);
     if (r) return r;
   }
-  if (item->amount != 0) {
+  if (!emptied) {
     PdaSeeds seeds;
     escrow_signer(e, escrow->key, &seeds);
     Move m = {p, mint, token_program, escrow_token->key, destination->key, &seeds.pda, args->amount};
     return move_tokens(&m);
   }
-  /* Withdrawn in full: the item goes, its token account closes (rent to the borrower). */
-  remove_pledged(e, item);
+  /* Its token account closes (everything in it to the destination, rent to the borrower). */
   Empty x = {p, e, escrow, mint, token_program, escrow_token, destination->key, borrower->key};
   return empty_escrow_token(&x);
 }

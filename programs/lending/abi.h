@@ -12,6 +12,7 @@ static const u8 LEND_SEED_ESCROW[11] __attribute__((aligned(8), unused)) = {0x6c
 #define LEND_STRATEGY_KIND 4ULL
 #define LEND_ESCROW_KIND 5ULL
 #define LEND_LAYOUT_VERSION 1ULL
+#define LEND_MAX_ACCOUNTS 40ULL
 #define LEND_MAX_PLEDGE_MINTS 8ULL
 #define LEND_MAX_BORROW_MINTS 4ULL
 #define LEND_MAX_PLEDGED_ITEMS 6ULL
@@ -528,13 +529,13 @@ enum {
 #define LEND_ERR_STRATEGY_WRONG_OWNER 7515 /* the strategy is not owned by this program */
 #define LEND_ERR_STRATEGY_INVALID 7516 /* the strategy's data is not a strategy */
 #define LEND_ERR_ORACLE_NOT_EXECUTABLE 7517 /* the oracle program account is not an executable program */
-#define LEND_ERR_INVALID_APY 7518 /* the APY is above MAX_APY_BPS */
+#define LEND_ERR_INVALID_APY 7518 /* the APY is above 100000 basis points */
 #define LEND_ERR_INVALID_RATIOS 7519 /* the ratios are not 0 < ltv_bps < liquidation_bps <= 10000 */
-#define LEND_ERR_INVALID_DURATION 7520 /* the duration code is not DAYS or its unit is not 1..MAX_DURATION_DAYS */
+#define LEND_ERR_INVALID_DURATION 7520 /* the duration code is not DAYS (1) or its unit is not 1..3650 days */
 #define LEND_ERR_INVALID_ROLE 7521 /* the role is neither pledge (0) nor borrow (1) */
 #define LEND_ERR_MINT_INVALID 7522 /* the mint is not an initialized mint of its token program */
-#define LEND_ERR_INVALID_MAX_AGE 7523 /* the maximum feed age is not 1..MAX_FEED_AGE seconds */
-#define LEND_ERR_MINT_LIST_FULL 7524 /* the strategy lists the most mints of that role it can */
+#define LEND_ERR_INVALID_MAX_AGE 7523 /* the maximum feed age is not 1..31622400 seconds */
+#define LEND_ERR_MINT_LIST_FULL 7524 /* the strategy lists 8 pledge or 4 borrowable mints already */
 #define LEND_ERR_MINT_NOT_LISTED 7525 /* the strategy does not list the mint in that role */
 #define LEND_ERR_WRONG_TOKEN_ACCOUNT 7526 /* a token account is not the one the strategy or the escrow has for the mint */
 #define LEND_ERR_TOKEN_ACCOUNT_NOT_WRITABLE 7527 /* a token account the instruction moves tokens in or out of is not writable */
@@ -555,8 +556,8 @@ enum {
 #define LEND_ERR_LOAN_NOT_ACTIVE 7542 /* the loan is not ACTIVE */
 #define LEND_ERR_MINT_NOT_ACCEPTED 7543 /* the strategy does not accept the mint as pledge */
 #define LEND_ERR_MINT_NOT_BORROWABLE 7544 /* the strategy does not lend the mint */
-#define LEND_ERR_PLEDGED_ITEMS_FULL 7545 /* the loan holds MAX_PLEDGED_ITEMS pledged mints */
-#define LEND_ERR_BORROWED_ITEMS_FULL 7546 /* the loan holds MAX_BORROWED_ITEMS borrowed mints */
+#define LEND_ERR_PLEDGED_ITEMS_FULL 7545 /* the loan holds 6 pledged mints already */
+#define LEND_ERR_BORROWED_ITEMS_FULL 7546 /* the loan holds 3 borrowed mints already */
 #define LEND_ERR_ITEM_NOT_FOUND 7547 /* the loan has no item of the mint */
 #define LEND_ERR_INSUFFICIENT_COLLATERAL 7548 /* the amount exceeds the pledged amount */
 #define LEND_ERR_INSUFFICIENT_LIQUIDITY 7549 /* the strategy's token account holds less than the amount */

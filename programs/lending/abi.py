@@ -38,6 +38,8 @@ ESCROW_KIND = 5
 LAYOUT_VERSION = 1
 ERROR_BASE = 7500
 
+#: Accounts one instruction may pass (the program's account views live on its heap).
+MAX_ACCOUNTS = 40
 #: Mints a strategy accepts as pledges / lends.
 MAX_PLEDGE_MINTS = 8
 MAX_BORROW_MINTS = 4
@@ -335,7 +337,7 @@ INSTRUCTIONS = [
 _ERRORS = [
     ("InvalidInstruction", "unknown instruction or data of the wrong length"),
     ("NotEnoughAccounts", "fewer accounts than the instruction lists"),
-    ("TooManyAccounts", "more accounts than the program reads (40)"),
+    ("TooManyAccounts", f"more accounts than the program reads ({MAX_ACCOUNTS})"),
     ("PayerNotSigner", "the payer did not sign"),
     ("PayerNotWritable", "the payer is not writable"),
     ("WrongSystemProgram", "the system program account is not the System program"),
@@ -350,13 +352,13 @@ _ERRORS = [
     ("StrategyWrongOwner", "the strategy is not owned by this program"),
     ("StrategyInvalid", "the strategy's data is not a strategy"),
     ("OracleNotExecutable", "the oracle program account is not an executable program"),
-    ("InvalidApy", "the APY is above MAX_APY_BPS"),
+    ("InvalidApy", f"the APY is above {MAX_APY_BPS} basis points"),
     ("InvalidRatios", "the ratios are not 0 < ltv_bps < liquidation_bps <= 10000"),
-    ("InvalidDuration", "the duration code is not DAYS or its unit is not 1..MAX_DURATION_DAYS"),
+    ("InvalidDuration", f"the duration code is not DAYS ({DURATION_DAYS}) or its unit is not 1..{MAX_DURATION_DAYS} days"),
     ("InvalidRole", "the role is neither pledge (0) nor borrow (1)"),
     ("MintInvalid", "the mint is not an initialized mint of its token program"),
-    ("InvalidMaxAge", "the maximum feed age is not 1..MAX_FEED_AGE seconds"),
-    ("MintListFull", "the strategy lists the most mints of that role it can"),
+    ("InvalidMaxAge", f"the maximum feed age is not 1..{MAX_FEED_AGE} seconds"),
+    ("MintListFull", f"the strategy lists {MAX_PLEDGE_MINTS} pledge or {MAX_BORROW_MINTS} borrowable mints already"),
     ("MintNotListed", "the strategy does not list the mint in that role"),
     ("WrongTokenAccount", "a token account is not the one the strategy or the escrow has for the mint"),
     ("TokenAccountNotWritable", "a token account the instruction moves tokens in or out of is not writable"),
@@ -377,8 +379,8 @@ _ERRORS = [
     ("LoanNotActive", "the loan is not ACTIVE"),
     ("MintNotAccepted", "the strategy does not accept the mint as pledge"),
     ("MintNotBorrowable", "the strategy does not lend the mint"),
-    ("PledgedItemsFull", "the loan holds MAX_PLEDGED_ITEMS pledged mints"),
-    ("BorrowedItemsFull", "the loan holds MAX_BORROWED_ITEMS borrowed mints"),
+    ("PledgedItemsFull", f"the loan holds {MAX_PLEDGED_ITEMS} pledged mints already"),
+    ("BorrowedItemsFull", f"the loan holds {MAX_BORROWED_ITEMS} borrowed mints already"),
     ("ItemNotFound", "the loan has no item of the mint"),
     ("InsufficientCollateral", "the amount exceeds the pledged amount"),
     ("InsufficientLiquidity", "the strategy's token account holds less than the amount"),
@@ -416,6 +418,7 @@ ABI = ProgramAbi(
         "STRATEGY_KIND": STRATEGY_KIND,
         "ESCROW_KIND": ESCROW_KIND,
         "LAYOUT_VERSION": LAYOUT_VERSION,
+        "MAX_ACCOUNTS": MAX_ACCOUNTS,
         "MAX_PLEDGE_MINTS": MAX_PLEDGE_MINTS,
         "MAX_BORROW_MINTS": MAX_BORROW_MINTS,
         "MAX_PLEDGED_ITEMS": MAX_PLEDGED_ITEMS,

@@ -16,7 +16,7 @@
 #include "abi.h"
 #pragma clang diagnostic pop
 
-#define MAX_ACCOUNTS 40
+#define MAX_ACCOUNTS LEND_MAX_ACCOUNTS
 
 typedef struct {
   SolAccountInfo ka[MAX_ACCOUNTS];

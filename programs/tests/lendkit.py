@@ -42,6 +42,7 @@ E = lend.ERROR_CODES
 #: The terms most tests lend on: 10 % APY, 50 % loan-to-value, liquidation at 80 %, 30 days.
 TERMS = lend.Terms(apy_bps=1_000, ltv_bps=5_000, liquidation_bps=8_000, duration_unit=30)
 MAX_AGE = 3_600
+PACKET_DATA_SIZE = 1232
 
 
 #: The blockhash each message was last sent with: the same message under the same blockhash
@@ -66,7 +67,10 @@ def transaction(chain: Client, payer: Keypair, instructions: list[Instruction], 
         time.sleep(0.1)
         blockhash = chain.get_latest_blockhash().value.blockhash
     _SENT[key] = blockhash
-    return Transaction(list(unique.values()), message, blockhash)
+    tx = Transaction(list(unique.values()), message, blockhash)
+    # What a validator accepts (the local node does not check the packet size).
+    assert len(bytes(tx)) <= PACKET_DATA_SIZE, f"a transaction of {len(bytes(tx))} bytes does not fit a packet"
+    return tx
 
 
 def ok(chain: Client, payer: Keypair, instructions: list[Instruction], signers=()) -> Signature:

@@ -128,6 +128,7 @@ def test_the_manifest_describes_the_committed_programs():
     ("allowlist_hook", ["test_allowlist_hook.py"]),
     ("loan_vault", ["test_loan_vault.py", "test_loan_vault_checks.py"]),
     ("price_feed", ["test_price_feed.py", "test_price_feed_checks.py", "test_price_feed_clock.py"]),
+    ("lending", ["test_lending.py", "test_lending_clock.py", "test_lending_checks.py", "test_lending_checks_loans.py", "test_lending_checks_settle.py"]),
 ])
 def test_every_custom_error_has_a_test_that_expects_it(name, tests):
     """One negative test per check: each error name is expected somewhere in the

@@ -140,7 +140,12 @@ def test_a_loan_holds_a_bounded_number_of_pledged_and_borrowed_mints(world):
     pledges = [world.asset(10 * USD) for _ in range(abi.MAX_PLEDGED_ITEMS + 1)]
     lends = [world.asset(USD) for _ in range(abi.MAX_BORROWED_ITEMS + 1)]
     s = world.strategy(pledge=pledges, borrow=lends, liquidity=1_000 * UNIT)
-    loan = world.open_loan(s, pledges=[(a, 100 * UNIT) for a in pledges[:abi.MAX_PLEDGED_ITEMS]], borrows=[(a, UNIT) for a in lends[:abi.MAX_BORROWED_ITEMS]])
+    held = [(a, 100 * UNIT) for a in pledges[:abi.MAX_PLEDGED_ITEMS]]
+    borrower = world.borrower(*held, receives=lends[:abi.MAX_BORROWED_ITEMS])
+    loan, ixs = world.loan_ixs(s, borrower, pledges=held, borrows=[(a, UNIT) for a in lends[:abi.MAX_BORROWED_ITEMS]])
+    # A packet holds the loan's creation with two pledges; the rest follow in transactions of their own.
+    for chunk in (ixs[:3], ixs[3:5], ixs[5:7], *([ix] for ix in ixs[7:])):
+        world.ok(chunk, [borrower])
     b, extra = loan.borrower, pledges[-1]
     world.fund(b.pubkey(), extra, UNIT)
     seventh = lend.deposit_collateral(PROGRAM, escrow=loan.escrow, strategy=s.address, borrower=b.pubkey(), source=world.own(b, extra), mint=extra.token, amount=UNIT)

@@ -19,7 +19,8 @@ from solders.pubkey import Pubkey
 from instruments.token2022.constants import TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID
 from programs.lending import abi
 from programs.lending import client as lend
-from programs.tests.lendkit import PRICE_FEED, PROGRAM, TERMS, World, value_of
+from programs.tests.feedkit import compute_units
+from programs.tests.lendkit import PRICE_FEED, PROGRAM, TERMS, Strategy, World, ok, refused, value_of
 
 pytestmark = pytest.mark.chain
 
@@ -243,8 +244,6 @@ def test_a_price_drop_lets_anyone_liquidate_and_the_collateral_goes_to_the_strat
     world.price(acme, 24_00000000)
     claim = lend.claim_collateral(PROGRAM, escrow=loan.escrow, strategy=s.address, borrower=loan.borrower.pubkey(), mint=acme.token)
     borrower_lamports = world.lamports(loan.borrower.pubkey())
-    from programs.tests.lendkit import ok
-
     ok(world.chain, keeper, [liquidate, claim])
     state = world.state(loan)
     assert state.status == "LIQUIDATED" and state.pledged == () and state.borrowed[0].principal == 2_000 * UNIT
@@ -261,8 +260,7 @@ def test_a_price_drop_lets_anyone_liquidate_and_the_collateral_goes_to_the_strat
 
 
 def refused_by(world: World, payer: Keypair, instructions, loan) -> str:
-    from programs.tests.lendkit import refused
-
+    """Refused when ``payer`` sends it, the escrow unchanged: the error's name."""
     before = world.snapshot(loan.escrow)
     name = refused(world.chain, payer, instructions)
     assert world.snapshot(loan.escrow) == before
@@ -273,14 +271,10 @@ def refused_by(world: World, payer: Keypair, instructions, loan) -> str:
 def test_compute_unit_budgets(world, collateral_program, lent_program):
     """What each instruction costs (docs/programs.md, "Costs"), one per transaction, read
     back with getTransaction; each well inside the 200,000 an instruction gets by default."""
-    from programs.tests.feedkit import compute_units
-
     acme = world.asset(ACME, program=collateral_program)
     usdc = world.asset(USD, program=lent_program)
     lender = world.keypair()
     cost = {"init": compute_units(world.chain, world.ok([lend.initialize_strategy(PROGRAM, payer=world.payer.pubkey(), lender=lender.pubkey(), strategy_id=1, oracle_program=PRICE_FEED, terms=TERMS)], [lender]))}
-    from programs.tests.lendkit import Strategy
-
     s = Strategy(lend.strategy_address(PROGRAM, lender.pubkey(), 1)[0], lender, 1, TERMS)
     cost["set_mint"] = compute_units(world.chain, world.set_mint(s, acme, abi.ROLE_PLEDGE))
     world.set_mint(s, usdc, abi.ROLE_BORROW)

@@ -8,14 +8,17 @@ user). Submit, resubmit and reconcile need ``backoffice.submit_transaction``, ca
 ``transactions.approve_transaction`` (the approver's). The page shows the message decoded
 as Fetch Transaction Details answers (templates/admin/transactions/transaction/)."""
 
+from datetime import timedelta
+
 from django.contrib import admin, messages
+from django.utils import timezone
 
 from ledger_project.api.errors import LedgerError
 from ledger_project.api.idempotency import write_phase
 from ledger_project.staff import staff_action
 
 from . import approvals, services, settlement
-from .models import AddressLookupTable, NonceAccount, PlatformFeePayer, Transaction, TransactionApproval, TransactionEvent
+from .models import TERMINAL, AddressLookupTable, NonceAccount, PlatformFeePayer, Transaction, TransactionApproval, TransactionEvent, TransactionStatus
 
 
 class EventInline(admin.TabularInline):
@@ -51,6 +54,25 @@ class SignerFilter(admin.SimpleListFilter):
         return queryset.filter(signer_rows__address=self.value()) if self.value() else queryset
 
 
+class StuckFilter(admin.SimpleListFilter):
+    """Not final, and not looked at by the engine for a while (``updated_at``: the pump
+    touches what it follows, reconciliation what it holds): candidates for Resubmit or
+    Reconcile."""
+
+    title = "stuck (not looked at for)"
+    parameter_name = "stuck"
+    CHOICES = (("60", "over 1 minute"), ("600", "over 10 minutes"), ("3600", "over 1 hour"))
+
+    def lookups(self, request, model_admin):
+        return self.CHOICES
+
+    def queryset(self, request, queryset):
+        if self.value() not in dict(self.CHOICES):
+            return queryset
+        not_final = [s for s in TransactionStatus.values if s not in TERMINAL]
+        return queryset.filter(status__in=not_final, updated_at__lt=timezone.now() - timedelta(seconds=int(self.value())))
+
+
 def _label(tx: Transaction) -> str:
     return tx.onchain_id or str(tx.offchain_id)
 
@@ -69,7 +91,7 @@ _FIELDSETS = (
 @admin.register(Transaction)
 class TransactionAdmin(admin.ModelAdmin):
     list_display = ("txn_timestamp", "operation", "status", "approval_required", "onchain_id", "tenant", "cluster", "confirmations_count", "submit_attempts")
-    list_filter = ("status", "approval_required", "operation", "cluster", "tenant", SignerFilter)
+    list_filter = ("status", StuckFilter, "approval_required", "operation", "cluster", "tenant", SignerFilter)
     search_fields = ("onchain_id", "offchain_id", "fee_payer")
     list_select_related = ("tenant",)
     fieldsets = [(name, {"fields": fields}) for name, fields in _FIELDSETS]

@@ -450,7 +450,13 @@ def transaction_resubmit(*, transaction_id: int) -> StaffOutcome:
         done = "looked up by signature; the stored signed bytes sent again unless the cluster has them"
     else:
         raise LedgerError(_not_resubmittable(tx), field="itemData.transaction", code="INVALID_TRANSACTION_STATE")
+    return _outcome(tx, before, done)
+
+
+def _outcome(tx: Transaction, before: str, done: str) -> StaffOutcome:
     tx.refresh_from_db()
+    if tx.status != before and tx.status in (TransactionStatus.FAILED, TransactionStatus.EXPIRED) and tx.error_message:
+        done = f"{done}: {tx.error_message}"
     return StaffOutcome(before, tx.status, done)
 
 
@@ -487,5 +493,4 @@ def transaction_reconcile(*, transaction_id: int) -> StaffOutcome:
     else:
         raise LedgerError(f"{tx.status}: nothing to reconcile (it has ended{' and its chain record is stored' if tx.fee is not None else ''}).",
                           field="itemData.transaction", code="INVALID_TRANSACTION_STATE")
-    tx.refresh_from_db()
-    return StaffOutcome(before, tx.status, done)
+    return _outcome(tx, before, done)

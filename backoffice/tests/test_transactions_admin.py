@@ -6,6 +6,7 @@ message with its addresses linked to their records."""
 from __future__ import annotations
 
 import uuid
+from datetime import timedelta
 
 import pytest
 from django.db import transaction as db_transaction
@@ -159,3 +160,21 @@ def test_the_page_decodes_the_message_and_links_every_address_to_its_record(clie
     Transaction.unscoped.filter(pk=tx.pk).update(status=TransactionStatus.PENDING_APPROVAL, approval_required=True)
     held = viewer.get(f"{TX}{tx.pk}/change/").content.decode()
     assert source_signature not in held and "withheld" in held and 'class="signed"' in held
+
+
+@pytest.mark.django_db
+def test_the_stuck_filter_lists_what_the_engine_has_not_looked_at_for_a_while(client, tenant):
+    def row(status: str, signature: str, minutes: int) -> Transaction:
+        tx = Transaction.unscoped.create(tenant=tenant, cluster="CHAIN_LOCALNET", operation="test.op", status=status, message=b"", blockhash="x", fee_payer="x", onchain_id=signature)
+        Transaction.unscoped.filter(pk=tx.pk).update(updated_at=timezone.now() - timedelta(minutes=minutes))
+        return tx
+
+    row("SUBMITTED", "sig-stuck-submitted", 15)
+    row("SIGNED", "sig-stuck-signed", 90)
+    row("SUBMITTED", "sig-moving", 0)
+    row("FINALIZED", "sig-ended-long-ago", 600)
+    viewer = client_for(client, staff_user("viewer"))
+    over_ten = viewer.get(f"{TX}?stuck=600").content.decode()
+    assert "sig-stuck-submitted" in over_ten and "sig-stuck-signed" in over_ten and "sig-moving" not in over_ten and "sig-ended-long-ago" not in over_ten
+    over_hour = viewer.get(f"{TX}?stuck=3600").content.decode()
+    assert "sig-stuck-signed" in over_hour and "sig-stuck-submitted" not in over_hour

@@ -80,7 +80,8 @@ def _cluster_figures(cluster: str, fee_payer: str | None, nonce_addresses: list[
 def clusters() -> list[dict]:
     """One row per configured cluster; the clusters are read in parallel, with a bound on
     the wait."""
-    open_nonces = ~Q(state=NonceState.CLOSED)
+    # The platform's pool only: a tenant's own nonce accounts are never leased to others.
+    open_nonces = Q(tenant__isnull=True) & ~Q(state=NonceState.CLOSED)
     pools = {row["cluster"]: row for row in NonceAccount.objects.filter(open_nonces).order_by().values("cluster").annotate(
         free=Count("id", filter=Q(state=NonceState.READY, leased_at__isnull=True, leased_by__isnull=True)),
         leased=Count("id", filter=Q(leased_at__isnull=False) | Q(leased_by__isnull=False)),

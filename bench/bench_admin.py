@@ -23,6 +23,7 @@ sys.path.insert(0, str(ROOT))
 
 ROWS = int(os.environ.get("BENCH_ADMIN_ROWS", "200000"))
 TENANTS = 20
+POOL = 200  # the platform's durable nonce pool
 REPEAT = 15
 TARGET_P50_MS = 300
 
@@ -97,6 +98,20 @@ def seed() -> dict:
     return found
 
 
+def seed_nonce_accounts(address, now, txs, accounts) -> list:
+    """The platform's pool (POOL accounts, a tenth leased) and tenants' own nonce accounts,
+    one per account record (``accounts``)."""
+    from accounts.custody import managed_key_generate
+    from transactions.models import NonceAccount
+
+    pool_key = managed_key_generate()
+    nonces = [NonceAccount(cluster="CHAIN_LOCALNET", address=address(), authority=pool_key.public_key, authority_key=pool_key, state="READY",
+                           leased_by=txs[i] if i % 10 == 0 else None, leased_at=now if i % 10 == 0 else None) for i in range(POOL)]
+    nonces += [NonceAccount(cluster="CHAIN_LOCALNET", address=a.address, tenant_id=a.tenant_id, account=a, authority=address(), state="READY") for a in accounts]
+    NonceAccount.objects.bulk_create(nonces, batch_size=2000)
+    return nonces
+
+
 def seed_phase_b(rnd, now, address, tenants, txs, wallets, positions, instruments_by_tenant) -> dict:
     """Webhook events (the outbox) and their attempts, subscriptions, nonce accounts, lookup
     tables and vaults; a transaction with a real message for its page."""
@@ -109,8 +124,8 @@ def seed_phase_b(rnd, now, address, tenants, txs, wallets, positions, instrument
     from solders.pubkey import Pubkey
     from solders.system_program import TransferParams, transfer
 
-    from accounts.custody import managed_key_generate
-    from transactions.models import AddressLookupTable, NonceAccount, Transaction
+    from accounts.models import Account
+    from transactions.models import AddressLookupTable, Transaction
     from transactions.webhook_models import WebhookAttempt, WebhookEvent, WebhookSubscription
     from vaults.models import Vault
 
@@ -130,12 +145,8 @@ def seed_phase_b(rnd, now, address, tenants, txs, wallets, positions, instrument
     WebhookAttempt.objects.bulk_create([WebhookAttempt(event=e, number=1, started_at=now - timedelta(seconds=ROWS - i), latency_ms=rnd.randint(5, 400),
                                                        status_code=e.last_status_code) for i, e in enumerate(events)], batch_size=2000)
 
-    pool_key = managed_key_generate()
-    nonces = [NonceAccount(cluster="CHAIN_LOCALNET", address=address(), authority=pool_key.public_key, authority_key=pool_key, state="READY",
-                           leased_by=txs[i] if i % 10 == 0 else None, leased_at=now if i % 10 == 0 else None) for i in range(ROWS - 2000)]
-    nonces += [NonceAccount(cluster="CHAIN_LOCALNET", address=w.address, tenant_id=w.tenant_id, account=w, authority=address(), state="READY") for w in wallets[:2000]]
-    NonceAccount.objects.bulk_create(nonces, batch_size=2000)
-    AddressLookupTable.unscoped.bulk_create([AddressLookupTable(tenant=tenants[i % TENANTS], cluster="CHAIN_LOCALNET", address=address(), authority=address(),
+    nonces = seed_nonce_accounts(address, now, txs, Account.unscoped.order_by("pk")[:ROWS - POOL])
+    tables = AddressLookupTable.unscoped.bulk_create([AddressLookupTable(tenant=tenants[i % TENANTS], cluster="CHAIN_LOCALNET", address=address(), authority=address(),
                                                                 state=rnd.choice(["ACTIVE"] * 8 + ["FROZEN", "DEACTIVATED"]), addresses=[address() for _ in range(3)],
                                                                 addresses_count=3, last_extended_slot=1) for i in range(ROWS)], batch_size=2000)
     owners = {}
@@ -155,7 +166,7 @@ def seed_phase_b(rnd, now, address, tenants, txs, wallets, positions, instrument
     Transaction.unscoped.filter(pk=detailed.pk).update(message=to_bytes_versioned(message), required_signers=[str(payer), str(source)],
                                                       signatures={str(payer): detailed.onchain_id}, effects={"account": str(wallets[2].offchain_id)})
     return {"transaction_pk": detailed.pk, "transaction_offchain_id": str(detailed.offchain_id), "event_id": str(events[ROWS // 3].event_id),
-            "nonce": nonces[ROWS // 3].address, "vault_token": vaults[len(vaults) // 2].token_address}
+            "nonce": nonces[ROWS // 3].address, "vault_token": vaults[len(vaults) // 2].token_address, "lookup_table": tables[ROWS // 3].address}
 
 
 def measure(found: dict) -> None:
@@ -187,6 +198,7 @@ def measure(found: dict) -> None:
         ("instruments", "/admin/instruments/financialinstrument/"),
         ("staff_audit", "/admin/backoffice/staffauditentry/"),
         ("transactions_by_signer", f"/admin/transactions/transaction/?signer={found['payer']}"),
+        ("transactions_stuck", "/admin/transactions/transaction/?stuck=60"),
         ("transaction_page", f"/admin/transactions/transaction/{found['transaction_pk']}/change/"),
         ("webhook_events", "/admin/transactions/webhookevent/"),
         ("webhook_events_dead", "/admin/transactions/webhookevent/?status__exact=DEAD"),
@@ -200,6 +212,7 @@ def measure(found: dict) -> None:
         ("nonce_accounts_by_address", f"/admin/transactions/nonceaccount/?q={found['nonce']}"),
         ("lookup_tables", "/admin/transactions/addresslookuptable/"),
         ("lookup_tables_frozen", "/admin/transactions/addresslookuptable/?state__exact=FROZEN"),
+        ("lookup_tables_by_address", f"/admin/transactions/addresslookuptable/?q={found['lookup_table']}"),
         ("vaults", "/admin/vaults/vault/"),
         ("vaults_closed", "/admin/vaults/vault/?status__exact=CLOSED"),
         ("vaults_by_token_address", f"/admin/vaults/vault/?q={found['vault_token']}"),

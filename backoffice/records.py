@@ -146,6 +146,8 @@ def transaction_view(request, tx) -> dict:
     onchainId for the same reason)."""
     from transactions.details import transaction_details
 
+    if not bytes(tx.message or b""):
+        return {"empty": True}  # no message stored (never the service's own rows: a hand-made record)
     details = transaction_details(tx)
     addresses = {a["onchainId"] for a in details["accounts"]} | {s["onchainId"] for s in details["requiredSigners"]}
     addresses |= {lookup["onchainId"] for lookup in details["addressTableLookups"]}

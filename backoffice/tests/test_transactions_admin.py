@@ -178,3 +178,6 @@ def test_the_stuck_filter_lists_what_the_engine_has_not_looked_at_for_a_while(cl
     assert "sig-stuck-submitted" in over_ten and "sig-stuck-signed" in over_ten and "sig-moving" not in over_ten and "sig-ended-long-ago" not in over_ten
     over_hour = viewer.get(f"{TX}?stuck=3600").content.decode()
     assert "sig-stuck-signed" in over_hour and "sig-stuck-submitted" not in over_hour
+    # A record without a message (made by hand, never by the service) still has a page.
+    bare = Transaction.unscoped.get(onchain_id="sig-moving")
+    assert "No message is stored for this transaction" in viewer.get(f"{TX}{bare.pk}/change/").content.decode()

@@ -49,6 +49,12 @@ def stuck_account_creation(api, lamports: int) -> Transaction:
     return tx
 
 
+def messages(page: str) -> list[str]:
+    import re
+
+    return re.findall(r'<li class="[a-z]+">(.*?)</li>', page)
+
+
 def landed(chain, tx: Transaction) -> bool:
     return chain.get_signature_statuses([Signature.from_string(tx.onchain_id)]).value[0] is not None
 
@@ -93,7 +99,8 @@ def test_an_operator_resubmits_and_reconciles_stuck_transactions_through_the_eng
         assert held.status == TransactionStatus.PARTIALLY_SIGNED
         assert "still within its lifetime: left held" in run(operator, "reconcile", [held.pk])
         Transaction.unscoped.filter(pk=held.pk).update(last_valid_block_height=1)
-        assert "PARTIALLY_SIGNED → EXPIRED (its lifetime is over)" in run(operator, "reconcile", [held.pk])
+        expired = run(operator, "reconcile", [held.pk])
+        assert "PARTIALLY_SIGNED → EXPIRED (its lifetime is over: " in expired and "blockhash expired before it landed" in expired, messages(expired)
         assert "EXPIRED: nothing to reconcile (it has ended)." in run(operator, "reconcile", [held.pk])
         assert "EXPIRED: it has ended. The service never signs a transaction again" in run(operator, "resubmit", [held.pk])
 

@@ -38,6 +38,11 @@ CHAIN_RECORDS: dict[str, ChainRecord] = {
     "positions.position": ChainRecord("account", lambda p: p.address),
     "transactions.transaction": ChainRecord("transaction", lambda t: t.onchain_id or ""),
     "transactions.nonceaccount": ChainRecord("account", lambda n: n.address),
+    "transactions.addresslookuptable": ChainRecord("account", lambda t: t.address),
+    "transactions.programdeployment": ChainRecord("account", lambda p: p.program_id),
+    # A vault's state account (its whitelist and sequence, docs/vaults.md); its token
+    # account is its position's page.
+    "vaults.vault": ChainRecord("account", lambda v: v.state_address),
 }
 
 

@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from datetime import timedelta
 
 from django.conf import settings
-from django.db.models import Count, Min, Q
+from django.db.models import Count, Max, Min, Q
 from django.urls import reverse
 from django.utils import timezone
 
@@ -80,7 +80,8 @@ def _cluster_figures(cluster: str, fee_payer: str | None, nonce_addresses: list[
 def clusters() -> list[dict]:
     """One row per configured cluster; the clusters are read in parallel, with a bound on
     the wait."""
-    open_nonces = ~Q(state=NonceState.CLOSED)
+    # The platform's pool only: a tenant's own nonce accounts are never leased to others.
+    open_nonces = Q(tenant__isnull=True) & ~Q(state=NonceState.CLOSED)
     pools = {row["cluster"]: row for row in NonceAccount.objects.filter(open_nonces).order_by().values("cluster").annotate(
         free=Count("id", filter=Q(state=NonceState.READY, leased_at__isnull=True, leased_by__isnull=True)),
         leased=Count("id", filter=Q(leased_at__isnull=False) | Q(leased_by__isnull=False)),
@@ -114,6 +115,32 @@ def clusters() -> list[dict]:
     return out
 
 
+def webhook_backlog() -> dict:
+    """The outbox: events waiting (PENDING: how many are due, and since when), being sent,
+    and dead letters; disabled subscriptions; whether the delivery loop runs. One grouped
+    read over the (status, next_attempt_at) index."""
+    from transactions.delivery import LEASE
+    from transactions.webhook_models import DeliveryStatus, WebhookEvent, WebhookStatus, WebhookSubscription
+
+    now = timezone.now()
+    rows = {row["status"]: row for row in WebhookEvent.unscoped.filter(status__in=[DeliveryStatus.PENDING, DeliveryStatus.DELIVERING, DeliveryStatus.DEAD])
+            .order_by().values("status").annotate(total=Count("id"), due=Count("id", filter=Q(next_attempt_at__lte=now)), first_due=Min("next_attempt_at"),
+                                                  last_dead=Max("dead_at"))}
+    empty = {"total": 0, "due": 0, "first_due": None, "last_dead": None}
+    pending, delivering, dead = (rows.get(s, empty) for s in (DeliveryStatus.PENDING, DeliveryStatus.DELIVERING, DeliveryStatus.DEAD))
+    lease = PumpLease.objects.filter(cluster=LEASE).first()
+    changelist = reverse("admin:transactions_webhookevent_changelist")
+    return {
+        "pending": pending["total"], "due": pending["due"],
+        "lag_seconds": (now - pending["first_due"]).total_seconds() if pending["due"] else 0,
+        "delivering": delivering["total"], "dead": dead["total"], "last_dead": dead["last_dead"],
+        "disabled": WebhookSubscription.unscoped.filter(status=WebhookStatus.DISABLED).count(),
+        "loop": "running" if lease is not None and lease.lease_until > now else "idle",
+        "pending_url": f"{changelist}?status__exact={DeliveryStatus.PENDING}", "dead_url": f"{changelist}?status__exact={DeliveryStatus.DEAD}",
+        "disabled_url": reverse("admin:transactions_webhooksubscription_changelist") + f"?status__exact={WebhookStatus.DISABLED}",
+    }
+
+
 def heartbeats() -> list[dict]:
     stale_after = timedelta(seconds=settings.LEDGER_ADMIN_HEARTBEAT_STALE_SECONDS)
     now = timezone.now()
@@ -134,6 +161,7 @@ def dashboard(request) -> dict:
         "held": held_waiting(),
         "clusters": clusters(),
         "heartbeats": heartbeats(),
+        "webhooks": webhook_backlog(),
         "stale_after": settings.LEDGER_ADMIN_HEARTBEAT_STALE_SECONDS,
         "fee_payer_low": settings.LEDGER_ADMIN_FEE_PAYER_LOW_LAMPORTS,
         "can_approve": request.user.has_perm("transactions.approve_transaction"),

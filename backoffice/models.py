@@ -131,4 +131,7 @@ class StaffAction(models.Model):
             ("revoke_api_key", "Can revoke API keys"),
             ("rotate_master_key", "Can rotate the custody master key"),
             ("unlock_login", "Can unlock staff sign-ins locked after failures"),
+            ("submit_transaction", "Can submit held transactions and resubmit or reconcile stuck ones"),
+            ("cancel_transaction", "Can cancel transactions not yet submitted"),
+            ("redeliver_webhook", "Can redeliver webhook events and disable or enable webhooks"),
         ]

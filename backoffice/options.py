@@ -48,7 +48,7 @@ CHAIN_TRUTH = frozenset({
 _BASE58 = re.compile(r"^[1-9A-HJ-NP-Za-km-z]{32,88}$")
 _SIGNATURE_FIELDS = frozenset({"onchain_id", "signature"})
 _ADDRESS_FIELDS = frozenset({"address", "public_key", "fee_payer", "nonce_account", "authority", "mint"})
-_UUID_FIELDS = frozenset({"offchain_id", "request_id"})
+_UUID_FIELDS = frozenset({"offchain_id", "request_id", "event_id"})
 #: matches read by a search (an identifier has a handful; free text is cut here)
 SEARCH_LIMIT = 1000
 

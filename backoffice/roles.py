@@ -9,8 +9,8 @@ permissions to users, not to role groups).
 
 - viewer: sees every area and the scheduling pages, changes nothing;
 - operator: viewer + the actions on areas (inactivate, pause/unpause, freeze, re-read,
-  submit held / cancel unsubmitted transactions), the offchain fields of records, and the
-  periodic tasks;
+  submit held / resubmit / reconcile / cancel transactions, redeliver webhooks), the
+  offchain fields of records, and the periodic tasks;
 - approver: viewer + approve/reject transactions held for approval;
 - security officer: viewer + API keys (create, revoke), the staff audit, private-key export
   audit, custody keys and master-key rotation, staff users and sign-in lockouts.
@@ -51,11 +51,14 @@ ROLES: dict[str, RoleSpec] = {
     OPERATOR: RoleSpec(OPERATOR, grants=(
         "backoffice.view_heartbeat",
         "backoffice.inactivate_account", "backoffice.pause_instrument", "backoffice.sync_instrument", "backoffice.freeze_position",
-        # Offchain fields of records (chain truth stays read-only) and the transaction
-        # actions that have no permission of their own (submit held, cancel unsubmitted).
-        "accounts.change_account", "instruments.change_financialinstrument", "transactions.change_transaction",
-        # Webhooks (docs/webhooks.md): disable / enable subscriptions, redeliver events.
-        "transactions.change_webhooksubscription", "transactions.change_webhookevent",
+        # Transactions: submit held, resubmit / reconcile stuck ones, cancel unsubmitted —
+        # permissions of their own, not "change transaction" (no transaction field is
+        # editable; an action is not an edit).
+        "backoffice.submit_transaction", "backoffice.cancel_transaction",
+        # Webhooks (docs/webhooks.md): redeliver events, disable / enable subscriptions.
+        "backoffice.redeliver_webhook",
+        # Offchain fields of records (chain truth stays read-only).
+        "accounts.change_account", "instruments.change_financialinstrument",
     ), manage_apps=("django_celery_beat",)),
     APPROVER: RoleSpec(APPROVER, grants=("backoffice.view_heartbeat", "transactions.approve_transaction")),
     SECURITY_OFFICER: RoleSpec(SECURITY_OFFICER, grants=(

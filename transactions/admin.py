@@ -1,14 +1,24 @@
-"""Back-office for the transaction engine: follow, release held transactions, and approve
-or reject those held for approval (debit limits) — through the same services as the API,
-audited the same way (TransactionApproval names the staff user)."""
+"""Back-office for the transaction engine: follow, release held transactions, approve or
+reject those held for approval (debit limits), resubmit or reconcile stuck ones, cancel
+unsubmitted ones — through the same services as the API and the worker (approvals,
+``services.transaction_release`` / ``transaction_cancel``, ``settlement.transaction_resubmit``
+/ ``transaction_reconcile``), audited the same way (TransactionApproval names the staff
+user). Submit, resubmit and reconcile need ``backoffice.submit_transaction``, cancel
+``backoffice.cancel_transaction`` (the operator's), approve and reject
+``transactions.approve_transaction`` (the approver's). The page shows the message decoded
+as Fetch Transaction Details answers (templates/admin/transactions/transaction/)."""
+
+from datetime import timedelta
 
 from django.contrib import admin, messages
+from django.utils import timezone
 
 from ledger_project.api.errors import LedgerError
 from ledger_project.api.idempotency import write_phase
+from ledger_project.staff import staff_action
 
-from . import approvals, services
-from .models import AddressLookupTable, NonceAccount, PlatformFeePayer, Transaction, TransactionApproval, TransactionEvent
+from . import approvals, services, settlement
+from .models import TERMINAL, AddressLookupTable, NonceAccount, PlatformFeePayer, Transaction, TransactionApproval, TransactionEvent, TransactionStatus
 
 
 class EventInline(admin.TabularInline):
@@ -29,98 +39,153 @@ class ApprovalInline(admin.TabularInline):
     max_num = 0
 
 
+class SignerFilter(admin.SimpleListFilter):
+    """Transactions an address signs (``?signer=<address>``: an account page links here),
+    read through TransactionSigner's (address, transaction) index."""
+
+    title = "signer"
+    parameter_name = "signer"
+
+    def lookups(self, request, model_admin):
+        value = self.value()
+        return [(value, value)] if value else []
+
+    def queryset(self, request, queryset):
+        return queryset.filter(signer_rows__address=self.value()) if self.value() else queryset
+
+
+class StuckFilter(admin.SimpleListFilter):
+    """Not final, and not looked at by the engine for a while (``updated_at``: the pump
+    touches what it follows, reconciliation what it holds): candidates for Resubmit or
+    Reconcile."""
+
+    title = "stuck (not looked at for)"
+    parameter_name = "stuck"
+    CHOICES = (("60", "over 1 minute"), ("600", "over 10 minutes"), ("3600", "over 1 hour"))
+
+    def lookups(self, request, model_admin):
+        return self.CHOICES
+
+    #: at most this many, the longest untouched first (more is an outage: the dashboard counts them)
+    LIMIT = 1000
+
+    def queryset(self, request, queryset):
+        if self.value() not in dict(self.CHOICES):
+            return queryset
+        not_final = [s for s in TransactionStatus.values if s not in TERMINAL]
+        # Read off the status index first: the list's newest-first order would otherwise
+        # walk the primary key past every recently touched transaction. (updated_at has no
+        # index on purpose: the pump rewrites it all the time, and an index on it would
+        # cost every such update its HOT path.)
+        ids = queryset.filter(status__in=not_final, updated_at__lt=timezone.now() - timedelta(seconds=int(self.value()))).order_by("updated_at")
+        return queryset.filter(pk__in=list(ids.values_list("pk", flat=True)[:self.LIMIT]))
+
+
+def _label(tx: Transaction) -> str:
+    return tx.onchain_id or str(tx.offchain_id)
+
+
+#: shown on the page in this order; the message is decoded below them, never shown raw,
+#: and signatures are shown there (withheld while held for approval)
+_FIELDSETS = (
+    (None, ("offchain_id", "tenant", "cluster", "operation", "status", "error_message", "approval_required", "submit_when_signed", "created_by_key", "request_id")),
+    ("Times", ("txn_timestamp", "submitted_at", "confirmed_at", "finalized_at", "effects_applied_at", "submit_attempts", "updated_at")),
+    ("On the chain", ("onchain_id", "version", "lifetime", "blockhash", "last_valid_block_height", "nonce_account", "fee_payer", "commitment",
+                      "slot", "confirmations_count", "block_time", "fee", "compute_units_consumed")),
+    ("Recorded data", ("effects", "error", "loaded_addresses")),
+)
+
+
 @admin.register(Transaction)
 class TransactionAdmin(admin.ModelAdmin):
-    list_display = ("txn_timestamp", "operation", "status", "approval_required", "onchain_id", "tenant", "cluster", "confirmations_count")
-    list_filter = ("status", "approval_required", "operation", "cluster", "tenant")
+    list_display = ("txn_timestamp", "operation", "status", "approval_required", "onchain_id", "tenant", "cluster", "confirmations_count", "submit_attempts")
+    list_filter = ("status", StuckFilter, "approval_required", "operation", "cluster", "tenant", SignerFilter)
     search_fields = ("onchain_id", "offchain_id", "fee_payer")
     list_select_related = ("tenant",)
-    exclude = ("message",)
-    readonly_fields = [f.name for f in Transaction._meta.fields if f.name != "message"] + ["signers_collected", "decoded_instructions"]
+    fieldsets = [(name, {"fields": fields}) for name, fields in _FIELDSETS]
+    readonly_fields = [f.name for f in Transaction._meta.fields if f.name != "message"]
     inlines = [ApprovalInline, EventInline]
-    actions = ["approve_held", "reject_held", "submit_held", "cancel_unsubmitted"]
+    actions = ["approve_held", "reject_held", "submit_held", "resubmit", "reconcile", "cancel_unsubmitted"]
 
-    @admin.display(description="Signers (signature collected?)")
-    def signers_collected(self, obj) -> str:
-        from django.utils.html import format_html_join
-
-        signed = obj.signatures or {}
-        return format_html_join("", "<div><code>{}</code> — {}</div>", ((s, "signed" if s in signed else "missing") for s in obj.required_signers or ()))
-
-    @admin.display(description="Decoded instructions")
-    def decoded_instructions(self, obj) -> str:
-        """The message decoded as Fetch Transaction Details shows it (chain/decode.py)."""
-        import json
-
-        from django.utils.html import format_html
-
-        from .chain.decode import decode_message
-
-        if not obj.message:
-            return "-"
-        decoded = decode_message(bytes(obj.message), obj.loaded_addresses)
-        lines = []
-        for ix in decoded["instructions"]:
-            accounts = ", ".join(f"{a['role'] or '?'}={a['onchainId']}" for a in ix["accounts"])
-            data = json.dumps(ix["data"]) if ix["data"] is not None else f"raw {ix['rawData']}"
-            lines.append(f"#{ix['index']} {ix['programName'] or ix['programId']}.{ix['instructionType'] or '?'} {data}\n    {accounts}")
-        return format_html("<pre style=\"white-space: pre-wrap\">{}</pre>", "\n".join(lines))
+    def has_add_permission(self, request):
+        return False
 
     def has_approve_permission(self, request) -> bool:
         return request.user.has_perm("transactions.approve_transaction")
 
-    def _decide(self, request, queryset, decide, verb: str) -> None:
+    def has_submit_permission(self, request) -> bool:
+        return request.user.has_perm("backoffice.submit_transaction")
+
+    def has_cancel_permission(self, request) -> bool:
+        return request.user.has_perm("backoffice.cancel_transaction")
+
+    def _each(self, request, queryset, run, verb: str) -> None:
+        """``run(tx)`` for each selected transaction; a LedgerError (the service's refusal,
+        or a cluster that does not answer) is reported for that one, the others go on."""
         done, refused = 0, []
-        for tx in queryset:
+        for tx in queryset.order_by("pk"):
             try:
-                decide(tx)
+                note = run(tx)
                 done += 1
+                if note:
+                    self.message_user(request, f"{_label(tx)}: {note}", messages.INFO)
             except LedgerError as exc:
-                refused.append(f"{tx.offchain_id}: {exc.message}")
+                refused.append(f"{_label(tx)}: {exc.message}")
         self.message_user(request, f"{done} transaction(s) {verb}.", messages.SUCCESS)
         for line in refused:
             self.message_user(request, line, messages.WARNING)
 
-    @admin.action(description="Approve (held for approval: released for submission)", permissions=["approve"])
+    @staff_action(description="Approve (held for approval: released for submission)", permissions=["approve"],
+                  confirm_note="Each transaction is released for submission (PATCH transactions/approve); the decision is recorded with your name.")
     def approve_held(self, request, queryset):
         def approve(tx):
             approvals.transaction_approval_check(transaction=tx, staff_user=request.user)
             with write_phase():
                 approvals.transaction_approve(transaction=tx, staff_user=request.user, reason=f"Approved in the admin by {request.user}.")
 
-        self._decide(request, queryset, approve, "approved")
+        self._each(request, queryset, approve, "approved")
 
-    @admin.action(description="Reject (held for approval: cancelled, nothing executed)", permissions=["approve"])
+    @staff_action(description="Reject (held for approval: cancelled, nothing executed)", permissions=["approve"],
+                  confirm_note="Each transaction is cancelled (PATCH transactions/reject): nothing is executed; the decision is recorded with your name.")
     def reject_held(self, request, queryset):
-        self._decide(request, queryset, lambda tx: approvals.transaction_reject(transaction=tx, staff_user=request.user, reason=f"Rejected in the admin by {request.user}."), "rejected")
+        self._each(request, queryset, lambda tx: approvals.transaction_reject(transaction=tx, staff_user=request.user, reason=f"Rejected in the admin by {request.user}."), "rejected")
 
-    def has_add_permission(self, request):
-        return False
-
-    @admin.action(description="Submit held (SIGNED, not submitted) transactions")
+    @staff_action(description="Submit held (SIGNED, not submitted) transactions", permissions=["submit"],
+                  confirm_note="Each held SIGNED transaction is queued for the cluster's pump (Submit Transaction's service, transaction_release).")
     def submit_held(self, request, queryset):
-        done = 0
-        for tx in queryset.filter(status="SIGNED", submit_when_signed=False):
+        def release(tx):
             services.transaction_release(transaction=tx)
-            done += 1
-        self.message_user(request, f"{done} transaction(s) queued for submission.", messages.SUCCESS)
 
+        self._each(request, queryset, release, "queued for submission")
 
-    @admin.action(description="Cancel (not yet submitted: PARTIALLY_SIGNED, held SIGNED; held for approval: use Reject)")
+    @staff_action(description="Resubmit stuck transactions (send the same signed bytes now)", permissions=["submit"],
+                  confirm_note="SIGNED and queued: claimed and sent now, as the pump sends. SUBMITTED: looked up by signature, and sent again "
+                               "(the same signed bytes: it executes at most once) unless the cluster has it; EXPIRED if its lifetime is over. "
+                               "Nothing is ever signed again.")
+    def resubmit(self, request, queryset):
+        self._each(request, queryset, lambda tx: _outcome(settlement.transaction_resubmit(transaction_id=tx.pk)), "resubmitted")
+
+    @staff_action(description="Reconcile with the cluster (what the pump and reconciliation do next)", permissions=["submit"],
+                  confirm_note="SUBMITTED / CONFIRMED: followed by signature (confirmed, finalized or failed, effects applied once). Held: expired "
+                               "once its lifetime is over, or followed if it landed anyway. SIGNED and queued: its cluster's pump is started. "
+                               "Landed without the chain's record: the record (fee, logs) is read.")
+    def reconcile(self, request, queryset):
+        self._each(request, queryset, lambda tx: _outcome(settlement.transaction_reconcile(transaction_id=tx.pk)), "reconciled")
+
+    @staff_action(description="Cancel (not yet submitted: PARTIALLY_SIGNED, held SIGNED; held for approval: use Reject)", permissions=["cancel"],
+                  confirm_note="Each transaction becomes CANCELLED and can never execute (a durable nonce is advanced first); its operation's "
+                               "failure effects run (transaction_cancel).")
     def cancel_unsubmitted(self, request, queryset):
-        done, refused = 0, []
-        for tx in queryset:
+        def cancel(tx):
             if tx.approval_required:  # a decision on it is audited: Reject records who and why
-                refused.append(f"{tx.offchain_id}: held for approval; reject it instead (the decision is recorded).")
-                continue
-            try:
-                services.transaction_cancel(transaction=tx, reason=f"Cancelled in the admin by {request.user}.")
-                done += 1
-            except LedgerError as exc:
-                refused.append(f"{tx.offchain_id}: {exc.message}")
-        self.message_user(request, f"{done} transaction(s) cancelled.", messages.SUCCESS)
-        for line in refused:
-            self.message_user(request, line, messages.WARNING)
+                raise LedgerError("held for approval; reject it instead (the decision is recorded).")
+            services.transaction_cancel(transaction=tx, reason=f"Cancelled in the admin by {request.user}.")
+
+        self._each(request, queryset, cancel, "cancelled")
+
+
+def _outcome(outcome: settlement.StaffOutcome) -> str:
+    return f"{outcome.before} → {outcome.after} ({outcome.done})"
 
 
 @admin.register(PlatformFeePayer)

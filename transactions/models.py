@@ -251,7 +251,10 @@ class NonceAccount(models.Model):
     closed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        indexes = [models.Index(fields=["cluster", "tenant", "state"], name="nonce_cluster_tenant_state")]
+        indexes = [
+            models.Index(fields=["cluster", "tenant", "state"], name="nonce_cluster_tenant_state"),
+            models.Index(fields=["authority"], name="nonce_authority"),  # the admin's search by address (docs/admin.md)
+        ]
         constraints = [
             models.UniqueConstraint(fields=["cluster", "address"], name="nonce_unique_address_per_cluster"),
             models.CheckConstraint(
@@ -326,7 +329,10 @@ class AddressLookupTable(TenantOwnedModel):
 
     class Meta:
         ordering = ["-pk"]
-        indexes = [models.Index(fields=["tenant", "cluster", "state"], name="alt_tenant_state")]
+        indexes = [
+            models.Index(fields=["tenant", "cluster", "state"], name="alt_tenant_state"),
+            models.Index(fields=["authority"], name="alt_authority"),  # the admin's search by address (docs/admin.md)
+        ]
         constraints = [
             models.UniqueConstraint(fields=["cluster", "address"], name="alt_unique_address_per_cluster", violation_error_message="This lookup table is already recorded."),
             models.CheckConstraint(condition=Q(addresses_count__lte=256), name="alt_at_most_256_addresses", violation_error_message="A lookup table holds at most 256 addresses."),

@@ -137,6 +137,8 @@ class WebhookEvent(TenantOwnedModel):
             models.Index(fields=["subscription", "subject", "id"], name="whk_event_order"),
             models.Index(fields=["subscription", "occurred_at"], name="whk_event_time"),
             models.Index(fields=["event_id"], name="whk_event_id"),
+            # The admin's links from a transaction or an account to its events (docs/admin.md).
+            models.Index(fields=["subject"], name="whk_event_subject"),
         ]
         constraints = [models.UniqueConstraint(fields=["subscription", "event_id"], name="whk_event_once_per_subscription")]
 

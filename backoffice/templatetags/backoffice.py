@@ -44,7 +44,18 @@ def related_links(context, original) -> list[dict]:
         except NoReverseMatch:
             continue
         links.append({"label": f"{model._meta.verbose_name_plural} ({field.verbose_name})", "url": f"{base}?{urlencode({f'{field.name}__{target.attname}__exact': value})}"})
+    from backoffice.records import extra_related_links
+
+    links += extra_related_links(request, original)
     return sorted(links, key=lambda link: link["label"])
+
+
+@register.simple_tag(takes_context=True)
+def transaction_decoded(context, original) -> dict:
+    """The transaction page's decoded view (backoffice/records.py)."""
+    from backoffice.records import transaction_view
+
+    return transaction_view(context.get("request"), original)
 
 
 @register.filter

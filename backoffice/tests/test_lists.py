@@ -4,8 +4,12 @@ detail pages link related records both ways."""
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 from django.db import connection
+from django.utils import timezone
+from solders.keypair import Keypair
 from django.test.utils import CaptureQueriesContext
 
 from accounts.tests.factories import AccountFactory
@@ -13,7 +17,10 @@ from backoffice.paginator import EstimatedCountPaginator
 from instruments.tests.factories import FinancialInstrumentFactory
 from positions.tests.test_api_bulk import make_position
 from tenancy.tests.factories import issue_key
-from transactions.models import Transaction, TransactionStatus
+from transactions.models import NonceAccount, Transaction, TransactionStatus
+from transactions.tests.factories import AddressLookupTableFactory
+from transactions.webhook_models import WebhookAttempt, WebhookEvent
+from vaults.tests.factories import make_vault
 
 from .staff import client_for, staff_user
 
@@ -25,7 +32,28 @@ LISTS = {
                                                                                    message=b"", blockhash="x", fee_payer="x", onchain_id=f"sig{i}"),
     "/admin/tenancy/apikey/": lambda t, i: issue_key(t),
     "/admin/backoffice/staffauditentry/": lambda t, i: __import__("backoffice.models", fromlist=["x"]).StaffAuditEntry.objects.create(kind="ACTION", actor=f"u{i}"),
+    "/admin/transactions/webhookevent/": lambda t, i: make_event(t),
+    "/admin/transactions/webhookattempt/": lambda t, i: WebhookAttempt.objects.create(event=make_event(t), number=1, started_at=timezone.now(), latency_ms=5, status_code=503),
+    "/admin/transactions/webhooksubscription/": lambda t, i: subscription(t),
+    "/admin/transactions/nonceaccount/": lambda t, i: NonceAccount.objects.create(cluster="CHAIN_LOCALNET", address=str(Keypair().pubkey()), tenant=t,
+                                                                                  account=AccountFactory(tenant=t, type="NONCE"), authority=str(Keypair().pubkey()),
+                                                                                  leased_by=Transaction.unscoped.create(tenant=t, cluster="CHAIN_LOCALNET", operation="test.op",
+                                                                                                                        message=b"", blockhash="x", fee_payer="x")),
+    "/admin/transactions/addresslookuptable/": lambda t, i: AddressLookupTableFactory(tenant=t),
+    "/admin/vaults/vault/": lambda t, i: make_vault(t),
 }
+
+
+def subscription(tenant):
+    from transactions.webhook_models import WebhookSubscription
+
+    return WebhookSubscription.unscoped.create(tenant=tenant, cluster="CHAIN_LOCALNET", name="hook", endpoint_url="https://hooks.example/x", post_submit=True)
+
+
+def make_event(tenant):
+    now = timezone.now()
+    return WebhookEvent.unscoped.create(tenant=tenant, cluster="CHAIN_LOCALNET", event_id=uuid.uuid4(), subscription=subscription(tenant), event_type="transaction.post_submit",
+                                        subject=f"transaction:{uuid.uuid4()}", body="{}", occurred_at=now, next_attempt_at=now, retry_from=now, status="DEAD")
 
 
 @pytest.mark.django_db

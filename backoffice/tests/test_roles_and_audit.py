@@ -38,6 +38,9 @@ def test_roles_are_groups_whose_permissions_follow_the_rules(capsys):
     # Each other role is the viewer plus its own.
     assert viewer < operator and viewer < approver and viewer < officer
     assert operator - viewer >= {"backoffice.inactivate_account", "backoffice.pause_instrument", "django_celery_beat.change_periodictask"}
+    # Transaction and webhook actions have permissions of their own, not "change" (no field of those records is editable).
+    assert operator - viewer >= {"backoffice.submit_transaction", "backoffice.cancel_transaction", "backoffice.redeliver_webhook"}
+    assert not {"transactions.change_transaction", "transactions.change_webhookevent", "transactions.change_webhooksubscription"} & operator
     assert approver - viewer == {"transactions.approve_transaction"}
     assert {"tenancy.add_apikey", "backoffice.revoke_api_key", "backoffice.rotate_master_key", "accounts.view_privatekeydisclosure", "backoffice.view_staffauditentry"} <= officer
     assert "transactions.approve_transaction" not in operator | officer and "backoffice.revoke_api_key" not in operator | approver

@@ -377,7 +377,7 @@ def test_staff_without_the_approval_permission_get_no_approve_action(api, client
     from django.contrib.auth.models import Permission
 
     clerk = django_user_model.objects.create_user("clerk", password="x", is_staff=True)
-    clerk.user_permissions.add(*Permission.objects.filter(codename__in=["view_transaction", "change_transaction"]))
+    clerk.user_permissions.add(*Permission.objects.filter(codename__in=["view_transaction", "cancel_transaction"]))
     client.force_login(clerk)
     held = Transaction.unscoped.get(offchain_id=result(transfer(api, account(api, SOL), off_platform(), {"lamports": RENT}))["offchainId"])
     page = client.get("/admin/transactions/transaction/")

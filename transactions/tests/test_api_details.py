@@ -224,7 +224,9 @@ def test_the_admin_shows_decoded_instructions_signatures_and_events(admin_client
                                      required_signers=[str(payer), str(source)], signatures={str(payer): str(Keypair().sign_message(b"m"))})
     TransactionEvent.objects.create(transaction=tx, kind="SIGNATURES_ADDED", detail={"signers": [str(payer)]})
     page = admin_client.get(f"/admin/transactions/transaction/{tx.pk}/change/").content.decode()
-    assert f"system.transfer {{&quot;lamports&quot;: 4242}}" in page
-    assert f"source={source}" in page and f"destination={destination}" in page
-    assert f"<code>{payer}</code> — signed" in page and f"<code>{source}</code> — missing" in page
+    # The back office renders transaction_details itself (templates/admin/transactions/transaction/).
+    assert '<strong class="instruction-type">transfer</strong>' in page and "&quot;lamports&quot;: 4242" in page
+    assert f"<td>source</td><td><code>{source}</code>" in page and f"<td>destination</td><td><code>{destination}</code>" in page
+    assert f'<td><code>{payer}</code></td>\n          <td><span class="signed">signed</span>' in page
+    assert f'<td><code>{source}</code></td>\n          <td><span class="missing">missing</span>' in page
     assert "SIGNATURES_ADDED" in page

@@ -163,9 +163,7 @@ class Node:
             self.slot_tx_counts[block.slot] = block.tx_count
         # The slot open when the node stopped: its start time is stored; its transactions
         # follow the previous block's (a version-1 data directory has no blocks: a scan).
-        # Seconds the node's clock runs ahead of this machine's (localnetWarpClock).
-        self.clock_offset = int(store.meta_get("clock_offset") or 0)
-        self.block_time = int(store.meta_get("slot_time") or self.now())
+        self.block_time = int(store.meta_get("slot_time") or time.time())
         previous = store.block(self.slot - 1)
         if previous is not None:
             self.slot_first_seq = previous.first_seq + previous.tx_count
@@ -181,7 +179,7 @@ class Node:
             closed = self.slot  # its block is complete now (none for the genesis slot 0)
             previous_hash = self.recent_order[-1] if self.recent_order else self.genesis_hash
             self.slot += 1
-            now = self.now()
+            now = int(time.time())
             clock = Clock(self.slot, 0, self.slot // 432_000, self.slot // 432_000 + 1, now)
             for runtime in self.runtimes:
                 runtime.set_clock(clock)
@@ -263,22 +261,6 @@ class Node:
             for _ in range(slots):
                 self._advance_slot()
             return self.slot
-
-    def now(self) -> int:
-        """The node's wall clock (unix seconds): this machine's, plus what localnetWarpClock added."""
-        return int(time.time()) + self.clock_offset
-
-    def warp_clock(self, seconds: int) -> int:
-        """Move the node's wall clock ``seconds`` ahead for good and start a new slot, whose
-        Clock sysvar (unix_timestamp) and block time carry it (the local node's own method,
-        for tests of rules counted in seconds, e.g. a loan's interest or due time). Slots and
-        blockhashes move on by one slot only. Answers the new unix time."""
-        with self.lock:
-            self.clock_offset += seconds
-            self.store.meta_set("clock_offset", str(self.clock_offset))
-            self.commits.flush()
-            self._advance_slot()
-            return self.block_time
 
     def stop(self) -> None:
         self.commits.flush()

@@ -407,28 +407,3 @@ def test_a_version_1_data_directory_is_upgraded(own_node):
     db = sqlite3.connect(f"file:{own_node.data_dir / 'ledger.db'}?mode=ro", uri=True)
     assert db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == ("2",)
     db.close()
-
-
-def test_the_clock_warps_ahead_for_good(own_node):
-    """localnetWarpClock moves the Clock sysvar's unix_timestamp ahead (tests of rules
-    counted in seconds); the offset outlives a restart."""
-    import struct
-
-    url = own_node.start().url
-    chain = Client(url, timeout=10, commitment=Confirmed)
-
-    def clock() -> tuple[int, int]:
-        data = bytes(chain.get_account_info(Pubkey.from_string("SysvarC1ock11111111111111111111111111111111")).value.data)
-        slot, _, _, _, unix_timestamp = struct.unpack_from("<QqQQq", data)
-        return slot, unix_timestamp
-
-    assert rpc_call(url, "localnetWarpClock", [0])["error"]["code"] == -32602
-    slot, before = clock()
-    day = 86_400
-    warped = result(url, "localnetWarpClock", 30 * day)
-    assert warped >= before + 30 * day
-    new_slot, now = clock()
-    assert new_slot > slot and now >= before + 30 * day
-    own_node.stop()
-    own_node.start()
-    assert clock()[1] >= before + 30 * day

@@ -90,6 +90,15 @@ class Methods(AccountMethods, HistoryMethods):
             raise bad("expected a number of slots from 1 to 10000")
         return self.node.warp(count)
 
+    def rpc_localnetWarpClock(self, params):
+        """Not a Solana method: move the Clock's unix time params[0] seconds (1..3,153,600,000,
+        a century) ahead for good, in a new slot, and answer the new unix time
+        (docs/localnet.md, "Slots and blockhashes")."""
+        seconds = param(params, 0)
+        if not isinstance(seconds, int) or isinstance(seconds, bool) or not 1 <= seconds <= 3_153_600_000:
+            raise bad("expected a number of seconds from 1 to 3153600000")
+        return self.node.warp_clock(seconds)
+
     def rpc_getBlockHeight(self, params):
         return self.node.view_slot(self._level(config(params, 0)))  # block height = slot: no slot is skipped
 

@@ -164,6 +164,8 @@ class Node:
         # The slot open when the node stopped: its start time is stored; its transactions
         # follow the previous block's (a version-1 data directory has no blocks: a scan).
         self.block_time = int(store.meta_get("slot_time") or time.time())
+        # Seconds localnetWarpClock moved the Clock ahead of wall time (kept across restarts).
+        self.clock_offset = int(store.meta_get("clock_offset") or 0)
         previous = store.block(self.slot - 1)
         if previous is not None:
             self.slot_first_seq = previous.first_seq + previous.tx_count
@@ -179,7 +181,7 @@ class Node:
             closed = self.slot  # its block is complete now (none for the genesis slot 0)
             previous_hash = self.recent_order[-1] if self.recent_order else self.genesis_hash
             self.slot += 1
-            now = int(time.time())
+            now = int(time.time()) + self.clock_offset
             clock = Clock(self.slot, 0, self.slot // 432_000, self.slot // 432_000 + 1, now)
             for runtime in self.runtimes:
                 runtime.set_clock(clock)
@@ -255,12 +257,24 @@ class Node:
         """Advance ``slots`` slots at once, as that many ticks would (the local node's own
         method, for tests of rules counted in slots, e.g. a lookup table's deactivation
         cool-down). Blockhashes issued before fall out of their 150-slot window as they
-        would with time; the Clock's wall time does not jump."""
+        would with time; the Clock's wall time does not jump (warp_clock moves it)."""
         with self.lock:
             self.commits.flush()
             for _ in range(slots):
                 self._advance_slot()
             return self.slot
+
+    def warp_clock(self, seconds: int) -> int:
+        """Move the Clock sysvar's unix_timestamp (and block times) ``seconds`` ahead of
+        wall time for good, then start a new slot that carries it (the local node's own
+        method, for tests of rules counted in seconds, e.g. a loan's interest and due
+        time); the new unix_timestamp. Time never goes back: the offset only grows."""
+        with self.lock:
+            self.commits.flush()
+            self.clock_offset += seconds
+            self.store.meta_set("clock_offset", str(self.clock_offset))
+            self._advance_slot()
+            return self.block_time
 
     def stop(self) -> None:
         self.commits.flush()

@@ -407,3 +407,21 @@ def test_a_version_1_data_directory_is_upgraded(own_node):
     db = sqlite3.connect(f"file:{own_node.data_dir / 'ledger.db'}?mode=ro", uri=True)
     assert db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == ("2",)
     db.close()
+
+
+def test_warp_clock_moves_unix_time_ahead_for_good(own_node):
+    """localnetWarpClock: the Clock sysvar (and block times) jump ahead in a new slot and
+    stay ahead across a restart; bad arguments are refused."""
+    url = own_node.start().url
+    assert rpc(url, "localnetWarpClock", 0)["error"]["code"] == -32602
+    assert rpc(url, "localnetWarpClock", True)["error"]["code"] == -32602
+    confirmed = {"commitment": "confirmed"}
+    slot = result(url, "getSlot", confirmed)
+    before = int(time.time())
+    unix = result(url, "localnetWarpClock", 30 * 86_400)
+    warped = result(url, "getSlot", confirmed)
+    assert unix >= before + 30 * 86_400 and warped > slot
+    assert result(url, "getBlockTime", warped) >= unix
+    own_node.stop()
+    own_node.start()
+    assert result(url, "getBlockTime", result(url, "getSlot", confirmed)) >= unix

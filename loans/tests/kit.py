@@ -107,9 +107,11 @@ class World:
         return {"owner": owner, "financialInstrument": instrument}
 
 
-def world(api, chain: Client, *, acme_units: int = 1_000 * 10**6, usd_units: int = 100_000 * 100) -> World:
+def world(api, chain: Client, *, acme_units: int = 1_000 * 10**6, usd_units: int = 100_000 * 100, borrower_key: Keypair | None = None) -> World:
+    """``borrower_key``: the borrower's key, imported so that the test can also sign as the
+    borrower outside the service."""
     payer = funded(chain, 20 * 10**9)
-    issuer, lender, borrower = wallet(api), wallet(api), wallet(api)
+    issuer, lender, borrower = wallet(api), wallet(api), wallet(api, borrower_key)
     for party in (lender, borrower):
         wait(chain, chain.request_airdrop(Pubkey.from_string(address_of(api, party)), 5 * 10**9).value)
     acme = instrument(api, authority=issuer, kind="CORPORATE_BOND", decimals=6)

@@ -24,7 +24,7 @@ from programs.lending import abi, client
 from .. import onchain
 from ..locks import lock_loan
 from ..models import Loan, LoanStatus
-from .common import Debit, Holding, Plan, amount_of, borrower_config, build, debits_allowed, fund_first, holding, no_funding_steps, open_loan, protocol, read_escrow, record
+from .common import Debit, Holding, Plan, amount_of, borrower_config, build, debits_allowed, enough, fund_first, holding, no_funding_steps, open_loan, protocol, read_escrow, record
 from .create import LoanResult, deposit, expected_values, lender_debit, pool_of, prepare_pledge, recorded_strategy
 
 #: repayAll without a value: the most the borrower accepts to pay is the debt estimated this
@@ -160,6 +160,8 @@ def loan_repay(*, tenant, cluster: str, api_key, loan: Loan, data: dict, svm_con
             raise LedgerError("Give value, or repayAll.", field=f"{field}.value", code="REQUIRED")
         if funded:
             fund_first(plan, source, item, amount, field)
+        elif not repay_all or item.get("value") is not None:
+            enough(source, amount, f"{field}.value")
         liquidity = ix.associated_address(e.strategy, instrument)
         plan.instructions.append(client.repay(e.program, escrow=e.escrow, strategy=e.strategy, repayer=plan.borrower_key, mint=onchain.token_mint(instrument),
                                               source=Pubkey.from_string(source.address), amount=amount, repay_all=repay_all))

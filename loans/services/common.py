@@ -189,6 +189,17 @@ def amount_of(value: dict, instrument: FinancialInstrument, field: str) -> int:
     return base_units(value, instrument, field=field)
 
 
+def enough(source: Holding, amount: int, field: str) -> None:
+    """400 INSUFFICIENT_FUNDS naming the item's value when the position's balance (as the
+    last confirmed transaction left it) is below ``amount`` — the token program would
+    refuse the same without saying which item (a position funded earlier in the same
+    transaction, transferFrom / mintAsset, is not checked here)."""
+    if source.draft is None and source.position is not None:
+        balance = int(source.position.account.token_balance or 0)
+        if balance < amount:
+            raise LedgerError(f"The position holds {balance} base units: not enough for {amount}.", field=field, code="INSUFFICIENT_FUNDS")
+
+
 # --- before a pledge or a repayment: transferFrom, mintAsset -----------------------------------
 
 

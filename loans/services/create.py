@@ -35,6 +35,7 @@ from .common import (
     Plan,
     amount_of,
     borrower_config,
+    enough,
     build,
     debits_allowed,
     escrow_holding,
@@ -96,6 +97,8 @@ def prepare_pledge(plan: Plan, *, escrow: Pubkey, item: dict, field: str) -> tup
         thaw_escrow_account(plan, escrow, instrument, field)
     elif funded:
         fund_first(plan, source, item, amount, field)
+    if not funded:
+        enough(source, amount, f"{field}.value")
     return source, amount
 
 

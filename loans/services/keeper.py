@@ -110,6 +110,7 @@ def loans_watch(*, cluster: str) -> KeeperReport:
     return report
 
 
+@worker_only  # the keeper's
 def _flag(loan: Loan, value: onchain.Valuation, report: KeeperReport) -> None:
     now = timezone.now()
     if value.liquidatable:
@@ -120,6 +121,7 @@ def _flag(loan: Loan, value: onchain.Valuation, report: KeeperReport) -> None:
         Loan.unscoped.filter(pk=loan.pk).update(flagged_at=None, flag_reason="", checked_at=now)
 
 
+@worker_only  # the keeper reads the lender organization's record of the strategy
 def _mode(loan: Loan) -> str:
     """The liquidation mode of the loan's strategy, as its lender's organization set it
     (any organization's record of the strategy: the lender decides)."""

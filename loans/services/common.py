@@ -257,7 +257,7 @@ def thaw_escrow_account(plan: Plan, escrow: Pubkey, instrument: FinancialInstrum
     authority = _signer_of(plan.tenant, instrument.freeze_authority if instrument.freeze_authority_id else None, instrument.freeze_authority_address, field)
     plan.instructions.append(ix.create_associated_idempotent(payer=plan.borrower_key, owner=escrow, instrument=instrument))
     plan.instructions.append(thaw_account(ThawAccountParams(program_id=ix.program_of(instrument), account=address, mint=Pubkey.from_string(instrument.address),
-                                                            authority=authority.pubkey, signers=[])))
+                                                            authority=authority.pubkey)))
     plan.sign(authority)
     plan.thawed.append(str(address))
 

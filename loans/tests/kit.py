@@ -118,7 +118,8 @@ def world(api, chain: Client, *, acme_units: int = 1_000 * 10**6, usd_units: int
     usd = instrument(api, authority=issuer, kind="STABLECOIN", decimals=2)
     acme_feed, usd_feed = new_feed(chain, payer, acme["onchainId"], 10_00), new_feed(chain, payer, usd["onchainId"], 1_00)
     borrower_acme = position(api, borrower, acme)
-    settled(mint(api, at(borrower_acme), {"lamports": acme_units}))
+    if acme_units:
+        settled(mint(api, at(borrower_acme), {"lamports": acme_units}))
     lender_usd = position(api, lender, usd)
     settled(mint(api, at(lender_usd), {"lamports": usd_units}))
     return World(payer, issuer, lender, borrower, acme, usd, acme_feed, usd_feed, borrower_acme, lender_usd)

@@ -306,7 +306,7 @@ INSTRUCTIONS = [
             Account("strategy"),
         ),
         doc="Anyone may liquidate a loan that is overdue or whose debt exceeds its collateral × liquidation ratio (fresh feeds): its debt is settled by its collateral, which ClaimCollateral moves to the strategy.",
-        rest=_FEEDS + " (none needed once the loan is overdue)",
+        rest="the loan's feeds as Borrow takes them (none needed once the loan is overdue)",
     ),
     Instruction(
         "ClaimCollateral", 15,

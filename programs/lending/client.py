@@ -325,7 +325,7 @@ class Loan:
         return any(b.debt for b in self.borrowed)
 
 
-_STATUS = {abi.STATUS_ACTIVE: "ACTIVE", abi.STATUS_REPAID: "REPAID", abi.STATUS_LIQUIDATED: "LIQUIDATED"}
+_STATUS = {code: name for code, name in abi.STATUS_NAMES.items() if code != abi.STATUS_CLOSED}  # CLOSED is never stored
 
 
 def decode_loan(data: bytes) -> Loan:

@@ -16,10 +16,11 @@ import pytest
 from solders.keypair import Keypair
 from solders.pubkey import Pubkey
 
-from instruments.token2022.constants import TOKEN_2022_PROGRAM_ID
+from instruments.token2022.constants import TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID
 from programs.lending import abi
 from programs.lending import client as lend
-from programs.tests.lendkit import PRICE_FEED, PROGRAM, TERMS, World, value_of
+from programs.tests.feedkit import compute_units
+from programs.tests.lendkit import PRICE_FEED, PROGRAM, TERMS, Strategy, World, ok, refused, value_of
 
 pytestmark = pytest.mark.chain
 
@@ -243,8 +244,6 @@ def test_a_price_drop_lets_anyone_liquidate_and_the_collateral_goes_to_the_strat
     world.price(acme, 24_00000000)
     claim = lend.claim_collateral(PROGRAM, escrow=loan.escrow, strategy=s.address, borrower=loan.borrower.pubkey(), mint=acme.token)
     borrower_lamports = world.lamports(loan.borrower.pubkey())
-    from programs.tests.lendkit import ok
-
     ok(world.chain, keeper, [liquidate, claim])
     state = world.state(loan)
     assert state.status == "LIQUIDATED" and state.pledged == () and state.borrowed[0].principal == 2_000 * UNIT
@@ -261,9 +260,39 @@ def test_a_price_drop_lets_anyone_liquidate_and_the_collateral_goes_to_the_strat
 
 
 def refused_by(world: World, payer: Keypair, instructions, loan) -> str:
-    from programs.tests.lendkit import refused
-
+    """Refused when ``payer`` sends it, the escrow unchanged: the error's name."""
     before = world.snapshot(loan.escrow)
     name = refused(world.chain, payer, instructions)
     assert world.snapshot(loan.escrow) == before
     return name
+
+
+@pytest.mark.parametrize("collateral_program,lent_program", [(TOKEN_PROGRAM_ID, TOKEN_2022_PROGRAM_ID), (TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID)])
+def test_compute_unit_budgets(world, collateral_program, lent_program):
+    """What each instruction costs (docs/programs.md, "Costs"), one per transaction, read
+    back with getTransaction; each well inside the 200,000 an instruction gets by default."""
+    acme = world.asset(ACME, program=collateral_program)
+    usdc = world.asset(USD, program=lent_program)
+    lender = world.keypair()
+    cost = {"init": compute_units(world.chain, world.ok([lend.initialize_strategy(PROGRAM, payer=world.payer.pubkey(), lender=lender.pubkey(), strategy_id=1, oracle_program=PRICE_FEED, terms=TERMS)], [lender]))}
+    s = Strategy(lend.strategy_address(PROGRAM, lender.pubkey(), 1)[0], lender, 1, TERMS)
+    cost["set_mint"] = compute_units(world.chain, world.set_mint(s, acme, abi.ROLE_PLEDGE))
+    world.set_mint(s, usdc, abi.ROLE_BORROW)
+    world.deposit_liquidity(s, usdc, 10_000 * UNIT)
+    borrower = world.borrower((acme, 100 * UNIT), receives=[usdc])
+    loan, ixs = world.loan_ixs(s, borrower, pledges=[(acme, 100 * UNIT)], borrows=[(usdc, 1_000 * UNIT)])
+    for name, ix in zip(("create", "deposit", "borrow"), ixs):
+        cost[name] = compute_units(world.chain, world.ok([ix], [borrower]))
+    world.fund(borrower.pubkey(), usdc, 10 * UNIT)
+    cost["repay"] = compute_units(world.chain, world.ok([world.repay_ix(loan, usdc, 5 * UNIT)], [borrower]))
+    cost["withdraw"] = compute_units(world.chain, world.ok([world.withdraw_ix(loan, acme, UNIT)], [borrower]))
+    cost["repay_all"] = compute_units(world.chain, world.ok([world.repay_ix(loan, usdc, 1_010 * UNIT, repay_all=True)], [borrower]))
+    cost["close"] = compute_units(world.chain, world.ok([world.close_ix(loan)], [borrower]))
+    second = world.open_loan(s, pledges=[(acme, 100 * UNIT)], borrows=[(usdc, 2_000 * UNIT)])
+    world.price(acme, 20 * USD)
+    cost["liquidate"] = compute_units(world.chain, world.ok([lend.liquidate(PROGRAM, escrow=second.escrow, strategy=s.address, feeds=world.feeds(second))]))
+    cost["claim"] = compute_units(world.chain, world.ok([lend.claim_collateral(PROGRAM, escrow=second.escrow, strategy=s.address, borrower=second.borrower.pubkey(), mint=acme.token)]))
+    # Instructions that derive a PDA or an associated address vary with the bumps tried (1,500 each).
+    budgets = {"init": 30_000, "set_mint": 60_000, "create": 30_000, "deposit": 70_000, "borrow": 15_000, "repay": 25_000,
+               "withdraw": 20_000, "repay_all": 25_000, "close": 25_000, "liquidate": 6_000, "claim": 35_000}
+    assert all(cost[name] < budget for name, budget in budgets.items()), cost

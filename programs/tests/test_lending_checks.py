@@ -10,10 +10,13 @@ import pytest
 from solders.instruction import AccountMeta, Instruction
 from solders.keypair import Keypair
 from solders.pubkey import Pubkey
+from solders.system_program import CreateAccountParams, create_account
 
 from instruments.token2022.constants import TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID
 from programs.lending import abi
 from programs.lending import client as lend
+from programs.price_feed import client as feed_client
+from programs.tests.svmkit import Chain, set_rent_threshold
 from programs.tests.lendkit import PRICE_FEED, PROGRAM, TERMS, World, account_index, flagged, with_accounts, with_data
 
 pytestmark = pytest.mark.chain
@@ -129,10 +132,6 @@ def test_set_mint_checks_the_mint_its_feed_and_the_strategy_token_account(world,
     assert refused(flagged(ix, idx("feed"), key=Keypair().pubkey())) == "FeedWrongOwner"
     assert refused(flagged(ix, idx("feed"), key=gold.mint)) == "FeedWrongOwner"
     uninitialized = Keypair()
-    from solders.system_program import CreateAccountParams, create_account
-
-    from programs.price_feed import client as feed_client
-
     world.ok([create_account(CreateAccountParams(from_pubkey=world.payer.pubkey(), to_pubkey=uninitialized.pubkey(), lamports=world.rent(feed_client.FEED_SIZE), space=feed_client.FEED_SIZE, owner=PRICE_FEED))], [uninitialized])
     assert refused(flagged(ix, idx("feed"), key=uninitialized.pubkey())) == "FeedInvalid"
     assert refused(flagged(ix, idx("feed"), key=acme.feed)) == "FeedMintMismatch"
@@ -189,8 +188,6 @@ def test_liquidity_moves_check_the_mint_the_accounts_and_the_amount(world, marke
 def test_a_rent_threshold_the_program_cannot_apply_refuses_account_creation():
     """In LiteSVM with the node's runtime: a threshold whose double needs more mantissa bits
     than an exact product holds. InitializeStrategy and CreateLoan both create accounts."""
-    from programs.tests.svmkit import Chain, set_rent_threshold
-
     c = Chain()
     program = c.load("lending")
     lender = c.funded()

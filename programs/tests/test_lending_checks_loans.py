@@ -15,7 +15,7 @@ from instruments.token2022.constants import TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM
 from programs.lending import abi
 from programs.lending import client as lend
 from programs.price_feed import client as feed_client
-from programs.tests.lendkit import PRICE_FEED, PROGRAM, TERMS, Asset, World, account_index, flagged
+from programs.tests.lendkit import PRICE_FEED, PROGRAM, Asset, World, account_index, failure, flagged
 
 pytestmark = pytest.mark.chain
 UNIT = 10**6
@@ -280,6 +280,4 @@ def test_a_frozen_by_default_collateral_is_thawed_in_the_loan_transaction(world,
 
 
 def world_failure(world: World, instructions, signers):
-    from programs.tests.lendkit import failure
-
     return failure(world.chain, world.payer, instructions, signers)

@@ -24,6 +24,11 @@ VERSION = {"solana-core": "2.2.0", "feature-set": 3294202862}
 SLOTS_PER_EPOCH = 432_000
 MAX_PERF_SAMPLES = 720
 MAX_SIGNATURE_STATUSES = 256
+#: One network packet: the largest wire transaction a validator accepts, and the longest
+#: text of it each encoding takes (the reference RPC's limits and messages).
+PACKET_DATA_SIZE = 1232
+_MAX_ENCODED = {"base58": 1683, "base64": 1644}
+_WIRE_TYPE = "solana_sdk::transaction::versioned::VersionedTransaction"
 
 
 class Methods(AccountMethods, HistoryMethods):
@@ -193,14 +198,18 @@ class Methods(AccountMethods, HistoryMethods):
             raise bad("expected an encoded transaction")
         cfg = params[1] if len(params) > 1 and isinstance(params[1], dict) else {}
         encoding = cfg.get("encoding", "base58")
+        if encoding not in _MAX_ENCODED:
+            raise bad(f"unsupported encoding {encoding!r}")
+        # A validator takes at most one packet (PACKET_DATA_SIZE), refused as its RPC does.
+        if len(params[0]) > _MAX_ENCODED[encoding]:
+            raise bad(f"{encoding} encoded {_WIRE_TYPE} too large: {len(params[0])} bytes (max: encoded/raw {_MAX_ENCODED[encoding]}/{PACKET_DATA_SIZE})")
         try:
-            if encoding == "base64":
-                return base64.b64decode(params[0], validate=True)
-            if encoding == "base58":
-                return b58decode(params[0])
+            raw = base64.b64decode(params[0], validate=True) if encoding == "base64" else b58decode(params[0])
         except ValueError as exc:
             raise bad(f"invalid {encoding}: {exc}")
-        raise bad(f"unsupported encoding {encoding!r}")
+        if len(raw) > PACKET_DATA_SIZE:
+            raise bad(f"decoded {_WIRE_TYPE} too large: {len(raw)} bytes (max: {PACKET_DATA_SIZE} bytes)")
+        return raw
 
     def rpc_sendTransaction(self, params):
         raw = self._decode_tx(params)

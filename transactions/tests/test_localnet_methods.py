@@ -425,3 +425,28 @@ def test_warp_clock_moves_unix_time_ahead_for_good(own_node):
     own_node.stop()
     own_node.start()
     assert result(url, "getBlockTime", result(url, "getSlot", confirmed)) >= unix
+
+
+def test_a_transaction_over_one_packet_is_refused_as_a_validator_refuses_it(localnet_url, chain):
+    """1,232 bytes on the wire at most; the encoded text is checked first (the reference RPC's
+    -32602 messages). An unmodified client's send gets the error and nothing executes."""
+    import base64
+
+    from solana.rpc.core import RPCException
+    from solders.message import Message
+    from solders.transaction import Transaction
+
+    payer = funded(chain, 10**9)
+    blockhash = chain.get_latest_blockhash().value.blockhash
+    memos = [memo("x" * 100) for _ in range(12)]
+    tx = Transaction([payer], Message(memos, payer.pubkey()), blockhash)
+    wire = bytes(tx)
+    assert len(wire) > 1232
+    answer = rpc(localnet_url, "sendTransaction", base64.b64encode(wire).decode(), {"encoding": "base64"})
+    assert answer["error"]["code"] == -32602 and "too large" in answer["error"]["message"], answer
+    padded = base64.b64encode(wire[:1233]).decode()  # under the text limit, over the packet
+    assert rpc(localnet_url, "sendTransaction", padded, {"encoding": "base64"})["error"]["message"] == (
+        "Invalid params: decoded solana_sdk::transaction::versioned::VersionedTransaction too large: 1233 bytes (max: 1232 bytes)")
+    with pytest.raises(RPCException):
+        chain.send_raw_transaction(wire)
+    assert chain.get_signature_statuses([tx.signatures[0]]).value[0] is None

@@ -192,7 +192,7 @@ def valuation(loan: client.Loan, prices: dict[tuple[int, str], Price], *, now: i
     fresh and positive."""
     loan = loan.at(now)
     owes = loan.owes_anything()
-    overdue = owes and loan.status == "ACTIVE" and now > loan.due_time
+    overdue = owes and loan.status == "ACTIVE" and now >= loan.due_time  # the program: now >= due_time
     items = [(ROLE_PLEDGE, str(i.mint), i.amount, i.decimals) for i in loan.pledged] + [(ROLE_BORROW, str(i.mint), i.debt, i.decimals) for i in loan.borrowed]
     readings = [(role, units, decimals, prices.get((role, mint))) for role, mint, units, decimals in items]
     if any(p is None or p.price is None or not p.fresh for _, _, _, p in readings):

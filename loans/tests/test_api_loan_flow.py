@@ -17,6 +17,7 @@ from solders.signature import Signature
 from accounts.models import Account, AccountStatus, AccountType
 from loans.models import Loan, LoanStatus
 from positions.models import Position, PositionStatus
+from positions.tests.movekit import mint, settled
 from programs.lending import client as lend
 
 from .kit import address_of, call, create_loan, details, landed, strategy, token_balance, world
@@ -93,12 +94,16 @@ def test_borrow_against_feed_valued_collateral_repay_release_and_close(api, cele
     assert token_balance(chain, str(borrowed_to)) == 300 * USD and token_balance(chain, liquidity) == 49_700 * USD
     assert details(api, loan)["borrowedItems"][0]["principalDue"] * USD == 300 * USD + paid_interest
 
-    # Full repayment (repayAll), the collateral released in the same transaction.
+    # Full repayment (repayAll: exactly what is owed when it executes, interest included), the
+    # collateral released in the same transaction.
+    settled(mint(api, w.holding(w.borrower, w.usd), {"amount": 5}))
     landed(call(api, "patch", "/repay", {"defiProtocol": "PARTNER_LENDING", "escrow": {"offchainId": loan["offchainId"]},
                                         "itemsToRepay": [{"positionLookup": w.holding(w.borrower, w.usd), "repayAll": True}],
                                         "itemsToRelease": [{"positionLookup": {"position": {"offchainId": w.borrower_acme["offchainId"]}}, "value": {"lamports": 100 * ACME}}]}))
     state = _escrow_state(chain, loan["onchainId"])
     assert state.status == "REPAID" and not state.owes_anything() and state.pledged == ()
+    owed = state.borrowed[0].principal + state.borrowed[0].interest_repaid
+    assert token_balance(chain, str(borrowed_to)) == 305 * USD - (owed - 100 * USD)
     assert token_balance(chain, w.borrower_acme["onchainId"]) == 1_000 * ACME
     assert chain.get_account_info(Pubkey.from_string(escrow_token)).value is None  # emptied: closed by the program
     d = details(api, loan)

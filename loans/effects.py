@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from accounts.models import Account, AccountStatus
 from instruments.models import FinancialInstrument
+from ledger_project.api.envelope import canonical_uuid
 from positions.effects import positions_created, positions_not_created
 from positions.models import Position, PositionStatus
 from positions.values import display
@@ -49,23 +50,14 @@ def loan_accounts(named) -> dict[int, list[str]]:
     addresses = dict(LoanStrategy.unscoped.filter(offchain_id__in=[v for v in strategies.values() if v]).values_list("offchain_id", "address"))
     for tx, _ in named:
         if tx.pk in loans and loans[tx.pk]:
-            escrow = escrows.get(_uuid(loans[tx.pk]))
+            escrow = escrows.get(canonical_uuid(loans[tx.pk]))
             if escrow:
                 out[tx.pk] = [escrow, *(tx.effects.get("strategies") or [])]
         elif tx.pk in strategies and strategies[tx.pk]:
-            address = addresses.get(_uuid(strategies[tx.pk]))
+            address = addresses.get(canonical_uuid(strategies[tx.pk]))
             if address:
                 out[tx.pk] = [address]
     return out
-
-
-def _uuid(value):
-    import uuid
-
-    try:
-        return uuid.UUID(str(value))
-    except ValueError:
-        return None
 
 
 def _instrument(tenant_id: int, cluster: str, mint: str, known: dict[str, FinancialInstrument]) -> FinancialInstrument | None:
@@ -140,7 +132,7 @@ def sync_loan(loan: Loan, state, *, slot: int | None, tx=None, strategy=None) ->
                                            position=positions.get(str(item.token_account)), amount=item.amount, pledged_amount=display(item.amount, instrument),
                                            feed_address=feed, max_age_seconds=max_age))
     borrowed_to = (tx.effects.get("borrowedTo") or {}) if tx is not None else {}
-    destinations = {str(p.offchain_id): p for p in Position.unscoped.filter(offchain_id__in=[_uuid(v) for v in borrowed_to.values()])} if borrowed_to else {}
+    destinations = {str(p.offchain_id): p for p in Position.unscoped.filter(offchain_id__in=[canonical_uuid(v) for v in borrowed_to.values()])} if borrowed_to else {}
     for index, item in enumerate(state.borrowed):
         mint = str(item.mint)
         instrument = _instrument(loan.tenant_id, loan.cluster, mint, known)
@@ -180,7 +172,7 @@ def _thawed(tx) -> None:
 
 
 def _created(tx) -> list[Position]:
-    return list(Position.unscoped.filter(offchain_id__in=[_uuid(v) for v in tx.effects.get("created") or []]))
+    return list(Position.unscoped.filter(offchain_id__in=[canonical_uuid(v) for v in tx.effects.get("created") or []]))
 
 
 @effect_handler("loans.create")

@@ -173,7 +173,17 @@ class Loan(TenantOwnedModel):
         return f"loan {self.escrow_address} [{self.status}]"
 
 
-class LoanPledgedItem(models.Model):
+class ItemFeed(models.Model):
+    """The loan's strategy's price feed of an item's mint and its maximum age (marketData)."""
+
+    feed_address = models.CharField(max_length=44, blank=True, help_text="The strategy's price feed of the mint.")
+    max_age_seconds = models.PositiveIntegerField(null=True, blank=True, help_text="The strategy's maximum age of that feed's observation.")
+
+    class Meta:
+        abstract = True
+
+
+class LoanPledgedItem(ItemFeed):
     """Collateral of one mint in the escrow's token account, as the chain held it at the
     loan's ``synced_slot`` (in the escrow's order). ``amount``: base units;
     ``pledged_amount``: the displayed amount (what responses show and filters compare);
@@ -187,8 +197,6 @@ class LoanPledgedItem(models.Model):
     position = models.ForeignKey("positions.Position", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", help_text="The escrow's token account as a position.")
     amount = models.DecimalField(max_digits=20, decimal_places=0)
     pledged_amount = models.DecimalField(max_digits=40, decimal_places=18)
-    feed_address = models.CharField(max_length=44, blank=True, help_text="The strategy's price feed of the mint.")
-    max_age_seconds = models.PositiveIntegerField(null=True, blank=True, help_text="The strategy's maximum age of that feed's observation.")
 
     class Meta:
         ordering = ["loan", "index"]
@@ -198,7 +206,7 @@ class LoanPledgedItem(models.Model):
         return f"{self.amount} of {self.mint_address} pledged to {self.loan_id}"
 
 
-class LoanBorrowedItem(models.Model):
+class LoanBorrowedItem(ItemFeed):
     """Debt in one mint, as the chain held it at the loan's ``synced_slot`` (base units):
     ``principal_due`` = principal − principal_repaid (``due_amount`` its displayed amount,
     the filter's borrowedItemDueAmount); interest accrued up to the loan's
@@ -217,8 +225,6 @@ class LoanBorrowedItem(models.Model):
     interest_remainder = models.DecimalField(max_digits=20, decimal_places=0, default=0)
     interest_repaid = models.DecimalField(max_digits=20, decimal_places=0, default=0)
     due_amount = models.DecimalField(max_digits=40, decimal_places=18)
-    feed_address = models.CharField(max_length=44, blank=True, help_text="The strategy's price feed of the mint.")
-    max_age_seconds = models.PositiveIntegerField(null=True, blank=True, help_text="The strategy's maximum age of that feed's observation.")
 
     class Meta:
         ordering = ["loan", "index"]

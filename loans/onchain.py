@@ -65,33 +65,27 @@ def moment(unix: int | None) -> datetime | None:
 # --- accounts as the chain holds them ------------------------------------------------------
 
 
-def decode_strategy(account, program: str) -> client.Strategy | None:
-    """The strategy in ``account`` (None when absent, not the program's, or not a strategy)."""
-    if account is None or str(account.owner) != program:
+def _decoded(account, owner: str, decode):
+    """``decode`` of an account's data (None when absent, not ``owner``'s, or not its kind)."""
+    if account is None or str(account.owner) != owner:
         return None
     try:
-        return client.decode_strategy(bytes(account.data))
+        return decode(bytes(account.data))
     except ValueError:
         return None
+
+
+def decode_strategy(account, program: str) -> client.Strategy | None:
+    return _decoded(account, program, client.decode_strategy)
 
 
 def decode_loan(account, program: str) -> client.Loan | None:
     """The loan escrow in ``account`` (None when absent — closed — or not a loan)."""
-    if account is None or str(account.owner) != program:
-        return None
-    try:
-        return client.decode_loan(bytes(account.data))
-    except ValueError:
-        return None
+    return _decoded(account, program, client.decode_loan)
 
 
 def decode_feed(account, oracle: str):
-    if account is None or str(account.owner) != oracle:
-        return None
-    try:
-        return feed_client.decode_feed(bytes(account.data))
-    except ValueError:
-        return None
+    return _decoded(account, oracle, feed_client.decode_feed)
 
 
 def read_strategy(cluster: str, address: str, *, field: str):

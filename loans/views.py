@@ -55,9 +55,12 @@ class LoanViewSet(TenantScopedViewSet):
     def _loan(self, data: dict):
         return resolve_loan(self.tenant, self.cluster, data["escrow"], field="itemData.escrow")
 
-    def _body(self, serializer, request):
+    def _change(self, request, serializer, service):
+        """A change of an existing loan: validate, resolve the escrow, call ``service``."""
         body = validated(serializer, request)
-        return body, body["itemData"], body.get("svmTransactionConfig")
+        data = body["itemData"]
+        return service(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, loan=self._loan(data), data=data,
+                       svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id)
 
     @extend_schema(
         operation_id="createLoan", summary="Create Loan",
@@ -72,8 +75,9 @@ class LoanViewSet(TenantScopedViewSet):
     )
     @idempotent
     def create(self, request):
-        body, data, config = self._body(CreateLoanInput, request)
-        result = services.loan_create(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, data=data, svm_config=config, request_id=request.client_request_id)
+        body = validated(CreateLoanInput, request)
+        result = services.loan_create(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, data=body["itemData"], svm_config=body.get("svmTransactionConfig"),
+                                      request_id=request.client_request_id)
         return mutation_response(request, "newLoan", identifiers(result.loan), result.transaction, status=status.HTTP_201_CREATED)
 
     @extend_schema(
@@ -105,9 +109,7 @@ class LoanViewSet(TenantScopedViewSet):
     )
     @idempotent
     def swap_collateral(self, request):
-        body, data, config = self._body(SwapCollateralInput, request)
-        result = services.loan_swap_collateral(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, loan=self._loan(data), data=data, svm_config=config,
-                                               request_id=request.client_request_id)
+        result = self._change(request, SwapCollateralInput, services.loan_swap_collateral)
         return mutation_response(request, "updatedLoan", identifiers(result.loan), result.transaction)
 
     @extend_schema(
@@ -119,9 +121,7 @@ class LoanViewSet(TenantScopedViewSet):
     )
     @idempotent
     def repay(self, request):
-        body, data, config = self._body(RepayLoanInput, request)
-        result = services.loan_repay(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, loan=self._loan(data), data=data, svm_config=config,
-                                     request_id=request.client_request_id)
+        result = self._change(request, RepayLoanInput, services.loan_repay)
         return mutation_response(request, "repaidLoan", identifiers(result.loan), result.transaction)
 
     @extend_schema(
@@ -133,9 +133,7 @@ class LoanViewSet(TenantScopedViewSet):
     )
     @idempotent
     def close(self, request):
-        body, data, config = self._body(CloseLoanInput, request)
-        result = services.loan_close(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, loan=self._loan(data), data=data, svm_config=config,
-                                     request_id=request.client_request_id)
+        result = self._change(request, CloseLoanInput, services.loan_close)
         response = Response(transaction_result(result.transaction))
         attach_wait(response, request, result.transaction, transaction_result)
         return response
@@ -149,9 +147,7 @@ class LoanViewSet(TenantScopedViewSet):
     )
     @idempotent
     def refinance(self, request):
-        body, data, config = self._body(RefinanceLoanInput, request)
-        result = services.loan_refinance(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, loan=self._loan(data), data=data, svm_config=config,
-                                         request_id=request.client_request_id)
+        result = self._change(request, RefinanceLoanInput, services.loan_refinance)
         return mutation_response(request, "refinancedLoan", identifiers(result.loan), result.transaction)
 
 

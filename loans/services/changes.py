@@ -104,8 +104,8 @@ def _releases(plan: Plan, e: Escrow, items: list[dict], prefix: str) -> None:
 
 def _write(plan: Plan, prepared, funding, loan: Loan, *, tenant, request_id, statuses, submit: bool = True, **effects):
     with write_phase(on_abort=prepared.release):
-        locked = open_loan(lock_loan(loan.pk, tenant=tenant), statuses=statuses)
-        tx = record(plan, prepared, funding, target=locked, key="loan", request_id=request_id, submit=submit, **effects)
+        locked, tx = record(plan, prepared, funding, lock=lambda: open_loan(lock_loan(loan.pk, tenant=tenant), statuses=statuses), key="loan",
+                            request_id=request_id, submit=submit, **effects)
     return LoanResult(locked, tx)
 
 

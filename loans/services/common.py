@@ -333,14 +333,16 @@ def link_created(plan: Plan, tx: Transaction) -> None:
             position_link_creation(*made.draft, tx)
 
 
-def record(plan: Plan, prepared, funding, *, target, key: str, request_id, submit: bool = True, **effects) -> Transaction:
-    """Write phase, after the row locks and re-checks: funding and debits re-decided under
-    their locks, the drafted positions, the Transaction row (held PENDING_APPROVAL when a
-    debit is over a limit) and ``target``'s in-flight marker (a loan or a strategy, named in
-    the effects under ``key``)."""
+def record(plan: Plan, prepared, funding, *, lock, key: str, request_id, submit: bool = True, **effects):
+    """Write phase, in the house's lock order (loans/locks.py): the debits and the funding
+    re-decided under their accounts' row locks, the drafted positions saved, then ``lock()``
+    — which locks and re-checks the loan or strategy (or writes a new one) and returns it —
+    then the Transaction row (held PENDING_APPROVAL when a debit is over a limit) and the
+    record's in-flight marker (named in the effects under ``key``). Returns (record, tx)."""
     decision = debits_decided(plan)
     funded = funding_effects(funding, tenant=plan.tenant, api_key=plan.api_key)
     created = write_drafts(plan)
+    target = lock()
     held = decision is not None and decision.needs_approval
     data = {key: str(target.offchain_id), **effects, **(decision.effects if decision is not None else {}), **funded,
             "created": [str(p.offchain_id) for p in created], "thawed": plan.thawed}
@@ -352,7 +354,7 @@ def record(plan: Plan, prepared, funding, *, target, key: str, request_id, submi
     sources = [d.position.pk for d in plan.debits]
     if sources:
         Position.objects.for_tenant(plan.tenant).filter(pk__in=sources).update(last_transaction=tx)
-    return tx
+    return target, tx
 
 
 # --- loan state -----------------------------------------------------------------------------------

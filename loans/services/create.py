@@ -171,18 +171,21 @@ def loan_create(*, tenant, cluster: str, api_key, data: dict, svm_config: dict |
     prepared, funding = build(plan, "loans.create")
 
     with write_phase(on_abort=prepared.release):
-        account_save(escrow_account)
+        account_save(escrow_account)  # a new row: the escrow's positions are owned by it
         lender = Account.objects.for_tenant(tenant).filter(cluster=cluster, address=str(strategy_state.lender)).first()
-        loan = Loan.objects.for_tenant(tenant).create(
-            tenant=tenant, cluster=cluster, offchain_id=escrow_account.offchain_id, escrow_address=str(escrow), program_address=str(program), nonce=nonce,
-            escrow_account=escrow_account, borrower=borrower, borrower_address=borrower.address, strategy_address=details["loanStrategyAddress"], strategy=mine,
-            lender_address=str(strategy_state.lender), lender=lender, status=LoanStatus.PENDING, apy_bps=strategy_state.terms.apy_bps,
-            ltv_bps=strategy_state.terms.ltv_bps, liquidation_bps=strategy_state.terms.liquidation_bps,
-            duration_code=onchain.DURATION_CODES.get(strategy_state.terms.duration_code, "DAYS"), duration_unit=strategy_state.terms.duration_unit,
-            rent_payer_address=borrower.address,
-        )
-        tx = record(plan, prepared, funding, target=loan, key="loan", request_id=request_id, strategies=[details["loanStrategyAddress"]],
-                    borrowedTo={mint: str(h.position.offchain_id) for mint, (_, h, _) in intent_borrowed.items() if h.position is not None})
+
+        def new_loan() -> Loan:
+            return Loan.objects.for_tenant(tenant).create(
+                tenant=tenant, cluster=cluster, offchain_id=escrow_account.offchain_id, escrow_address=str(escrow), program_address=str(program), nonce=nonce,
+                escrow_account=escrow_account, borrower=borrower, borrower_address=borrower.address, strategy_address=details["loanStrategyAddress"], strategy=mine,
+                lender_address=str(strategy_state.lender), lender=lender, status=LoanStatus.PENDING, apy_bps=strategy_state.terms.apy_bps,
+                ltv_bps=strategy_state.terms.ltv_bps, liquidation_bps=strategy_state.terms.liquidation_bps,
+                duration_code=onchain.DURATION_CODES.get(strategy_state.terms.duration_code, "DAYS"), duration_unit=strategy_state.terms.duration_unit,
+                rent_payer_address=borrower.address,
+            )
+
+        loan, tx = record(plan, prepared, funding, lock=new_loan, key="loan", request_id=request_id, strategies=[details["loanStrategyAddress"]],
+                          borrowedTo={mint: str(h.position.offchain_id) for mint, (_, h, _) in intent_borrowed.items() if h.position is not None})
         loan.creation_transaction = tx
         loan.save(update_fields=["creation_transaction", "updated_at"])
         Account.objects.for_tenant(tenant).filter(pk=escrow_account.pk).update(creation_transaction=tx, last_transaction=tx)

@@ -143,24 +143,28 @@ def strategy_create(*, tenant, cluster: str, api_key, data: dict, svm_config: di
     plan.sign(funding.signer)
     prepared, _ = build(plan, "loans.strategy_create")
     with write_phase(on_abort=prepared.release):
-        strategy = existing or LoanStrategy(tenant=tenant, cluster=cluster)
         if existing is None:
-            account_save(pda)
+            account_save(pda)  # a new row: the strategy's positions are owned by it
         else:
             Account.objects.for_tenant(tenant).filter(pk=pda.pk).update(status=AccountStatus.PENDING)
-        strategy.offchain_id = pda.offchain_id  # one identity offchain: the strategy is its PDA's record
-        strategy.address, strategy.program_address, strategy.strategy_id, strategy.account = str(address), str(program), strategy_id, pda
-        strategy.lender, strategy.lender_address, strategy.oracle_program_address = lender, lender.address, str(onchain.oracle_program_id(cluster))
-        strategy.apy_bps, strategy.ltv_bps, strategy.liquidation_bps = terms.apy_bps, terms.ltv_bps, terms.liquidation_bps
-        strategy.duration_code, strategy.duration_unit = "DAYS", terms.duration_unit
-        strategy.liquidation_mode = data.get("liquidationMode") or LiquidationMode.FLAG
-        strategy.status, strategy.rent_payer_address, strategy.synced_slot = StrategyStatus.PENDING, str(funding.pubkey), None
-        try:
-            with db_transaction.atomic():
-                strategy.save()
-        except IntegrityError as exc:  # a concurrent request recorded it first
-            raise ConflictError("The organization already has this loan strategy (lender and strategyId).", field=f"{p}.strategyId", code="STRATEGY_EXISTS") from exc
-        tx = record(plan, prepared, funding, target=strategy, key="strategy", request_id=request_id, lenderRent=lender_rent)
+
+        def save_strategy() -> LoanStrategy:
+            strategy = existing or LoanStrategy(tenant=tenant, cluster=cluster)
+            strategy.offchain_id = pda.offchain_id  # one identity offchain: the strategy is its PDA's record
+            strategy.address, strategy.program_address, strategy.strategy_id, strategy.account = str(address), str(program), strategy_id, pda
+            strategy.lender, strategy.lender_address, strategy.oracle_program_address = lender, lender.address, str(onchain.oracle_program_id(cluster))
+            strategy.apy_bps, strategy.ltv_bps, strategy.liquidation_bps = terms.apy_bps, terms.ltv_bps, terms.liquidation_bps
+            strategy.duration_code, strategy.duration_unit = "DAYS", terms.duration_unit
+            strategy.liquidation_mode = data.get("liquidationMode") or LiquidationMode.FLAG
+            strategy.status, strategy.rent_payer_address, strategy.synced_slot = StrategyStatus.PENDING, str(funding.pubkey), None
+            try:
+                with db_transaction.atomic():
+                    strategy.save()
+            except IntegrityError as exc:  # a concurrent request recorded it first
+                raise ConflictError("The organization already has this loan strategy (lender and strategyId).", field=f"{p}.strategyId", code="STRATEGY_EXISTS") from exc
+            return strategy
+
+        strategy, tx = record(plan, prepared, funding, lock=save_strategy, key="strategy", request_id=request_id, lenderRent=lender_rent)
         strategy.creation_transaction = tx
         strategy.save(update_fields=["creation_transaction", "updated_at"])
         Account.objects.for_tenant(tenant).filter(pk=pda.pk).update(creation_transaction=tx, last_transaction=tx)
@@ -206,12 +210,15 @@ def strategy_update(*, tenant, cluster: str, api_key, strategy: LoanStrategy, da
         return StrategyResult(locked, None)
     lender_rent = _lender_pays(plan, strategy.lender)
     prepared, funding = build(plan, "loans.strategy_update")
-    with write_phase(on_abort=prepared.release):
+    def locked_with_mode() -> LoanStrategy:
         locked = _live(lock_strategy(strategy.pk, tenant=tenant))
         if mode is not None:
             locked.liquidation_mode = mode
             locked.save(update_fields=["liquidation_mode", "updated_at"])
-        tx = record(plan, prepared, funding, target=locked, key="strategy", request_id=request_id, lenderRent=lender_rent)
+        return locked
+
+    with write_phase(on_abort=prepared.release):
+        locked, tx = record(plan, prepared, funding, lock=locked_with_mode, key="strategy", request_id=request_id, lenderRent=lender_rent)
     return StrategyResult(locked, tx)
 
 
@@ -251,7 +258,6 @@ def strategy_liquidity(*, tenant, cluster: str, api_key, strategy: LoanStrategy,
     lender_rent = _lender_pays(plan, lender)
     prepared, funding = build(plan, "loans.strategy_liquidity")
     with write_phase(on_abort=prepared.release):
-        locked = _live(lock_strategy(strategy.pk, tenant=tenant))
-        tx = record(plan, prepared, funding, target=locked, key="strategy", request_id=request_id, lenderRent=lender_rent,
-                    liquidity={"action": data["action"], "mint": instrument.address, "amount": str(amount)})
+        locked, tx = record(plan, prepared, funding, lock=lambda: _live(lock_strategy(strategy.pk, tenant=tenant)), key="strategy", request_id=request_id,
+                            lenderRent=lender_rent, liquidity={"action": data["action"], "mint": instrument.address, "amount": str(amount)})
     return StrategyResult(locked, tx)

@@ -164,6 +164,8 @@ CELERY_BEAT_SCHEDULE = {
     "poll-network-events": {"task": "ledger.webhooks.poll_network_events", "schedule": env.float("LEDGER_NETWORK_EVENTS_POLL_SECONDS", default=2.0)},
     "purge-webhook-events": {"task": "ledger.webhooks.purge", "schedule": 3600.0},
     "staff-heartbeat": {"task": "ledger.backoffice.heartbeat", "schedule": 10.0},
+    # Loans (docs/loans.md, "The keeper"): liquidatable loans flagged or liquidated.
+    "loan-keeper": {"task": "ledger.loans.keeper", "schedule": env.float("LEDGER_LOAN_KEEPER_SECONDS", default=30.0)},
 }
 # Beat reads the schedule from the database (django-celery-beat): operators change it in the
 # admin; the entries above are seeded into it when missing and never written over

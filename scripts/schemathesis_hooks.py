@@ -208,6 +208,19 @@ for _operation, _extra in (("update-whitelist", _VAULT_DESTINATION), ("repayment
 LOOKUPS[("POST", f"{_VAULTS}/vault-details")] = {("itemData",): "vault"}
 FUNDED.add(("POST", f"{_VAULTS}/create-vault"))  # the vault's rent (docs/vaults.md, "Who signs, who pays")
 
+# Loans (docs/loans.md): no loan or strategy is seeded (a loan needs a strategy, price feeds
+# and collateral on chain), so generated escrows and strategies name nothing (404); the
+# accounts and instruments a body names are the seeded ones, the borrower (fee payer) the funder.
+_LOANS = "/api/v1/loans"
+for _method, _path, _extra in (
+    ("POST", "", {}), ("PATCH", "/swap-collateral", {}), ("PATCH", "/repay", {}),
+    ("PATCH", "/close", {("itemData", "borrower"): "funder", ("itemData", "transferRentRefundTo"): "authority"}),
+    ("PATCH", "/refinance", {("itemData", "fromLender"): "authority", ("itemData", "toLender"): "authority"}),
+    ("POST", "/strategies", {("itemData", "lender"): "authority"}), ("PATCH", "/strategies", {}),
+    ("PATCH", "/strategies/liquidity", {("itemData", "financialInstrument"): "instrument", **_position_lookup("source", ()), **_position_lookup("destination", ())}),
+):
+    LOOKUPS[(_method, f"{_LOANS}{_path}")] = {_FEE_PAYER: "funder", ("svmTransactionConfig", "durableNonceAccount"): "nonce", **_extra}
+
 _REQUEST_IDS = uuid.UUID("0b5c4f1e-5d1a-4c59-9a43-7c8e2f3b6a10")  # namespace of derived x-request-ids
 
 

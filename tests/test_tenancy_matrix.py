@@ -19,6 +19,8 @@ def _webhook(lookup: dict) -> dict:
     return {"offchainId": lookup.get("offchainId") or str(uuid.uuid4())}
 
 
+_LENDING = {"loanStrategyAddress": "11111111111111111111111111111112", "expectedLoanValues": {"expectedApy": 100, "expectedLqt": [5_000, 8_000]}}
+
 # (method, path, body builder given a lookup of the target record, or None for no target)
 ENDPOINTS = [
     ("post", "/api/v1/auth/whoami", None),
@@ -84,6 +86,22 @@ ENDPOINTS = [
     ("post", "/api/v1/platform-programs/loan-remittance/repayment", lambda lk: {"itemData": {"vault": lk, "destination": {"owner": {"onchainId": "11111111111111111111111111111112", "offPlatform": True}}, "value": {"lamports": 1}}}),
     ("post", "/api/v1/platform-programs/loan-remittance/close-vault", lambda lk: {"itemData": {"vault": lk}}),
     ("post", "/api/v1/platform-programs/loan-remittance/vault-details", lambda lk: {"itemData": lk}),
+    # Loans (docs/loans.md): another organization's loan (escrow) or strategy answers like a missing one.
+    ("post", "/api/v1/loans", lambda lk: {"itemData": {"defiProtocol": "PARTNER_LENDING", "partnerLendingDetails": _LENDING,
+                                                        "itemsToPledge": [{"positionLookup": {"position": lk}, "value": {"lamports": 1}}],
+                                                        "itemsToBorrow": [{"positionLookup": {"position": lk}, "value": {"lamports": 1}}]}, "svmTransactionConfig": {"feePayer": lk}}),
+    ("post", "/api/v1/loans/single", lambda lk: {"itemData": {"escrow": lk}}),
+    ("post", "/api/v1/loans/bulk", None),
+    ("patch", "/api/v1/loans/swap-collateral", lambda lk: {"itemData": {"defiProtocol": "PARTNER_LENDING", "escrow": lk, "itemsToWithdraw": [{"positionLookup": {"position": lk}, "value": {"lamports": 1}}]}}),
+    ("patch", "/api/v1/loans/repay", lambda lk: {"itemData": {"defiProtocol": "PARTNER_LENDING", "escrow": lk, "itemsToRepay": [{"positionLookup": {"position": lk}, "repayAll": True}]}}),
+    ("patch", "/api/v1/loans/close", lambda lk: {"itemData": {"defiProtocol": "PARTNER_LENDING", "escrow": lk}}),
+    ("patch", "/api/v1/loans/refinance", lambda lk: {"itemData": {"defiProtocol": "PARTNER_LENDING", "escrow": lk, "fromLender": {"onchainId": "11111111111111111111111111111112", "offPlatform": True},
+                                                                  "partnerLendingDetails": _LENDING}}),
+    ("post", "/api/v1/loans/strategies", lambda lk: {"itemData": {"lender": lk, "terms": {"apy": 100, "loanToValueRatio": 5_000, "liquidationRatio": 8_000, "duration": {"code": "DAYS", "unit": 30}}}}),
+    ("patch", "/api/v1/loans/strategies", lambda lk: {"itemData": {"loanStrategy": lk, "liquidationMode": "LIQUIDATE"}}),
+    ("patch", "/api/v1/loans/strategies/liquidity", lambda lk: {"itemData": {"loanStrategy": lk, "action": "DEPOSIT", "financialInstrument": {"onchainId": "11111111111111111111111111111112"},
+                                                                            "value": {"lamports": 1}}}),
+    ("post", "/api/v1/loans/strategies/single", lambda lk: {"itemData": {"loanStrategy": lk}}),
     # Webhooks (docs/webhooks.md): the target is a webhook subscription.
     ("post", "/api/v1/webhooks", None),
     ("patch", "/api/v1/webhooks", lambda lk: {"itemData": {"webhook": _webhook(lk), "status": "DISABLED"}}),
@@ -137,6 +155,16 @@ def test_other_tenants_record_is_like_missing_and_unchanged(api, other_tenant, l
         from vaults.tests.factories import make_vault
 
         theirs, model = make_vault(other_tenant), Vault
+    elif "/loans/strategies" in path and not (method == "post" and path.endswith("/strategies")):
+        from loans.models import LoanStrategy
+        from loans.tests.factories import make_strategy
+
+        theirs, model = make_strategy(other_tenant), LoanStrategy
+    elif "/loans/" in path and "/strategies" not in path:
+        from loans.models import Loan
+        from loans.tests.factories import make_loan
+
+        theirs, model = make_loan(other_tenant), Loan
     elif path.endswith("/create-vault"):  # the other organization's instruments
         theirs = FinancialInstrumentFactory(tenant=other_tenant, comments="theirs", al_type="LOAN")
         model = FinancialInstrument

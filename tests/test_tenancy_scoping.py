@@ -269,6 +269,7 @@ REQUEST_PATH_MODULES = [
     "ledger_project/api/*.py", "*/views.py", "*/selectors.py", "*/lookup.py", "*/serializers.py", "*/render.py",
     "*/services.py", "*/lifecycle.py", "*/limits.py", "*/locks.py", "*/webhooks.py", "*/movement.py", "*/transfers.py",
     "transactions/lookup_tables/*.py",
+    "loans/services/*.py",
     "*/nonces.py",
 ]
 UNSCOPED = re.compile(r"\.unscoped\b|_default_manager|_base_manager")

@@ -93,7 +93,21 @@ class Page:
         return [o.get_attribute("value") for o in Select(self.find(css)).options]
 
     def sign_in(self, username: str, password: str) -> str:
-        """Sign out whoever is signed in, sign in through the form; the page's text after."""
+        """Sign out whoever is signed in, sign in through the form; the page's text after.
+
+        chromedriver can lose the page's context while the answer replaces the form on a
+        loaded machine ("unhandled inspector error: Cannot find context"): signing in is
+        repeatable, so it is tried again (at most three times) instead of failing the test."""
+        from selenium.common.exceptions import WebDriverException
+
+        for _ in range(2):
+            try:
+                return self._sign_in(username, password)
+            except WebDriverException:
+                continue
+        return self._sign_in(username, password)
+
+    def _sign_in(self, username: str, password: str) -> str:
         self.driver.delete_all_cookies()
         self.open("/admin/login/?next=/admin/")
         self.fill("#id_username", username)

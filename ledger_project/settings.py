@@ -452,3 +452,13 @@ LEDGER_MPC_MAX_PLAYERS = env.int("LEDGER_MPC_MAX_PLAYERS", default=16)
 LEDGER_MPC_DKG_SESSION_SECONDS = env.int("LEDGER_MPC_DKG_SESSION_SECONDS", default=24 * 3600)
 LEDGER_MPC_SIGNING_SESSION_SECONDS = env.int("LEDGER_MPC_SIGNING_SESSION_SECONDS", default=LEDGER_DURABLE_NONCE_WINDOW_SECONDS)
 CELERY_BEAT_SCHEDULE["threshold-sessions"] = {"task": "ledger.accounts.mpc_sweep", "schedule": 10.0}
+
+# --- Market data: onchain data sources (docs/marketdata.md) ---------------------------------
+# One evaluation of a job (every source's call, the combining) ends this long after it
+# starts; a refresh's claim on its source lasts that plus a build's RPC time.
+LEDGER_MARKETDATA_EVALUATION_TIMEOUT_SECONDS = env.float("LEDGER_MARKETDATA_EVALUATION_TIMEOUT_SECONDS", default=10.0)
+# Defaults of Create Onchain Data Source (partnerOracleDetails): the refresh interval of
+# the source's periodic task, the feed's exponent and its staleness bound.
+LEDGER_MARKETDATA_DEFAULT_REFRESH_SECONDS = env.int("LEDGER_MARKETDATA_DEFAULT_REFRESH_SECONDS", default=60)
+LEDGER_MARKETDATA_DEFAULT_EXPONENT = env.int("LEDGER_MARKETDATA_DEFAULT_EXPONENT", default=-8)
+LEDGER_MARKETDATA_DEFAULT_MAX_STALENESS_SECONDS = env.int("LEDGER_MARKETDATA_DEFAULT_MAX_STALENESS_SECONDS", default=300)

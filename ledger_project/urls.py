@@ -11,6 +11,7 @@ api_v1 = [
     path("", include("instruments.urls")),
     path("", include("positions.urls")),
     path("", include("vaults.urls")),
+    path("", include("marketdata.urls")),
 ]
 
 urlpatterns = [

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+import time
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -194,10 +195,15 @@ class OutboundResponse:
     truncated: bool
 
 
-def outbound_send(client, method: str, url: str, *, max_body_bytes: int | None = None, **kwargs) -> OutboundResponse:
+def outbound_send(client, method: str, url: str, *, max_body_bytes: int | None = None, deadline: float | None = None, **kwargs) -> OutboundResponse:
     """``outbound_request`` that reads at most ``max_body_bytes`` of the answer
     (LEDGER_OUTBOUND_MAX_RESPONSE_BYTES by default). A longer body is cut: the connection
-    is closed rather than drained, so a receiver cannot hold a worker with an endless one."""
+    is closed rather than drained, so a receiver cannot hold a worker with an endless one.
+    With ``deadline`` (``time.monotonic()``), a body still arriving then raises
+    ``httpx.ReadTimeout``: httpx's timeouts bound each read, not the whole answer, and a
+    receiver dripping a byte at a time would otherwise hold the call for cap × timeout."""
+    import httpx
+
     cap = settings.LEDGER_OUTBOUND_MAX_RESPONSE_BYTES if max_body_bytes is None else max_body_bytes
     pinned = _pinned(url, kwargs)
     with client.stream(method, pinned, follow_redirects=False, **kwargs) as response:
@@ -209,4 +215,6 @@ def outbound_send(client, method: str, url: str, *, max_body_bytes: int | None =
                 truncated = True
                 del body[cap:]
                 break
+            if deadline is not None and time.monotonic() > deadline:
+                raise httpx.ReadTimeout("the answer was still arriving at the deadline", request=response.request)
         return OutboundResponse(response.status_code, dict(response.headers), bytes(body), truncated)

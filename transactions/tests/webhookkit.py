@@ -1,6 +1,7 @@
 """Real local HTTP servers for webhook tests and the benchmark: a receiver that records every
-request, and an OAuth 2.0 token endpoint (client credentials, audience). Both are
-``http.server`` on 127.0.0.1, HTTP/1.1 keep-alive, in a thread of the test process.
+request, an OAuth 2.0 token endpoint (client credentials, audience), and a JSON document
+source for market-data jobs. All are ``http.server`` on 127.0.0.1, HTTP/1.1 keep-alive, in
+a thread of the test process.
 
 Signature checks here are the receiver's own (hmac, hashlib): written from docs/webhooks.md,
 not from the service's code.
@@ -76,14 +77,19 @@ class _LocalServer(abc.ABC):
 
             def do_POST(self):
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                status, payload, extra = outer.answer(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+                self._reply(*outer.answer(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+
+            def do_GET(self):
+                self._reply(*outer.answer_get(self.path, {k.lower(): v for k, v in self.headers.items()}))
+
+            def _reply(self, status, payload, extra):
                 self.send_response(status)
                 for name, value in extra.items():
                     self.send_header(name, value)
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
                 try:
-                    self.wfile.write(payload)
+                    outer.write_body(self.wfile, payload)
                 except OSError:
                     pass
 
@@ -91,7 +97,14 @@ class _LocalServer(abc.ABC):
 
     @abc.abstractmethod
     def answer(self, path: str, headers: dict, body: bytes) -> tuple[int, bytes, dict]:
-        """(status, body, extra headers) for one request: each server says what it serves."""
+        """(status, body, extra headers) for one POST: each server says what it serves."""
+
+    def answer_get(self, path: str, headers: dict) -> tuple[int, bytes, dict]:
+        """A GET: 405 unless the server serves documents (JsonSource)."""
+        return 405, b"", {"Allow": "POST"}
+
+    def write_body(self, wfile, payload: bytes) -> None:
+        wfile.write(payload)
 
     def start(self):
         self._server = _Server(("127.0.0.1", self.port), self._handler())
@@ -187,6 +200,45 @@ class TokenServer(_LocalServer):
     def revoke_all(self) -> None:
         with self.lock:
             self.revoked |= set(self.issued)
+
+
+class JsonSource(_LocalServer):
+    """A market-data source (docs/marketdata.md): answers every GET with ``body`` (or
+    ``document`` as JSON) and ``status``, after ``delay`` seconds; with ``drip`` it sends
+    the body one byte every ``drip`` seconds and sets ``cut`` when the caller hangs up
+    before the end. Records each request's path and headers."""
+
+    def __init__(self, port: int | None = None, *, document=None, body: bytes | None = None, status: int = 200, delay: float = 0.0,
+                 drip: float = 0.0, extra_headers: dict | None = None):
+        super().__init__(port)
+        self.body = body if body is not None else json.dumps(document).encode()
+        self.status, self.delay, self.drip = status, delay, drip
+        self.extra_headers = {"Content-Type": "application/json", **(extra_headers or {})}
+        self.requests: list[tuple[str, dict]] = []
+        self.cut = threading.Event()
+
+    def answer(self, path, headers, body):
+        return 405, b"", {"Allow": "GET"}
+
+    def answer_get(self, path, headers):
+        with self.lock:
+            self.requests.append((path, headers))
+        if self.delay:
+            time.sleep(self.delay)
+        return self.status, self.body, dict(self.extra_headers)
+
+    def write_body(self, wfile, payload: bytes) -> None:
+        if not self.drip:
+            wfile.write(payload)
+            return
+        try:
+            for offset in range(len(payload)):
+                wfile.write(payload[offset:offset + 1])
+                wfile.flush()
+                time.sleep(self.drip)
+        except OSError:
+            self.cut.set()
+            raise
 
 
 # --- records: subscriptions and events as the engine writes them ---------------------------

@@ -9,7 +9,7 @@ ROOT = Path(__file__).resolve().parent
 
 #: The programs every cluster runs, by name (the folder, the .so and the key of
 #: settings.LEDGER_PROGRAM_IDS).
-NAMES = ("allowlist_hook", "loan_vault")
+NAMES = ("allowlist_hook", "loan_vault", "price_feed")
 
 #: Where the embedded node loads them at genesis (transactions/localnet/programs.py) and
 #: the default ids of CHAIN_LOCALNET in settings.LEDGER_PROGRAM_IDS. Readable, off the
@@ -18,6 +18,7 @@ NAMES = ("allowlist_hook", "loan_vault")
 LOCALNET_PROGRAM_IDS = {
     "allowlist_hook": "A11owListHook111111111111111111111111111111",
     "loan_vault": "LoanVau1t1111111111111111111111111111111111",
+    "price_feed": "PriceFeed1111111111111111111111111111111111",
 }
 
 

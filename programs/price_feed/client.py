@@ -17,10 +17,12 @@ from solders.instruction import AccountMeta, Instruction
 from solders.pubkey import Pubkey
 from solders.system_program import CreateAccountParams, create_account
 
+import programs
+
 from . import abi
 
 PROGRAM_NAME = "price_feed"
-LOCALNET_PROGRAM_ID = Pubkey.from_string("PriceFeed1111111111111111111111111111111111")
+LOCALNET_PROGRAM_ID = Pubkey.from_string(programs.LOCALNET_PROGRAM_IDS[PROGRAM_NAME])
 FEED_SIZE = abi.FEED_SIZE
 ERROR_CODES = {e.name: e.code for e in abi.ERRORS}
 

@@ -12,10 +12,13 @@ import pytest
 from programs import ROOT
 from programs.allowlist_hook import abi as hook_abi
 from programs.loan_vault import abi as vault_abi
+from programs.price_feed import abi as feed_abi
 from programs.toolchain.abi import AbiError, Account, Error, Instruction, ProgramAbi, Struct
 from programs.toolchain.build import program_names
 
-ABIS = {"allowlist_hook": hook_abi.ABI, "loan_vault": vault_abi.ABI}
+ABIS = {"allowlist_hook": hook_abi.ABI, "loan_vault": vault_abi.ABI, "price_feed": feed_abi.ABI}
+#: Each program's range of custom error codes (docs/programs.md, "ABIs defined once").
+ERROR_RANGES = {"allowlist_hook": (7001, 7099), "loan_vault": (7101, 7199), "price_feed": (7301, 7399)}
 
 
 def test_fields_must_sit_at_their_natural_alignment():
@@ -82,7 +85,8 @@ def test_a_program_abi_refuses_duplicate_codes_and_selectors():
 def test_error_codes_are_one_per_name_in_the_program_range_and_clear_of_the_token_programs(name):
     errors = ABIS[name].errors
     codes = [e.code for e in errors]
-    assert codes == sorted(set(codes)) and all(7000 < c < 7200 for c in codes)  # SPL Token / Token-2022 use < 100
+    low, high = ERROR_RANGES[name]
+    assert codes == sorted(set(codes)) and all(low <= c <= high for c in codes)  # SPL Token / Token-2022 use < 100
     assert len({e.name for e in errors}) == len(errors)
 
 
@@ -122,6 +126,7 @@ def test_the_manifest_describes_the_committed_programs():
 @pytest.mark.parametrize("name,tests", [
     ("allowlist_hook", ["test_allowlist_hook.py"]),
     ("loan_vault", ["test_loan_vault.py", "test_loan_vault_checks.py"]),
+    ("price_feed", ["test_price_feed.py", "test_price_feed_checks.py", "test_price_feed_clock.py"]),
 ])
 def test_every_custom_error_has_a_test_that_expects_it(name, tests):
     """One negative test per check: each error name is expected somewhere in the

@@ -68,3 +68,23 @@ def test_loan_vault_costs_with_spl_token_and_a_full_whitelist():
     assert costs["add"] < 2_500 and costs["remove"] < 2_500
     assert costs["repayment"] < 13_000
     assert costs["close"] < 9_000
+
+
+def test_price_feed_costs():
+    from programs.price_feed import client as feed
+    from programs.tests.svmkit import Chain
+
+    c = Chain()
+    program, authority, account = c.load("price_feed"), Keypair(), Keypair()
+    mint = c.mint(decimals=0)
+    lamports = c.svm.minimum_balance_for_rent_exemption(feed.FEED_SIZE)
+    create = feed.create_feed_account(program, payer=c.payer.pubkey(), feed=account.pubkey(), lamports=lamports)
+    init = feed.initialize(program, feed=account.pubkey(), authority=authority.pubkey(), mint=mint, exponent=-8, max_staleness=600, job_hash=bytes(32))
+    assert c.ok([create, init], [account, authority]).compute_units < 1_000  # CreateAccount included
+    now = c.svm.get_clock().unix_timestamp
+    updates = [c.ok([feed.update(program, feed=account.pubkey(), authority=authority.pubkey(), round=r, value=r, observed_at=now)], [authority]) for r in range(1, 11)]
+    assert max(u.compute_units for u in updates) < 600  # the ring wrapped: no dearer
+    keys = dict(feed=account.pubkey(), authority=authority.pubkey())
+    assert c.ok([feed.set_authority(program, **keys, new_authority=authority.pubkey())], [authority]).compute_units < 400
+    assert c.ok([feed.set_job_hash(program, **keys, job_hash=bytes(32))], [authority]).compute_units < 400
+    assert c.ok([feed.close(program, **keys, recipient=c.payer.pubkey())], [authority]).compute_units < 500

@@ -267,7 +267,7 @@ def test_an_allocated_section_other_than_text_and_read_only_data_is_refused():
         link([("sample.o", o.build())])
 
 
-@pytest.mark.parametrize("name", ["allowlist_hook", "loan_vault"])
+@pytest.mark.parametrize("name", ["allowlist_hook", "loan_vault", "price_feed"])
 def test_the_committed_programs_meet_the_loader_rules(name):
     from programs.tests.svmkit import program_bytes
 

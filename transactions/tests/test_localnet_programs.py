@@ -26,7 +26,7 @@ from transactions.tests.chainkit import funded, next_slot, wait
 pytestmark = pytest.mark.chain
 
 #: InvalidInstruction of each program: what a one-byte instruction it does not know fails with.
-INVALID = {"allowlist_hook": 7001, "loan_vault": 7101}
+INVALID = {"allowlist_hook": 7001, "loan_vault": 7101, "price_feed": 7301}
 
 
 @pytest.fixture

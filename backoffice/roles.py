@@ -56,6 +56,8 @@ ROLES: dict[str, RoleSpec] = {
         "accounts.change_account", "instruments.change_financialinstrument", "transactions.change_transaction",
         # Webhooks (docs/webhooks.md): disable / enable subscriptions, redeliver events.
         "transactions.change_webhooksubscription", "transactions.change_webhookevent",
+        # Market data (docs/marketdata.md): refresh a data source now.
+        "marketdata.refresh_onchaindatasource",
     ), manage_apps=("django_celery_beat",)),
     APPROVER: RoleSpec(APPROVER, grants=("backoffice.view_heartbeat", "transactions.approve_transaction")),
     SECURITY_OFFICER: RoleSpec(SECURITY_OFFICER, grants=(

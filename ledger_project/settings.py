@@ -204,10 +204,14 @@ SPECTACULAR_SETTINGS = {
         "LookupTableStateEnum": "transactions.models.LookupTableState.choices",
         "WebhookStatusEnum": "transactions.webhook_models.WebhookStatus.choices",
         "WebhookSettableStatusEnum": "transactions.webhook_models.SETTABLE_STATUSES",
+        "OracleKindEnum": "marketdata.models.ORACLE_KINDS",
+        "DataKindEnum": "marketdata.models.DATA_KINDS",
+        "DataSourceSettableStatusEnum": "marketdata.models.SETTABLE_STATUSES",
+        "EvaluationStatusEnum": "marketdata.models.EvaluationStatus.choices",
     },
     # PATCH bodies are whole envelopes (itemData required), not partial records.
     "COMPONENT_SPLIT_PATCH": False,
-    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "ledger_project.api.schema.postprocess", "transactions.lookup_tables.schema.postprocess", "vaults.schema.postprocess"],
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "ledger_project.api.schema.postprocess", "transactions.lookup_tables.schema.postprocess", "vaults.schema.postprocess", "marketdata.schema.postprocess"],
     # The payloads the service sends (docs/webhooks.md); an OpenAPI 3.0 document carries them
     # as x-webhooks (ledger_project/api/schema.py).
     "WEBHOOKS": [

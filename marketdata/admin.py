@@ -34,7 +34,7 @@ class OnchainDataSourceAdmin(admin.ModelAdmin):
     fieldsets = (
         (None, {"fields": ("offchain_id", "tenant", "cluster", "status", "instrument", "data_kind", "rating_provider", "oracle_kind", "was_onchain_already")}),
         ("Job", {"fields": ("job_definition", "job_hash", "exponent", "max_staleness_seconds")}),
-        ("Refresh", {"fields": ("schedule_link", "last_round", "refresh_claimed_until", "evaluations_recent")}),
+        ("Refresh", {"fields": ("schedule_link", "last_round", "evaluations_recent")}),
         ("Feed (as of the last confirmed change)", {"fields": (
             "address", "program_address", "mint_address", "authority_address", "authority_account", "authority_key", "value", "onchain_round",
             "onchain_value", "onchain_observed_at", "onchain_updated_at", "onchain_slot", "onchain_job_hash", "synced_slot",
@@ -85,39 +85,35 @@ class OnchainDataSourceAdmin(admin.ModelAdmin):
         rows = DataSourceEvaluation.unscoped.filter(data_source=source).order_by("-pk")[:RECENT]
         listing = reverse("admin:marketdata_datasourceevaluation_changelist") + f"?data_source__id__exact={source.pk}"
         body = format_html_join("", '<tr><td><a href="{}">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>', (
-            (reverse("admin:marketdata_datasourceevaluation_change", args=[e.pk]), e.finished_at.isoformat(timespec="seconds"), e.trigger, e.status,
+            (reverse("admin:marketdata_datasourceevaluation_change", args=[e.pk]), e.created_at.isoformat(timespec="seconds"), e.trigger, e.status,
              price(e.mantissa, source.exponent) if e.mantissa is not None else "—", e.round or "—", e.error[:120]) for e in rows))
-        return format_html('<table><tr><th>finished</th><th>trigger</th><th>status</th><th>value</th><th>round</th><th>error</th></tr>{}</table>'
+        return format_html('<table><tr><th>requested</th><th>trigger</th><th>status</th><th>value</th><th>round</th><th>error</th></tr>{}</table>'
                            '<a href="{}">every evaluation</a>', body, listing)
 
     @staff_action(description="Refresh now: evaluate the job and send an update", permissions=["refresh"],
-                  confirm_note="Each source's job is evaluated now and, with a value, an Update of its feed is signed by the feed's authority and sent; "
-                               "a failed evaluation is recorded and writes nothing.")
+                  confirm_note="An evaluation of each source's job is queued for the worker: with a value, an Update of its feed signed by the feed's "
+                               "authority is sent; a failed evaluation is recorded and writes nothing. Follow it under Data source evaluations.")
     def refresh_now(self, request, queryset):
-        outcomes = []
-        for source in queryset.select_related("tenant", "authority_account__managed_key", "authority_key", "pending_transaction"):
+        queued = 0
+        for source in queryset.select_related("tenant", "pending_transaction"):
             try:
-                result = data_source_refresh(tenant=source.tenant, source=source, trigger=EvaluationTrigger.ADMIN, requested_by=request.user.get_username())
+                data_source_refresh(tenant=source.tenant, source=source, trigger=EvaluationTrigger.ADMIN, requested_by=request.user.get_username())
+                queued += 1
             except LedgerError as exc:
                 self.message_user(request, f"{source.address}: {exc.message}", messages.WARNING)
-                continue
-            evaluation = result.evaluation
-            outcomes.append(evaluation.status)
-            level = messages.SUCCESS if result.transaction is not None else messages.WARNING
-            self.message_user(request, f"{source.address}: evaluation {evaluation.status}" + (f", round {evaluation.round} sent" if result.transaction else f": {evaluation.error[:300]}"), level)
-        if outcomes:
-            self.message_user(request, f"{len(outcomes)} data source(s) refreshed.", messages.INFO)
+        if queued:
+            self.message_user(request, f"{queued} data source(s): evaluation queued (its record shows the outcome).", messages.SUCCESS)
 
 
 @admin.register(DataSourceEvaluation)
 class DataSourceEvaluationAdmin(admin.ModelAdmin):
-    list_display = ("offchain_id", "data_source", "status", "trigger", "finished_at", "value", "round", "transaction", "requested_by", "tenant")
+    list_display = ("offchain_id", "data_source", "status", "trigger", "created_at", "finished_at", "value", "round", "transaction", "requested_by", "tenant")
     list_filter = ("status", "trigger", "cluster", "tenant")
     search_fields = ("offchain_id", "data_source__address", "error")
     list_select_related = ("tenant", "data_source", "transaction")
-    date_hierarchy = "finished_at"
-    fields = ("offchain_id", "tenant", "cluster", "data_source", "trigger", "status", "job_hash", "started_at", "finished_at", "value", "mantissa", "round",
-              "observed_at", "sources_table", "record", "error", "transaction", "requested_by", "created_at", "updated_at")
+    fields = ("offchain_id", "tenant", "cluster", "data_source", "trigger", "status", "job_hash", "created_at", "started_at", "finished_at", "claimed_until",
+              "value", "mantissa", "round",
+              "observed_at", "sources_table", "record", "error", "transaction", "requested_by", "updated_at")
     readonly_fields = fields
 
     def has_add_permission(self, request):

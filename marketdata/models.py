@@ -29,6 +29,8 @@ class DataSourceStatus(models.TextChoices):
 
 #: States that count as the instrument's live source: one per (tenant, instrument, kind).
 LIVE_STATUSES = (DataSourceStatus.PENDING, DataSourceStatus.ACTIVE)
+#: What Update Oracle Data Source Definition may set.
+SETTABLE_STATUSES = (DataSourceStatus.ACTIVE, DataSourceStatus.INACTIVE)
 
 
 class OnchainDataSource(TenantOwnedModel):
@@ -76,9 +78,6 @@ class OnchainDataSource(TenantOwnedModel):
     onchain_job_hash = models.CharField(max_length=64, blank=True)
     synced_slot = models.BigIntegerField(null=True, blank=True)
     last_evaluation = models.ForeignKey("marketdata.DataSourceEvaluation", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
-    #: a refresh in progress (evaluating, then building): a conditional UPDATE claims it,
-    #: so a beat tick and a request (or two ticks) never evaluate one source at once
-    refresh_claimed_until = models.DateTimeField(null=True, blank=True)
     rent_payer_address = models.CharField(max_length=44, blank=True)
     creation_transaction = models.ForeignKey("transactions.Transaction", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     last_transaction = models.ForeignKey("transactions.Transaction", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
@@ -87,7 +86,6 @@ class OnchainDataSource(TenantOwnedModel):
     class Meta:
         ordering = ["-pk"]
         indexes = [
-            models.Index(fields=["tenant", "cluster", "address"], name="md_source_address"),
             models.Index(fields=["tenant", "cluster", "instrument"], name="md_source_instrument"),
             models.Index(fields=["tenant", "cluster", "onchain_updated_at"], name="md_source_updated"),
         ]
@@ -114,6 +112,8 @@ class EvaluationTrigger(models.TextChoices):
 
 
 class EvaluationStatus(models.TextChoices):
+    REQUESTED = "REQUESTED"  # asked for (API, admin): queued for the worker
+    EVALUATING = "EVALUATING"  # a worker claimed it (until ``claimed_until``) and is evaluating
     FAILED = "FAILED"  # the job did not produce a value: nothing was sent
     REJECTED = "REJECTED"  # a value, but the update was refused before sending (simulation: the program's error)
     SUBMITTED = "SUBMITTED"  # the update transaction is recorded and on its way
@@ -121,18 +121,29 @@ class EvaluationStatus(models.TextChoices):
     NOT_LANDED = "NOT_LANDED"  # the update transaction failed or expired: the feed kept its value
 
 
+#: Evaluations not done yet: at most one per data source (one refresh of a feed at a time).
+IN_PROGRESS = (EvaluationStatus.REQUESTED, EvaluationStatus.EVALUATING)
+
+
 class DataSourceEvaluation(TenantOwnedModel):
     """One evaluation of a data source's job: what each source answered, the result or the
     errors (``record``, marketdata.jobs Evaluation.to_record()), and what became of it.
     A FAILED evaluation wrote nothing; ``mantissa`` (× 10^the source's exponent) is what
-    the update carried, ``round`` its round, ``transaction`` the update."""
+    the update carried, ``round`` its round, ``transaction`` the update.
+
+    Invariants: at most one REQUESTED or EVALUATING evaluation per data source (a refresh
+    asked for while one is under way is refused; a beat tick skips); a worker evaluates
+    only after claiming the row (a conditional UPDATE to EVALUATING with ``claimed_until``,
+    so a task delivered twice evaluates once, and a claim whose worker died lapses).
+    """
 
     data_source = models.ForeignKey("marketdata.OnchainDataSource", on_delete=models.CASCADE, related_name="evaluations")
     trigger = models.CharField(max_length=10, choices=EvaluationTrigger.choices)
     status = models.CharField(max_length=12, choices=EvaluationStatus.choices)
     job_hash = models.CharField(max_length=64)
-    started_at = models.DateTimeField()
-    finished_at = models.DateTimeField()
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    claimed_until = models.DateTimeField(null=True, blank=True)
     # The value written is mantissa × 10^exponent (the source's): exact, whatever the
     # database (SQLite keeps wide decimals as doubles); the job's own result is in ``record``.
     mantissa = models.DecimalField(max_digits=20, decimal_places=0, null=True, blank=True)
@@ -145,7 +156,11 @@ class DataSourceEvaluation(TenantOwnedModel):
 
     class Meta:
         ordering = ["-pk"]
-        indexes = [models.Index(fields=["data_source", "-started_at"], name="md_evaluation_source")]
+        indexes = [models.Index(fields=["data_source", "-created_at"], name="md_evaluation_source")]
+        constraints = [
+            models.UniqueConstraint(fields=["data_source"], condition=Q(status__in=["REQUESTED", "EVALUATING"]), name="md_one_refresh_at_a_time",
+                                    violation_error_message="A refresh of this data source is queued or running."),
+        ]
 
     def __str__(self) -> str:
         return f"evaluation {self.offchain_id} [{self.status}]"

@@ -38,6 +38,7 @@ def evaluation(e: DataSourceEvaluation | None, exponent: int) -> dict | None:
         "offchainId": uuid_text(e.offchain_id),
         "status": e.status,
         "trigger": e.trigger,
+        "requestedAt": timestamp_text(e.created_at),
         "startedAt": timestamp_text(e.started_at),
         "finishedAt": timestamp_text(e.finished_at),
         "result": _decimal(record.get("result")),

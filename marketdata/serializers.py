@@ -30,7 +30,7 @@ from marketdata.jobs.limits import MAX_DEFINITION_BYTES
 from programs.price_feed.abi import MAX_STALENESS_LIMIT
 from transactions.serializers import TransactionResultOutput
 
-from .models import DATA_KINDS, DEFI_PROTOCOL, MAX_EXPONENT, MIN_EXPONENT, ORACLE_KINDS, DataSourceStatus, EvaluationStatus, EvaluationTrigger
+from .models import DATA_KINDS, DEFI_PROTOCOL, MAX_EXPONENT, MIN_EXPONENT, ORACLE_KINDS, SETTABLE_STATUSES, DataSourceStatus, EvaluationStatus, EvaluationTrigger
 
 MAX_REFRESH_SECONDS = 31 * 86_400
 
@@ -120,7 +120,7 @@ class UpdateDataSourceItem(StrictSerializer):
         "A new jobDefinition is recorded on chain (SetJobHash signed by the authority) and evaluated once that transaction confirms; "
         "refreshIntervalSeconds changes the schedule at once."))
     dataDetails = UpdateDataDetailsSerializer(required=False)
-    status = serializers.ChoiceField(choices=[DataSourceStatus.ACTIVE, DataSourceStatus.INACTIVE], required=False, help_text=(
+    status = serializers.ChoiceField(choices=SETTABLE_STATUSES, required=False, help_text=(
         "INACTIVE: kept, no longer refreshed (another source of the instrument may then be created); ACTIVE again: 409 DATA_SOURCE_EXISTS when "
         "another is active meanwhile."))
 
@@ -133,7 +133,10 @@ class DataSourceItem(StrictSerializer):
     onchainDataSource = DataSourceLookupSerializer()
 
 
-class RefreshDataSourceInput(TransactionEnvelopeSerializer):
+class RefreshDataSourceInput(EnvelopeSerializer):
+    """The update is signed by the feed's authority and its network fee paid by the
+    platform's fee payer (the worker sends it): no svmTransactionConfig."""
+
     itemData = DataSourceItem()
 
 
@@ -229,11 +232,12 @@ class SourceAnswerOutput(serializers.Serializer):
 class EvaluationOutput(serializers.Serializer):
     offchainId = serializers.UUIDField()
     status = serializers.ChoiceField(choices=EvaluationStatus.choices, help_text=(
-        "FAILED: the job gave no value, nothing was sent; REJECTED: the update was refused before sending (errors say why); SUBMITTED: on its way; "
+        "REQUESTED: queued for the worker; EVALUATING: a worker is on it; FAILED: the job gave no value, nothing was sent; REJECTED: the update was refused before sending (errors say why); SUBMITTED: on its way; "
         "CONFIRMED: the feed holds the value; NOT_LANDED: the update failed or expired, the feed kept its value."))
     trigger = serializers.ChoiceField(choices=EvaluationTrigger.choices)
-    startedAt = serializers.CharField()
-    finishedAt = serializers.CharField()
+    requestedAt = serializers.CharField()
+    startedAt = serializers.CharField(allow_null=True)
+    finishedAt = serializers.CharField(allow_null=True)
     result = serializers.FloatField(allow_null=True, help_text="The job's result, every digit.")
     value = serializers.FloatField(allow_null=True, help_text="What the update carries: the result at the feed's exponent (mantissa × 10^exponent).")
     mantissa = serializers.IntegerField(allow_null=True)

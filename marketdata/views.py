@@ -11,7 +11,7 @@ from ledger_project.api.errors import LedgerError
 from ledger_project.api.idempotency import idempotent
 from ledger_project.api.schema import DETAIL_LEVEL, api_responses, bulk_responses, item_query, operation_parameters
 from ledger_project.api.viewsets import TenantScopedViewSet
-from transactions.responses import attach_wait, transaction_result
+from transactions.responses import attach_wait, transaction_result, wait_level
 
 from . import refresh, render, selectors, services
 from .models import EvaluationTrigger, OnchainDataSource
@@ -90,10 +90,11 @@ class OnchainDataSourceViewSet(TenantScopedViewSet):
     @extend_schema(
         operation_id="refreshOracleDataSource", summary="Refresh Oracle Data Source",
         description=(
-            "Evaluates the job now (each source called under the outbound URL rules, within LEDGER_MARKETDATA_EVALUATION_TIMEOUT_SECONDS) and, with "
-            "a value, sends the program's Update — the next round, the value at the feed's exponent, observed now — signed by the feed's authority. "
-            "The evaluation is recorded and answered whatever came of it: FAILED (no value: nothing is sent, the feed keeps its value) or REJECTED "
-            "(the update was refused before sending, e.g. the program's AuthorityMismatch) with svmTransaction null. An ACTIVE source only (400 "
+            "Queues an evaluation of the job for the worker (evaluation.status REQUESTED; svmTransaction null): it calls each source under the outbound "
+            "URL rules within LEDGER_MARKETDATA_EVALUATION_TIMEOUT_SECONDS and, with a value, sends the program's Update — the next round, the value at "
+            "the feed's exponent, observed then — signed by the feed's authority. With ?wait= the answer comes once the evaluation is done and its "
+            "update reached that status: FAILED (no value: nothing is sent, the feed keeps its value), REJECTED (the update was refused before "
+            "sending, e.g. the program's AuthorityMismatch), or SUBMITTED / CONFIRMED with svmTransaction. An ACTIVE source only (400 "
             "DATA_SOURCE_NOT_ACTIVE); one refresh or change of a feed at a time (409 OPERATION_IN_PROGRESS)."
         ),
         request=RefreshDataSourceInput, responses=api_responses({200: RefreshDataSourceOutput}, mutation=True), parameters=operation_parameters(wait=True), tags=TAG,
@@ -101,11 +102,19 @@ class OnchainDataSourceViewSet(TenantScopedViewSet):
     @idempotent
     def refresh(self, request):
         body = validated(RefreshDataSourceInput, request)
-        source = self._source(body["itemData"])
-        result = refresh.data_source_refresh(tenant=self.tenant, source=source, trigger=EvaluationTrigger.API, api_key=self.api_key,
-                                             request_id=request.client_request_id, svm_config=body.get("svmTransactionConfig"))
-        evaluation = render.evaluation(result.evaluation, result.source.exponent)
-        return _answer(request, {"refreshedOnchainDataSource": render.identifiers(result.source), "evaluation": evaluation}, result)
+        result = refresh.data_source_refresh(tenant=self.tenant, source=self._source(body["itemData"]), trigger=EvaluationTrigger.API, api_key=self.api_key,
+                                             request_id=request.client_request_id)
+        exponent = result.source.exponent
+        response = Response({"refreshedOnchainDataSource": render.identifiers(result.source), "evaluation": render.evaluation(result.evaluation, exponent),
+                             RESULT: None})
+        level = wait_level(request)
+        if level is not None:
+            def evaluated(resp):
+                row = refresh.evaluation_wait(result.evaluation, level)
+                resp.data["evaluation"], resp.data[RESULT] = render.evaluation(row, exponent), transaction_result(row.transaction)
+
+            response.after_commit = evaluated
+        return response
 
     @extend_schema(
         operation_id="fetchOnchainDataSourceDetails", summary="Fetch Onchain Data Source Details",

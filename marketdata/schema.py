@@ -1,0 +1,21 @@
+"""What the market data serializers cannot say in the OpenAPI (a postprocessing hook next to
+ledger_project.api.schema.postprocess): a data source lookup names a source; an existing
+feed goes with alreadyOnchain."""
+
+from __future__ import annotations
+
+
+def postprocess(result, generator, request, public):
+    schemas = result.get("components", {}).get("schemas", {})
+    lookup = schemas.get("DataSourceLookupRequest")
+    if lookup is not None:  # onchainId or offchainId (400 INVALID_LOOKUP)
+        lookup["anyOf"] = [{"required": [name], "properties": {name: {"type": "string"}}} for name in ("onchainId", "offchainId")]
+    create = schemas.get("CreateDataSourceItemRequest")
+    if create is not None:  # existingOnchainDataSourceAccount with alreadyOnchain true only (REQUIRED / CONFLICTING_FIELDS)
+        create["anyOf"] = [
+            {"required": ["alreadyOnchain", "existingOnchainDataSourceAccount"],
+             "properties": {"alreadyOnchain": {"type": "boolean", "enum": [True]}, "existingOnchainDataSourceAccount": {"type": "object"}}},
+            {"properties": {"alreadyOnchain": {"type": "boolean", "enum": [False]},
+                            "existingOnchainDataSourceAccount": {"type": "object", "nullable": True, "enum": [None]}}},
+        ]
+    return result

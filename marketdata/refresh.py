@@ -223,7 +223,9 @@ def _resync_round(tenant, source: OnchainDataSource) -> None:
 def _evaluate_and_build(tenant, source: OnchainDataSource) -> _Outcome:
     """Network phase: evaluate, hand out the round, build / simulate / sign the Update."""
     started = timezone.now()
-    evaluation = evaluate(parse_job(source.job_definition), timeout_seconds=settings.LEDGER_MARKETDATA_EVALUATION_TIMEOUT_SECONDS)
+    # Validated when saved; its URLs are checked again right before each call (evaluate), so
+    # a host that stopped passing the rules fails that source, recorded, not the parse.
+    evaluation = evaluate(parse_job(source.job_definition, check_urls=False), timeout_seconds=settings.LEDGER_MARKETDATA_EVALUATION_TIMEOUT_SECONDS)
     finished = timezone.now()
     fields = {"job_hash": source.job_hash, "started_at": started, "finished_at": finished, "record": evaluation.to_record()}
     if not evaluation.ok or evaluation.result is None:

@@ -250,6 +250,11 @@ def _onboard(tenant, cluster: str, data: dict, source: OnchainDataSource, every:
 # --- Update Oracle Data Source Definition --------------------------------------------------------
 
 
+def _not_onchain(source: OnchainDataSource, field: str) -> LedgerError:
+    why = "its creation has not confirmed yet" if source.status == DataSourceStatus.PENDING else "its creation failed: no feed exists on chain"
+    return LedgerError(f"The data source is {source.status} ({why}): only an ACTIVE or INACTIVE one changes.", field=field, code="DATA_SOURCE_NOT_ONCHAIN")
+
+
 def _changes_offchain(source: OnchainDataSource, data: dict, field_prefix: str = P) -> dict:
     """The offchain changes ``data`` asks for, checked: {field: value}."""
     changes: dict = {}
@@ -258,7 +263,7 @@ def _changes_offchain(source: OnchainDataSource, data: dict, field_prefix: str =
         changes["rating_provider"] = data["dataDetails"]["ratingProvider"] or ""
     if data.get("status") and data["status"] != source.status:
         if source.status not in (DataSourceStatus.ACTIVE, DataSourceStatus.INACTIVE):
-            raise LedgerError(f"The data source is {source.status}: only an ACTIVE or INACTIVE one changes status.", field=f"{field_prefix}.status", code="INVALID_STATUS")
+            raise _not_onchain(source, f"{field_prefix}.status")
         changes["status"] = data["status"]
     if "refreshIntervalSeconds" in details:
         changes["every"] = details["refreshIntervalSeconds"]
@@ -283,7 +288,7 @@ def data_source_update(*, tenant, cluster: str, api_key, source: OnchainDataSour
     prepared = None
     if new_job is not None:
         if source.status not in (DataSourceStatus.ACTIVE, DataSourceStatus.INACTIVE):
-            raise LedgerError(f"The data source is {source.status}: its feed is not on chain, so its job cannot change.", field=SOURCE_FIELD, code="DATA_SOURCE_NOT_ONCHAIN")
+            raise _not_onchain(source, SOURCE_FIELD)
         ensure_no_operation_in_flight(source, field=SOURCE_FIELD)
         instruction = client.set_job_hash(Pubkey.from_string(source.program_address), feed=Pubkey.from_string(source.address),
                                           authority=Pubkey.from_string(source.authority_address), job_hash=bytes.fromhex(new_job[1]))

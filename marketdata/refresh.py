@@ -27,6 +27,8 @@ the source's schedule (beat) and on demand (Refresh Oracle Data Source, the back
 from __future__ import annotations
 
 import logging
+import os
+import threading
 import time
 from dataclasses import dataclass
 from datetime import timedelta
@@ -220,12 +222,33 @@ def _resync_round(tenant, source: OnchainDataSource) -> None:
         OnchainDataSource.objects.for_tenant(tenant).filter(pk=source.pk, last_round__lt=state.round).update(last_round=state.round)
 
 
+_client = None
+_client_pid = None
+_client_lock = threading.Lock()
+
+
+def _http():
+    """One pooled keep-alive client per worker process, its threads sharing it (as webhook
+    deliveries do): a client's TLS context costs tens of ms of CPU to make, more than the
+    rest of an evaluation."""
+    global _client, _client_pid
+    with _client_lock:
+        if _client is None or _client_pid != os.getpid():
+            import httpx
+
+            from ledger_project.outbound import outbound_client
+
+            _client = outbound_client(limits=httpx.Limits(max_connections=32, max_keepalive_connections=16, keepalive_expiry=30.0))
+            _client_pid = os.getpid()
+        return _client
+
+
 def _evaluate_and_build(tenant, source: OnchainDataSource) -> _Outcome:
     """Network phase: evaluate, hand out the round, build / simulate / sign the Update."""
     started = timezone.now()
     # Validated when saved; its URLs are checked again right before each call (evaluate), so
     # a host that stopped passing the rules fails that source, recorded, not the parse.
-    evaluation = evaluate(parse_job(source.job_definition, check_urls=False), timeout_seconds=settings.LEDGER_MARKETDATA_EVALUATION_TIMEOUT_SECONDS)
+    evaluation = evaluate(parse_job(source.job_definition, check_urls=False), timeout_seconds=settings.LEDGER_MARKETDATA_EVALUATION_TIMEOUT_SECONDS, client=_http())
     finished = timezone.now()
     fields = {"job_hash": source.job_hash, "started_at": started, "finished_at": finished, "record": evaluation.to_record()}
     if not evaluation.ok or evaluation.result is None:

@@ -6,6 +6,7 @@ layout docs/programs.md publishes (not with the service's decoder)."""
 from __future__ import annotations
 
 import json
+import socket
 import struct
 from dataclasses import dataclass
 from decimal import Decimal
@@ -39,10 +40,39 @@ def feed_raw(chain: Client, address: str) -> dict:
 
 
 class PriceServer(JsonSource):
-    """A price API answering ``{"price": "<price>"}`` (a string, as many APIs quote)."""
+    """A price API answering ``{"price": "<price>"}`` (a string, as many APIs quote).
+    ``stop()`` takes it down as a host going down does: the listener closed and every open
+    connection dropped (the worker keeps connections alive between evaluations)."""
 
     def __init__(self, price: str, **options):
         super().__init__(document={"price": price}, **options)
+        self.connections: set = set()
+
+    def _handler(self):
+        outer = self
+
+        class Tracked(super()._handler()):
+            def setup(self):
+                super().setup()
+                with outer.lock:
+                    outer.connections.add(self.connection)
+
+            def finish(self):
+                with outer.lock:
+                    outer.connections.discard(self.connection)
+                super().finish()
+
+        return Tracked
+
+    def stop(self) -> None:
+        super().stop()
+        with self.lock:
+            live = list(self.connections)
+        for connection in live:
+            try:
+                connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
     def quote(self, price: str) -> None:
         with self.lock:

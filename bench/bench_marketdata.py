@@ -16,7 +16,7 @@ ends when every evaluation is settled:
 - ``request_to_confirmed_p50_ms`` / ``p99``: from a refresh's request to its update's
   confirmation.
 
-The worker runs with beat and BENCH_MARKETDATA_CONCURRENCY (default 4) threads. One JSON
+The worker runs with beat and BENCH_MARKETDATA_CONCURRENCY (default 8) threads. One JSON
 line per setup. BENCH_MARKETDATA_SETUPS=embedded,postgres picks setups.
 """
 
@@ -119,7 +119,7 @@ def run_setup(setup: str) -> None:
             manage(env, "create_tenant", "--external-id", "BENCH", "--name", "Bench")
             key = json.loads(manage(env, "create_api_key", "--org", "BENCH", "--rate-limit", "0"))["secret"]
             procs.append(subprocess.Popen([sys.executable, "-m", "celery", "-A", "ledger_project", "worker", "--beat", "--schedule", str(Path(tmp) / "beat"),
-                                           "--concurrency", os.environ.get("BENCH_MARKETDATA_CONCURRENCY", "4"), "--loglevel", "WARNING"],
+                                           "--concurrency", os.environ.get("BENCH_MARKETDATA_CONCURRENCY", "8"), "--loglevel", "WARNING"],
                                           cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT))
             port = free_port()
             procs.append(gunicorn(env, port))
@@ -160,7 +160,7 @@ def run_setup(setup: str) -> None:
                 "evaluations_per_s": round(evaluated / spans_eval, 1) if spans_eval else None,
                 "onchain_updates_per_s": round(confirmed / spans_conf, 1) if spans_conf else None,
                 "request_to_confirmed_p50_ms": pct(waits, 0.5), "request_to_confirmed_p99_ms": pct(waits, 0.99),
-                "cpu_ms_per_update": spent, "worker_threads": int(os.environ.get("BENCH_MARKETDATA_CONCURRENCY", "4")), "load_average": os.getloadavg()[0],
+                "cpu_ms_per_update": spent, "worker_threads": int(os.environ.get("BENCH_MARKETDATA_CONCURRENCY", "8")), "load_average": os.getloadavg()[0],
             }), flush=True)
         finally:
             for server in servers:

@@ -163,10 +163,10 @@ def _spawn(function, *args) -> Future:
 
 
 class _Run:
-    def __init__(self, *, client, timeout_seconds: float, recorder: _Recorder):
+    def __init__(self, *, client, timeout_seconds: float, deadline: float, recorder: _Recorder):
         self.client = client
         self.timeout_seconds = timeout_seconds
-        self.deadline = time.monotonic() + timeout_seconds
+        self.deadline = deadline
         self.recorder = recorder
 
     def remaining(self, where: str) -> float:
@@ -316,7 +316,7 @@ def evaluate(job: Job, *, timeout_seconds: float, client=None) -> Evaluation:
     if own_client:
         client = outbound_client()
     recorder = _Recorder()
-    run = _Run(client=client, timeout_seconds=float(timeout_seconds), recorder=recorder)
+    run = _Run(client=client, timeout_seconds=float(timeout_seconds), deadline=begun + timeout_seconds, recorder=recorder)
     result = None
     try:
         root = _spawn(run.job, job)

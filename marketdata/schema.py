@@ -1,6 +1,7 @@
 """What the market data serializers cannot say in the OpenAPI (a postprocessing hook next to
 ledger_project.api.schema.postprocess): a data source lookup names a source; an existing
-feed goes with alreadyOnchain."""
+feed goes with alreadyOnchain; a job definition is a JSON document in a string (format
+oracle-job: docs/marketdata.md, "Job definitions")."""
 
 from __future__ import annotations
 
@@ -18,4 +19,8 @@ def postprocess(result, generator, request, public):
             {"properties": {"alreadyOnchain": {"type": "boolean", "enum": [False]},
                             "existingOnchainDataSourceAccount": {"type": "object", "nullable": True, "enum": [None]}}},
         ]
+    for name in ("PartnerOracleDetailsRequest", "UpdatePartnerOracleDetailsRequest"):
+        job = (schemas.get(name) or {}).get("properties", {}).get("jobDefinition")
+        if job is not None:  # 400 INVALID_JOB_DEFINITION / URL_NOT_ALLOWED naming the bad task
+            job["format"] = "oracle-job"
     return result

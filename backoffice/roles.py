@@ -59,6 +59,8 @@ ROLES: dict[str, RoleSpec] = {
         "backoffice.redeliver_webhook",
         # Offchain fields of records (chain truth stays read-only).
         "accounts.change_account", "instruments.change_financialinstrument",
+        # Market data (docs/marketdata.md): refresh a data source now.
+        "marketdata.refresh_onchaindatasource",
     ), manage_apps=("django_celery_beat",)),
     APPROVER: RoleSpec(APPROVER, grants=("backoffice.view_heartbeat", "transactions.approve_transaction")),
     SECURITY_OFFICER: RoleSpec(SECURITY_OFFICER, grants=(

@@ -206,10 +206,14 @@ SPECTACULAR_SETTINGS = {
         "LookupTableStateEnum": "transactions.models.LookupTableState.choices",
         "WebhookStatusEnum": "transactions.webhook_models.WebhookStatus.choices",
         "WebhookSettableStatusEnum": "transactions.webhook_models.SETTABLE_STATUSES",
+        "OracleKindEnum": "marketdata.models.ORACLE_KINDS",
+        "DataKindEnum": "marketdata.models.DATA_KINDS",
+        "DataSourceSettableStatusEnum": "marketdata.models.SETTABLE_STATUSES",
+        "EvaluationStatusEnum": "marketdata.models.EvaluationStatus.choices",
     },
     # PATCH bodies are whole envelopes (itemData required), not partial records.
     "COMPONENT_SPLIT_PATCH": False,
-    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "ledger_project.api.schema.postprocess", "transactions.lookup_tables.schema.postprocess", "vaults.schema.postprocess"],
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "ledger_project.api.schema.postprocess", "transactions.lookup_tables.schema.postprocess", "vaults.schema.postprocess", "marketdata.schema.postprocess"],
     # The payloads the service sends (docs/webhooks.md); an OpenAPI 3.0 document carries them
     # as x-webhooks (ledger_project/api/schema.py).
     "WEBHOOKS": [
@@ -454,3 +458,13 @@ LEDGER_MPC_MAX_PLAYERS = env.int("LEDGER_MPC_MAX_PLAYERS", default=16)
 LEDGER_MPC_DKG_SESSION_SECONDS = env.int("LEDGER_MPC_DKG_SESSION_SECONDS", default=24 * 3600)
 LEDGER_MPC_SIGNING_SESSION_SECONDS = env.int("LEDGER_MPC_SIGNING_SESSION_SECONDS", default=LEDGER_DURABLE_NONCE_WINDOW_SECONDS)
 CELERY_BEAT_SCHEDULE["threshold-sessions"] = {"task": "ledger.accounts.mpc_sweep", "schedule": 10.0}
+
+# --- Market data: onchain data sources (docs/marketdata.md) ---------------------------------
+# One evaluation of a job (every source's call, the combining) ends this long after it
+# starts; a refresh's claim on its source lasts that plus a build's RPC time.
+LEDGER_MARKETDATA_EVALUATION_TIMEOUT_SECONDS = env.float("LEDGER_MARKETDATA_EVALUATION_TIMEOUT_SECONDS", default=10.0)
+# Defaults of Create Onchain Data Source (partnerOracleDetails): the refresh interval of
+# the source's periodic task, the feed's exponent and its staleness bound.
+LEDGER_MARKETDATA_DEFAULT_REFRESH_SECONDS = env.int("LEDGER_MARKETDATA_DEFAULT_REFRESH_SECONDS", default=60)
+LEDGER_MARKETDATA_DEFAULT_EXPONENT = env.int("LEDGER_MARKETDATA_DEFAULT_EXPONENT", default=-8)
+LEDGER_MARKETDATA_DEFAULT_MAX_STALENESS_SECONDS = env.int("LEDGER_MARKETDATA_DEFAULT_MAX_STALENESS_SECONDS", default=300)

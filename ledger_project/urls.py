@@ -12,6 +12,7 @@ api_v1 = [
     path("", include("positions.urls")),
     path("", include("vaults.urls")),
     path("", include("loans.urls")),
+    path("", include("marketdata.urls")),
 ]
 
 urlpatterns = [

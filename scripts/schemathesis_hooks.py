@@ -46,6 +46,15 @@ schemathesis.openapi.format("base58-secret-key", st.binary(min_size=32, max_size
 _public_ipv4 = st.integers(min_value=1 << 24, max_value=(224 << 24) - 1).map(ipaddress.IPv4Address).filter(lambda a: a.is_global)
 schemathesis.openapi.format("outbound-url", st.tuples(_public_ipv4, st.from_regex(r"\A(/[a-z0-9]{0,12}){0,3}\Z")).map(lambda parts: f"https://{parts[0]}{parts[1]}"))
 
+# "oracle-job": a market-data job definition, a JSON document in a string (docs/marketdata.md,
+# "Job definitions"). Constants and arithmetic only: a generated job calls no URL.
+_decimal_text = st.decimals(min_value=-10**6, max_value=10**6, places=4, allow_nan=False, allow_infinity=False).map(str)
+_number_tasks = st.lists(st.sampled_from(["multiplyTask", "divideTask"]).flatmap(
+    lambda kind: _decimal_text.filter(lambda v: kind == "multiplyTask" or float(v) != 0).map(lambda v: {kind: {"scalar": v}})), max_size=3)
+schemathesis.openapi.format("oracle-job", st.tuples(_decimal_text, _number_tasks).map(
+    lambda parts: json.dumps({"tasks": [{"valueTask": {"value": parts[0]}}, *parts[1]]})))
+
+
 # Keys of simpleCustomMetadata are 1 to 64 characters (the schema's x-propertyNames: OpenAPI
 # 3.0 cannot say it in a way generators read). Bodies breaking it are schema-invalid too.
 def _metadata_keys_ok(node) -> bool:
@@ -220,6 +229,18 @@ for _method, _path, _extra in (
     ("PATCH", "/strategies/liquidity", {("itemData", "financialInstrument"): "instrument", **_position_lookup("source", ()), **_position_lookup("destination", ())}),
 ):
     LOOKUPS[(_method, f"{_LOANS}{_path}")] = {_FEE_PAYER: "funder", ("svmTransactionConfig", "durableNonceAccount"): "nonce", **_extra}
+
+# Market data (docs/marketdata.md): the seeded data source; a creation prices ``instrument``
+# (the seeded source prices ``loan``), an onboarding names whatever was generated.
+_MARKET_DATA = "/api/v1/market-data/onchain-data-source"
+LOOKUPS[("POST", _MARKET_DATA)] = {
+    _FEE_PAYER: "funder", ("svmTransactionConfig", "durableNonceAccount"): "nonce", ("itemData", "financialInstrument"): "instrument",
+    ("itemData", "oracleDataSourceAuthority"): "authority", ("itemData", "existingOnchainDataSourceAccount"): None,
+}
+LOOKUPS[("PATCH", _MARKET_DATA)] = {_FEE_PAYER: "funder", ("svmTransactionConfig", "durableNonceAccount"): "nonce", ("itemData", "onchainDataSource"): "dataSource"}
+LOOKUPS[("PATCH", f"{_MARKET_DATA}/refresh")] = {("itemData", "onchainDataSource"): "dataSource"}
+LOOKUPS[("POST", f"{_MARKET_DATA}/single")] = {("itemData", "onchainDataSource"): "dataSource"}
+FUNDED.add(("POST", _MARKET_DATA))  # the feed's rent
 
 _REQUEST_IDS = uuid.UUID("0b5c4f1e-5d1a-4c59-9a43-7c8e2f3b6a10")  # namespace of derived x-request-ids
 

@@ -35,6 +35,10 @@ fuzzed mutation of one does not starve the others:
   its position), and ``payee``'s position in ``payment``, whitelisted: the vault operations
   name them. The balance outlasts any generated repayment, so Close keeps failing on the
   program's preconditions instead of ending the vault.
+- ``dataSource``: an onchain data source pricing ``loan`` (docs/marketdata.md), its job a
+  constant (a valueTask: refreshes call no URL), refreshed on demand only; Create Onchain
+  Data Source names ``instrument`` (one creation may succeed, the others are 409
+  DATA_SOURCE_EXISTS).
 - ``webhook``: a registry webhook of the run's organization (a public address literal;
   the run records events and never sends them: LEDGER_WEBHOOK_DELIVERY_ENABLED is off).
   Transaction events only: with account.network_event, every account the fuzzing creates
@@ -55,7 +59,7 @@ import uuid
 
 #: the records seed() returns, by role (the hooks' LOOKUPS name them)
 ROLES = ("funder", "authority", "subject", "victim", "instrument", "closable", "transaction", "holder", "holding", "payee", "receiving", "lookupTable", "retiringTable", "nonce",
-         "loan", "payment", "vault", "lenderPosition", "webhook")
+         "loan", "payment", "vault", "lenderPosition", "webhook", "dataSource")
 AIRDROP_LAMPORTS = 1_000 * 10**9
 SEED_LAMPORTS = 10_000_000
 DONE = ("CONFIRMED", "FINALIZED")
@@ -169,6 +173,16 @@ def _vault(api: Api, *, funder: dict, authority: dict, loan: dict, payment: dict
     return vault
 
 
+def _data_source(api: Api, *, funder: dict, authority: dict, instrument: dict) -> dict:
+    """A data source of ``instrument``, signed by ``authority``, its job the constant 1.5."""
+    item = {"defiProtocol": "PARTNER_ORACLE", "financialInstrument": {"offchainId": instrument["offchainId"]}, "oracleDataSourceAuthority": {"offchainId": authority["offchainId"]},
+            "partnerOracleDetails": {"kind": "QUOTES", "jobDefinition": json.dumps({"tasks": [{"valueTask": {"value": "1.5"}}]}), "refreshIntervalSeconds": None},
+            "dataDetails": {"kind": "PRICE", "ratingProvider": "schemathesis"}}
+    created = api.call("POST", "market-data/onchain-data-source", {"itemData": item, "svmTransactionConfig": {"feePayer": {"offchainId": funder["offchainId"]}}})
+    api.wait_landed(created["svmTransaction"])
+    return created["newOnchainDataSource"]
+
+
 def _position(api: Api, code: str, *, funder: dict, owner: dict, instrument: dict) -> dict:
     body = {"itemData": {"owner": {"offchainId": owner["offchainId"]}, "financialInstrument": {"offchainId": instrument["offchainId"]},
                          "offchainReferences": {"code": code, "name": f"schemathesis {code}"}},
@@ -232,5 +246,6 @@ def seed(*, url: str, secret: str, key_name: str, node_url: str) -> dict:
     records.update(loan=loan, payment=payment, vault=_vault(api, funder=funder, authority=authority, loan=loan, payment=payment, lender=lender), lenderPosition=lender)
     records["webhook"] = {"offchainId": api.call("POST", "webhooks", {"itemData": {
         "name": "schemathesis", "endpointUrl": "https://93.184.215.14/hook", "eventTypes": ["transaction.pre_submit", "transaction.post_submit"]}})["newWebhook"]["offchainId"]}
+    records["dataSource"] = _data_source(api, funder=funder, authority=authority, instrument=loan)
     assert tuple(records) == ROLES
     return records

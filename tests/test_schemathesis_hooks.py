@@ -13,7 +13,7 @@ from scripts import schemathesis_hooks as hooks
 from scripts.schemathesis_seed import ROLES
 
 LOOKUP_COMPONENTS = {"LookupRequest", "OwnLookupRequest", "InstrumentLookupRequest", "OwnInstrumentLookupRequest", "TransactionIdentifierRequest", "LookupTableLookupRequest",
-                     "VaultLookupRequest", "WebhookIdentifierRequest"}
+                     "VaultLookupRequest", "WebhookIdentifierRequest", "DataSourceLookupRequest"}
 
 SEED = {
     "organization": "SCHEMATHESIS",

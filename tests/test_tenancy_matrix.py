@@ -14,6 +14,10 @@ from conftest import assert_error
 from instruments.models import FinancialInstrument
 from instruments.tests.factories import FinancialInstrumentFactory
 
+MARKET_DATA = "/api/v1/market-data/onchain-data-source"
+_JOB = '{"tasks": [{"httpTask": {"url": "https://prices.example/acme"}}, {"jsonParseTask": {"path": "$.price"}}]}'
+
+
 def _webhook(lookup: dict) -> dict:
     """A webhook is named by offchainId only."""
     return {"offchainId": lookup.get("offchainId") or str(uuid.uuid4())}
@@ -109,6 +113,12 @@ ENDPOINTS = [
     ("post", "/api/v1/webhooks/single/signing-secret", lambda lk: {"itemData": _webhook(lk)}),
     ("post", "/api/v1/webhooks/bulk/detailed", None),
     ("post", "/api/v1/webhooks/replay", lambda lk: {"itemData": {"webhook": _webhook(lk), "fromTime": "2020-01-01T00:00:00Z", "toTime": "2030-01-01T00:00:00Z"}}),
+    # Market data (docs/marketdata.md): the target is a data source (create: the priced instrument).
+    ("post", MARKET_DATA, lambda lk: {"itemData": {"defiProtocol": "PARTNER_ORACLE", "partnerOracleDetails": {"kind": "QUOTES", "jobDefinition": _JOB}, "financialInstrument": lk}}),
+    ("patch", MARKET_DATA, lambda lk: {"itemData": {"onchainDataSource": lk, "dataDetails": {"ratingProvider": "x"}}}),
+    ("patch", f"{MARKET_DATA}/refresh", lambda lk: {"itemData": {"onchainDataSource": lk}}),
+    ("post", f"{MARKET_DATA}/single", lambda lk: {"itemData": {"onchainDataSource": lk}}),
+    ("post", f"{MARKET_DATA}/bulk/detailed", None),
 ]
 PUBLIC = {"/api/v1/auth/token"}
 
@@ -165,7 +175,12 @@ def test_other_tenants_record_is_like_missing_and_unchanged(api, other_tenant, l
         from loans.tests.factories import make_loan
 
         theirs, model = make_loan(other_tenant), Loan
-    elif path.endswith("/create-vault"):  # the other organization's instruments
+    elif path.startswith(MARKET_DATA) and not (method == "post" and path == MARKET_DATA):
+        from marketdata.models import OnchainDataSource
+        from marketdata.tests.factories import make_source
+
+        theirs, model = make_source(other_tenant), OnchainDataSource
+    elif path.endswith("/create-vault") or path == MARKET_DATA:  # the other organization's instruments
         theirs = FinancialInstrumentFactory(tenant=other_tenant, comments="theirs", al_type="LOAN")
         model = FinancialInstrument
     else:

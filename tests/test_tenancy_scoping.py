@@ -25,6 +25,8 @@ from transactions.models import Transaction
 from transactions.selectors import transaction_get
 from positions.models import Position as _Position
 from positions.selectors import position_list as _position_list
+from marketdata.models import OnchainDataSource as _OnchainDataSource
+from marketdata.selectors import data_source_list as _data_source_list
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Every tenant-owned model, found rather than listed: a new one is covered as it lands.
@@ -210,7 +212,8 @@ def test_a_view_may_not_override_get_queryset():
     lambda qs: instrument_list(queryset=qs(FinancialInstrument), cluster="CHAIN_LOCALNET", item_query=None),
     lambda qs: transaction_get(queryset=qs(Transaction), offchain_id="00000000-0000-0000-0000-000000000000"),
     lambda qs: _position_list(queryset=qs(_Position), tenant=None, cluster="CHAIN_LOCALNET", item_query=None),
-], ids=["account_list", "instrument_list", "transaction_get", "position_list"])
+    lambda qs: _data_source_list(queryset=qs(_OnchainDataSource), cluster="CHAIN_LOCALNET", item_query=None),
+], ids=["account_list", "instrument_list", "transaction_get", "position_list", "data_source_list"])
 def test_selectors_refuse_an_unscoped_queryset(db, page):
     with pytest.raises(UnscopedQueryError):
         page(lambda model: model.unscoped.all())
@@ -244,20 +247,24 @@ def test_row_locks_and_writes_take_the_tenant(tenant, other_tenant):
     from accounts.locks import lock_account, lock_visible_account
     from instruments.locks import lock_instrument
     from instruments.tests.factories import FinancialInstrumentFactory
+    from marketdata.locks import lock_source
+    from marketdata.tests.factories import make_source
     from positions.locks import lock_position
     from positions.tests.test_api_bulk import make_position
 
     mine, shared = AccountFactory(tenant=tenant), AccountFactory(tenant=other_tenant, shared_across_tenants=True)
     instrument = FinancialInstrumentFactory(tenant=tenant)
     held = make_position(tenant, instrument)
+    priced = make_source(tenant, instrument=instrument)
     with transaction.atomic():
+        assert lock_source(priced.pk, tenant=tenant).pk == priced.pk
         assert lock_account(mine.pk, tenant=tenant).pk == mine.pk
         assert lock_position(held.pk, tenant=tenant).pk == held.pk
         assert lock_instrument(instrument.pk, tenant=tenant).pk == instrument.pk
         assert lock_visible_account(shared.pk, tenant=tenant).pk == shared.pk  # a shared funder: re-checks only
         for lock in (lambda: lock_account(mine.pk, tenant=other_tenant), lambda: lock_instrument(instrument.pk, tenant=other_tenant),
                      lambda: lock_account(shared.pk, tenant=tenant), lambda: lock_visible_account(mine.pk, tenant=other_tenant),
-                     lambda: lock_position(held.pk, tenant=other_tenant)):
+                     lambda: lock_position(held.pk, tenant=other_tenant), lambda: lock_source(priced.pk, tenant=other_tenant)):
             with pytest.raises(LookupError):
                 lock()
 

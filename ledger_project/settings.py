@@ -210,6 +210,9 @@ SPECTACULAR_SETTINGS = {
         "DataKindEnum": "marketdata.models.DATA_KINDS",
         "DataSourceSettableStatusEnum": "marketdata.models.SETTABLE_STATUSES",
         "EvaluationStatusEnum": "marketdata.models.EvaluationStatus.choices",
+        # defiProtocol takes one value per area (spec: PARTNER_ORACLE, PARTNER_LENDING).
+        "OracleProtocolEnum": [("PARTNER_ORACLE", "PARTNER_ORACLE")],
+        "LendingProtocolEnum": [("PARTNER_LENDING", "PARTNER_LENDING")],
     },
     # PATCH bodies are whole envelopes (itemData required), not partial records.
     "COMPONENT_SPLIT_PATCH": False,

@@ -194,7 +194,7 @@ class TermsSerializer(StrictSerializer):
 
     def validate(self, attrs):
         if attrs.get("loanToValueRatio") is not None and attrs.get("liquidationRatio") is not None and attrs["loanToValueRatio"] >= attrs["liquidationRatio"]:
-            raise serializers.ValidationError({"liquidationRatio": [serializers.ErrorDetail("The liquidation ratio must be above the loan-to-value ratio.", code="OUT_OF_RANGE")]})
+            raise serializers.ValidationError({"liquidationRatio": [serializers.ErrorDetail("The liquidation ratio must be above the loan-to-value ratio.", code="RATIOS_OUT_OF_ORDER")]})
         return attrs
 
 

@@ -417,10 +417,11 @@ def postprocess(result, generator, request, public):
         multiplier = schemas.get(name, {}).get("properties", {}).get("scaledUiAmountMultiplier")
         if multiplier is not None:
             multiplier.update({"minimum": MIN_MULTIPLIER, "description": "A positive normal double (at least the smallest normal, 2.2250738585072014e-308)."})
-    # A transaction is named by onchainId or offchainId.
-    identifier = schemas.get("TransactionIdentifierRequest")
-    if identifier is not None:
-        identifier["anyOf"] = [_given("onchainId", "string"), _given("offchainId", "string")]
+    # A transaction, a loan (by its escrow) and a loan strategy are named by onchainId or offchainId.
+    for name in ("TransactionIdentifierRequest", "EscrowLookupRequest", "StrategyLookupRequest"):
+        identifier = schemas.get(name)
+        if identifier is not None:
+            identifier["anyOf"] = [_given("onchainId", "string"), _given("offchainId", "string")]
     # Sign Transaction: an off-platform signature is given as signature or as dkgSigning (a
     # DKG account's partial signatures): REQUIRED without either, CONFLICTING_FIELDS with both.
     off_platform_signature = schemas.get("OffPlatformSignatureRequest")

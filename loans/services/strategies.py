@@ -72,7 +72,7 @@ def _terms(data: dict, current: LoanStrategy | None, field: str) -> client.Terms
         if value is None:
             raise LedgerError("Every term is required at creation.", field=field, code="REQUIRED")
     if out["ltv_bps"] >= out["liquidation_bps"]:
-        raise LedgerError("The liquidation ratio must be above the loan-to-value ratio.", field=f"{field}.liquidationRatio", code="OUT_OF_RANGE")
+        raise LedgerError("The liquidation ratio must be above the loan-to-value ratio.", field=f"{field}.liquidationRatio", code="RATIOS_OUT_OF_ORDER")
     return client.Terms(**out, duration_code=abi.DURATION_DAYS)
 
 

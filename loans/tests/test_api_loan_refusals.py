@@ -135,3 +135,15 @@ def test_close_built_unsent_and_idempotent_create(api, celery_worker_process, ch
     assert chain.get_account_info(Pubkey.from_string(loan["onchainId"])).value is None
     assert chain.get_balance(lender).value == before + rent  # transferRentRefundTo received the escrow's rent
     assert call(api, "post", "/single", {"escrow": loan}, wait=False).json()["status"] == "CLOSED"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("liquidation", [5_000, 4_999])
+def test_a_strategy_whose_liquidation_ratio_is_not_above_its_ltv_is_refused(api, liquidation):
+    """Each ratio alone is in range (the schema says so); the pair is not: a rule of its own
+    (RATIOS_OUT_OF_ORDER), before anything is looked up or built."""
+    before = _counts()
+    item = {"defiProtocol": "PARTNER_LENDING", "lender": {"offchainId": str(uuid.uuid4())},
+            "terms": {**TERMS, "loanToValueRatio": 5_000, "liquidationRatio": liquidation}, "pledgeInstruments": [], "borrowInstruments": []}
+    assert_error(call(api, "post", "/strategies", item, wait=False), 400, "RATIOS_OUT_OF_ORDER", "itemData.terms.liquidationRatio")
+    assert _counts() == before

@@ -28,7 +28,10 @@ ERROR_CODES = {e.name: e.code for e in abi.ERRORS}
 
 
 def job_hash(definition: str | bytes) -> bytes:
-    """SHA-256 of a job definition's text (UTF-8), as recorded in ``job_hash``."""
+    """SHA-256 of raw bytes or text (UTF-8). The program keeps ``job_hash`` as 32 opaque
+    bytes; the service records ``marketdata.jobs.job_hash`` there, the SHA-256 of the
+    definition's canonical JSON (docs/marketdata.md), so spacing and member order do not
+    change it. This one hashes text as given (tests, feeds of other publishers)."""
     return hashlib.sha256(definition.encode() if isinstance(definition, str) else definition).digest()
 
 

@@ -116,7 +116,7 @@ def loan_swap_collateral(*, tenant, cluster: str, api_key, loan: Loan, data: dic
     statuses = (LoanStatus.ACTIVE,)
     open_loan(loan, statuses=statuses)
     if not (data.get("itemsToDeposit") or data.get("itemsToWithdraw")):
-        raise LedgerError("Give itemsToDeposit and/or itemsToWithdraw.", field="itemData.itemsToDeposit", code="REQUIRED")
+        raise LedgerError("Give itemsToDeposit and/or itemsToWithdraw.", field="itemData.itemsToDeposit", code="ITEMS_REQUIRED")
     e = _escrow(cluster, loan)
     plan = _plan(tenant, cluster, api_key, loan, svm_config)
     _deposits(plan, e, data.get("itemsToDeposit"), "itemData.itemsToDeposit")
@@ -139,7 +139,7 @@ def loan_repay(*, tenant, cluster: str, api_key, loan: Loan, data: dict, svm_con
     statuses = (LoanStatus.ACTIVE, LoanStatus.REPAID)
     open_loan(loan, statuses=statuses)
     if not (data.get("itemsToRepay") or data.get("itemsToRelease")):
-        raise LedgerError("Give itemsToRepay and/or itemsToRelease.", field="itemData.itemsToRepay", code="REQUIRED")
+        raise LedgerError("Give itemsToRepay and/or itemsToRelease.", field="itemData.itemsToRepay", code="ITEMS_REQUIRED")
     e = _escrow(cluster, loan)
     plan = _plan(tenant, cluster, api_key, loan, svm_config)
     mine = recorded_strategy(tenant, cluster, str(e.strategy))
@@ -157,7 +157,7 @@ def loan_repay(*, tenant, cluster: str, api_key, loan: Loan, data: dict, svm_con
         elif repay_all:
             amount = _debt(e, mint, int(time.time()) + REPAY_ALL_MARGIN_SECONDS)
         else:
-            raise LedgerError("Give value, or repayAll.", field=f"{field}.value", code="REQUIRED")
+            raise LedgerError("Give value, or repayAll.", field=f"{field}.value", code="VALUE_REQUIRED")
         if funded:
             fund_first(plan, source, item, amount, field)
         elif not repay_all or item.get("value") is not None:
@@ -198,7 +198,7 @@ def loan_refinance(*, tenant, cluster: str, api_key, loan: Loan, data: dict, svm
         if _lender_address(tenant, cluster, data["toLender"], f"{p}.toLender") != new_lender:
             raise LedgerError(f"toLender is not the lender of the strategy at loanStrategyAddress ({new_lender}).", field=f"{p}.toLender", code="LENDER_MISMATCH")
     elif new_lender != current_lender:
-        raise LedgerError("toLender may be omitted only when the new strategy's lender is the loan's lender.", field=f"{p}.toLender", code="REQUIRED")
+        raise LedgerError("toLender may be omitted only when the new strategy's lender is the loan's lender.", field=f"{p}.toLender", code="LENDER_REQUIRED")
     plan = _plan(tenant, cluster, api_key, loan, svm_config)
     mine = recorded_strategy(tenant, cluster, details["loanStrategyAddress"])
     borrowed, at = [], int(time.time())

@@ -116,7 +116,7 @@ def loan_create(*, tenant, cluster: str, api_key, data: dict, svm_config: dict |
     protocol(data)
     p = "itemData"
     if not (svm_config or {}).get("feePayer"):
-        raise LedgerError("Name the borrower as svmTransactionConfig.feePayer (the fee payer is the loan's borrower).", field=FEE_PAYER, code="REQUIRED")
+        raise LedgerError("Name the borrower as svmTransactionConfig.feePayer (the fee payer is the loan's borrower).", field=FEE_PAYER, code="BORROWER_REQUIRED")
     borrower = resolve_account(tenant, cluster, svm_config["feePayer"], field=FEE_PAYER, writable=True)
     ensure_usable(borrower, field=FEE_PAYER)
     details = data["partnerLendingDetails"]

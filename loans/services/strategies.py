@@ -70,7 +70,7 @@ def _terms(data: dict, current: LoanStrategy | None, field: str) -> client.Terms
            "duration_unit": duration.get("unit") if duration.get("unit") is not None else getattr(current, "duration_unit", None)}
     for name, value in out.items():
         if value is None:
-            raise LedgerError("Every term is required at creation.", field=field, code="REQUIRED")
+            raise LedgerError("Every term is required at creation.", field=field, code="TERMS_REQUIRED")
     if out["ltv_bps"] >= out["liquidation_bps"]:
         raise LedgerError("The liquidation ratio must be above the loan-to-value ratio.", field=f"{field}.liquidationRatio", code="RATIOS_OUT_OF_ORDER")
     return client.Terms(**out, duration_code=abi.DURATION_DAYS)
@@ -202,7 +202,7 @@ def strategy_update(*, tenant, cluster: str, api_key, strategy: LoanStrategy, da
     mode = data.get("liquidationMode")
     if not plan.instructions:
         if mode is None:
-            raise LedgerError("Nothing to change: give terms, instruments to add or remove, or liquidationMode.", field=p, code="REQUIRED")
+            raise LedgerError("Nothing to change: give terms, instruments to add or remove, or liquidationMode.", field=p, code="CHANGE_REQUIRED")
         with write_phase():
             locked = lock_strategy(strategy.pk, tenant=tenant)
             locked.liquidation_mode = mode

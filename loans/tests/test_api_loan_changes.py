@@ -89,7 +89,7 @@ def test_refinance_to_a_second_lender(api, celery_worker_process, chain):
     # toLender must be the new strategy's lender, fromLender the loan's.
     assert_error(call(api, "patch", "/refinance", {**item, "toLender": w.lender}), 400, "LENDER_MISMATCH", "itemData.toLender")
     assert_error(call(api, "patch", "/refinance", {**item, "fromLender": second_lender}), 400, "LENDER_MISMATCH", "itemData.fromLender")
-    assert_error(call(api, "patch", "/refinance", {k: v for k, v in item.items() if k != "toLender"}), 400, "REQUIRED", "itemData.toLender")
+    assert_error(call(api, "patch", "/refinance", {k: v for k, v in item.items() if k != "toLender"}), 400, "LENDER_REQUIRED", "itemData.toLender")
     # The new strategy's terms must be the expected ones (the program's check).
     wrong = {**item, "partnerLendingDetails": {**item["partnerLendingDetails"], "expectedLoanValues": {"expectedApy": 1_000, "expectedLqt": [6_000, 8_500]}}}
     error = assert_error(call(api, "patch", "/refinance", wrong), 400, "PROGRAM_ERROR", "itemData.partnerLendingDetails.expectedLoanValues.expectedApy")

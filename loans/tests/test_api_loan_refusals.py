@@ -41,7 +41,7 @@ def test_create_loan_refusals_name_the_field_and_change_nothing(api, celery_work
         return body["errors"][0]["message"]
 
     good = loan_item(w, s["onchainId"], pledge=100 * ACME, borrow=100 * USD)
-    refused(400, "REQUIRED", "svmTransactionConfig.feePayer", good, svmTransactionConfig={})
+    refused(400, "BORROWER_REQUIRED", "svmTransactionConfig.feePayer", good, svmTransactionConfig={})
     refused(400, "INVALID_ENUM", "itemData.defiProtocol", {**good, "defiProtocol": "OTHER"})
     refused(400, "REQUIRED", "itemData.partnerLendingDetails", {k: v for k, v in good.items() if k != "partnerLendingDetails"})
     refused(400, "TOO_LONG", "itemData.partnerLendingDetails.expectedLoanValues.expectedLqt", {**good, "partnerLendingDetails": {
@@ -81,8 +81,8 @@ def test_changes_to_a_loan_are_refused_with_the_field_and_change_nothing(api, ap
         assert (_counts(), token_balance(chain, w.borrower_acme["onchainId"])) == before
         return body["errors"][0]["message"]
 
-    refused("/repay", 400, "REQUIRED", "itemData.itemsToRepay", {})
-    refused("/repay", 400, "REQUIRED", "itemData.itemsToRepay[0].value", {"itemsToRepay": [{"positionLookup": repay["positionLookup"]}]})
+    refused("/repay", 400, "ITEMS_REQUIRED", "itemData.itemsToRepay", {})
+    refused("/repay", 400, "VALUE_REQUIRED", "itemData.itemsToRepay[0].value", {"itemsToRepay": [{"positionLookup": repay["positionLookup"]}]})
     refused("/repay", 400, "ITEM_NOT_FOUND", "itemData.itemsToRepay[0].positionLookup", {"itemsToRepay": [{"positionLookup": w.holding(w.borrower, w.acme), "value": {"lamports": 1}}]})
     refused("/repay", 400, "FEE_PAYER_NOT_BORROWER", "svmTransactionConfig.feePayer", {"itemsToRepay": [repay]}, svmTransactionConfig={"feePayer": w.lender})
     refused("/repay", 400, "INSUFFICIENT_FUNDS", "itemData.itemsToRepay[0].value", {"itemsToRepay": [{**repay, "value": {"lamports": 200 * USD}}]})

@@ -68,6 +68,7 @@ def test_an_operator_refreshes_a_data_source_and_a_viewer_reads_loans_and_source
         page.open(f"/admin/marketdata/onchaindatasource/{record.pk}/change/")
         text = page.wait_text("CONFIRMED", timeout=60)
         assert "ADMIN" in text and "12.5" in text
+        page.driver.execute_script("arguments[0].scrollIntoView()", page.find(".field-evaluations_recent"))
         page.screenshot("data-source-refreshed")
         evaluation = DataSourceEvaluation.unscoped.get(data_source=record)
         assert evaluation.status == EvaluationStatus.CONFIRMED and evaluation.requested_by == operator.username

@@ -199,7 +199,7 @@ def measure(found: dict) -> None:
     user = User.objects.create_superuser("bench", password=None)
     client = Client()
     client.force_login(user)
-    pages = [
+    pages = [] if ONLY == "areas" else [
         ("dashboard", "/admin/"),
         ("accounts", "/admin/accounts/account/"),
         ("accounts_filtered", "/admin/accounts/account/?status__exact=ACTIVE&type__exact=WALLET"),
@@ -235,7 +235,7 @@ def measure(found: dict) -> None:
     ]
     from bench.bench_admin_areas import pages as area_pages
 
-    pages = (pages if ONLY != "areas" else []) + area_pages(found)
+    pages += area_pages(found)
     with override_settings(DEBUG=True):  # to count queries
         for name, url in pages:
             times, queries = [], 0

@@ -8,6 +8,8 @@ needs the view permission of the record; it reads, it never writes.
 
 from __future__ import annotations
 
+import base64
+import dataclasses
 import json
 from dataclasses import dataclass
 from typing import Callable
@@ -29,6 +31,9 @@ class ChainRecord:
     locate: Callable[[object], str]
     #: the cluster of a record
     cluster: Callable[[object], str] = lambda obj: getattr(obj, "cluster", "") or settings.LEDGER_DEFAULT_CLUSTER
+    #: the account's data decoded by its program's client (e.g. price_feed.client.decode_feed),
+    #: shown next to the raw answer; None when the raw answer is all there is
+    decode: Callable[[bytes], object] | None = None
 
 
 CHAIN_RECORDS: dict[str, ChainRecord] = {
@@ -78,7 +83,37 @@ def chain_read(record: ChainRecord, obj) -> dict:
         out["error"] = getattr(exc, "message", None) or str(exc)
         return out
     out["answer"] = answer
+    if record.decode is not None:
+        out["decoded"], out["decode_error"] = decoded(record.decode, answer)
     return out
+
+
+def _plain(value):
+    """A client's decoded dataclass as JSON-able data: keys as base58, bytes as hex."""
+    if dataclasses.is_dataclass(value):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).hex()
+    if isinstance(value, (int, str, bool)) or value is None:
+        return value
+    return str(value)  # Pubkey and the like
+
+
+def decoded(decode: Callable[[bytes], object], answer: dict) -> tuple[object | None, str]:
+    """(the account's data decoded, "") or (None, why not) from a getAccountInfo answer
+    whose data is base64 (a program's own account: jsonParsed does not parse it)."""
+    value = ((answer or {}).get("result") or {}).get("value")
+    if value is None:
+        return None, ""
+    data = value.get("data")
+    if not (isinstance(data, list) and len(data) == 2 and data[1] == "base64"):
+        return None, "The cluster did not answer the account's data as bytes."
+    try:
+        return _plain(decode(base64.b64decode(data[0]))), ""
+    except ValueError as exc:
+        return None, f"Not decoded: {exc}"
 
 
 def chain_view(request, app_label: str, model_name: str, object_id: str):
@@ -104,6 +139,7 @@ def chain_view(request, app_label: str, model_name: str, object_id: str):
         "original": obj,
         "read": read,
         "answer_json": json.dumps(read["answer"], indent=2, sort_keys=True) if read["answer"] is not None else "",
+        "decoded_json": json.dumps(read["decoded"], indent=2) if read.get("decoded") is not None else "",
         "change_url": reverse(f"{site.name}:{opts.app_label}_{opts.model_name}_change", args=[quote(obj.pk)]),
     }
     return TemplateResponse(request, "admin/backoffice/chain.html", context)

@@ -108,6 +108,17 @@ def records_by_offchain_id(request, refs: list[dict]) -> list[dict]:
     return out
 
 
+#: label → functions (obj) → [(target label, link text, query)]: links an area adds for
+#: records related by address or offchain id (``related_link_register``)
+RELATED_LINKS: dict[str, list] = {}
+
+
+def related_link_register(label: str, links) -> None:
+    """``links(obj)`` → [(target label, text, {query})]: each a link on ``label``'s page to
+    the target's list filtered by the query (shown to who may see the target; no query)."""
+    RELATED_LINKS.setdefault(label, []).append(links)
+
+
 def extra_related_links(request, obj) -> list[dict]:
     """Related records that no foreign key names, as links to their lists filtered on
     ``obj`` (no counts, no query): an account's transactions (those it signs) and network
@@ -131,6 +142,9 @@ def extra_related_links(request, obj) -> list[dict]:
         add("transactions.webhooksubscription", "webhook subscriptions (of this instrument)", instrument_offchain_id__exact=str(obj.offchain_id))
     elif label == "transactions.webhooksubscription" and obj.instrument_offchain_id:
         add("instruments.financialinstrument", "financial instruments (this webhook's)", offchain_id__exact=str(obj.instrument_offchain_id))
+    for registered in RELATED_LINKS.get(label, ()):
+        for target, text, query in registered(obj):
+            add(target, text, **query)
     return links
 
 

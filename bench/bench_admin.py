@@ -1,7 +1,9 @@
 """The back office's list views at scale (issue 18): 200,000 accounts, 200,000 transactions,
 100,000 positions, 200,000 staff audit entries, 200,000 webhook events and as many
-attempts, 200,000 nonce accounts, 200,000 lookup tables and 20,000 vaults in PostgreSQL
-across 20 tenants.
+attempts, 200,000 nonce accounts, 200,000 lookup tables, 20,000 vaults, 200,000 loans and
+200,000 data source evaluations (bench/bench_admin_areas.py) in PostgreSQL across 20
+tenants. ``BENCH_ADMIN_ONLY=areas`` seeds and measures loans and market data alone (with
+the tenants, wallets and instruments they need).
 
 Each page is requested through Django's full stack (middleware, admin, templates) by a
 signed-in superuser with the test client — server time without the network — 15 times
@@ -26,6 +28,8 @@ TENANTS = 20
 POOL = 200  # the platform's durable nonce pool
 REPEAT = 15
 TARGET_P50_MS = 300
+#: "areas": loans and market data alone
+ONLY = os.environ.get("BENCH_ADMIN_ONLY", "")
 
 
 def seed() -> dict:
@@ -57,13 +61,15 @@ def seed() -> dict:
     txs = [Transaction(tenant=tenants[i % TENANTS], cluster="CHAIN_LOCALNET", operation=rnd.choice(["positions.transfer", "positions.mint", "accounts.create"]),
                        status=rnd.choice(statuses), message=b"", blockhash="x", fee_payer=payers[i % len(payers)], required_signers=[payers[i % len(payers)]],
                        onchain_id=str(Signature(rnd.randbytes(64)))) for i in range(ROWS)]
+    if ONLY == "areas":
+        txs = []
     Transaction.unscoped.bulk_create(txs, batch_size=1000)
     TransactionSigner.objects.bulk_create([TransactionSigner(transaction=tx, address=tx.fee_payer, position=0) for tx in txs], batch_size=2000)
     Transaction.unscoped.update(txn_timestamp=now - timedelta(days=3))  # auto_now_add: spread below
     with django.db.connection.cursor() as cursor:
         cursor.execute("UPDATE transactions_transaction SET txn_timestamp = txn_timestamp + (id % 259200) * interval '1 second'")
     wallets = [Account(tenant=tenants[i % TENANTS], cluster="CHAIN_LOCALNET", address=address(), type="WALLET", name=f"account {i}", code=f"C{i}",
-                       lamports_balance=rnd.randint(0, 10**12)) for i in range(ROWS // 2)]
+                       lamports_balance=rnd.randint(0, 10**12)) for i in range(ROWS // 2 if ONLY != "areas" else ROWS // 100)]
     Account.unscoped.bulk_create(wallets, batch_size=1000)
     mints = [Account(tenant=tenants[i % TENANTS], cluster="CHAIN_LOCALNET", address=address(), type="ASSET_TOKEN") for i in range(100)]
     Account.unscoped.bulk_create(mints)
@@ -72,6 +78,13 @@ def seed() -> dict:
                             al_category="FIXED_INCOME", al_type="CORPORATE_BOND", symbol=f"B{i}", decimals=2) for i, m in enumerate(mints)])
     holdings = [Account(tenant=tenants[i % TENANTS], cluster="CHAIN_LOCALNET", address=address(), type="ASSET_TOKEN_ACCOUNT", token_balance=rnd.randint(0, 10**6), token_decimals=2)
                 for i in range(ROWS // 2 - 100)]
+    if ONLY == "areas":
+        from bench.bench_admin_areas import seed_loans_and_market_data
+
+        instruments_by_tenant = {}
+        for ins in instruments:
+            instruments_by_tenant.setdefault(ins.tenant_id, []).append(ins)
+        return {"year": now.year, "month": now.month, **seed_loans_and_market_data(ROWS, rnd, now, address, tenants, wallets, instruments_by_tenant, txs)}
     Account.unscoped.bulk_create(holdings, batch_size=1000)
     by_tenant = {}
     for w in wallets:
@@ -95,6 +108,9 @@ def seed() -> dict:
     found = {"account": wallets[ROWS // 4].address, "position": positions[len(positions) // 3].address, "signature": txs[ROWS // 3].onchain_id,
              "year": now.year, "month": now.month, "payer": payers[7]}
     found.update(seed_phase_b(rnd, now, address, tenants, txs, wallets, positions, instruments_by_tenant))
+    from bench.bench_admin_areas import seed_loans_and_market_data
+
+    found.update(seed_loans_and_market_data(ROWS, rnd, now, address, tenants, wallets, instruments_by_tenant, txs))
     return found
 
 
@@ -183,7 +199,7 @@ def measure(found: dict) -> None:
     user = User.objects.create_superuser("bench", password=None)
     client = Client()
     client.force_login(user)
-    pages = [
+    pages = [] if ONLY == "areas" else [
         ("dashboard", "/admin/"),
         ("accounts", "/admin/accounts/account/"),
         ("accounts_filtered", "/admin/accounts/account/?status__exact=ACTIVE&type__exact=WALLET"),
@@ -217,6 +233,9 @@ def measure(found: dict) -> None:
         ("vaults_closed", "/admin/vaults/vault/?status__exact=CLOSED"),
         ("vaults_by_token_address", f"/admin/vaults/vault/?q={found['vault_token']}"),
     ]
+    from bench.bench_admin_areas import pages as area_pages
+
+    pages += area_pages(found)
     with override_settings(DEBUG=True):  # to count queries
         for name, url in pages:
             times, queries = [], 0

@@ -164,6 +164,12 @@ class Loan(TenantOwnedModel):
             models.Index(fields=["tenant", "cluster", "status", "-id"], name="loan_tenant_status"),
             models.Index(fields=["tenant", "cluster", "escrow_address"], name="loan_escrow_address"),
             models.Index(fields=["status", "cluster"], name="loan_keeper"),
+            # The back office's search by address and its strategy-address filter, across
+            # organizations (docs/admin.md, "Lists at scale").
+            models.Index(fields=["cluster", "escrow_address"], name="loan_admin_escrow"),
+            models.Index(fields=["cluster", "borrower_address"], name="loan_admin_borrower"),
+            models.Index(fields=["cluster", "lender_address"], name="loan_admin_lender"),
+            models.Index(fields=["strategy_address", "cluster"], name="loan_admin_strategy"),
         ]
         constraints = [
             models.UniqueConstraint(fields=["tenant", "cluster", "escrow_address"], name="loan_escrow_once", violation_error_message="The organization already records this loan escrow."),

@@ -4,13 +4,22 @@ evaluation, read-only — the feed's copy is chain truth, the rest changes throu
 /api/v1/market-data/onchain-data-source/refresh`` (``refresh.data_source_refresh``: the job
 evaluated, the update signed by the feed's authority), recorded with the staff user. A
 source's schedule is its periodic task (linked), which operators change under Periodic
-tasks."""
+tasks.
+
+Records link both ways (docs/admin.md): a source's instrument, authority and
+transactions are links, its page lists its recent evaluations and links to all of them and
+to the transactions its authority signs (its updates); an evaluation links to its source and
+its update transaction, and an instrument's or a transaction's page links back ("Related
+records"). "Open on the chain" reads the feed account, decoded by
+programs/price_feed/client.decode_feed next to the raw answer."""
 
 from django.contrib import admin, messages
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
 from backoffice.chainview import ChainRecord, chain_record_register
+from backoffice.records import related_link_register
+from programs.price_feed.client import decode_feed
 from ledger_project.api.errors import LedgerError
 from ledger_project.staff import staff_action
 
@@ -19,7 +28,10 @@ from .onchain import price
 from .refresh import data_source_refresh
 from .schedule import interval_of
 
-chain_record_register("marketdata.onchaindatasource", ChainRecord("account", lambda s: s.address))
+chain_record_register("marketdata.onchaindatasource", ChainRecord("account", lambda s: s.address, decode=decode_feed))
+related_link_register("marketdata.onchaindatasource", lambda source: [
+    ("transactions.transaction", "transactions (signed by the feed's authority: its updates)", {"signer": source.authority_address}),
+] if source.authority_address else [])
 
 RECENT = 10
 
@@ -29,6 +41,7 @@ class OnchainDataSourceAdmin(admin.ModelAdmin):
     list_display = ("address", "instrument_label", "data_kind", "status", "value", "onchain_round", "onchain_updated_at", "evaluation_status", "refresh_every",
                     "tenant", "cluster", "created_at")
     list_filter = ("status", "data_kind", "was_onchain_already", "cluster", "tenant")
+    date_hierarchy = "created_at"
     search_fields = ("address", "offchain_id", "authority_address", "mint_address", "instrument__al_id")
     list_select_related = ("tenant", "instrument", "last_evaluation", "schedule__interval")
     fieldsets = (
@@ -108,8 +121,9 @@ class OnchainDataSourceAdmin(admin.ModelAdmin):
 @admin.register(DataSourceEvaluation)
 class DataSourceEvaluationAdmin(admin.ModelAdmin):
     list_display = ("offchain_id", "data_source", "status", "trigger", "created_at", "finished_at", "value", "round", "transaction", "requested_by", "tenant")
-    list_filter = ("status", "trigger", "cluster", "tenant")
-    search_fields = ("offchain_id", "data_source__address", "error")
+    list_filter = ("status", "trigger", ("transaction", admin.EmptyFieldListFilter), "cluster", "tenant")
+    search_fields = ("offchain_id", "data_source__address", "data_source__offchain_id", "transaction__onchain_id", "requested_by", "error")
+    date_hierarchy = "created_at"
     list_select_related = ("tenant", "data_source", "transaction")
     fields = ("offchain_id", "tenant", "cluster", "data_source", "trigger", "status", "job_hash", "created_at", "started_at", "finished_at", "claimed_until",
               "value", "mantissa", "round",

@@ -42,9 +42,11 @@ def make_loan(tenant, *, status: str = LoanStatus.ACTIVE, pledged: int = 100, du
     borrow_position = Position.unscoped.create(tenant=tenant, cluster="CHAIN_LOCALNET", account=borrowed_to, address=borrowed_to.address, owner=borrower,
                                                owner_address=borrower.address, instrument=coin)
     now = timezone.now()
+    strategy = fields.get("strategy")
+    fields.setdefault("strategy_address", strategy.address if strategy is not None else _address())
     loan = Loan.unscoped.create(
         tenant=tenant, cluster="CHAIN_LOCALNET", offchain_id=escrow.offchain_id, escrow_address=escrow.address, program_address=_address(), nonce=7, escrow_account=escrow,
-        borrower=borrower, borrower_address=borrower.address, strategy_address=_address(), lender=lender, lender_address=lender.address if lender else _address(),
+        borrower=borrower, borrower_address=borrower.address, lender=lender, lender_address=lender.address if lender else _address(),
         status=status, apy_bps=1_000, ltv_bps=5_000, liquidation_bps=8_000, duration_unit=duration_unit, start_time=now, due_time=now + timedelta(days=duration_unit),
         last_interest_update_time=now, **fields,
     )

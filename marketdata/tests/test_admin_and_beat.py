@@ -5,6 +5,8 @@ cost the same queries for 2 rows or 12."""
 
 from __future__ import annotations
 
+import html
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -65,6 +67,9 @@ def test_refresh_now_in_the_admin_goes_through_the_service_and_is_audited(api, c
         assert prices.url("/price") in operator.get(f"{EVALUATIONS}{evaluation.pk}/change/").content.decode()
         answer = operator.get(f"/admin/chain/marketdata/onchaindatasource/{pk}/").content.decode()
         assert data_source["onchainId"] in answer and "PriceFeed1111111111111111111111111111111111" in answer
+        # ... decoded by programs/price_feed/client.decode_feed next to the raw answer.
+        answer = html.unescape(answer)
+        assert 'id="chain-decoded"' in answer and '"round": 1' in answer and f'"value": {mantissa("12.5")}' in answer and "chain-decode-error" not in answer
 
 
 @pytest.mark.chain

@@ -7,7 +7,7 @@ syntax of RFC 9535 (JSONPath) restricted to what a price lookup needs:
     .name             a member whose name is an RFC 9535 shorthand name (letters, digits,
                       "_" and non-ASCII, not starting with a digit)
     ['any name']      any member name, quoted with ' or " (escapes: \\' \\" \\\\ \\/ \\b \\f
-                      \\n \\r \\t \\uXXXX)
+                      \\n \\r \\t \\u and four hex digits)
     [0]  [-1]         an array element; a negative index counts from the end
 
 Wildcards (``*``), descendants (``..``), slices, unions and filters are refused when the

@@ -365,5 +365,21 @@ class World:
         return lend.close_loan(PROGRAM, escrow=loan.escrow, borrower=loan.borrower.pubkey(), rent_recipient=rent_recipient or loan.borrower.pubkey(), pledged=pledged)
 
 
+#: The usual market of the lending tests: ACME at $50.00 and USDC at $1.00 (feeds at exponent
+#: -8), both with 6 decimals (UNIT).
+ACME = 50_00000000
+USD = 1_00000000
+UNIT = 10**6
+
+
+def usual_market(world: "World") -> tuple[Asset, Asset, "Strategy"]:
+    """ACME (SPL Token) pledged, USDC (Token-2022) lent: a strategy with 100,000 USDC."""
+    from instruments.token2022.constants import TOKEN_2022_PROGRAM_ID
+
+    acme = world.asset(ACME)
+    usdc = world.asset(USD, program=TOKEN_2022_PROGRAM_ID)
+    return acme, usdc, world.strategy(pledge=[acme], borrow=[usdc], liquidity=100_000 * UNIT)
+
+
 def value_of(amount: int, asset: Asset, price: int, *, round_up: bool = False) -> int:
     return lend.value_units(amount, asset.decimals, price, asset.exponent, round_up=round_up)

@@ -20,7 +20,7 @@ from instruments.token2022.constants import TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM
 from programs.lending import abi
 from programs.lending import client as lend
 from programs.tests.feedkit import compute_units
-from programs.tests.lendkit import PRICE_FEED, PROGRAM, TERMS, Strategy, World, ok, refused, value_of
+from programs.tests.lendkit import ACME, PRICE_FEED, PROGRAM, Strategy, TERMS, UNIT, USD, World, ok, refused, usual_market, value_of
 
 pytestmark = pytest.mark.chain
 
@@ -30,9 +30,6 @@ STRATEGY_MINT = struct.Struct("<32s32s32s32sIB3x")
 ESCROW = struct.Struct("<BBBBBBBxIIIIQqqq32s32s")
 PLEDGED = struct.Struct("<32s32sQB7x")
 BORROWED = struct.Struct("<32sQQQQQB7x")
-ACME = 50_00000000  # $50.00 at exponent -8
-USD = 1_00000000  # $1.00
-UNIT = 10**6  # 6 decimals
 
 
 @pytest.fixture(scope="module")
@@ -42,11 +39,7 @@ def world(chain) -> World:
 
 @pytest.fixture(scope="module")
 def market(world):
-    """ACME (SPL Token) pledged, USDC (Token-2022) lent: a strategy with 100,000 USDC."""
-    acme = world.asset(ACME)
-    usdc = world.asset(USD, program=TOKEN_2022_PROGRAM_ID)
-    strategy = world.strategy(pledge=[acme], borrow=[usdc], liquidity=100_000 * UNIT)
-    return acme, usdc, strategy
+    return usual_market(world)
 
 
 def test_a_strategy_is_laid_out_as_documented_and_configured_by_its_lender(world):

@@ -15,12 +15,9 @@ from instruments.token2022.constants import TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM
 from programs.lending import abi
 from programs.lending import client as lend
 from programs.price_feed import client as feed_client
-from programs.tests.lendkit import PRICE_FEED, PROGRAM, Asset, World, account_index, failure, flagged
+from programs.tests.lendkit import ACME, Asset, PRICE_FEED, PROGRAM, UNIT, USD, World, account_index, failure, flagged, usual_market
 
 pytestmark = pytest.mark.chain
-UNIT = 10**6
-ACME = 50_00000000
-USD = 1_00000000
 
 
 @pytest.fixture(scope="module")
@@ -30,10 +27,7 @@ def world(chain) -> World:
 
 @pytest.fixture(scope="module")
 def market(world):
-    acme = world.asset(ACME)
-    usdc = world.asset(USD, program=TOKEN_2022_PROGRAM_ID)
-    s = world.strategy(pledge=[acme], borrow=[usdc], liquidity=100_000 * UNIT)
-    return acme, usdc, s
+    return usual_market(world)
 
 
 @pytest.fixture(scope="module")

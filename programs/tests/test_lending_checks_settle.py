@@ -9,12 +9,9 @@ from solders.keypair import Keypair
 
 from instruments.token2022.constants import TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID
 from programs.lending import client as lend
-from programs.tests.lendkit import PROGRAM, World, account_index, flagged, ok, with_accounts, with_data
+from programs.tests.lendkit import PROGRAM, UNIT, USD, World, account_index, flagged, ok, usual_market, with_accounts, with_data
 
 pytestmark = pytest.mark.chain
-UNIT = 10**6
-ACME = 50_00000000
-USD = 1_00000000
 
 
 @pytest.fixture(scope="module")
@@ -24,10 +21,7 @@ def world(chain) -> World:
 
 @pytest.fixture(scope="module")
 def market(world):
-    acme = world.asset(ACME)
-    usdc = world.asset(USD, program=TOKEN_2022_PROGRAM_ID)
-    s = world.strategy(pledge=[acme], borrow=[usdc], liquidity=100_000 * UNIT)
-    return acme, usdc, s
+    return usual_market(world)
 
 
 @pytest.fixture(scope="module")

@@ -34,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from bench import cpu  # noqa: E402
-from bench.common import gunicorn, manage, throwaway_database  # noqa: E402
+from bench.common import gunicorn, manage, stop_processes, throwaway_database  # noqa: E402
 from bench.loadgen import wait_until_up  # noqa: E402
 from transactions.localnet.testing import LocalnetProcess, free_port  # noqa: E402
 
@@ -273,13 +273,7 @@ def run_setup(setup: str, raw: float) -> None:
                                       "confirmed_per_s_ratio": round(with_limits["confirmed_per_s"] / without["confirmed_per_s"], 3),
                                       "http_p50_ratio": round((with_limits["http_p50_ms"] or 0) / (without["http_p50_ms"] or 1), 3), "target_ratio_min": 0.9}), flush=True)
         finally:
-            for proc in procs:
-                proc.terminate()
-            for proc in procs:
-                try:
-                    proc.wait(15)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
+            stop_processes(procs)
             node.stop()
             if HTTP_ONLY and setup == "postgres":  # the submissions no worker took
                 import redis

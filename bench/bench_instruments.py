@@ -26,7 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from bench.common import gunicorn, manage, orm_page_ms, throwaway_database, vacuum_analyze, wrk_load  # noqa: E402
+from bench.common import gunicorn, manage, orm_page_ms, stop_processes, throwaway_database, vacuum_analyze, wrk_load  # noqa: E402
 from bench.loadgen import closed_loop, wait_until_up  # noqa: E402
 from transactions.localnet.testing import LocalnetProcess, free_port  # noqa: E402
 
@@ -166,10 +166,7 @@ def main() -> None:
                 print(json.dumps({"bench": f"instruments_bulk_page_100_{level}", **common, "instruments": INSTRUMENTS, "tenants": TENANTS, "concurrency": CONCURRENCY,
                                   "seed_seconds": seed_seconds, **result, "target_p50_ms": 50, "raw_sql_p50_ms": sql_ms}), flush=True)
         finally:
-            for proc in procs:
-                proc.terminate()
-            for proc in procs:
-                proc.wait(15)
+            stop_processes(procs)
             node.stop()
 
 

@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from bench import cpu  # noqa: E402
 from bench.bench_e2e import call, ok, pct, settle_times, stack  # noqa: E402
-from bench.common import gunicorn, manage, throwaway_database  # noqa: E402
+from bench.common import gunicorn, manage, stop_processes, throwaway_database  # noqa: E402
 from bench.loadgen import wait_until_up  # noqa: E402
 from transactions.localnet.testing import free_port  # noqa: E402
 from transactions.tests.webhookkit import JsonSource  # noqa: E402
@@ -165,13 +165,7 @@ def run_setup(setup: str) -> None:
         finally:
             for server in servers:
                 server.stop()
-            for proc in procs:
-                proc.terminate()
-            for proc in procs:
-                try:
-                    proc.wait(15)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
+            stop_processes(procs)
             node.stop()
 
 

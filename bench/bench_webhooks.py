@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from bench import cpu  # noqa: E402
 from bench.bench_e2e import ok, pct, run_load, stack  # noqa: E402
-from bench.common import gunicorn, manage, throwaway_database  # noqa: E402
+from bench.common import gunicorn, manage, stop_processes, throwaway_database  # noqa: E402
 from bench.loadgen import wait_until_up  # noqa: E402
 from transactions.localnet.testing import free_port  # noqa: E402
 from transactions.tests.webhookkit import Receiver  # noqa: E402
@@ -147,13 +147,7 @@ def run_setup(setup: str) -> None:
                 print(json.dumps({**deliveries(env, port, key, receiver, procs[0].pid), **common}), flush=True)
                 print(json.dumps({**latency(env, port, key, receiver), **common}), flush=True)
         finally:
-            for proc in procs:
-                proc.terminate()
-            for proc in procs:
-                try:
-                    proc.wait(15)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
+            stop_processes(procs)
             node.stop()
 
 

@@ -25,6 +25,17 @@ def gunicorn(env: dict, port: int) -> subprocess.Popen:
                             cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
+def stop_processes(procs: list[subprocess.Popen], timeout: float = 15.0) -> None:
+    """Terminate every process, then wait for each; one that outlives ``timeout`` is killed."""
+    for proc in procs:
+        proc.terminate()
+    for proc in procs:
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
 def server_url() -> str:
     base = os.environ.get("DATABASE_URL") or "postgres://postgres@127.0.0.1:5432/postgres"
     if not base.startswith("postgres"):

@@ -83,6 +83,17 @@ class HistoryMethods:
     def _first_block(self) -> int | None:
         return self.node.store.first_block_slot()
 
+
+    def _stored_block(self, slot: int):
+        """The completed block of ``slot``: -32001 when it was cleaned up (below the first
+        block kept), -32004 when there is none."""
+        block = self.node.store.block(slot)
+        if block is None:
+            first = self._first_block()
+            if first is not None and slot < first:
+                raise RpcError(-32001, f"Block {slot} cleaned up, does not exist on node. First available block: {first}")
+            raise _block_not_available(slot)
+        return block
     def _complete_through(self, level: str) -> int:
         """The newest block a read at ``level`` may list without waiting."""
         return self.node.root() if level == "finalized" else self.node.slot - 1
@@ -108,12 +119,7 @@ class HistoryMethods:
             raise NotYet(params)  # the open slot: answered when it ends
         if slot > self.node.slot:
             raise _block_not_available(slot)
-        block = self.node.store.block(slot)
-        if block is None:
-            first = self._first_block()
-            if first is not None and slot < first:
-                raise RpcError(-32001, f"Block {slot} cleaned up, does not exist on node. First available block: {first}")
-            raise _block_not_available(slot)
+        block = self._stored_block(slot)
         result = {"blockHeight": block.block_height, "blockTime": block.block_time, "blockhash": block.blockhash, "parentSlot": block.parent_slot, "previousBlockhash": block.previous_blockhash}
         if details in ("full", "accounts"):
             max_version = cfg.get("maxSupportedTransactionVersion")
@@ -168,12 +174,7 @@ class HistoryMethods:
             return self.node.block_time  # the open slot's clock, as a validator answers from its bank
         if slot > self.node.slot:
             raise _block_not_available(slot)
-        block = self.node.store.block(slot)
-        if block is None:
-            first = self._first_block()
-            if first is not None and slot < first:
-                raise RpcError(-32001, f"Block {slot} cleaned up, does not exist on node. First available block: {first}")
-            raise _block_not_available(slot)
+        block = self._stored_block(slot)
         return block.block_time
 
     def rpc_getBlockCommitment(self, params):

@@ -74,11 +74,12 @@ def process_caches_reset():
     """Per-process caches that outlive a test: the platform fee payer's row (rolled back
     or truncated with the test's database), the reused blockhash (docs/performance.md) and
     which lookup tables tenants have (docs/lookup-tables.md)."""
-    from transactions import fee_payers
+    from transactions import fee_payers, platform_keys
     from transactions.chain import builder
     from transactions.lookup_tables.compression import tenant_tables_forget
 
     fee_payers.fee_payer_cache_clear()
+    platform_keys.platform_addresses_forget()
     builder.recent_blockhashes_clear()
     tenant_tables_forget()
 

@@ -19,6 +19,7 @@ from ledger_project.api.permissions import require_role
 from tenancy.roles import Role
 from transactions.chain.rpc import is_localnet, rpc_for
 from transactions.models import Transaction, TransactionEvent
+from transactions.platform_keys import refuse_platform_address
 from transactions.services import SignerSpec, transaction_build, transaction_record
 
 from . import custody
@@ -146,6 +147,10 @@ def account_draft(*, tenant, cluster: str, api_key, data: dict, prefix: str = "i
 
     address_hint = threshold_address if threshold else data.get("onchainId") or (data.get("privateKeyDetails") or {}).get("publickKey") or ""
     _conflicts(tenant, cluster, address_hint, refs, prefix=prefix)
+    if address_hint:
+        # A key the platform holds for itself (its fee payer, its nonce pool, its program
+        # authorities) is never an organization's account, managed or not (docs/custody.md).
+        refuse_platform_address(address_hint, field=f"{prefix}.onchainId" if data.get("onchainId") else f"{prefix}.privateKeyDetails.publickKey")
     key = _managed_key(data, prefix, tenant) if managed else None
     address = key.public_key if key else threshold_address if threshold else data["onchainId"]
     if key is not None and (data.get("privateKeyDetails") or {}).get("privateKey"):

@@ -37,10 +37,15 @@ def signer_for(account: Account, tenant, *, field: str, require_platform: bool =
     """The SignerSpec of an account: with its key when the tenant may use it."""
     ensure_usable(account, field=field)
     if can_sign_on_platform(account, tenant):
-        return SignerSpec(Pubkey.from_string(account.address), account.managed_key)
+        # Another organization's key, shared with this one: where the engine signs, the
+        # acting API key must pass the owner's debit API keys (transactions/platform_keys.py).
+        shared = None
+        if account.tenant_id != tenant.pk:
+            shared = (tuple(account.network_currency_debit_api_keys or ()), tuple(account.token_debit_api_keys or ()))
+        return SignerSpec(Pubkey.from_string(account.address), account.managed_key, field=field, shared_debit_api_keys=shared)
     if require_platform:
         raise ForbiddenError("This account's key cannot be used by this organization.", field=field, code="SIGNER_NOT_ALLOWED")
-    return SignerSpec(Pubkey.from_string(account.address), None)
+    return SignerSpec(Pubkey.from_string(account.address), None, field=field)
 
 
 def sign_transaction_signer(*, tenant, cluster: str, api_key, lookup: dict, field: str, on_platform: bool) -> SignerSpec:

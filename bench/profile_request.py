@@ -57,7 +57,7 @@ STAGES = {
     "fee payer, svmTransactionConfig": ["accounts.signers:transaction_config"],
     "build: blockhash, compile": ["transactions.chain.builder:build", "transactions.services:transaction_build"],
     "simulation": ["transactions.chain.rpc:ChainRpc.simulate"],
-    "key decryption (signers)": ["transactions.services:_signers_of"],
+    "key decryption (signers)": ["accounts.custody:managed_key_signer"],
     "signing": ["transactions.chain.signing:sign_all"],
     "write phase: locks, re-checks, rows": ["positions.movement:_write", "accounts.services:funding_effects", "accounts.services:account_save"],
     "key sealing": ["accounts.custody:managed_key_store"],

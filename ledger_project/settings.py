@@ -336,6 +336,13 @@ LEDGER_WAIT_TIMEOUT_SECONDS = env.float("LEDGER_WAIT_TIMEOUT_SECONDS", default=3
 # (svmTransactionConfig.feePayer) is paid from a throwaway key funded by airdrop. Never the
 # platform fee payer, which pays network fees only (docs/accounts.md, "Who pays").
 LEDGER_LOCALNET_AIRDROP_FUNDING = env.bool("LEDGER_LOCALNET_AIRDROP_FUNDING", default=False)
+# Platform keys (docs/custody.md, "Platform keys"): addresses the operator holds for the
+# platform outside the service (treasury, funding wallets), treated like the service's own
+# fee payers and nonce pool: no organization records them, no message writes them.
+LEDGER_PLATFORM_ADDRESSES = env.list("LEDGER_PLATFORM_ADDRESSES", default=[])
+# How long a process trusts its copy of the platform's addresses (the keys a message is
+# signed with are known to the engine directly; this covers addresses a message names).
+LEDGER_PLATFORM_KEYS_CACHE_SECONDS = env.float("LEDGER_PLATFORM_KEYS_CACHE_SECONDS", default=5.0)
 # V0 messages compress through the tenant's own lookup tables; which tables a tenant has is
 # read from the database at most once per this many seconds per process (docs/lookup-tables.md).
 LEDGER_LOOKUP_TABLE_CACHE_SECONDS = env.float("LEDGER_LOOKUP_TABLE_CACHE_SECONDS", default=5.0)

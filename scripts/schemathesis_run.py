@@ -43,7 +43,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from scripts.schemathesis_seed import seed  # noqa: E402
+from scripts.schemathesis_seed import platform_addresses, seed  # noqa: E402
 from transactions.localnet.testing import LocalnetProcess, free_port  # noqa: E402
 
 MAX_EXAMPLES = int(os.environ.get("SCHEMATHESIS_MAX_EXAMPLES", "25"))
@@ -133,7 +133,8 @@ def main(extra: list[str]) -> int:
         seed_file = var / "seed.json"
         # The key's secret too (Issue Access Token's client credentials): a throwaway key of a
         # throwaway server, in its throwaway var dir.
-        seed_file.write_text(json.dumps({"organization": TENANT, "apiKey": {"keyId": key["keyId"], "secret": key["secret"]}, "records": records}, indent=2))
+        platform = platform_addresses(url=url, secret=key["secret"], records=records)
+        seed_file.write_text(json.dumps({"organization": TENANT, "apiKey": {"keyId": key["keyId"], "secret": key["secret"]}, "records": records, "platform": platform}, indent=2))
         print(f"== seeded {', '.join(records)} in {time.monotonic() - started:.1f}s", flush=True)
         command = [
             str(Path(sys.executable).with_name("schemathesis")), "--config-file", str(ROOT / "scripts" / "schemathesis.toml"),

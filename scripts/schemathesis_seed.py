@@ -249,3 +249,12 @@ def seed(*, url: str, secret: str, key_name: str, node_url: str) -> dict:
     records["dataSource"] = _data_source(api, funder=funder, authority=authority, instrument=loan)
     assert tuple(records) == ROLES
     return records
+
+
+def platform_addresses(*, url: str, secret: str, records: dict) -> dict:
+    """The platform's public addresses a tenant can learn (docs/custody.md, "Platform keys"):
+    the fee payer names itself in Fetch Transaction Details. The run seeds them into
+    generated bodies; no answer may then carry a platform signature over them."""
+    details = Api(url, secret).call("POST", "transactions/single", {"itemData": {"transaction": {"offchainId": records["transaction"]["offchainId"]}}})
+    return {"feePayer": details["feePayer"]}
+

@@ -194,3 +194,34 @@ def test_a_transaction_identifier_is_not_checked_as_an_address_but_signers_are()
     body["itemData"]["onPlatformSigning"] = [{"onchainId": signature}]
     assert not hooks.addresses_decodable(hooks.without_transaction_identifier(body))
     assert hooks.without_transaction_identifier([1]) == [1]
+
+
+def test_a_platform_address_is_seeded_into_one_lookup_of_a_body():
+    body = {"itemData": {"source": {"offchainId": "a"}, "destination": {"onchainId": "b"}, "value": {"lamports": 1}}}
+    first = hooks.with_platform_address(body, "FEE", 0)
+    second = hooks.with_platform_address(body, "FEE", 1)
+    assert first["itemData"]["source"] == {"onchainId": "FEE"} and first["itemData"]["destination"] == {"onchainId": "b"}
+    assert second["itemData"]["destination"] == {"onchainId": "FEE"} and second["itemData"]["source"] == {"offchainId": "a"}
+    assert body["itemData"]["source"] == {"offchainId": "a"}  # the generated body stays untouched
+    assert hooks.with_platform_address({"itemData": {"value": 1}}, "FEE", 0) is None
+
+
+def test_a_message_with_a_platform_key_outside_the_fee_payer_slot_is_reported():
+    import base64
+
+    from solders.hash import Hash
+    from solders.keypair import Keypair
+    from solders.message import Message
+    from solders.system_program import TransferParams, transfer
+
+    payer, other = Keypair().pubkey(), Keypair().pubkey()
+
+    def b64(message) -> str:
+        return base64.b64encode(bytes(message)).decode()
+
+    fee_only = Message.new_with_blockhash([transfer(TransferParams(from_pubkey=other, to_pubkey=Keypair().pubkey(), lamports=1))], payer, Hash.default())
+    spends = Message.new_with_blockhash([transfer(TransferParams(from_pubkey=payer, to_pubkey=other, lamports=1))], payer, Hash.default())
+    receives = Message.new_with_blockhash([transfer(TransferParams(from_pubkey=other, to_pubkey=payer, lamports=1))], other, Hash.default())
+    assert hooks.platform_misuse(b64(fee_only), {str(payer)}) is None
+    assert "signer or writable" in hooks.platform_misuse(b64(spends), {str(payer)})
+    assert hooks.platform_misuse(b64(receives), {str(payer)}) is not None

@@ -40,10 +40,12 @@ from solders.system_program import (
 
 from ledger_project.api.errors import LedgerError, NotFoundError, RateLimitedError, ServiceUnavailableError
 
+from . import platform_keys
 from .chain import builder
 from .chain.errors import SimulationFailed
 from .chain.rpc import is_localnet, rpc_for
 from .models import NonceAccount, NonceState, PlatformFeePayer
+from .platform_keys import platform_addresses_forget
 
 logger = logging.getLogger("ledger.transactions")
 SYSTEM_PROGRAM = Pubkey.from_string("11111111111111111111111111111111")
@@ -88,6 +90,7 @@ def _load_fee_payer_row(cluster: str) -> PlatformFeePayer:
     row = next(iter(query[:1]), None)
     if row is not None:
         return row
+    platform_addresses_forget()
     try:
         with transaction.atomic():
             return PlatformFeePayer.objects.create(cluster=cluster, managed_key=managed_key_generate())
@@ -103,7 +106,7 @@ def platform_fee_payer(cluster: str):
     pubkey = Pubkey.from_string(row.managed_key.public_key)
     if is_localnet(cluster):
         ensure_localnet_funds(cluster, pubkey)
-    return SignerSpec(pubkey, row.managed_key)
+    return SignerSpec(pubkey, row.managed_key, platform=True)
 
 
 def ensure_localnet_funds(cluster: str, pubkey: Pubkey, minimum: int = LOCALNET_MIN_BALANCE) -> None:
@@ -290,10 +293,20 @@ def nonce_account_record(*, cluster: str) -> NonceAccount:
     if transaction.get_connection().in_atomic_block:
         raise RuntimeError("nonce accounts are recorded in their own committed transaction, never inside a request's")
     account_key, authority_key = managed_key_generate(), managed_key_generate()
+    platform_addresses_forget()
     return NonceAccount.objects.create(
         cluster=cluster, address=account_key.public_key, account_key=account_key, authority=authority_key.public_key, authority_key=authority_key,
         state=NonceState.CREATING,
     )
+
+
+def _platform_sign(message, payer, *keys: tuple[Pubkey, object]) -> dict[str, str]:
+    """Sign a message the platform authored for its own nonce accounts (create, advance,
+    close) through the engine's one signing point, as an operation the platform authored."""
+    from .services import SignerSpec
+
+    specs = [payer, *(SignerSpec(pubkey, key, platform=True) for pubkey, key in keys)]
+    return platform_keys.engine_sign(builder.message_bytes(message), message, specs, grants=platform_keys.AUTHORED_BY_PLATFORM)
 
 
 def _is_pool_nonce(rpc, row: NonceAccount) -> bool:
@@ -339,8 +352,6 @@ def nonce_wait_usable(rpc, address: Pubkey) -> bool:
 def _nonce_account_finish(row: NonceAccount) -> None:
     """Create and initialize the recorded account on chain (one transaction: either both
     happened or neither), unless it already is; then mark it READY."""
-    from accounts.custody import managed_key_signer
-
     rpc = rpc_for(row.cluster)
     if not _is_pool_nonce(rpc, row):
         payer = platform_fee_payer(row.cluster)
@@ -351,11 +362,7 @@ def _nonce_account_finish(row: NonceAccount) -> None:
             initialize_nonce_account(InitializeNonceAccountParams(nonce_pubkey=address, authority=Pubkey.from_string(row.authority))),
         ]
         built = builder.build(builder.BuildPlan(instructions=instructions, fee_payer=payer.pubkey, version="LEGACY"), rpc)
-        message = built.to_bytes()
-        signatures = {
-            row.address: str(managed_key_signer(key=row.account_key).sign_message(message)),
-            str(payer.pubkey): str(managed_key_signer(key=payer.managed_key).sign_message(message)),
-        }
+        signatures = _platform_sign(built.message, payer, (address, row.account_key))
         try:
             signature = rpc.send_raw(bytes(builder.assemble(built.message, signatures)))
         except SimulationFailed:
@@ -374,8 +381,6 @@ def nonce_advance(*, cluster: str, nonce_address: str, expected: str) -> bool:
     never execute (each nonce value is consumed once). Returns whether it landed; False
     too when the service does not hold the account's authority key (a tenant's account
     with an off-platform authority: ``nonce_spend`` says what then)."""
-    from accounts.custody import managed_key_signer
-
     row = NonceAccount.objects.select_related("authority_key").get(cluster=cluster, address=nonce_address)
     if row.authority_key is None:
         return False
@@ -388,11 +393,7 @@ def nonce_advance(*, cluster: str, nonce_address: str, expected: str) -> bool:
     message = Message.new_with_blockhash(
         [advance_nonce_account(AdvanceNonceAccountParams(nonce_pubkey=address, authorized_pubkey=authority))], payer.pubkey, Hash.from_string(expected)
     )
-    raw = builder.message_bytes(message)
-    signatures = {
-        str(payer.pubkey): str(managed_key_signer(key=payer.managed_key).sign_message(raw)),
-        str(authority): str(managed_key_signer(key=row.authority_key).sign_message(raw)),
-    }
+    signatures = _platform_sign(message, payer, (authority, row.authority_key))
     try:
         signature = rpc.send_raw(bytes(builder.assemble(message, signatures)))
     except SimulationFailed:
@@ -495,8 +496,6 @@ def _nonce_account_close(row: NonceAccount) -> bool:
     it CLOSED once the chain shows it gone. Safe to repeat at any point: a withdraw of the
     whole balance succeeds once, later ones are refused. Returns whether it is CLOSED; if
     not, it stays CLOSING for the next run."""
-    from accounts.custody import managed_key_signer
-
     rpc = rpc_for(row.cluster)
     address = Pubkey.from_string(row.address)
     if not _nonce_gone(rpc, address):
@@ -511,11 +510,7 @@ def _nonce_account_close(row: NonceAccount) -> bool:
         lamports = rpc.account(address).lamports
         instruction = withdraw_nonce_account(WithdrawNonceAccountParams(nonce_pubkey=address, authorized_pubkey=authority, to_pubkey=payer.pubkey, lamports=lamports))
         built = builder.build(builder.BuildPlan(instructions=[instruction], fee_payer=payer.pubkey, version="LEGACY"), rpc)
-        message = built.to_bytes()
-        signatures = {
-            str(payer.pubkey): str(managed_key_signer(key=payer.managed_key).sign_message(message)),
-            str(authority): str(managed_key_signer(key=row.authority_key).sign_message(message)),
-        }
+        signatures = _platform_sign(built.message, payer, (authority, row.authority_key))
         try:
             _wait_landed(rpc, rpc.send_raw(bytes(builder.assemble(built.message, signatures))), "nonce account close")
         except (SimulationFailed, RuntimeError) as exc:

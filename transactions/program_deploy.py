@@ -43,7 +43,7 @@ from solders.signature import Signature
 
 import programs
 
-from . import fee_payers
+from . import fee_payers, platform_keys
 from .chain import builder, loader
 from .chain.rpc import ChainRpc, rpc_for
 from .models import ProgramDeployment, ProgramDeploymentState
@@ -102,17 +102,22 @@ class _Sender:
     and waits for each to land (writes of one buffer go out together)."""
 
     def __init__(self, rpc: ChainRpc, payer, keys: dict[Pubkey, object]):
-        from accounts.custody import managed_key_signer
+        from .services import SignerSpec
 
         self.rpc, self.payer = rpc, payer
-        self.signers = {pubkey: managed_key_signer(key=key) if not isinstance(key, Keypair) else key for pubkey, key in keys.items()}
-        self.signers[payer.pubkey] = managed_key_signer(key=payer.managed_key)
+        # Platform keys (the upgrade authority, the program's and buffers' keys) in the
+        # program operations made for them: granted every instruction of these messages.
+        self.signers = {
+            pubkey: SignerSpec(pubkey, keypair=key, platform=True) if isinstance(key, Keypair) else SignerSpec(pubkey, key, platform=True)
+            for pubkey, key in keys.items()
+        }
+        self.signers[payer.pubkey] = payer
         self.signatures: list[str] = []
 
     def _raw(self, step: loader.Step) -> bytes:
         built = builder.build(builder.BuildPlan(instructions=step.instructions, fee_payer=self.payer.pubkey, version="LEGACY"), self.rpc)
-        message = built.to_bytes()
-        signatures = {str(k): str(self.signers[k].sign_message(message)) for k in built.signers}
+        specs = [self.signers[k] for k in built.signers]
+        signatures = platform_keys.engine_sign(built.to_bytes(), built.message, specs, grants=platform_keys.AUTHORED_BY_PLATFORM)
         return bytes(builder.assemble(built.message, signatures))
 
     def send(self, steps: list[loader.Step]) -> None:
@@ -231,6 +236,7 @@ def _first_deployment(rpc, sender_for, cluster: str, name: str, elf: bytes) -> t
         if row is None:
             program_key = managed_key_generate()
             row = ProgramDeployment.objects.create(cluster=cluster, name=name, program_id=program_key.public_key, program_key=program_key, upgrade_authority_key=_authority_key(cluster))
+            platform_keys.platform_addresses_forget()
     if row.program_key is None:
         raise DeployError(f"{name} is recorded on {cluster} at {row.program_id} without its key, and no program is there.")
     program = Pubkey.from_string(row.program_id)

@@ -25,12 +25,13 @@ from solders.instruction import Instruction
 from solders.pubkey import Pubkey
 
 from ledger_project.api.errors import ConflictError, LedgerError
+from ledger_project.request_context import acting_api_key_var
 
-from . import effects, fee_payers
+from . import effects, fee_payers, platform_keys
 from .chain import builder
 from .chain.errors import SimulationFailed
 from .chain.rpc import rpc_for
-from .chain.signing import sign_all, signature_valid
+from .chain.signing import signature_valid
 from .lookup_tables.compression import tenant_tables
 from .models import Commitment, MessageLifetime, NonceAccount, Transaction, TransactionEvent, TransactionSigner, TransactionStatus
 
@@ -47,6 +48,14 @@ class SignerSpec:
     pubkey: Pubkey
     managed_key: object | None = None  # accounts.ManagedKey
     keypair: object | None = None  # solders Keypair
+    #: the request field that named it (errors of the signing check name it)
+    field: str | None = None
+    #: a key the platform holds for itself (its fee payer, its pool's nonce authority):
+    #: it signs only in the roles the engine gives it (transactions/platform_keys.py)
+    platform: bool = False
+    #: a key another organization shares with the acting one: the owner's
+    #: (networkCurrencyDebitApiKeys, tokenDebitApiKeys), checked where the engine signs
+    shared_debit_api_keys: tuple | None = None
 
     @property
     def signs_here(self) -> bool:
@@ -86,12 +95,6 @@ class TxConfig:
 
 def _event(tx: Transaction, kind: str, **detail) -> None:
     TransactionEvent.objects.create(transaction=tx, kind=kind, detail=detail)
-
-
-def _signers_of(managed: Sequence[SignerSpec]):
-    from accounts.custody import managed_key_signer
-
-    return [s.keypair if s.keypair is not None else managed_key_signer(key=s.managed_key) for s in managed]
 
 
 @dataclass
@@ -152,7 +155,7 @@ def transaction_build(
         nonce = builder.NonceLease(address=Pubkey.from_string(nonce_row.address), authority=Pubkey.from_string(nonce_row.authority))
         # An authority key the service does not hold (a tenant's account with an off-platform
         # authority) leaves the transaction PARTIALLY_SIGNED until that signature arrives.
-        authority = SignerSpec(nonce.authority, nonce_row.authority_key)
+        authority = SignerSpec(nonce.authority, nonce_row.authority_key, platform=nonce_row.tenant_id is None)
         if authority.signs_here and not by_key.get(str(nonce.authority), authority).signs_here:
             by_key[str(nonce.authority)] = authority
         by_key.setdefault(str(nonce.authority), authority)
@@ -176,6 +179,16 @@ def transaction_build(
         unknown = [k for k in required if k not in by_key]
         if unknown:
             raise LedgerError(f"The transaction needs signatures the request does not account for: {', '.join(unknown)}.", code="MISSING_SIGNER")
+        managed = [by_key[k] for k in required if by_key[k].signs_here]
+        # The platform's keys sign only in the roles given here: the fee-payer slot, and the
+        # AdvanceNonceAccount the builder put first for a nonce of its own pool. Checked
+        # before the simulation, so a refused message costs the node nothing.
+        grants = {str(nonce.address): (0,), str(nonce.authority): (0,)} if nonce_row is not None and nonce_row.tenant_id is None else {}
+        fields = {str(s.pubkey): s.field for s in signers if s.field}
+        platform_keys.message_check(
+            built.message, signing={str(s.pubkey): s for s in managed}, grants=grants, loaded=built.loaded, fields=fields,
+            platform_signers=[str(s.pubkey) for s in managed if s.platform],
+        )
         if simulate:
             try:
                 rpc.simulate(builder.assemble(built.message, {}), tenant=tenant)
@@ -188,8 +201,7 @@ def transaction_build(
                 built = builder.build(dataclasses.replace(plan, blockhash_reuse_seconds=0.0), rpc)
                 rpc.simulate(builder.assemble(built.message, {}), tenant=tenant)
         message_bytes = built.to_bytes()
-        managed = [by_key[k] for k in required if by_key[k].signs_here]
-        signatures = sign_all(message_bytes, _signers_of(managed))
+        signatures = platform_keys.engine_sign(message_bytes, built.message, managed, grants=grants, loaded=built.loaded, fields=fields, api_key=acting_api_key_var.get())
     except BaseException:
         if nonce_row is not None:
             fee_payers.nonce_lease_release(nonce_account_id=nonce_row.pk)
@@ -377,11 +389,6 @@ def _add_signatures(transaction: Transaction, signatures: dict[str, str], submit
     if tx.status == TransactionStatus.SIGNED and tx.submit_when_signed:
         _submit_on_commit(tx)
     return tx
-
-
-def transaction_sign_on_platform(*, transaction: Transaction, managed: Sequence[SignerSpec], submit: bool | None = None) -> Transaction:
-    signatures = sign_all(bytes(transaction.message), _signers_of(managed))
-    return transaction_add_signatures(transaction=transaction, signatures=signatures, submit=submit)
 
 
 def transaction_release(*, transaction: Transaction, approved: bool = False) -> Transaction:

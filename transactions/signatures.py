@@ -20,10 +20,11 @@ from typing import Protocol
 
 from ledger_project.api.errors import LedgerError
 
+from . import platform_keys
+from .chain import builder
 from .chain.rpc import rpc_for
-from .chain.signing import sign_all
 from .models import MessageLifetime, Transaction, TransactionStatus
-from .services import SignerSpec, _signers_of, not_signable, signature_check, signer_check, transaction_release
+from .services import SignerSpec, not_signable, signature_check, signer_check, transaction_release
 
 
 class AccountSigner(Protocol):
@@ -152,7 +153,9 @@ def transaction_sign_check(*, transaction: Transaction, tenant, api_key, off_pla
         lifetime_check(tx)
     if to_sign:
         # Keys are decrypted only now, for signers the transaction still needs.
-        new.update(sign_all(message, _signers_of(list(to_sign.values()))))
+        # The engine's one signing point: the platform's keys in their roles only, shared
+        # keys under their owner's debit API keys (transactions/platform_keys.py).
+        new.update(platform_keys.engine_sign(message, builder.message_from_bytes(message), list(to_sign.values()), signed=[*tx.signatures, *new], api_key=api_key))
     return new
 
 

@@ -17,6 +17,7 @@ from rest_framework import viewsets
 from ledger_project.api.clusters import cluster_from_request
 from ledger_project.api.errors import LedgerError
 from ledger_project.api.permissions import require_role
+from ledger_project.request_context import acting_api_key_var
 
 
 def tenant_from_request(request):
@@ -57,8 +58,19 @@ class TenantScopedViewSet(viewsets.ViewSet):
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)
         self.api_key = request.user
+        # The engine checks a shared key's debit API keys where it signs (transactions/
+        # platform_keys.py); reset in finalize_response, so no later work of this thread
+        # inherits the key.
+        self._api_key_token = acting_api_key_var.set(self.api_key)
         self.tenant = tenant_from_request(request)
         self.cluster = cluster_from_request(request) if self.uses_cluster else None
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        token = getattr(self, "_api_key_token", None)
+        if token is not None:
+            acting_api_key_var.reset(token)
+            self._api_key_token = None
+        return super().finalize_response(request, response, *args, **kwargs)
 
     def get_queryset(self):
         """The acting tenant's own records of ``model``, narrowed by ``scoped_queryset()``."""

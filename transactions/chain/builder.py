@@ -83,6 +83,9 @@ class BuiltMessage:
     blockhash: Hash
     last_valid_block_height: int | None
     reused_blockhash: bool = False
+    #: V0: the addresses the message loads from lookup tables (writable, read-only), in the
+    #: runtime's order after the static keys
+    loaded: tuple[tuple[Pubkey, ...], tuple[Pubkey, ...]] = ((), ())
 
     @property
     def signers(self) -> list[Pubkey]:
@@ -307,6 +310,18 @@ def build(plan: BuildPlan, rpc: ChainRpc) -> BuiltMessage:
     return built
 
 
+def loaded_addresses(message: MessageV0, tables: Sequence[AddressLookupTableAccount]) -> tuple[tuple[Pubkey, ...], tuple[Pubkey, ...]]:
+    """The addresses a V0 message loads from ``tables``: writable ones, then read-only ones."""
+    by_key = {t.key: t.addresses for t in tables}
+    writable: list[Pubkey] = []
+    readonly: list[Pubkey] = []
+    for lookup in message.address_table_lookups:
+        addresses = by_key[lookup.account_key]
+        writable += [addresses[i] for i in bytes(lookup.writable_indexes)]
+        readonly += [addresses[i] for i in bytes(lookup.readonly_indexes)]
+    return tuple(writable), tuple(readonly)
+
+
 def _build(plan: BuildPlan, rpc: ChainRpc, *, reuse: bool) -> BuiltMessage:
     instructions: list[Instruction] = []
     if plan.nonce is not None:
@@ -331,6 +346,7 @@ def _build(plan: BuildPlan, rpc: ChainRpc, *, reuse: bool) -> BuiltMessage:
         latest, _ = recent_blockhash(rpc, 0.0)  # fresh, and the next reuse starts from it
         blockhash, last_valid = latest.blockhash, latest.last_valid_block_height
 
+    loaded: tuple[tuple[Pubkey, ...], tuple[Pubkey, ...]] = ((), ())
     if plan.version == "LEGACY":
         if plan.lookup_tables:
             from ledger_project.api.errors import LedgerError
@@ -342,8 +358,10 @@ def _build(plan: BuildPlan, rpc: ChainRpc, *, reuse: bool) -> BuiltMessage:
         if plan.nonce is not None:
             # The runtime finds a durable nonce among the static keys only.
             auto = [c for c in auto if plan.nonce.address not in c.addresses]
-        message = MessageV0.try_compile(plan.fee_payer, instructions, _lookup_tables(rpc, plan.lookup_tables, auto), blockhash)
-    built = BuiltMessage(message, blockhash, last_valid, reused_blockhash=reused)
+        tables = _lookup_tables(rpc, plan.lookup_tables, auto)
+        message = MessageV0.try_compile(plan.fee_payer, instructions, tables, blockhash)
+        loaded = loaded_addresses(message, tables)
+    built = BuiltMessage(message, blockhash, last_valid, reused_blockhash=reused, loaded=loaded)
     size = built.serialized_size()
     if size > MAX_TRANSACTION_SIZE:
         raise TransactionTooLarge(

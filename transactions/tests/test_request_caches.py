@@ -19,7 +19,7 @@ from transactions import fee_payers
 from transactions.chain import builder
 from transactions.chain.rpc import ChainRpc, LatestBlockhash, rpc_for
 from transactions.models import PlatformFeePayer
-from transactions.services import transaction_build
+from transactions.services import SignerSpec, transaction_build
 
 CLUSTER = "CHAIN_LOCALNET"
 
@@ -85,11 +85,20 @@ def test_a_message_built_again_on_the_reused_blockhash_gets_a_fresh_one(localnet
 @pytest.mark.django_db
 def test_a_reused_blockhash_the_node_does_not_know_is_replaced_and_simulated_again(localnet_url, tenant):
     rpc = rpc_for(CLUSTER)
-    payer = fee_payers.platform_fee_payer(CLUSTER).pubkey
+    # A transfer of a key of the test's own (the platform fee payer only pays the fee:
+    # docs/custody.md, "Platform keys").
+    source = Keypair()
+    rpc.airdrop(source.pubkey(), 10**9)
+    deadline = time.monotonic() + 10
+    while rpc.balance(source.pubkey()) == 0:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
     unknown = LatestBlockhash(Hash.new_unique(), 10**9)
     entry = builder._recent.setdefault(CLUSTER, builder._RecentBlockhash())
     entry.value, entry.fetched_at = unknown, time.monotonic()
-    prepared = transaction_build(tenant=tenant, cluster=CLUSTER, operation="test", instructions=_plan(payer, 0).instructions)
+    prepared = transaction_build(
+        tenant=tenant, cluster=CLUSTER, operation="test", instructions=_plan(source.pubkey(), 0).instructions, signers=[SignerSpec(source.pubkey(), keypair=source)],
+    )
     assert prepared.blockhash != str(unknown.blockhash)
     assert rpc.is_blockhash_valid(Hash.from_string(prepared.blockhash))
 

@@ -19,6 +19,7 @@ from solders.transaction import VersionedTransaction
 
 from ledger_project.base58 import b58encode
 
+from .instructions import parse_instruction
 from .node import RpcError
 from .parsing import parse_account
 
@@ -166,25 +167,16 @@ def parsed_account_keys(tx: VersionedTransaction, loaded: dict) -> list[dict]:
     return out
 
 
-def _parsed_instruction(program: str, accounts: list[str], data: bytes, stack_height) -> dict:
-    if Pubkey.from_string(program) in MEMO_PROGRAMS:
-        try:
-            return {"parsed": data.decode("utf-8"), "program": "spl-memo", "programId": program, "stackHeight": stack_height}
-        except UnicodeDecodeError:
-            pass
-    return {"programId": program, "accounts": accounts, "data": b58encode(data), "stackHeight": stack_height}
-
-
 def _parsed_transaction(tx: VersionedTransaction, loaded: dict) -> dict:
-    """jsonParsed: account keys with their roles; instructions in the reference's partially
-    decoded form (programId, accounts, data), memos parsed (docs/localnet.md)."""
+    """jsonParsed: account keys with their roles; instructions parsed as the reference parses
+    them (instructions.py), the rest partially decoded (programId, accounts, data)."""
     message = tx.message
     keys = parsed_account_keys(tx, loaded)
     names = [k["pubkey"] for k in keys]
     ui = {
         "accountKeys": keys,
         "recentBlockhash": str(message.recent_blockhash),
-        "instructions": [_parsed_instruction(names[ix.program_id_index], [names[a] for a in ix.accounts], bytes(ix.data), None) for ix in message.instructions],
+        "instructions": [parse_instruction(names[ix.program_id_index], [names[a] for a in ix.accounts], bytes(ix.data), None) for ix in message.instructions],
     }
     if isinstance(message, MessageV0):
         ui["addressTableLookups"] = _lookups(message)
@@ -194,7 +186,7 @@ def _parsed_transaction(tx: VersionedTransaction, loaded: dict) -> dict:
 def _parsed_inner(inner: list[dict], names: list[str]) -> list[dict]:
     from ledger_project.base58 import b58decode
 
-    return [{"index": group["index"], "instructions": [_parsed_instruction(names[ix["programIdIndex"]], [names[a] for a in ix["accounts"]], b58decode(ix["data"]), ix.get("stackHeight"))
+    return [{"index": group["index"], "instructions": [parse_instruction(names[ix["programIdIndex"]], [names[a] for a in ix["accounts"]], b58decode(ix["data"]), ix.get("stackHeight"))
                                                        for ix in group["instructions"]]} for group in inner]
 
 

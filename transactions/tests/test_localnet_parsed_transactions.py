@@ -342,3 +342,32 @@ def test_lookup_table_instructions_and_keys_loaded_from_a_table(localnet_url, ch
     assert message["accountKeys"][-1] == {"pubkey": str(recipient.pubkey()), "writable": True, "signer": False, "source": "lookupTable"}
     assert message["addressTableLookups"] == [{"accountKey": t, "writableIndexes": [0], "readonlyIndexes": []}]
     assert message["instructions"] == [system("transfer", {"source": p, "destination": str(recipient.pubkey()), "lamports": 2_000_000})]
+
+
+def test_upgradeable_loader_instructions_are_parsed():
+    """BPFLoaderUpgradeable (deploys on this node): bincode variants as parse_bpf_loader
+    reads them; written bytes in base64, missing optional accounts null."""
+    loader = "BPFLoaderUpgradeab1e11111111111111111111111"
+    buffer, authority, recipient = (str(Pubkey.new_unique()) for _ in range(3))
+    write = struct.pack("<IIQ", 1, 64, 3) + b"\x7fEL"
+    assert parse_instruction(loader, [buffer, authority], write, 2) == {
+        "program": "bpf-upgradeable-loader", "programId": loader, "stackHeight": 2,
+        "parsed": {"type": "write", "info": {"offset": 64, "bytes": "f0VM", "account": buffer, "authority": authority}}}
+    assert parse_instruction(loader, [buffer, authority], struct.pack("<I", 4), None)["parsed"] == {
+        "type": "setAuthority", "info": {"account": buffer, "authority": authority, "newAuthority": None}}
+    assert parse_instruction(loader, [buffer, recipient, authority], struct.pack("<I", 5), None)["parsed"] == {
+        "type": "close", "info": {"account": buffer, "recipient": recipient, "authority": authority, "programAccount": None}}
+    assert "parsed" not in parse_instruction(loader, [buffer, authority], struct.pack("<IIQ", 1, 0, 99) + b"short", None)
+
+
+def test_reserved_keys_are_read_only_whatever_the_header_says(localnet_url, chain):
+    """A sysvar the message marks writable is shown read-only, as a validator's
+    is_maybe_writable shows it (ReservedAccountKeys); the header itself is unchanged."""
+    payer, dest = funded(chain), Keypair()
+    ix = transfer(TransferParams(from_pubkey=payer.pubkey(), to_pubkey=dest.pubkey(), lamports=1_000_000))
+    ix = Instruction(ix.program_id, bytes(ix.data), [*ix.accounts, AccountMeta(Pubkey.from_string(RENT), False, True)])
+    signature = send(chain, payer, [ix], v0=False)
+    keys = {k["pubkey"]: k["writable"] for k in parsed_transaction(localnet_url, signature)["transaction"]["message"]["accountKeys"]}
+    assert keys == {str(payer.pubkey()): True, str(dest.pubkey()): True, RENT: False, SYSTEM: False}
+    raw = rpc_call(localnet_url, "getTransaction", [str(signature), {"commitment": "confirmed", "encoding": "json"}], timeout=10)["result"]
+    assert raw["transaction"]["message"]["header"]["numReadonlyUnsignedAccounts"] == 1  # only the System program

@@ -11,6 +11,7 @@ borsh, read to the last byte (try_from_slice).
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import struct
 
@@ -202,6 +203,36 @@ def pausable(accounts, data):
         need(accounts, 2)
         return with_signers("pause" if data[1] == 1 else "resume", {"mint": accounts[0]}, 1, accounts, "authority", "multisigAuthority")
     raise NotParsable
+
+
+def _elgamal(raw: bytes) -> str | None:
+    """A (Pod)ElGamal public key or AE ciphertext as its Display writes it: base64; an
+    all-zero optional key is None."""
+    return None if raw == bytes(len(raw)) else base64.b64encode(raw).decode()
+
+
+def confidential_transfer(accounts, data):
+    """InitializeMint only (what this service sends): the other confidential-transfer
+    instructions carry proofs and stay partially decoded here."""
+    if data[1] != 0:
+        raise NotParsable
+    body = _pod(data, 65)
+    need(accounts, 1)
+    info = {"mint": accounts[0], "autoApproveNewAccounts": bool(body[32]), "auditorElGamalPubkey": _elgamal(body[33:65])}
+    authority = nonzero(body[:32])
+    if authority is not None:
+        info["authority"] = authority
+    return typed("initializeConfidentialTransferMint", info)
+
+
+def confidential_mint_burn(accounts, data):
+    """InitializeMint only, as for confidential transfers."""
+    if data[1] != 0:
+        raise NotParsable
+    body = _pod(data, 68)
+    need(accounts, 1)
+    return typed("initializeConfidentialMintBurnMint", {"mint": accounts[0], "supplyElGamalPubkey": base64.b64encode(body[:32]).decode(),
+                                                         "decryptableSupply": base64.b64encode(body[32:]).decode()})
 
 
 def needs_sub(parse):

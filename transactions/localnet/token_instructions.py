@@ -12,9 +12,10 @@ Extension instructions parsed (those with sub-instructions in token_extensions.p
 transfer fee, mint close authority, default account state, reallocate, memo transfer,
 non-transferable, interest-bearing, CPI guard, permanent delegate, transfer hook, withdraw
 excess lamports, metadata/group/group-member pointers, scaled UI amount, pausable, token
-metadata and token group. The confidential transfer,
-confidential fee and confidential mint/burn ones (zero-knowledge proof data) and the
-newest tags (45 and up, batch) stay partially decoded.
+metadata and token group, and the confidential transfer and confidential mint/burn mint
+initializations. The other confidential transfer, confidential fee and confidential
+mint/burn instructions (zero-knowledge proof data) and the newest tags (45 and up, batch)
+stay partially decoded.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ import struct
 
 from .instructions import NotParsable, need, typed
 from .token_extensions import (
+    confidential_mint_burn,
+    confidential_transfer,
     coption,
     default_account_state,
     group,
@@ -245,6 +248,7 @@ _BASE = {
     24: _ui_amount_to_amount,
     25: _initialize_mint_close_authority,
     26: needs_sub(transfer_fee),
+    27: needs_sub(confidential_transfer),
     28: default_account_state,
     29: _reallocate,
     30: toggle("RequiredMemoTransfers"),
@@ -258,6 +262,7 @@ _BASE = {
     39: needs_sub(pointer("MetadataPointer", "metadataAddress")),
     40: needs_sub(pointer("GroupPointer", "groupAddress")),
     41: needs_sub(pointer("GroupMemberPointer", "memberAddress")),
+    42: needs_sub(confidential_mint_burn),
     43: needs_sub(scaled_ui_amount),
     44: needs_sub(pausable),
 }

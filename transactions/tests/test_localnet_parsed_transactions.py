@@ -7,6 +7,7 @@ meta its token balances (docs/localnet.md, "Transactions")."""
 
 from __future__ import annotations
 
+import base64
 import json
 import struct
 
@@ -371,3 +372,19 @@ def test_reserved_keys_are_read_only_whatever_the_header_says(localnet_url, chai
     assert keys == {str(payer.pubkey()): True, str(dest.pubkey()): True, RENT: False, SYSTEM: False}
     raw = rpc_call(localnet_url, "getTransaction", [str(signature), {"commitment": "confirmed", "encoding": "json"}], timeout=10)["result"]
     assert raw["transaction"]["message"]["header"]["numReadonlyUnsignedAccounts"] == 1  # only the System program
+
+
+def test_confidential_mint_initializations_are_parsed():
+    """The confidential-transfer and confidential mint/burn mint initializations this
+    service sends (instruments.token2022): ElGamal keys and ciphertexts in base64 as their
+    Display writes them; an absent auditor is null, an absent authority left out."""
+    mint, authority = Pubkey.new_unique(), Pubkey.new_unique()
+    program = str(TOKEN_2022_PROGRAM_ID)
+    ix = t22.initialize_confidential_transfer_mint(mint=mint, authority=authority, auto_approve_new_accounts=True, auditor_elgamal_pubkey=bytes(range(32)))
+    assert parse_instruction(program, [str(mint)], bytes(ix.data), None) == token(TOKEN_2022_PROGRAM_ID, "initializeConfidentialTransferMint", {
+        "mint": str(mint), "authority": str(authority), "autoApproveNewAccounts": True, "auditorElGamalPubkey": base64.b64encode(bytes(range(32))).decode()})
+    ix = t22.initialize_confidential_transfer_mint(mint=mint, authority=None, auto_approve_new_accounts=False)
+    assert parse_instruction(program, [str(mint)], bytes(ix.data), None)["parsed"]["info"] == {"mint": str(mint), "autoApproveNewAccounts": False, "auditorElGamalPubkey": None}
+    ix = t22.initialize_confidential_mint_burn(mint=mint, supply_elgamal_pubkey=bytes([7] * 32), decryptable_supply=bytes(range(36)))
+    assert parse_instruction(program, [str(mint)], bytes(ix.data), None) == token(TOKEN_2022_PROGRAM_ID, "initializeConfidentialMintBurnMint", {
+        "mint": str(mint), "supplyElGamalPubkey": base64.b64encode(bytes([7] * 32)).decode(), "decryptableSupply": base64.b64encode(bytes(range(36))).decode()})

@@ -9,8 +9,8 @@ not decode (unknown variant, too few accounts, bad data), in the partially decod
 
 Programs parsed here: System, SPL Token and Token-2022 (token_instructions.py; both are
 ``"spl-token"`` to the reference), Associated Token Account, Memo (v1 and v3), Address
-Lookup Table, BPF loader and BPFLoaderUpgradeable. Stake and vote instructions do not
-occur on this node. Compute Budget is not among the reference's parsable programs, so its
+Lookup Table, BPF loader and BPFLoaderUpgradeable. Stake and vote instructions are left
+partially decoded (this cluster has no stake and no votes). Compute Budget is not among the reference's parsable programs, so its
 instructions stay partially decoded, as a validator leaves them.
 """
 

@@ -278,7 +278,7 @@ def _upgradeable_loader(accounts: list[str], data: bytes) -> dict:
 
 
 def _token(accounts: list[str], data: bytes) -> dict:
-    from .token_instructions import parse_token  # it imports this module's helpers
+    from .token_instructions import parse_token  # it imports NotParsable, need and typed from here
 
     return parse_token(accounts, data)
 

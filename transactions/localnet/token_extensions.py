@@ -1,6 +1,6 @@
 """Token-2022 extension instructions and the token-group / token-metadata interface
 instructions in the reference's jsonParsed shapes (solana-transaction-status
-parse_token/extension/*.rs), and the decoding helpers token_instructions.py shares.
+parse_token/extension/*.rs), and the decoding functions token_instructions.py shares.
 
 An extension instruction is the token tag, a sub-instruction byte, then its data: a
 bytemuck struct of exactly its size (decode_instruction_data), or for the transfer fee

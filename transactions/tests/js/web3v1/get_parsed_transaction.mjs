@@ -1,6 +1,6 @@
 // @solana/web3.js v1 and @solana/spl-token against the local node, unmodified: a System
 // transfer and, for SPL Token and Token-2022, a transferChecked, each sent with the SDK's
-// own helpers (confirmed over the websocket) and read back with getParsedTransaction, whose
+// own functions (confirmed over the websocket) and read back with getParsedTransaction, whose
 // response schema web3.js checks. Usage: node get_parsed_transaction.mjs <http url> <ws url>;
 // prints one JSON line (public keys as base-58 strings).
 import {

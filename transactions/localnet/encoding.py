@@ -19,6 +19,7 @@ from solders.transaction import VersionedTransaction
 
 from ledger_project.base58 import b58encode
 
+from .instructions import parse_instruction
 from .node import RpcError
 from .parsing import parse_account
 
@@ -149,42 +150,56 @@ def _lookups(message: MessageV0) -> list[dict]:
     return [{"accountKey": str(lk.account_key), "writableIndexes": list(lk.writable_indexes), "readonlyIndexes": list(lk.readonly_indexes)} for lk in message.address_table_lookups]
 
 
+# ReservedAccountKeys (all activated): builtin programs and sysvars a message may never
+# write; a validator shows them read-only whatever the header says.
+RESERVED_KEYS = frozenset(Pubkey.from_string(k) for k in (
+    "AddressLookupTab1e1111111111111111111111111", "BPFLoader2111111111111111111111111111111111", "BPFLoader1111111111111111111111111111111111",
+    "BPFLoaderUpgradeab1e11111111111111111111111", "ComputeBudget111111111111111111111111111111", "Config1111111111111111111111111111111111111",
+    "Ed25519SigVerify111111111111111111111111111", "Feature111111111111111111111111111111111111", "LoaderV411111111111111111111111111111111111",
+    "NativeLoader1111111111111111111111111111111", "KeccakSecp256k11111111111111111111111111111", "Secp256r1SigVerify1111111111111111111111111",
+    "Stake11111111111111111111111111111111111111", "11111111111111111111111111111111", "Vote111111111111111111111111111111111111111",
+    "ZkE1Gama1Proof11111111111111111111111111111", "ZkTokenProof1111111111111111111111111111111", "Sysvar1111111111111111111111111111111111111",
+    "SysvarC1ock11111111111111111111111111111111", "SysvarEpochRewards1111111111111111111111111", "SysvarEpochSchedu1e111111111111111111111111",
+    "SysvarFees111111111111111111111111111111111", "Sysvar1nstructions1111111111111111111111111", "SysvarLastRestartS1ot1111111111111111111111",
+    "SysvarRecentB1ockHashes11111111111111111111", "SysvarRent111111111111111111111111111111111", "SysvarRewards111111111111111111111111111111",
+    "SysvarS1otHashes111111111111111111111111111", "SysvarS1otHistory11111111111111111111111111", "SysvarStakeHistory1111111111111111111111111",
+))
+UPGRADEABLE_LOADER = Pubkey.from_string("BPFLoaderUpgradeab1e11111111111111111111111")
+
+
 def parsed_account_keys(tx: VersionedTransaction, loaded: dict) -> list[dict]:
     """accountKeys of the jsonParsed and `accounts` forms: static keys, then the ones loaded
-    from lookup tables, each with its role."""
+    from lookup tables, each with its role. Writable as a validator reports it
+    (Message::is_maybe_writable / LoadedMessage::is_writable): writable by the header,
+    not a reserved key, and not an invoked program unless BPFLoaderUpgradeable is among the
+    keys (then program ids are not demoted)."""
     message = tx.message
     header = message.header
     keys = list(message.account_keys)
     signed, n = header.num_required_signatures, len(keys)
-    invoked = {keys[ix.program_id_index] for ix in message.instructions}
+    loaded_keys = [(Pubkey.from_string(k), kind == "writable") for kind in ("writable", "readonly") for k in loaded.get(kind, [])]
+    every = keys + [k for k, _ in loaded_keys]
+    invoked = {every[ix.program_id_index] for ix in message.instructions} if UPGRADEABLE_LOADER not in every else set()
     out = []
     for i, key in enumerate(keys):
-        writable = (i < signed - header.num_readonly_signed_accounts or signed <= i < n - header.num_readonly_unsigned_accounts) and key not in invoked
+        by_header = i < signed - header.num_readonly_signed_accounts or signed <= i < n - header.num_readonly_unsigned_accounts
+        writable = by_header and key not in invoked and key not in RESERVED_KEYS
         out.append({"pubkey": str(key), "writable": writable, "signer": i < signed, "source": "transaction"})
-    for kind in ("writable", "readonly"):
-        out += [{"pubkey": key, "writable": kind == "writable", "signer": False, "source": "lookupTable"} for key in loaded.get(kind, [])]
+    for key, by_table in loaded_keys:
+        out.append({"pubkey": str(key), "writable": by_table and key not in invoked and key not in RESERVED_KEYS, "signer": False, "source": "lookupTable"})
     return out
 
 
-def _parsed_instruction(program: str, accounts: list[str], data: bytes, stack_height) -> dict:
-    if Pubkey.from_string(program) in MEMO_PROGRAMS:
-        try:
-            return {"parsed": data.decode("utf-8"), "program": "spl-memo", "programId": program, "stackHeight": stack_height}
-        except UnicodeDecodeError:
-            pass
-    return {"programId": program, "accounts": accounts, "data": b58encode(data), "stackHeight": stack_height}
-
-
 def _parsed_transaction(tx: VersionedTransaction, loaded: dict) -> dict:
-    """jsonParsed: account keys with their roles; instructions in the reference's partially
-    decoded form (programId, accounts, data), memos parsed (docs/localnet.md)."""
+    """jsonParsed: account keys with their roles; instructions parsed as the reference parses
+    them (instructions.py), the rest partially decoded (programId, accounts, data)."""
     message = tx.message
     keys = parsed_account_keys(tx, loaded)
     names = [k["pubkey"] for k in keys]
     ui = {
         "accountKeys": keys,
         "recentBlockhash": str(message.recent_blockhash),
-        "instructions": [_parsed_instruction(names[ix.program_id_index], [names[a] for a in ix.accounts], bytes(ix.data), None) for ix in message.instructions],
+        "instructions": [parse_instruction(names[ix.program_id_index], [names[a] for a in ix.accounts], bytes(ix.data), None) for ix in message.instructions],
     }
     if isinstance(message, MessageV0):
         ui["addressTableLookups"] = _lookups(message)
@@ -194,7 +209,7 @@ def _parsed_transaction(tx: VersionedTransaction, loaded: dict) -> dict:
 def _parsed_inner(inner: list[dict], names: list[str]) -> list[dict]:
     from ledger_project.base58 import b58decode
 
-    return [{"index": group["index"], "instructions": [_parsed_instruction(names[ix["programIdIndex"]], [names[a] for a in ix["accounts"]], b58decode(ix["data"]), ix.get("stackHeight"))
+    return [{"index": group["index"], "instructions": [parse_instruction(names[ix["programIdIndex"]], [names[a] for a in ix["accounts"]], b58decode(ix["data"]), ix.get("stackHeight"))
                                                        for ix in group["instructions"]]} for group in inner]
 
 

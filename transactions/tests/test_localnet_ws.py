@@ -8,15 +8,11 @@ import asyncio
 import base64
 import ctypes
 import ctypes.util
-import fcntl
-import hashlib
 import json
-import os
 import shutil
 import sqlite3
 import subprocess
 import time
-from pathlib import Path
 
 import pytest
 from solana.rpc.commitment import Confirmed
@@ -34,6 +30,7 @@ from websockets.exceptions import ConnectionClosed
 
 from transactions.localnet.testing import LocalnetProcess, rpc_call
 from transactions.tests.chainkit import create_ata, create_mint, funded, mint_to, send, wait
+from transactions.tests.jskit import JS_DIR, npm_installed
 from transactions.tests.wskit import PubSub, ws_url_of
 
 pytestmark = pytest.mark.chain
@@ -303,29 +300,10 @@ def test_a_hundred_idle_subscribers_leave_rpc_answers_alone(small_node):
 
 
 # --- @solana/kit, from the npm registry --------------------------------------------------------
-JS_DIR = Path(__file__).resolve().parent / "js"
-
-
 @pytest.fixture(scope="module")
 def kit_dir():
-    """@solana/kit at the versions package-lock.json pins, installed with `npm ci` into a
-    cache under var/ (kept between runs, keyed by the lock file)."""
-    npm = shutil.which("npm")
-    if npm is None:
-        pytest.skip("npm is not installed")
-    manifest, lock = (JS_DIR / "package.json").read_bytes(), (JS_DIR / "package-lock.json").read_bytes()
-    var = Path(os.environ.get("LEDGER_VAR_DIR") or Path(__file__).resolve().parents[2] / "var")
-    target = var / "npm" / f"kit-{hashlib.sha256(manifest + lock).hexdigest()[:16]}"
-    target.mkdir(parents=True, exist_ok=True)
-    with open(var / "npm" / ".install.lock", "w") as guard:
-        fcntl.flock(guard, fcntl.LOCK_EX)  # one install at a time (parallel runs share the cache)
-        if not (target / "node_modules" / "@solana" / "kit" / "package.json").exists():
-            (target / "package.json").write_bytes(manifest)
-            (target / "package-lock.json").write_bytes(lock)
-            subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error", "--cache", str(var / "npm" / "cache")], cwd=target, check=True, timeout=600,
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    shutil.copy(JS_DIR / "kit_send_and_confirm.mjs", target / "kit_send_and_confirm.mjs")
-    return target
+    """@solana/kit at the versions package-lock.json pins (jskit.npm_installed)."""
+    return npm_installed(JS_DIR, "kit", "@solana/kit")
 
 
 def test_solana_kit_send_and_confirm(kit_dir, localnet_url, ws_url, chain):

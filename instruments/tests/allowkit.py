@@ -45,8 +45,16 @@ def landed(response, status: int = 200) -> dict:
     return body
 
 
+def validation_address(mint: str) -> Pubkey:
+    return Pubkey.find_program_address([b"extra-account-metas", bytes(Pubkey.from_string(mint))], HOOK)[0]
+
+
+def fetch_response(api, instrument: dict, **query):
+    return api.call("post", f"{BASE}/single", {"itemData": {"financialInstrument": instrument}, **({"itemQuery": query} if query else {})})
+
+
 def fetch(api, instrument: dict, **query) -> dict:
-    response = api.call("post", f"{BASE}/single", {"itemData": {"financialInstrument": instrument}, **({"itemQuery": query} if query else {})})
+    response = fetch_response(api, instrument, **query)
     assert response.status_code == 200, response.json()
     return response.json()
 

@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import pytest
 from solders.keypair import Keypair
+from solders.message import from_bytes_versioned
+from solders.pubkey import Pubkey
+
+import programs
 
 from conftest import assert_error
 from positions.tests.kit import initialize, position, wallet
 from positions.tests.movekit import at, balance, mint, settled, transfer
 from transactions.models import Transaction
 
-from .allowkit import BASE, address_of, allow_list_address, change, decoded_from_bytes, fetch, hooked_instrument, landed
+from .allowkit import BASE, HOOK, address_of, allow_list_address, change, decoded_from_bytes, fetch, fetch_response, hooked_instrument, landed, validation_address
 
 pytestmark = pytest.mark.chain
 
@@ -141,3 +145,43 @@ def test_an_authority_the_service_does_not_hold_leaves_the_change_partially_sign
                                                                                    "offPlatformSigning": [{"account": {"onchainId": str(outside.pubkey()), "offPlatform": True}, "signature": str(signature)}]}})
     assert signed.status_code == 200 and signed.json()["status"] in ("CONFIRMED", "FINALIZED"), signed.json()
     assert decoded_from_bytes(chain, hooked["onchainId"])["owners"] == [address_of(api, alice)]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_initialize_after_switching_to_the_hook_is_paid_by_the_funding_account(api, celery_worker_process, chain, settings):
+    """An instrument whose hook becomes the allow-list program (Update transferHookProgram)
+    has no list yet: nobody may hold it until Initialize Allow-List, whose rent comes from
+    the funding account, never the platform fee payer."""
+    from positions.tests.kit import instrument
+    from transactions.fee_payers import platform_fee_payer
+    from transactions.tests.chainkit import wait
+
+    issuer, alice, funder = wallet(api), wallet(api), wallet(api)
+    funder_address = address_of(api, funder)
+    wait(chain, chain.request_airdrop(Pubkey.from_string(funder_address), 10**9).value)
+    other_program = programs.LOCALNET_PROGRAM_IDS["loan_vault"]  # executable, not the allow-list hook
+    hooked = instrument(api, authority=issuer, version="TOKEN_2022", transferHookAuthority=issuer, transferHookProgram={"onchainId": other_program, "offPlatform": True})
+    assert_error(fetch_response(api, hooked), 400, "NOT_ALLOW_LIST_HOOK")
+    switched = api.call("patch", "/api/v1/financial-instruments?wait=confirmed", {"itemData": {"mintAccount": hooked, "transferHookProgram": {"onchainId": str(HOOK), "offPlatform": True}}})
+    assert switched.status_code == 200 and switched.json()["svmTransaction"]["status"] in ("CONFIRMED", "FINALIZED"), switched.json()
+    assert fetch(api, hooked)["initialized"] is False
+    assert_error(initialize(api, alice, hooked), 400, "ALLOW_LIST_NOT_INITIALIZED")
+    assert_error(change(api, "add", hooked, [alice]), 400, "ALLOW_LIST_NOT_INITIALIZED")
+
+    settings.LEDGER_LOCALNET_AIRDROP_FUNDING = False
+    assert_error(api.call("post", BASE, {"itemData": {"financialInstrument": hooked, "capacity": 3}}), 400, "FUNDING_ACCOUNT_REQUIRED")
+    before = chain.get_balance(Pubkey.from_string(funder_address)).value
+    body = landed(api.call("post", BASE + "?wait=confirmed", {"itemData": {"financialInstrument": hooked, "capacity": 3}, "svmTransactionConfig": {"feePayer": funder}}), 201)
+    assert body["initializedAllowList"]["onchainId"] == str(allow_list_address(hooked["onchainId"]))
+    tx = Transaction.unscoped.get(offchain_id=body["svmTransaction"]["offchainId"])
+    rent = sum(chain.get_account_info(a).value.lamports for a in (allow_list_address(hooked["onchainId"]), validation_address(hooked["onchainId"])))
+    assert tx.operation == "instruments.allow_list_initialize" and tx.effects["funding"] == {"source": funder_address, "lamports": rent, "destinationType": "MANAGED"}
+    assert before - chain.get_balance(Pubkey.from_string(funder_address)).value >= rent
+    platform = str(platform_fee_payer("CHAIN_LOCALNET").pubkey)
+    assert platform not in {str(k) for k in from_bytes_versioned(bytes(tx.message)).account_keys}
+    on_chain = decoded_from_bytes(chain, hooked["onchainId"])
+    assert (on_chain["capacity"], on_chain["authority"], on_chain["owners"]) == (3, address_of(api, issuer), [])
+    assert_error(api.call("post", BASE, {"itemData": {"financialInstrument": hooked}, "svmTransactionConfig": {"feePayer": funder}}), 409, "ALLOW_LIST_EXISTS")
+    landed(change(api, "add", hooked, [alice]))
+    settings.LEDGER_LOCALNET_AIRDROP_FUNDING = True
+    position(api, alice, hooked)

@@ -160,6 +160,10 @@ def test_initialize_after_switching_to_the_hook_is_paid_by_the_funding_account(a
     funder_address = address_of(api, funder)
     wait(chain, chain.request_airdrop(Pubkey.from_string(funder_address), 10**9).value)
     other_program = programs.LOCALNET_PROGRAM_IDS["loan_vault"]  # executable, not the allow-list hook
+    refused = api.call("post", "/api/v1/financial-instruments", {"itemData": {
+        "version": "TOKEN_2022", "offchainReferences": {"newAlId": {"financialInstrumentType": "CORPORATE_BOND"}}, "mintAuthority": issuer,
+        "transferHookProgram": {"onchainId": other_program, "offPlatform": True}, "allowListCapacity": 4}})
+    assert assert_error(refused, 400, "NOT_ALLOW_LIST_HOOK")["errors"][0]["field"] == "itemData.allowListCapacity"
     hooked = instrument(api, authority=issuer, version="TOKEN_2022", transferHookAuthority=issuer, transferHookProgram={"onchainId": other_program, "offPlatform": True})
     assert_error(fetch_response(api, hooked), 400, "NOT_ALLOW_LIST_HOOK")
     switched = api.call("patch", "/api/v1/financial-instruments?wait=confirmed", {"itemData": {"mintAccount": hooked, "transferHookProgram": {"onchainId": str(HOOK), "offPlatform": True}}})

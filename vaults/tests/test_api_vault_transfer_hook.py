@@ -13,7 +13,7 @@ import programs
 from conftest import assert_error
 from positions.tests.movekit import settled, transfer
 
-from .kit import address_of, call, details, landed, token_balance, vault_transactions, world
+from .kit import call, details, landed, token_balance, vault_transactions, world
 
 pytestmark = pytest.mark.chain
 

@@ -140,6 +140,9 @@ def test_an_authority_the_service_does_not_hold_leaves_the_change_partially_sign
     assert [t["status"] for t in body["svmTransactions"]] == ["PARTIALLY_SIGNED"]
     tx = Transaction.unscoped.get(offchain_id=body["svmTransactions"][0]["offchainId"])
     assert str(outside.pubkey()) in tx.missing_signers
+    # One operation on the instrument at a time: the next change waits for this one (in-flight marker).
+    assert_error(change(api, "add", hooked, [issuer]), 409, "OPERATION_IN_PROGRESS")
+    assert_error(api.call("patch", "/api/v1/financial-instruments", {"itemData": {"mintAccount": hooked, "onchainData": {"uri": "https://x.example/"}}}), 409, "OPERATION_IN_PROGRESS")
     signature = outside.sign_message(bytes(tx.message))
     signed = api.call("patch", "/api/v1/transactions/sign?wait=confirmed", {"itemData": {"transaction": {"offchainId": str(tx.offchain_id)},
                                                                                    "offPlatformSigning": [{"account": {"onchainId": str(outside.pubkey()), "offPlatform": True}, "signature": str(signature)}]}})

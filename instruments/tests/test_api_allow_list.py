@@ -192,3 +192,24 @@ def test_initialize_after_switching_to_the_hook_is_paid_by_the_funding_account(a
     landed(change(api, "add", hooked, [alice]))
     settings.LEDGER_LOCALNET_AIRDROP_FUNDING = True
     position(api, alice, hooked)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_concurrent_adds_of_one_owner_record_one_transaction(api, celery_worker_process, chain, monkeypatch):
+    """STYLE.md rule 11: the competing add runs right after the first one built its
+    transaction; the first one's write phase sees the marker and answers 409."""
+    from instruments.allowlist import services as allow_services
+    from transactions.responses import wait_for
+
+    from .test_races import inject_after_build
+
+    issuer, alice = wallet(api), wallet(api)
+    hooked = hooked_instrument(api, authority=issuer, allowListCapacity=4)
+    competing = inject_after_build(monkeypatch, allow_services, lambda: change(api, "add", hooked, [alice], wait=False))
+    first = change(api, "add", hooked, [alice], wait=False)
+    assert competing[0].status_code == 200, competing[0].json()
+    assert_error(first, 409, "OPERATION_IN_PROGRESS", "itemData.financialInstrument")
+    monkeypatch.undo()
+    tx = Transaction.unscoped.get(operation="instruments.allow_list_add")
+    assert wait_for(tx, "confirmed").status in ("CONFIRMED", "FINALIZED")
+    assert decoded_from_bytes(chain, hooked["onchainId"])["owners"] == [address_of(api, alice)]

@@ -1,4 +1,4 @@
-"""API helpers for the allow-list tests: an allow-list hook instrument, its list through the
+"""What the allow-list tests share: an allow-list hook instrument, its list through the
 API and decoded from the account's bytes with the layout of docs/programs.md."""
 
 from __future__ import annotations

@@ -110,7 +110,7 @@ def _instructions(draft: _Draft, funder: Pubkey, rent: int) -> list:
     ]
 
 
-def _fits(instructions: list, fee_payer: Pubkey, config: TxConfig) -> bool:
+def transaction_fits(instructions: list, fee_payer: Pubkey, config: TxConfig) -> bool:
     """Whether a transaction of ``instructions`` fits the network's size limit once the
     engine adds what ``config`` asks for (builder._build): an AdvanceNonceAccount whose
     nonce and authority count as new keys (a signer, at worst), compute budget
@@ -137,7 +137,7 @@ def _batches(drafts: list[_Draft], funder: Pubkey, fee_payer: Pubkey, rent: int,
     until the next pair would pass the size limit (about five a transaction)."""
     batches: list[list[_Draft]] = []
     for draft in drafts:
-        if batches and _fits([ix for d in [*batches[-1], draft] for ix in _instructions(d, funder, rent)], fee_payer, config):
+        if batches and transaction_fits([ix for d in [*batches[-1], draft] for ix in _instructions(d, funder, rent)], fee_payer, config):
             batches[-1].append(draft)
         else:
             batches.append([draft])

@@ -9,6 +9,7 @@ from django.contrib import admin, messages
 from ledger_project.api.errors import LedgerError
 from ledger_project.staff import staff_action
 
+from .allowlist.admin_view import allow_list_html, has_allow_list
 from .models import AUTHORITY_ROLES, AlIdSequence, FinancialInstrument, authority_column
 from .services import instrument_set_paused, instrument_sync
 
@@ -35,9 +36,19 @@ class FinancialInstrumentAdmin(admin.ModelAdmin):
         "al_id", "al_category", "al_type", "tenant", "cluster", "address", "version", "status", "managed", "was_onchain_already",
         "name", "symbol", "uri", "decimals", "onchain_metadata", "extensions", "default_position_state", "paused",
         "scaled_ui_multiplier", "transfer_hook_program_address", "supply_onchain", "supply_offchain", "data_length", "synced_at", "synced_slot",
-        "creation_transaction", "creation_transaction_at", "last_transaction", "last_transaction_at", *_AUTHORITY_FIELDS,
+        "creation_transaction", "creation_transaction_at", "last_transaction", "last_transaction_at", *_AUTHORITY_FIELDS, "allow_list",
     )
     actions = ["pause", "unpause", "sync_from_chain"]
+
+    def get_fieldsets(self, request, obj=None):
+        fieldsets = super().get_fieldsets(request, obj)
+        if has_allow_list(obj):  # the allow-list hook: its list as the chain has it now
+            fieldsets = (*fieldsets, ("Allow-list (on chain, read-only)", {"fields": ("allow_list",)}))
+        return fieldsets
+
+    @admin.display(description="Allow-list")
+    def allow_list(self, obj):
+        return allow_list_html(obj)
 
     def has_add_permission(self, request):
         return False  # instruments are created through the API (keys, chain transactions)

@@ -17,6 +17,7 @@ from accounts.models import Account, AccountStatus
 from transactions.effects import ConfirmationFacts, effect_handler, failure_handler, needs_accounts, on_confirmations, on_every_confirmation
 from transactions.locks import lock_rows
 
+from .allowlist.chain import OPERATIONS as ALLOW_LIST_OPERATIONS
 from .models import FinancialInstrument, InstrumentStatus
 from .onchain import mint_from_account
 from .services import instrument_sync
@@ -50,7 +51,9 @@ def instrument_creation_failed(tx) -> None:
     _clear_in_flight(tx)
 
 
-for _operation in ("instruments.update", "instruments.pause", "instruments.unpause", "instruments.close"):
+# The allow-list lives on chain only: its operations' confirmations change no record
+# beyond the in-flight marker (in_flight_ended); a failure ends the marker too.
+for _operation in ("instruments.update", "instruments.pause", "instruments.unpause", "instruments.close", *ALLOW_LIST_OPERATIONS):
     failure_handler(_operation)(_clear_in_flight)
 
 

@@ -187,6 +187,8 @@ class CreateInstrumentItem(StrictSerializer):
     scaledUiAmountMultiplier = StrictNumberField(required=False, allow_null=True)
     transferHookAuthority = LookupSerializer(required=False, allow_null=True)
     transferHookProgram = LookupSerializer(required=False, allow_null=True)
+    allowListCapacity = StrictIntegerField(required=False, allow_null=True, min_value=1, max_value=256, help_text="With the allow-list hook program: owners its allow-list holds (default 256).")
+    allowListAuthority = LookupSerializer(required=False, allow_null=True, help_text="With the allow-list hook program: who manages its allow-list (default: transferHookAuthority, else mintAuthority).")
     confidentialTransfer = ConfidentialTransferSerializer(required=False, allow_null=True)
     confidentialTransferAuthority = LookupSerializer(required=False, allow_null=True)
     confidentialMintBurn = ConfidentialMintBurnSerializer(required=False, allow_null=True)

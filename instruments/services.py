@@ -22,6 +22,7 @@ from transactions.models import Transaction, TransactionEvent
 from transactions.services import Prepared, SignerSpec, transaction_build, transaction_record
 
 from . import alid, webhooks
+from .allowlist import chain as allowlist_chain
 from .extensions import b64_of, metadata_of, multiplier_of, requested_extensions
 from .locks import lock_instrument
 from .models import FinancialInstrument, InstrumentStatus, PositionState, TokenVersion, authority_column
@@ -191,6 +192,7 @@ def instrument_create(*, tenant, cluster: str, api_key, data: dict, svm_config: 
 
     space, size = mint_space(types), mint_size(types, metadata)  # created with the fixed part, funded for all
     rent = rpc_for(cluster).minimum_balance_for_rent_exemption(size)
+    allow_list = allowlist_chain.create_plan(tenant, cluster, data, hook_program.address if hook_program else None, auth, prefix, resolve=_authority)
     existing = None
     if data.get("existingMintAccount"):
         field = f"{prefix}.existingMintAccount"
@@ -218,9 +220,9 @@ def instrument_create(*, tenant, cluster: str, api_key, data: dict, svm_config: 
     signers: list[SignerSpec] = []
     funding_needed = rent if existing is None else max(rent - lamports, 0)
     funding = None
-    if funding_needed:
-        # The mint's rent comes from an account of the tenant, never the platform fee payer.
-        funding = funding_signer(tenant=tenant, cluster=cluster, api_key=api_key, svm_config=svm_config, lamports=funding_needed, destination_type="MANAGED")
+    if funding_needed or allow_list:
+        # The mint's rent (and the allow-list's) comes from an account of the tenant, never the platform fee payer.
+        funding = funding_signer(tenant=tenant, cluster=cluster, api_key=api_key, svm_config=svm_config, lamports=funding_needed + (allow_list.rent if allow_list else 0), destination_type="MANAGED")
         signers.append(funding.signer)
     if existing is None:
         ixs.append(create_account(CreateAccountParams(from_pubkey=funding.pubkey, to_pubkey=mint, lamports=rent, space=space, owner=program)))
@@ -257,6 +259,9 @@ def instrument_create(*, tenant, cluster: str, api_key, data: dict, svm_config: 
         if metadata["additional"]:
             signers.append(_signer(auth["update"], tenant, f"{prefix}.updateAuthority"))
         ixs += [t22.update_token_metadata_field(mint=mint, update_authority=key("update"), field=k, value=v) for k, v in metadata["additional"].items()]
+    if allow_list:  # the hook's accounts, once the mint is initialized (the program checks it and its mint authority)
+        ixs.append(allow_list.instruction(payer=funding.pubkey, mint=mint, mint_authority=key("mint")))
+        signers.append(_signer(auth["mint"], tenant, f"{prefix}.mintAuthority"))
 
     instrument = FinancialInstrument(
         tenant=tenant, cluster=cluster, mint_account=mint_account, address=mint_account.address, version=version,

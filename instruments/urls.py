@@ -12,3 +12,8 @@ urlpatterns = [
     path("financial-instruments/close", V.as_view({"patch": "close"}), name="instrument-close"),
     path("financial-instruments/token-extensions-calculator", V.as_view({"post": "calculator"}), name="instrument-calculator"),
 ]
+
+# Allow-lists of allow-list transfer-hook instruments (instruments/allowlist/, docs/instruments.md).
+from .allowlist.urls import urlpatterns as _allow_list  # noqa: E402
+
+urlpatterns += _allow_list

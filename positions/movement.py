@@ -45,6 +45,7 @@ from accounts.lookup import OffPlatform, resolve_account
 from accounts.models import Account
 from accounts.services import funding_effects, funding_signer
 from accounts.signers import ensure_usable, signer_for, transaction_config
+from instruments.allowlist.chain import ensure_owner_allowed
 from instruments.models import FinancialInstrument, PositionState
 from instruments.token2022.transfer_hook import HookAccountsError, transfer_hook_accounts
 from ledger_project.api.errors import LedgerError
@@ -204,12 +205,15 @@ def _destination(plan: _Plan, tenant, cluster: str, lookup: dict, field: str, *,
             _same_instrument(found.instrument, instrument, f"{field}.financialInstrument" if lookup.get("financialInstrument") else field)
         movable_instrument(found.instrument, field)
         live_position(found, field, "receive")
+        if plan.kind != MINT:  # minting invokes no hook: the issuer may still credit a listed-then-removed holder
+            ensure_owner_allowed(found.instrument, found.owner_address, field=field)
         return plan.parties.setdefault(found.address, Party(found.address, found.owner_address, position=found))
     target: OwnerTarget = found
     if instrument is not None:
         _same_instrument(target.instrument, instrument, f"{field}.financialInstrument")
     movable_instrument(target.instrument, f"{field}.financialInstrument")
     owner_address = target.owner.address
+    ensure_owner_allowed(target.instrument, owner_address, field=f"{field}.owner" if lookup.get("owner") else field)
     address = str(ix.associated_address(owner_address, target.instrument))
     if address in plan.parties:  # a trade's second leg to the same new position
         return plan.parties[address]

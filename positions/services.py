@@ -16,6 +16,7 @@ from accounts.lookup import OffPlatform
 from accounts.models import WALLET_TYPES, Account, AccountStatus, AccountType
 from accounts.services import account_save, funding_effects, funding_signer
 from accounts.signers import ensure_usable, transaction_config
+from instruments.allowlist.chain import ensure_owner_allowed
 from instruments.models import FinancialInstrument, InstrumentStatus, PositionState
 from ledger_project.api.errors import ConflictError, LedgerError, NotFoundError
 from ledger_project.api.idempotency import write_phase
@@ -136,6 +137,8 @@ def position_initialize(*, tenant, cluster: str, api_key, owner: Account | OffPl
     if already and not associated:
         raise LedgerError("alreadyOnchain onboards the owner's associated token account; omit associated: false.", field=f"{p}.associated", code="CONFLICTING_FIELDS")
     rpc = rpc_for(cluster)
+    if not already:  # the allow-list hook would refuse every transfer to it: refused before anything is built
+        ensure_owner_allowed(instrument, owner.address, field=f"{p}.owner")
 
     if associated:
         address = str(ix.associated_address(owner.address, instrument))

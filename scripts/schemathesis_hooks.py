@@ -119,7 +119,7 @@ LOOKUPS: dict[tuple[str, str], dict[tuple[str, ...], str | None]] = {
         ("itemData", "transferHookProgram"): None,
         **{("itemData", name): "authority" for name in (
             "mintAuthority", *_AUTHORITIES, "permanentDelegateAuthority", "closingAuthority", "pausableAuthority", "scaledUiAmountAuthority",
-            "transferHookAuthority", "confidentialTransferAuthority", "confidentialMintBurnAuthority",
+            "transferHookAuthority", "confidentialTransferAuthority", "confidentialMintBurnAuthority", "allowListAuthority",
         )},
     },
     ("PATCH", "/api/v1/financial-instruments"): {
@@ -137,6 +137,13 @@ LOOKUPS: dict[tuple[str, str], dict[tuple[str, ...], str | None]] = {
     },
     ("PATCH", "/api/v1/financial-instruments/pause"): {_FEE_PAYER: "funder", ("itemData", "financialInstrument"): "instrument", ("itemData", "pausableAuthority"): "authority"},
     ("PATCH", "/api/v1/financial-instruments/unpause"): {_FEE_PAYER: "funder", ("itemData", "financialInstrument"): "instrument", ("itemData", "pausableAuthority"): "authority"},
+    # Allow-lists (docs/instruments.md): the seeded instrument has no allow-list hook, so these answer 400 NOT_ALLOW_LIST_HOOK.
+    ("POST", "/api/v1/financial-instruments/allow-list"): {
+        _FEE_PAYER: "funder", ("itemData", "financialInstrument"): "instrument", ("itemData", "authority"): "authority", ("itemData", "mintAuthority"): "authority",
+    },
+    ("PATCH", "/api/v1/financial-instruments/allow-list/add"): {_FEE_PAYER: "funder", ("itemData", "financialInstrument"): "instrument", ("itemData", "authority"): "authority"},
+    ("PATCH", "/api/v1/financial-instruments/allow-list/remove"): {_FEE_PAYER: "funder", ("itemData", "financialInstrument"): "instrument", ("itemData", "authority"): "authority"},
+    ("POST", "/api/v1/financial-instruments/allow-list/single"): {("itemData", "financialInstrument"): "instrument"},
     ("POST", "/api/v1/financial-instruments/single"): {("itemData",): "instrument"},
     ("POST", "/api/v1/financial-instruments/single/circulating-supply"): {("itemData",): "instrument"},
     ("POST", "/api/v1/transactions/single/status"): {("itemData", "transaction"): "transaction"},

@@ -84,6 +84,9 @@ def world(api, chain: Client, *, payment_version: str = "SPL", loan_kind: str = 
     loan = instrument(api, authority=issuer, kind=loan_kind, decimals=0)
     payment = instrument(api, authority=issuer, version=payment_version, kind="STABLECOIN", decimals=2, **payment_extra)
     borrower, lender = wallet(api), wallet(api)
+    if hook is not None:  # Create initialized the payment mint's allow-list: the holders go on it first
+        response = api.call("patch", "/api/v1/financial-instruments/allow-list/add?wait=confirmed", {"itemData": {"financialInstrument": payment, "owners": [borrower, lender]}})
+        assert response.status_code == 200 and response.json()["svmTransactions"][0]["status"] in ("CONFIRMED", "FINALIZED"), response.json()
     borrower_position = position(api, borrower, payment)
     settled(mint(api, at(borrower_position), {"lamports": 100_000}))
     lender_position = position(api, lender, payment)

@@ -322,23 +322,23 @@ def _is_uuid(value) -> bool:
         return False
 
 
-def _lookup_paths(node, path=()):
+def lookup_paths(node, path=()):
     """Where ``node`` names an account: every object with an onchainId or offchainId."""
     if isinstance(node, dict):
         if "onchainId" in node or "offchainId" in node:
             yield path
             return
         for key, value in node.items():
-            yield from _lookup_paths(value, (*path, key))
+            yield from lookup_paths(value, (*path, key))
     elif isinstance(node, list):
         for index, value in enumerate(node):
-            yield from _lookup_paths(value, (*path, index))
+            yield from lookup_paths(value, (*path, index))
 
 
 def with_platform_address(body, address: str, choice: int):
     """``body`` with one of its lookups (the ``choice``-th, cyclically) naming ``address``, a
     platform key's public address (docs/custody.md, "Platform keys"); None if it has none."""
-    paths = list(_lookup_paths(body))
+    paths = list(lookup_paths(body))
     if not paths:
         return None
     where = paths[choice % len(paths)]

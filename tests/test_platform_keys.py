@@ -21,6 +21,7 @@ from solders.pubkey import Pubkey
 
 from accounts.models import Account, AccountStatus, AccountType
 from conftest import assert_error, make_client
+from scripts.schemathesis_hooks import lookup_paths
 from tenancy.tests.factories import issue_key
 from transactions import fee_payers, platform_keys
 from transactions.chain import builder
@@ -187,19 +188,6 @@ def test_a_shared_key_signs_for_another_organization_only_under_its_debit_api_ke
 # --- property: every address field of every chain-changing operation ------------------------------
 
 
-def _lookups(body, path=()):
-    """Every place in ``body`` that names an account: lookup objects and address strings."""
-    if isinstance(body, dict):
-        if "onchainId" in body or "offchainId" in body:
-            yield path
-            return
-        for key, value in body.items():
-            yield from _lookups(value, (*path, key))
-    elif isinstance(body, list):
-        for index, value in enumerate(body):
-            yield from _lookups(value, (*path, index))
-
-
 def _replaced(body, path, value):
     body = copy.deepcopy(body)
     target = body
@@ -243,7 +231,7 @@ def test_no_address_field_of_any_operation_makes_a_platform_key_sign(api, tenant
     forms += [(name, {"onchainId": address, "offPlatform": True}) for name, address in platform.items()]
     forms += [("fee payer (recorded)", legacy)]
     for (method, path, body), (name, lookup) in itertools.product(operations, forms):
-        for where in list(_lookups(body)):
+        for where in list(lookup_paths(body)):
             if True:
                 tried += 1
                 response = api.call(method, path + "?wait=confirmed", _replaced(body, where, lookup))

@@ -338,8 +338,18 @@ def signature_check(tx: Transaction, pubkey: str, signature: str, *, field: str,
         raise LedgerError(f"The signature for {pubkey} does not verify against the transaction message (serializedMessage).", field=field, code="INVALID_SIGNATURE")
 
 
+def takes_signatures(tx: Transaction) -> bool:
+    """Whether ``tx`` waits for signatures: PARTIALLY_SIGNED and not withdrawn. The one
+    check every way a signature comes in goes through (Sign Transaction, a threshold
+    session's aggregate, opening a session)."""
+    return tx.status == TransactionStatus.PARTIALLY_SIGNED and tx.withdrawn_at is None
+
+
 def not_signable(tx: Transaction) -> LedgerError:
-    """Why ``tx`` (not PARTIALLY_SIGNED) takes no signatures: 400 INVALID_TRANSACTION_STATE."""
+    """Why ``tx`` takes no signatures (``takes_signatures`` is false): 400 INVALID_TRANSACTION_STATE."""
+    if tx.status == TransactionStatus.PARTIALLY_SIGNED and tx.withdrawn_at is not None:
+        return LedgerError("The transaction was withdrawn (Withdraw Transaction): it takes no more signatures and ends CANCELLED once it can never execute.",
+                           field="itemData.transaction", code="INVALID_TRANSACTION_STATE")
     if tx.status == TransactionStatus.PENDING_APPROVAL:
         why = "every signature is collected and it awaits approval (Approve Transaction)"
     elif tx.status == TransactionStatus.SIGNED and not tx.submit_when_signed:
@@ -353,7 +363,7 @@ def not_signable(tx: Transaction) -> LedgerError:
 
 def _add_signatures(transaction: Transaction, signatures: dict[str, str], submit: bool | None) -> Transaction:
     tx = Transaction.objects.for_tenant(transaction.tenant).select_for_update().get(pk=transaction.pk)
-    if tx.status != TransactionStatus.PARTIALLY_SIGNED:
+    if not takes_signatures(tx):
         raise not_signable(tx)
     message = bytes(tx.message)
     for pubkey, signature in signatures.items():

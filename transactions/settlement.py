@@ -355,8 +355,39 @@ def transaction_expire_held(*, transaction_id: int) -> str | None:
     tx = Transaction.unscoped.filter(pk=transaction_id, status__in=HELD).first()
     if tx is None or (tx.status == TransactionStatus.SIGNED and tx.submit_when_signed):
         return None  # SIGNED and queued: the submit path owns it
+    return _end_held(tx)
+
+
+def transaction_end_withdrawn(*, transaction: Transaction) -> str | None:
+    """Withdraw Transaction, after its mark committed: end the withdrawn ``transaction``
+    (found through the tenant's door) now if it can be — ``_end_held``, which the
+    reconciliation runs for it too until it has ended. Returns the new status, if any."""
+    tx = Transaction.objects.for_tenant(transaction.tenant).filter(pk=transaction.pk, status=TransactionStatus.PARTIALLY_SIGNED, withdrawn_at__isnull=False).first()
+    return _end_held(tx) if tx is not None else None
+
+
+def _withdrawn(tx: Transaction) -> bool:
+    return tx.status == TransactionStatus.PARTIALLY_SIGNED and tx.withdrawn_at is not None
+
+
+def _withdrawn_message(tx: Transaction) -> str:
+    """A withdrawn transaction's errorMessage once it ended: who withdrew it and why (its
+    WITHDRAWN event)."""
+    event = TransactionEvent.objects.filter(transaction=tx, kind="WITHDRAWN").order_by("-at", "-pk").first()
+    detail = event.detail if event is not None else {}
+    reason = detail.get("reason") or ""
+    return f"Withdrawn by {detail.get('by') or 'its client'}" + (f": {reason}" if reason else "") + "; nothing was executed."
+
+
+def _end_held(tx: Transaction) -> str | None:
+    """``transaction_expire_held`` for one held row. A withdrawn one (Withdraw Transaction)
+    ends CANCELLED instead of EXPIRED, and its durable nonce is advanced at once rather than
+    at the end of the signing window."""
     rpc = rpc_for(tx.cluster)
-    if tx.lifetime == MessageLifetime.DURABLE_NONCE and _window_over(tx.txn_timestamp):
+    withdrawn = _withdrawn(tx)
+    if tx.lifetime == MessageLifetime.DURABLE_NONCE and (withdrawn or _window_over(tx.txn_timestamp)):
+        # Lands (and is waited for) before the lifetime check below reads the nonce; a
+        # no-op when the nonce moved on already or its authority signs off platform.
         fee_payers.nonce_advance(cluster=tx.cluster, nonce_address=tx.nonce_account, expected=tx.blockhash)
     if not _lifetime_over(tx, rpc):
         Transaction.unscoped.filter(pk=tx.pk).update(updated_at=timezone.now())
@@ -373,6 +404,9 @@ def transaction_expire_held(*, transaction_id: int) -> str | None:
             _event(tx, "LANDING_SCAN", before=scan.cursor, examined=scan.examined)
             Transaction.unscoped.filter(pk=tx.pk).update(updated_at=timezone.now())
             return None
+    if withdrawn:
+        ended = _finish(tx, TransactionStatus.CANCELLED, unless_moved=Q(status=TransactionStatus.PARTIALLY_SIGNED), error_message=_withdrawn_message(tx))
+        return TransactionStatus.CANCELLED if ended else None
     return TransactionStatus.EXPIRED if _finish(tx, TransactionStatus.EXPIRED, error_message=_EXPIRED_MESSAGE[tx.lifetime]) else None
 
 

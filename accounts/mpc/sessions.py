@@ -26,8 +26,8 @@ from ledger_project.api.envelope import canonical_uuid
 from ledger_project.api.errors import ConflictError, LedgerError, NotFoundError
 from ledger_project.api.idempotency import write_phase
 from tenancy.scoping import worker_only
-from transactions.models import TransactionStatus
-from transactions.services import not_signable, signer_check, transaction_add_signatures
+from transactions.models import Transaction, TransactionStatus
+from transactions.services import not_signable, signer_check, takes_signatures, transaction_add_signatures
 
 from ..signers import ensure_usable
 from ..threshold import frost
@@ -62,7 +62,7 @@ def session_open(*, tenant, api_key, transaction, account, codes: list[str]) -> 
     the worker."""
     key = threshold_key_of(account, field="itemData.account")
     ensure_usable(account, field="itemData.account")
-    if transaction.status != TransactionStatus.PARTIALLY_SIGNED:
+    if not takes_signatures(transaction):
         raise not_signable(transaction)
     signer_check(transaction, account.address, field="itemData.account")
     if account.address in (transaction.signatures or {}):
@@ -78,6 +78,10 @@ def session_open(*, tenant, api_key, transaction, account, codes: list[str]) -> 
     if len(codes) < key.threshold:
         raise LedgerError(f"This key signs with {key.threshold} players; {len(codes)} chosen.", field="itemData.mpcPlayerCodes", code="INVALID_MPC_PLAYERS")
     with write_phase():
+        # Again under the transaction's row lock: a withdrawal may have committed meanwhile.
+        locked = Transaction.objects.for_tenant(tenant).select_for_update().get(pk=transaction.pk)
+        if not takes_signatures(locked):
+            raise not_signable(locked)
         session = SigningSession.objects.for_tenant(tenant).create(
             tenant=tenant, cluster=transaction.cluster, transaction=transaction, account=account, key=key, generation=key.generation,
             created_by_key=api_key, expires_at=timezone.now() + timedelta(seconds=settings.LEDGER_MPC_SIGNING_SESSION_SECONDS),
@@ -213,6 +217,19 @@ class DkgSigner:
         return (contribution.address, signature) if signature else None
 
 
+    def end_sessions(self, *, transaction, why: str) -> int:
+        """Withdraw Transaction: every open session of ``transaction`` CANCELLED now (its
+        unused nonces dropped), under the sessions' row locks in pk order; a backend step
+        waiting on one of them then finds it closed, and an aggregate made just before is
+        refused by the withdrawn transaction."""
+        sessions = SigningSession.objects.for_tenant(transaction.tenant).select_for_update().filter(transaction=transaction, status__in=SIGNING_OPEN).order_by("pk")
+        ended = 0
+        for session in sessions:
+            _close(session, SigningStatus.CANCELLED, why)
+            ended += 1
+        return ended
+
+
 def _share_valid(public, package, player: SigningPlayer, text: str) -> bool:
     try:
         share = G.decode_scalar(bytes.fromhex(text))
@@ -265,7 +282,7 @@ def signing_advance(*, session_pk: int, steps: int = 32) -> str:
             if session.expires_at <= timezone.now():
                 _close(session, SigningStatus.EXPIRED, f"it was not completed within {settings.LEDGER_MPC_SIGNING_SESSION_SECONDS} s")
                 return session.status
-            if tx.status != TransactionStatus.PARTIALLY_SIGNED or session.account.address in (tx.signatures or {}):
+            if not takes_signatures(tx) or session.account.address in (tx.signatures or {}):
                 _close(session, SigningStatus.CANCELLED, f"the transaction is {tx.status} and no longer waits for this account's signature")
                 return session.status
             if session.generation != session.key.generation:
@@ -363,7 +380,7 @@ def sessions_sweep(*, quiet_seconds: float = 2.0) -> dict:
     committing = Q(status=SigningStatus.COMMITTING) & (players(SigningPlayer, backend=True, hiding="") | ~players(SigningPlayer, hiding=""))
     signing_left = Q(status=SigningStatus.SIGNING) & (players(SigningPlayer, backend=True, signature_share="") | ~players(SigningPlayer, signature_share=""))
     signing = SigningSession.unscoped.filter(status__in=SIGNING_OPEN, updated_at__lte=quiet).filter(
-        Q(expires_at__lte=now) | ~Q(transaction__status=TransactionStatus.PARTIALLY_SIGNED) | committing | signing_left)
+        Q(expires_at__lte=now) | ~Q(transaction__status=TransactionStatus.PARTIALLY_SIGNED) | Q(transaction__withdrawn_at__isnull=False) | committing | signing_left)
     rounds = Q()
     for status, field in ((DkgStatus.ROUND1, "round1__isnull"), (DkgStatus.ROUND2, "round2__isnull")):
         rounds |= Q(status=status) & (players(DkgPlayer, backend=True, **{field: True}) | ~players(DkgPlayer, **{field: True}))

@@ -10,7 +10,9 @@ import pytest
 from solana.rpc.core import RPCException
 from solana.rpc.types import TxOpts
 from solders.message import from_bytes_versioned
+from solders.keypair import Keypair
 from solders.pubkey import Pubkey
+from solders.system_program import AdvanceNonceAccountParams, advance_nonce_account
 from solders.signature import Signature
 from solders.transaction import VersionedTransaction
 
@@ -20,10 +22,14 @@ from conftest import assert_error, make_client
 from positions.tests.test_api_transfer_network_currency import account, off_platform, transfer
 from tenancy.roles import Role
 from tenancy.tests.factories import issue_key
-from transactions import fee_payers, settlement
+from tests.workers import wait_for as wait_until
+from transactions import fee_payers, settlement, signatures, withdrawals
 from transactions.chain.rpc import rpc_for
 from transactions.models import NonceAccount, Transaction, TransactionEvent, TransactionStatus
-from transactions.tests.chainkit import funded, nonce_value
+from transactions.tests.chainkit import funded, nonce_value, send
+from transactions.services import transaction_add_signatures
+from transactions.tests.test_api_nonce_accounts import created, funder, row, source  # noqa: F401 - fixtures
+from transactions.tests.test_api_nonce_accounts import transfer as nonce_transfer, watched as watched_key
 from transactions.tests.test_api_sign import AMOUNT, CLUSTER, SOL, held_transfer, message_of, sign, signed_by, stored
 
 pytestmark = pytest.mark.chain
@@ -142,6 +148,93 @@ def test_withdrawing_a_durable_nonce_transaction_advances_its_nonce_so_its_signe
     assert chain.get_signature_statuses([late.signatures[0]]).value[0] is None
     assert balance(chain, destination["onchainId"]) == before
     assert_error(sign(api, held, off=[signed_by(owner, held)]), 400, "INVALID_TRANSACTION_STATE", "itemData.transaction")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_withdrawn_transaction_whose_nonce_authority_signs_off_platform_ends_when_the_authority_advances_it(api, funder, source, chain, celery_worker_process):
+    authority = Keypair()
+    [ids] = created(api, 1, funder, authority=watched_key(api, authority))
+    held = nonce_transfer(api, source, wait=None, durableNonceAccount=ids).json()["svmTransaction"]
+    assert held["status"] == "PARTIALLY_SIGNED", held
+    tx = Transaction.unscoped.get(offchain_id=held["offchainId"])
+
+    response = withdraw(api, held)
+    # The service cannot advance this nonce: whoever holds the authority's key could still complete it.
+    assert response.status_code == 200 and response.json()["status"] == "PARTIALLY_SIGNED", response.json()
+    assert "AdvanceNonceAccount" in response.json()["errorMessage"]
+    assert row(ids).leased_by_id == tx.pk
+    assert reconcile(held) is None  # the nonce has not moved: it stays withdrawn, the lease kept
+    assert_error(sign(api, held, off=[signed_by(authority, held)]), 400, "INVALID_TRANSACTION_STATE", "itemData.transaction")
+
+    # The authority advances the nonce itself: the reconciliation ends it CANCELLED and frees the account.
+    send(chain, funded(chain, 10**8), [advance_nonce_account(AdvanceNonceAccountParams(nonce_pubkey=Pubkey.from_string(ids["onchainId"]), authorized_pubkey=authority.pubkey()))], [authority])
+    assert reconcile(held) == TransactionStatus.CANCELLED
+    assert row(ids).leased_by_id is None and not tx.events.filter(kind="NONCE_LEASE_KEPT").exists()
+
+
+# --- races and a transaction sent by its signers anyway -------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_withdrawal_committed_during_sign_transactions_read_phase_refuses_its_write_phase(api, api_key, chain, celery_worker_process, monkeypatch):
+    owner = funded(chain, SOL)
+    held = held_transfer(api, owner)
+    tx = Transaction.unscoped.get(offchain_id=held["offchainId"])
+    checked = signatures.lifetime_check
+
+    def withdrawn_meanwhile(transaction):
+        checked(transaction)  # the read phase passed: the signature verified, the lifetime is fine
+        withdrawals.transaction_withdraw(transaction=tx, api_key=api_key.api_key)
+
+    monkeypatch.setattr(signatures, "lifetime_check", withdrawn_meanwhile)
+    body = assert_error(sign(api, held, off=[signed_by(owner, held)]), 400, "INVALID_TRANSACTION_STATE", "itemData.transaction")
+    assert "withdrawn" in body["errors"][0]["message"]
+    tx.refresh_from_db()
+    assert str(owner.pubkey()) not in tx.signatures and tx.status == TransactionStatus.PARTIALLY_SIGNED and tx.withdrawn_at is not None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_signature_committed_before_the_withdrawal_marks_wins_and_the_withdrawal_is_refused(api, chain, celery_worker_process, monkeypatch):
+    owner = funded(chain, SOL)
+    destination = account(api)
+    held = held_transfer(api, owner, destination)
+    tx = Transaction.unscoped.get(offchain_id=held["offchainId"])
+    mark = withdrawals._mark
+
+    def signed_meanwhile(transaction, **kwargs):
+        transaction_add_signatures(transaction=tx, signatures={str(owner.pubkey()): str(owner.sign_message(message_of(held)))})
+        mark(transaction, **kwargs)
+
+    monkeypatch.setattr(withdrawals, "_mark", signed_meanwhile)
+    body = assert_error(withdraw(api, held), 400, "INVALID_TRANSACTION_STATE", "itemData.transaction")
+    assert "submitted" in body["errors"][0]["message"]
+    tx.refresh_from_db()
+    assert tx.withdrawn_at is None and not tx.events.filter(kind="WITHDRAWN").exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_withdrawn_transaction_its_signers_sent_anyway_is_followed_never_cancelled(api, chain, celery_worker_process):
+    """Withdrawing a RECENT_BLOCKHASH transaction cannot unsay the fee payer's signature (its
+    onchainId): the owner completes the message and sends it before its blockhash expires.
+    The service finds it landed and applies its effects; it never calls it CANCELLED."""
+    owner = funded(chain, SOL)
+    destination = account(api)
+    held = held_transfer(api, owner, destination)
+    before = balance(chain, destination["onchainId"])
+    assert withdraw(api, held).json()["status"] == "PARTIALLY_SIGNED"
+
+    complete = fully_signed(held, {str(owner.pubkey()): str(owner.sign_message(message_of(held)))})
+    chain.send_raw_transaction(bytes(complete), opts=TxOpts(skip_preflight=False, preflight_commitment="processed"))
+    assert str(complete.signatures[0]) == held["onchainId"]
+    wait_until(lambda: chain.get_signature_statuses([complete.signatures[0]]).value[0], timeout=30, what="the transaction its signers sent")
+    blockhash_expired(held)  # the reconciliation looks for it on chain once its lifetime is over
+    assert reconcile(held) == TransactionStatus.SUBMITTED
+    tx = Transaction.unscoped.get(offchain_id=held["offchainId"])
+    assert tx.events.filter(kind="LANDED_UNSUBMITTED").exists()
+    settlement.transaction_confirm(transaction_id=tx.pk)
+    tx.refresh_from_db()
+    assert tx.status in ("CONFIRMED", "FINALIZED") and tx.effects_applied_at is not None, (tx.status, tx.error_message)
+    assert balance(chain, destination["onchainId"]) == before + AMOUNT
 
 
 # --- threshold signing --------------------------------------------------------------------------------

@@ -515,7 +515,11 @@ def transaction_reconcile(*, transaction_id: int) -> StaffOutcome:
         done = "followed on the cluster"
     elif tx.status in HELD and not (tx.status == TransactionStatus.SIGNED and tx.submit_when_signed):
         moved = transaction_expire_held(transaction_id=tx.pk)
-        done = "its lifetime is over" if moved == TransactionStatus.EXPIRED else "it landed without the service sending it" if moved else "still within its lifetime: left held"
+        done = {
+            TransactionStatus.EXPIRED: "its lifetime is over",
+            TransactionStatus.CANCELLED: "withdrawn by its client, and now it can never execute",
+            TransactionStatus.SUBMITTED: "it landed without the service sending it",
+        }.get(moved, "still within its lifetime: left held")
         if moved == TransactionStatus.SUBMITTED:
             pump_kick(tx.cluster)  # follow it now, as the reconciliation task does
     elif tx.status == TransactionStatus.SIGNED:

@@ -118,6 +118,17 @@ def test_a_withdrawn_multi_party_transfer_takes_no_signature_and_ends_cancelled_
     assert balance(chain, destination["onchainId"]) == before
 
 
+@pytest.mark.django_db(transaction=True)
+def test_staff_reconcile_ends_a_withdrawn_transaction_once_its_blockhash_expired(api, chain, celery_worker_process):
+    held = held_transfer(api, funded(chain, SOL))
+    assert withdraw(api, held).status_code == 200
+    tx = Transaction.unscoped.get(offchain_id=held["offchainId"])
+    assert settlement.transaction_reconcile(transaction_id=tx.pk).done == "still within its lifetime: left held"
+    blockhash_expired(held)
+    outcome = settlement.transaction_reconcile(transaction_id=tx.pk)
+    assert (outcome.before, outcome.after) == ("PARTIALLY_SIGNED", "CANCELLED") and "withdrawn" in outcome.done, outcome
+
+
 # --- durable nonce -------------------------------------------------------------------------------------
 
 

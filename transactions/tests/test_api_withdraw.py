@@ -19,6 +19,7 @@ from solders.transaction import VersionedTransaction
 from accounts.mpc.models import NonceStatus, SigningNonce, SigningSession
 from accounts.models import Account, AccountStatus
 from conftest import assert_error, make_client
+from ledger_project.api.errors import LedgerError
 from positions.tests.test_api_transfer_network_currency import account, off_platform, transfer
 from tenancy.roles import Role
 from tenancy.tests.factories import issue_key
@@ -116,6 +117,24 @@ def test_a_withdrawn_multi_party_transfer_takes_no_signature_and_ends_cancelled_
     assert TransactionEvent.objects.filter(transaction=tx, kind="FAILURE_EFFECTS_APPLIED").count() == 1
     assert chain.get_signature_statuses([Signature.from_string(held["onchainId"])]).value[0] is None
     assert balance(chain, destination["onchainId"]) == before
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_retry_of_the_same_request_whose_answer_was_not_stored_carries_on(api, api_key, chain, celery_worker_process):
+    """A crash after the mark committed, before the answer was stored: the same key and
+    x-request-id again finds its own WITHDRAWN event; another request is refused."""
+    held = held_transfer(api, funded(chain, SOL))
+    tx = Transaction.unscoped.get(offchain_id=held["offchainId"])
+    request_id = "5d2f1e0a-3b4c-4d5e-8f60-718293a4b5c6"
+    first = withdrawals.transaction_withdraw(transaction=tx, api_key=api_key.api_key, request_id=request_id)
+    again = withdrawals.transaction_withdraw(transaction=tx, api_key=api_key.api_key, request_id=request_id)
+    assert first.withdrawn_at == again.withdrawn_at and again.status == TransactionStatus.PARTIALLY_SIGNED
+    assert TransactionEvent.objects.filter(transaction=tx, kind="WITHDRAWN").count() == 1
+    other = issue_key(tx.tenant).api_key
+    for key, rid in ((api_key.api_key, "7e3a2b1c-0d9e-4f8a-9b7c-6d5e4f3a2b1c"), (api_key.api_key, None), (other, request_id)):
+        with pytest.raises(LedgerError) as refused:
+            withdrawals.transaction_withdraw(transaction=tx, api_key=key, request_id=rid)
+        assert refused.value.code == "INVALID_TRANSACTION_STATE"
 
 
 @pytest.mark.django_db(transaction=True)

@@ -422,15 +422,17 @@ HELD = (TransactionStatus.PENDING_APPROVAL, TransactionStatus.PARTIALLY_SIGNED, 
 _ENDABLE = (TransactionStatus.BUILT, *HELD, TransactionStatus.SUBMITTED)  # never out of CONFIRMED
 
 
-def _finish(tx: Transaction, status: str, *, unless_moved: Q | None = None, also=None, **fields) -> bool:
+def _finish(tx: Transaction, status: str, *, unless_moved: Q | None = None, also=None, never_complete: bool = False, **fields) -> bool:
     """End a transaction that did not land (FAILED, EXPIRED, CANCELLED) — never one that
     is CONFIRMED or already ended — run the operation's failure effects once and end its
     nonce lease. ``unless_moved`` narrows the statuses it may end from (a cancel must not
     end a transaction submitted meanwhile); ``also(tx)`` runs in the database transaction
-    that ends it (a rejection's audit record). Returns whether this call ended it."""
+    that ends it (a rejection's audit record). ``never_complete``: the caller proved that no
+    complete set of its signatures can exist, so its bytes never execute whatever its nonce
+    holds: the lease ends without advancing the nonce. Returns whether this call ended it."""
     executed = status == TransactionStatus.FAILED and fields.get("slot") is not None
     spent = True
-    if tx.lifetime == MessageLifetime.DURABLE_NONCE and tx.nonce_account and not executed:
+    if tx.lifetime == MessageLifetime.DURABLE_NONCE and tx.nonce_account and not executed and not never_complete:
         # Before the nonce is leased again, the value this transaction was signed over must
         # be spent, or its bytes could still execute later (no-op when it moved on already).
         # A nonce whose authority signs off platform cannot be advanced by the service: its

@@ -33,6 +33,7 @@ from .chain.errors import ChainUnavailable, SimulationFailed
 from .chain.rpc import rpc_for
 from .models import MessageLifetime, NonceAccount, Transaction, TransactionEvent, TransactionStatus
 from .services import HELD, _event, _finish, chain_record_due, chain_record_fields, transaction_chain_record_fill
+from .signatures import dkg_signers_service_only
 
 logger = logging.getLogger("ledger.transactions")
 
@@ -385,6 +386,14 @@ def _end_held(tx: Transaction) -> str | None:
     at the end of the signing window."""
     rpc = rpc_for(tx.cluster)
     withdrawn = _withdrawn(tx)
+    if withdrawn and dkg_signers_service_only(transaction=tx):
+        # A signer only the service's own threshold players can sign for, and it signs nothing
+        # more for this transaction: no complete set of signatures exists or ever will, so it
+        # never landed and never executes — CANCELLED now, whatever its lifetime; its nonce
+        # need not be advanced before the lease ends.
+        ended = _finish(tx, TransactionStatus.CANCELLED, unless_moved=Q(status=TransactionStatus.PARTIALLY_SIGNED), never_complete=True,
+                        error_message=_withdrawn_message(tx))
+        return TransactionStatus.CANCELLED if ended else None
     if tx.lifetime == MessageLifetime.DURABLE_NONCE and (withdrawn or _window_over(tx.txn_timestamp)):
         # Lands (and is waited for) before the lifetime check below reads the nonce; a
         # no-op when the nonce moved on already or its authority signs off platform.

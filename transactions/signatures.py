@@ -59,6 +59,11 @@ class DkgSigner(Protocol):
 
     def record(self, contribution) -> tuple[str, str] | None: ...
 
+    def service_only(self, *, transaction: Transaction) -> list[str]:
+        """``transaction``'s missing signers whose signature only the service's own players
+        can make (so none exists once it stops signing for it)."""
+        ...
+
     def end_sessions(self, *, transaction: Transaction, why: str) -> int:
         """CANCEL every open signing session of ``transaction`` (it stopped waiting for
         signatures: withdrawn), in the caller's database transaction, under the sessions'
@@ -96,6 +101,12 @@ def dkg_sessions_end(*, transaction: Transaction, why: str) -> int:
     """End ``transaction``'s open threshold signing sessions (Withdraw Transaction); 0 when
     no DKG signer is registered (nothing could have opened one)."""
     return _dkg_signer.end_sessions(transaction=transaction, why=why) if _dkg_signer is not None else 0
+
+
+def dkg_signers_service_only(*, transaction: Transaction) -> list[str]:
+    """Missing signers of ``transaction`` no one outside the service can sign for (DKG
+    accounts whose backend players are needed); [] when no DKG signer is registered."""
+    return _dkg_signer.service_only(transaction=transaction) if _dkg_signer is not None else []
 
 
 def dkg_signing_record(contributions: list) -> dict[str, str]:

@@ -21,6 +21,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.db import transaction as db_transaction
 from django.utils import timezone
+from solders.pubkey import Pubkey
 
 from ledger_project.api.envelope import canonical_uuid
 from ledger_project.api.errors import ConflictError, LedgerError, NotFoundError
@@ -228,6 +229,24 @@ class DkgSigner:
             _close(session, SigningStatus.CANCELLED, why)
             ended += 1
         return ended
+
+
+    def service_only(self, *, transaction) -> list[str]:
+        """``transaction``'s missing signers whose signature nobody but the service can make:
+        DKG accounts whose external players are fewer than t — so no t players sign without a
+        backend player — in the only generation the key ever had (a refresh leaves the
+        players it removed their old shares, which still sign under the same address), and
+        with no session of this transaction COMPLETED for them (its aggregate is shown in
+        the session's status)."""
+        by_hex = {bytes(Pubkey.from_string(address)).hex(): address for address in transaction.missing_signers}
+        found = []
+        for key in ThresholdKey.objects.filter(group_public_key__in=list(by_hex), generation=1).order_by("pk"):
+            if ThresholdShare.objects.filter(key=key, generation=1, backend=False).count() >= key.threshold:
+                continue
+            if SigningSession.objects.for_tenant(transaction.tenant).filter(transaction=transaction, key=key, status=SigningStatus.COMPLETED).exists():
+                continue
+            found.append(by_hex[key.group_public_key])
+        return found
 
 
 def _share_valid(public, package, player: SigningPlayer, text: str) -> bool:

@@ -16,7 +16,7 @@ from solders.system_program import AdvanceNonceAccountParams, advance_nonce_acco
 from solders.signature import Signature
 from solders.transaction import VersionedTransaction
 
-from accounts.mpc.models import NonceStatus, SigningNonce, SigningSession
+from accounts.mpc.models import NonceStatus, SigningNonce, SigningSession, ThresholdKey
 from accounts.models import Account, AccountStatus
 from conftest import assert_error, make_client
 from ledger_project.api.errors import LedgerError
@@ -287,7 +287,11 @@ def test_withdrawing_ends_the_transactions_threshold_signing_sessions(api, chain
     assert SigningNonce.objects.filter(session__offchain_id=committing, status=NonceStatus.FRESH).count() == 1
 
     response = withdraw(api, held)
-    assert response.status_code == 200 and response.json()["status"] == "PARTIALLY_SIGNED", response.json()
+    # 2-of-3 with one external player: no signature under the account's key exists without a
+    # backend player, and the service signs nothing more for it, so no complete set of
+    # signatures can exist: CANCELLED at once, though its blockhash is still valid.
+    assert response.status_code == 200 and response.json()["status"] == "CANCELLED", response.json()
+    assert response.json()["errorMessage"].endswith("nothing was executed.")
     for session_id in (signing, committing):
         ended = signing_status(api, session_id)
         assert ended["status"] == "CANCELLED" and "withdrawn" in ended["errorMessage"], ended
@@ -300,9 +304,14 @@ def test_withdrawing_ends_the_transactions_threshold_signing_sessions(api, chain
     assert_error(partial(api, held, address, signing, "CLIENT_X", share), 400, "INVALID_TRANSACTION_STATE", "itemData.transaction")
     assert_error(open_session(api, held, address, ["BACKEND_A", "BACKEND_B"]), 400, "INVALID_TRANSACTION_STATE", "itemData.transaction")
     assert SigningSession.unscoped.filter(transaction=tx).count() == 2
-    blockhash_expired(held)
-    assert reconcile(held) == TransactionStatus.CANCELLED
     assert Transaction.unscoped.get(pk=tx.pk).signatures.get(address) is None
+    assert chain.get_signature_statuses([Signature.from_string(held["onchainId"])]).value[0] is None
+
+    # The rule that decided it: only the service's players can sign for this key ...
+    assert signatures.dkg_signers_service_only(transaction=tx) == [address]
+    # ... unless its shares were ever refreshed (players it removed keep old shares that still sign under the address).
+    ThresholdKey.objects.filter(group_public_key=bytes(Pubkey.from_string(address)).hex()).update(generation=2)
+    assert signatures.dkg_signers_service_only(transaction=tx) == []
 
 
 # --- who may withdraw what ------------------------------------------------------------------------------

@@ -367,6 +367,10 @@ def transaction_end_withdrawn(*, transaction: Transaction) -> str | None:
     return _end_held(tx) if tx is not None else None
 
 
+#: The event Withdraw Transaction records (transactions/withdrawals.py); its detail names who and why.
+WITHDRAWN = "WITHDRAWN"
+
+
 def _withdrawn(tx: Transaction) -> bool:
     return tx.status == TransactionStatus.PARTIALLY_SIGNED and tx.withdrawn_at is not None
 
@@ -374,7 +378,7 @@ def _withdrawn(tx: Transaction) -> bool:
 def _withdrawn_message(tx: Transaction) -> str:
     """A withdrawn transaction's errorMessage once it ended: who withdrew it and why (its
     WITHDRAWN event)."""
-    event = TransactionEvent.objects.filter(transaction=tx, kind="WITHDRAWN").order_by("-at", "-pk").first()
+    event = TransactionEvent.objects.filter(transaction=tx, kind=WITHDRAWN).order_by("-at", "-pk").first()
     detail = event.detail if event is not None else {}
     reason = detail.get("reason") or ""
     return f"Withdrawn by {detail.get('by') or 'its client'}" + (f": {reason}" if reason else "") + "; nothing was executed."

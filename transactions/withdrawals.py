@@ -37,7 +37,7 @@ from .signatures import dkg_sessions_end
 
 logger = logging.getLogger("ledger.transactions")
 
-WITHDRAWN = "WITHDRAWN"  # the event kind; settlement reads it for the final errorMessage
+WITHDRAWN = settlement.WITHDRAWN  # the event's kind; settlement reads it for the final errorMessage
 
 
 def not_withdrawable(tx: Transaction) -> LedgerError:

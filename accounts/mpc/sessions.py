@@ -217,7 +217,6 @@ class DkgSigner:
         signature = _aggregate(session)
         return (contribution.address, signature) if signature else None
 
-
     def end_sessions(self, *, transaction, why: str) -> int:
         """Withdraw Transaction: every open session of ``transaction`` CANCELLED now (its
         unused nonces dropped), under the sessions' row locks in pk order; a backend step
@@ -229,7 +228,6 @@ class DkgSigner:
             _close(session, SigningStatus.CANCELLED, why)
             ended += 1
         return ended
-
 
     def service_only(self, *, transaction) -> list[str]:
         """``transaction``'s missing signers whose signature nobody but the service can make:

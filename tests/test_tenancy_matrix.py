@@ -70,6 +70,8 @@ ENDPOINTS = [
     # Another tenant's transaction answers like a missing one: transactions/tests/test_api_sign.py, test_api_submit.py.
     ("patch", "/api/v1/transactions/sign", None),
     ("patch", "/api/v1/transactions/submit", None),
+    # Withdraw Transaction (our extension): the target is a PARTIALLY_SIGNED transaction (transactions/tests/test_api_withdraw.py too).
+    ("patch", "/api/v1/transactions/withdraw", lambda lk: {"itemData": {"transaction": lk, "reason": "x"}}),
     ("post", "/api/v1/address-lookup-tables", lambda lk: {"itemData": {"authority": lk}}),
     ("patch", "/api/v1/address-lookup-tables", lambda lk: {"itemData": {"addressLookupTable": lk, "action": "DEACTIVATE"}}),
     ("patch", "/api/v1/address-lookup-tables/extend", lambda lk: {"itemData": {"addressLookupTable": lk, "componentAddresses": [{"onchainId": "11111111111111111111111111111112", "offPlatform": True}]}}),
@@ -153,6 +155,14 @@ def test_other_tenants_record_is_like_missing_and_unchanged(api, other_tenant, l
     if "/financial-instruments" in path:
         theirs = FinancialInstrumentFactory(tenant=other_tenant, comments="theirs")
         model = FinancialInstrument
+    elif path == "/api/v1/transactions/withdraw":
+        from solders.keypair import Keypair
+
+        from transactions.models import Transaction
+
+        model = Transaction
+        theirs = Transaction.unscoped.create(tenant=other_tenant, cluster="CHAIN_LOCALNET", operation="test", status="PARTIALLY_SIGNED", message=b"m",
+                                             blockhash="11111111111111111111111111111111", fee_payer=str(Keypair().pubkey()))
     elif "/address-lookup-tables/" in path or method == "patch" and path.endswith("/address-lookup-tables"):
         from transactions.models import AddressLookupTable
         from transactions.tests.factories import AddressLookupTableFactory

@@ -278,6 +278,7 @@ REQUEST_PATH_MODULES = [
     "transactions/lookup_tables/*.py",
     "loans/services/*.py",
     "*/nonces.py",
+    "transactions/withdrawals.py",
 ]
 UNSCOPED = re.compile(r"\.unscoped\b|_default_manager|_base_manager")
 

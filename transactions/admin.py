@@ -89,7 +89,7 @@ def _label(tx: Transaction) -> str:
 #: and signatures are shown there (withheld while held for approval)
 _FIELDSETS = (
     (None, ("offchain_id", "tenant", "cluster", "operation", "status", "error_message", "approval_required", "submit_when_signed", "created_by_key", "request_id")),
-    ("Times", ("txn_timestamp", "submitted_at", "confirmed_at", "finalized_at", "effects_applied_at", "submit_attempts", "updated_at")),
+    ("Times", ("txn_timestamp", "withdrawn_at", "submitted_at", "confirmed_at", "finalized_at", "effects_applied_at", "submit_attempts", "updated_at")),
     ("On the chain", ("onchain_id", "version", "lifetime", "blockhash", "last_valid_block_height", "nonce_account", "fee_payer", "commitment",
                       "slot", "confirmations_count", "block_time", "fee", "compute_units_consumed")),
     ("Recorded data", ("effects", "error", "loaded_addresses")),

@@ -23,7 +23,8 @@ from .models import ApprovalDecision, Transaction, TransactionApproval, Transact
 from .services import _event, _finish, transaction_release
 from .settlement import _lifetime_over
 
-_AWAITING_APPROVAL = Q(status=TransactionStatus.PENDING_APPROVAL) | Q(status=TransactionStatus.PARTIALLY_SIGNED, approval_required=True)
+# A withdrawn one (Withdraw Transaction) awaits nothing: it ends CANCELLED by itself.
+_AWAITING_APPROVAL = Q(status=TransactionStatus.PENDING_APPROVAL) | Q(status=TransactionStatus.PARTIALLY_SIGNED, approval_required=True, withdrawn_at__isnull=True)
 
 
 def _decider_checks(tx: Transaction, *, api_key, staff_user, decision: str) -> None:

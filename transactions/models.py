@@ -75,6 +75,10 @@ class Transaction(TenantOwnedModel):
     # Recorded over a debit limit: it may not be submitted until approved (PENDING_APPROVAL
     # once every signature is there); cleared by the approval (docs/transactions.md).
     approval_required = models.BooleanField(default=False)
+    # Withdrawn by its client while PARTIALLY_SIGNED (Withdraw Transaction): it takes no more
+    # signatures and ends CANCELLED once it provably can never execute (docs/transactions.md,
+    # "Withdraw Transaction").
+    withdrawn_at = models.DateTimeField(null=True, blank=True)
 
     confirmations_count = models.IntegerField(null=True, blank=True)
     slot = models.BigIntegerField(null=True, blank=True)

@@ -129,6 +129,17 @@ class TransactionSubmitItem(StrictSerializer):
 
 class TransactionSubmitInput(EnvelopeSerializer):
     itemData = TransactionSubmitItem()
+
+
+class TransactionWithdrawItem(StrictSerializer):
+    """Withdraw Transaction (our extension of the spec): the PARTIALLY_SIGNED transaction and, optionally, why."""
+
+    transaction = TransactionIdentifier()
+    reason = StrictCharField(required=False, allow_blank=True, allow_null=True, max_length=1000, help_text="Recorded with the withdrawal (event WITHDRAWN) and in the transaction's errorMessage.")
+
+
+class TransactionWithdrawInput(EnvelopeSerializer):
+    itemData = TransactionWithdrawItem()
 # --- Fetch Transaction Details / Fetch Transactions (docs/transactions.md) -----------------
 # The schema of transactions/details.py's dicts (written directly for speed; a test keeps
 # the two in step).

@@ -350,8 +350,18 @@ def signature_check(tx: Transaction, pubkey: str, signature: str, *, field: str,
         raise LedgerError(f"The signature for {pubkey} does not verify against the transaction message (serializedMessage).", field=field, code="INVALID_SIGNATURE")
 
 
+def takes_signatures(tx: Transaction) -> bool:
+    """Whether ``tx`` waits for signatures: PARTIALLY_SIGNED and not withdrawn. The one
+    check every way a signature comes in goes through (Sign Transaction, a threshold
+    session's aggregate, opening a session)."""
+    return tx.status == TransactionStatus.PARTIALLY_SIGNED and tx.withdrawn_at is None
+
+
 def not_signable(tx: Transaction) -> LedgerError:
-    """Why ``tx`` (not PARTIALLY_SIGNED) takes no signatures: 400 INVALID_TRANSACTION_STATE."""
+    """Why ``tx`` takes no signatures (``takes_signatures`` is false): 400 INVALID_TRANSACTION_STATE."""
+    if tx.status == TransactionStatus.PARTIALLY_SIGNED and tx.withdrawn_at is not None:
+        return LedgerError("The transaction was withdrawn (Withdraw Transaction): it takes no more signatures and ends CANCELLED once it can never execute.",
+                           field="itemData.transaction", code="INVALID_TRANSACTION_STATE")
     if tx.status == TransactionStatus.PENDING_APPROVAL:
         why = "every signature is collected and it awaits approval (Approve Transaction)"
     elif tx.status == TransactionStatus.SIGNED and not tx.submit_when_signed:
@@ -365,7 +375,7 @@ def not_signable(tx: Transaction) -> LedgerError:
 
 def _add_signatures(transaction: Transaction, signatures: dict[str, str], submit: bool | None) -> Transaction:
     tx = Transaction.objects.for_tenant(transaction.tenant).select_for_update().get(pk=transaction.pk)
-    if tx.status != TransactionStatus.PARTIALLY_SIGNED:
+    if not takes_signatures(tx):
         raise not_signable(tx)
     message = bytes(tx.message)
     for pubkey, signature in signatures.items():
@@ -419,15 +429,17 @@ HELD = (TransactionStatus.PENDING_APPROVAL, TransactionStatus.PARTIALLY_SIGNED, 
 _ENDABLE = (TransactionStatus.BUILT, *HELD, TransactionStatus.SUBMITTED)  # never out of CONFIRMED
 
 
-def _finish(tx: Transaction, status: str, *, unless_moved: Q | None = None, also=None, **fields) -> bool:
+def _finish(tx: Transaction, status: str, *, unless_moved: Q | None = None, also=None, never_complete: bool = False, **fields) -> bool:
     """End a transaction that did not land (FAILED, EXPIRED, CANCELLED) — never one that
     is CONFIRMED or already ended — run the operation's failure effects once and end its
     nonce lease. ``unless_moved`` narrows the statuses it may end from (a cancel must not
     end a transaction submitted meanwhile); ``also(tx)`` runs in the database transaction
-    that ends it (a rejection's audit record). Returns whether this call ended it."""
+    that ends it (a rejection's audit record). ``never_complete``: the caller proved that no
+    complete set of its signatures can exist, so its bytes never execute whatever its nonce
+    holds: the lease ends without advancing the nonce. Returns whether this call ended it."""
     executed = status == TransactionStatus.FAILED and fields.get("slot") is not None
     spent = True
-    if tx.lifetime == MessageLifetime.DURABLE_NONCE and tx.nonce_account and not executed:
+    if tx.lifetime == MessageLifetime.DURABLE_NONCE and tx.nonce_account and not executed and not never_complete:
         # Before the nonce is leased again, the value this transaction was signed over must
         # be spent, or its bytes could still execute later (no-op when it moved on already).
         # A nonce whose authority signs off platform cannot be advanced by the service: its

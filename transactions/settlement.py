@@ -33,6 +33,7 @@ from .chain.errors import ChainUnavailable, SimulationFailed
 from .chain.rpc import rpc_for
 from .models import MessageLifetime, NonceAccount, Transaction, TransactionEvent, TransactionStatus
 from .services import HELD, _event, _finish, chain_record_due, chain_record_fields, transaction_chain_record_fill
+from .signatures import dkg_signers_service_only
 
 logger = logging.getLogger("ledger.transactions")
 
@@ -355,8 +356,51 @@ def transaction_expire_held(*, transaction_id: int) -> str | None:
     tx = Transaction.unscoped.filter(pk=transaction_id, status__in=HELD).first()
     if tx is None or (tx.status == TransactionStatus.SIGNED and tx.submit_when_signed):
         return None  # SIGNED and queued: the submit path owns it
+    return _end_held(tx)
+
+
+def transaction_end_withdrawn(*, transaction: Transaction) -> str | None:
+    """Withdraw Transaction, after its mark committed: end the withdrawn ``transaction``
+    (found through the tenant's door) now if it can be — ``_end_held``, which the
+    reconciliation runs for it too until it has ended. Returns the new status, if any."""
+    tx = Transaction.objects.for_tenant(transaction.tenant).filter(pk=transaction.pk, status=TransactionStatus.PARTIALLY_SIGNED, withdrawn_at__isnull=False).first()
+    return _end_held(tx) if tx is not None else None
+
+
+#: The event Withdraw Transaction records (transactions/withdrawals.py); its detail names who and why.
+WITHDRAWN = "WITHDRAWN"
+
+
+def _withdrawn(tx: Transaction) -> bool:
+    return tx.status == TransactionStatus.PARTIALLY_SIGNED and tx.withdrawn_at is not None
+
+
+def _withdrawn_message(tx: Transaction) -> str:
+    """A withdrawn transaction's errorMessage once it ended: who withdrew it and why (its
+    WITHDRAWN event)."""
+    event = TransactionEvent.objects.filter(transaction=tx, kind=WITHDRAWN).order_by("-at", "-pk").first()
+    detail = event.detail if event is not None else {}
+    reason = detail.get("reason") or ""
+    return f"Withdrawn by {detail.get('by') or 'its client'}" + (f": {reason}" if reason else "") + "; nothing was executed."
+
+
+def _end_held(tx: Transaction) -> str | None:
+    """``transaction_expire_held`` for one held row. A withdrawn one (Withdraw Transaction)
+    ends CANCELLED instead of EXPIRED, and its durable nonce is advanced at once rather than
+    at the end of the signing window."""
     rpc = rpc_for(tx.cluster)
-    if tx.lifetime == MessageLifetime.DURABLE_NONCE and _window_over(tx.txn_timestamp):
+    withdrawn = _withdrawn(tx)
+    if withdrawn and dkg_signers_service_only(transaction=tx):
+        # A signer only the service's own threshold players can sign for, and it signs nothing
+        # more for this transaction: no complete set of signatures exists or ever will, so it
+        # never landed and never executes — CANCELLED now, whatever its lifetime; its nonce
+        # need not be advanced before the lease ends.
+        ended = _finish(tx, TransactionStatus.CANCELLED, unless_moved=Q(status=TransactionStatus.PARTIALLY_SIGNED), never_complete=True,
+                        error_message=_withdrawn_message(tx))
+        return TransactionStatus.CANCELLED if ended else None
+    if tx.lifetime == MessageLifetime.DURABLE_NONCE and (withdrawn or _window_over(tx.txn_timestamp)):
+        # Lands (and is waited for) before the lifetime check below reads the nonce; a
+        # no-op when the nonce moved on already or its authority signs off platform.
         fee_payers.nonce_advance(cluster=tx.cluster, nonce_address=tx.nonce_account, expected=tx.blockhash)
     if not _lifetime_over(tx, rpc):
         Transaction.unscoped.filter(pk=tx.pk).update(updated_at=timezone.now())
@@ -373,6 +417,9 @@ def transaction_expire_held(*, transaction_id: int) -> str | None:
             _event(tx, "LANDING_SCAN", before=scan.cursor, examined=scan.examined)
             Transaction.unscoped.filter(pk=tx.pk).update(updated_at=timezone.now())
             return None
+    if withdrawn:
+        ended = _finish(tx, TransactionStatus.CANCELLED, unless_moved=Q(status=TransactionStatus.PARTIALLY_SIGNED), error_message=_withdrawn_message(tx))
+        return TransactionStatus.CANCELLED if ended else None
     return TransactionStatus.EXPIRED if _finish(tx, TransactionStatus.EXPIRED, error_message=_EXPIRED_MESSAGE[tx.lifetime]) else None
 
 
@@ -481,7 +528,11 @@ def transaction_reconcile(*, transaction_id: int) -> StaffOutcome:
         done = "followed on the cluster"
     elif tx.status in HELD and not (tx.status == TransactionStatus.SIGNED and tx.submit_when_signed):
         moved = transaction_expire_held(transaction_id=tx.pk)
-        done = "its lifetime is over" if moved == TransactionStatus.EXPIRED else "it landed without the service sending it" if moved else "still within its lifetime: left held"
+        done = {
+            TransactionStatus.EXPIRED: "its lifetime is over",
+            TransactionStatus.CANCELLED: "withdrawn by its client, and now it can never execute",
+            TransactionStatus.SUBMITTED: "it landed without the service sending it",
+        }.get(moved, "still within its lifetime: left held")
         if moved == TransactionStatus.SUBMITTED:
             pump_kick(tx.cluster)  # follow it now, as the reconciliation task does
     elif tx.status == TransactionStatus.SIGNED:

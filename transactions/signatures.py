@@ -24,7 +24,7 @@ from . import platform_keys
 from .chain import builder
 from .chain.rpc import rpc_for
 from .models import MessageLifetime, Transaction, TransactionStatus
-from .services import SignerSpec, not_signable, signature_check, signer_check, transaction_release
+from .services import SignerSpec, not_signable, signature_check, signer_check, takes_signatures, transaction_release
 
 
 class AccountSigner(Protocol):
@@ -60,6 +60,17 @@ class DkgSigner(Protocol):
 
     def record(self, contribution) -> tuple[str, str] | None: ...
 
+    def service_only(self, *, transaction: Transaction) -> list[str]:
+        """``transaction``'s missing signers whose signature only the service's own players
+        can make (so none exists once it stops signing for it)."""
+        ...
+
+    def end_sessions(self, *, transaction: Transaction, why: str) -> int:
+        """CANCEL every open signing session of ``transaction`` (it stopped waiting for
+        signatures: withdrawn), in the caller's database transaction, under the sessions'
+        row locks; returns how many."""
+        ...
+
 
 _dkg_signer: DkgSigner | None = None
 
@@ -85,6 +96,18 @@ def dkg_signing_check(*, transaction: Transaction, tenant, api_key, off_platform
     if contributions:
         lifetime_check(transaction)
     return contributions
+
+
+def dkg_sessions_end(*, transaction: Transaction, why: str) -> int:
+    """End ``transaction``'s open threshold signing sessions (Withdraw Transaction); 0 when
+    no DKG signer is registered (nothing could have opened one)."""
+    return _dkg_signer.end_sessions(transaction=transaction, why=why) if _dkg_signer is not None else 0
+
+
+def dkg_signers_service_only(*, transaction: Transaction) -> list[str]:
+    """Missing signers of ``transaction`` no one outside the service can sign for (DKG
+    accounts whose backend players are needed); [] when no DKG signer is registered."""
+    return _dkg_signer.service_only(transaction=transaction) if _dkg_signer is not None else []
 
 
 def dkg_signing_record(contributions: list) -> dict[str, str]:
@@ -128,7 +151,7 @@ def transaction_sign_check(*, transaction: Transaction, tenant, api_key, off_pla
     onPlatformSigning lookup the same lookup answers, 403 SIGNER_NOT_ALLOWED, 400
     NOT_A_SIGNER; then, when anything new is to be stored, 400 TRANSACTION_EXPIRED."""
     tx = transaction
-    if tx.status != TransactionStatus.PARTIALLY_SIGNED:
+    if not takes_signatures(tx):
         raise not_signable(tx)
     message = bytes(tx.message)
     new: dict[str, str] = {}
@@ -161,6 +184,8 @@ def transaction_sign_check(*, transaction: Transaction, tenant, api_key, off_pla
 
 def _submit_refusal(tx: Transaction) -> LedgerError | None:
     """Why ``tx`` cannot be submitted by Submit Transaction, or None (held SIGNED)."""
+    if tx.status == TransactionStatus.PARTIALLY_SIGNED and tx.withdrawn_at is not None:
+        return not_signable(tx)  # withdrawn: it never will be
     if tx.status == TransactionStatus.PARTIALLY_SIGNED:
         return LedgerError(
             f"The transaction is PARTIALLY_SIGNED: the signatures of {', '.join(tx.missing_signers)} are missing; Sign Transaction collects them.",

@@ -13,10 +13,10 @@ from ledger_project.api.schema import DETAIL_LEVEL, bulk_responses, item_query  
 from ledger_project.api.viewsets import TenantScopedViewSet
 from tenancy.roles import Role
 
-from . import approvals, details, selectors, services, signatures
+from . import approvals, details, selectors, services, signatures, withdrawals
 from .models import Transaction
 from .responses import attach_wait, transaction_result
-from .serializers import TransactionDecisionInput, TransactionResultOutput, TransactionSignInput, TransactionStatusInput, TransactionSubmitInput
+from .serializers import TransactionDecisionInput, TransactionResultOutput, TransactionSignInput, TransactionStatusInput, TransactionSubmitInput, TransactionWithdrawInput
 from .services import transaction_add_signatures
 from .serializers import (  # Fetch Transaction Details, Fetch Transactions
     BulkTransactionsCompactOutput, BulkTransactionsIdentifiersOutput, BulkTransactionsOutput, TransactionBulkInput, TransactionDetailsInput, TransactionDetailsOutput,
@@ -157,6 +157,36 @@ class TransactionViewSet(TenantScopedViewSet):
         with write_phase():
             tx = signatures.transaction_submit(transaction=tx)
         return self._decided(request, tx)
+
+    @extend_schema(
+        operation_id="withdrawTransaction",
+        summary="Withdraw Transaction",
+        description=(
+            "Our extension of the spec: the client's way out of a PARTIALLY_SIGNED transaction whose signatures will not come. "
+            "From this call on it takes no signature (Sign Transaction: 400 INVALID_TRANSACTION_STATE) and its threshold signing sessions are "
+            "CANCELLED; it ends CANCELLED (failure effects once, nothing executed) as soon as it provably can never execute. DURABLE_NONCE with a "
+            "nonce authority the service holds: the nonce is advanced first and the answer is CANCELLED; so is it when a missing signer is a DKG "
+            "account only the service's own players can sign for (no complete set of signatures can exist). RECENT_BLOCKHASH (or a nonce whose "
+            "authority signs off platform): signatures handed out could still be combined and sent until its blockhash expires (about a minute) or "
+            "its nonce moves on, so the answer is PARTIALLY_SIGNED with errorMessage saying it was withdrawn and when it ends; the service then "
+            "ends it CANCELLED (or follows it, should someone have sent it with every signature). Any other status, or withdrawn already: 400 "
+            "INVALID_TRANSACTION_STATE (PENDING_APPROVAL: Reject Transaction). Any key of the organization may withdraw its transactions, as "
+            "any may sign them. An unknown transaction, or another organization's: 404. Answers the transaction result."
+        ),
+        request=TransactionWithdrawInput,
+        responses=api_responses({200: TransactionResultOutput}, mutation=True),
+        parameters=operation_parameters(),
+        tags=["Blockchain transactions"],
+    )
+    @idempotent
+    def withdraw(self, request):
+        data = validated(TransactionWithdrawInput, request)["itemData"]
+        tx = self._named(data)
+        # Its own database transactions (a durable nonce is advanced over the network first),
+        # as Reject Transaction; the answer is stored with x-request-id once it returns.
+        tx = withdrawals.transaction_withdraw(transaction=tx, api_key=self.api_key, reason=data.get("reason") or "", request_id=request.client_request_id)
+        return Response(transaction_result(tx))
+
     @extend_schema(
         operation_id="fetchTransactionDetails",
         summary="Fetch Transaction Details",

@@ -21,13 +21,14 @@ from datetime import timedelta
 from django.conf import settings
 from django.db import transaction as db_transaction
 from django.utils import timezone
+from solders.pubkey import Pubkey
 
 from ledger_project.api.envelope import canonical_uuid
 from ledger_project.api.errors import ConflictError, LedgerError, NotFoundError
 from ledger_project.api.idempotency import write_phase
 from tenancy.scoping import worker_only
-from transactions.models import TransactionStatus
-from transactions.services import not_signable, signer_check, transaction_add_signatures
+from transactions.models import Transaction, TransactionStatus
+from transactions.services import not_signable, signer_check, takes_signatures, transaction_add_signatures
 
 from ..signers import ensure_usable
 from ..threshold import frost
@@ -62,7 +63,7 @@ def session_open(*, tenant, api_key, transaction, account, codes: list[str]) -> 
     the worker."""
     key = threshold_key_of(account, field="itemData.account")
     ensure_usable(account, field="itemData.account")
-    if transaction.status != TransactionStatus.PARTIALLY_SIGNED:
+    if not takes_signatures(transaction):
         raise not_signable(transaction)
     signer_check(transaction, account.address, field="itemData.account")
     if account.address in (transaction.signatures or {}):
@@ -78,6 +79,10 @@ def session_open(*, tenant, api_key, transaction, account, codes: list[str]) -> 
     if len(codes) < key.threshold:
         raise LedgerError(f"This key signs with {key.threshold} players; {len(codes)} chosen.", field="itemData.mpcPlayerCodes", code="INVALID_MPC_PLAYERS")
     with write_phase():
+        # Again under the transaction's row lock: a withdrawal may have committed meanwhile.
+        locked = Transaction.objects.for_tenant(tenant).select_for_update().get(pk=transaction.pk)
+        if not takes_signatures(locked):
+            raise not_signable(locked)
         session = SigningSession.objects.for_tenant(tenant).create(
             tenant=tenant, cluster=transaction.cluster, transaction=transaction, account=account, key=key, generation=key.generation,
             created_by_key=api_key, expires_at=timezone.now() + timedelta(seconds=settings.LEDGER_MPC_SIGNING_SESSION_SECONDS),
@@ -212,6 +217,35 @@ class DkgSigner:
         signature = _aggregate(session)
         return (contribution.address, signature) if signature else None
 
+    def end_sessions(self, *, transaction, why: str) -> int:
+        """Withdraw Transaction: every open session of ``transaction`` CANCELLED now (its
+        unused nonces dropped), under the sessions' row locks in pk order; a backend step
+        waiting on one of them then finds it closed, and an aggregate made just before is
+        refused by the withdrawn transaction."""
+        sessions = SigningSession.objects.for_tenant(transaction.tenant).select_for_update().filter(transaction=transaction, status__in=SIGNING_OPEN).order_by("pk")
+        ended = 0
+        for session in sessions:
+            _close(session, SigningStatus.CANCELLED, why)
+            ended += 1
+        return ended
+
+    def service_only(self, *, transaction) -> list[str]:
+        """``transaction``'s missing signers whose signature nobody but the service can make:
+        DKG accounts whose external players are fewer than t — so no t players sign without a
+        backend player — in the only generation the key ever had (a refresh leaves the
+        players it removed their old shares, which still sign under the same address), and
+        with no session of this transaction COMPLETED for them (its aggregate is shown in
+        the session's status)."""
+        by_hex = {bytes(Pubkey.from_string(address)).hex(): address for address in transaction.missing_signers}
+        found = []
+        for key in ThresholdKey.objects.filter(group_public_key__in=list(by_hex), generation=1).order_by("pk"):
+            if ThresholdShare.objects.filter(key=key, generation=1, backend=False).count() >= key.threshold:
+                continue
+            if SigningSession.objects.for_tenant(transaction.tenant).filter(transaction=transaction, key=key, status=SigningStatus.COMPLETED).exists():
+                continue
+            found.append(by_hex[key.group_public_key])
+        return found
+
 
 def _share_valid(public, package, player: SigningPlayer, text: str) -> bool:
     try:
@@ -265,7 +299,7 @@ def signing_advance(*, session_pk: int, steps: int = 32) -> str:
             if session.expires_at <= timezone.now():
                 _close(session, SigningStatus.EXPIRED, f"it was not completed within {settings.LEDGER_MPC_SIGNING_SESSION_SECONDS} s")
                 return session.status
-            if tx.status != TransactionStatus.PARTIALLY_SIGNED or session.account.address in (tx.signatures or {}):
+            if not takes_signatures(tx) or session.account.address in (tx.signatures or {}):
                 _close(session, SigningStatus.CANCELLED, f"the transaction is {tx.status} and no longer waits for this account's signature")
                 return session.status
             if session.generation != session.key.generation:
@@ -363,7 +397,7 @@ def sessions_sweep(*, quiet_seconds: float = 2.0) -> dict:
     committing = Q(status=SigningStatus.COMMITTING) & (players(SigningPlayer, backend=True, hiding="") | ~players(SigningPlayer, hiding=""))
     signing_left = Q(status=SigningStatus.SIGNING) & (players(SigningPlayer, backend=True, signature_share="") | ~players(SigningPlayer, signature_share=""))
     signing = SigningSession.unscoped.filter(status__in=SIGNING_OPEN, updated_at__lte=quiet).filter(
-        Q(expires_at__lte=now) | ~Q(transaction__status=TransactionStatus.PARTIALLY_SIGNED) | committing | signing_left)
+        Q(expires_at__lte=now) | ~Q(transaction__status=TransactionStatus.PARTIALLY_SIGNED) | Q(transaction__withdrawn_at__isnull=False) | committing | signing_left)
     rounds = Q()
     for status, field in ((DkgStatus.ROUND1, "round1__isnull"), (DkgStatus.ROUND2, "round2__isnull")):
         rounds |= Q(status=status) & (players(DkgPlayer, backend=True, **{field: True}) | ~players(DkgPlayer, **{field: True}))

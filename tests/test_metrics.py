@@ -1,0 +1,132 @@
+"""GET /metrics (docs/operations.md, "Metrics"; who may scrape: docs/auth.md, "Metrics"):
+counters moved by real traffic — a transfer confirmed on the local node by a real worker,
+a webhook delivered and one failed — by exactly what happened; scrape-time figures read
+from the database; who may read it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from positions.tests.kit import instrument, position, wallet
+from positions.tests.movekit import at, mint, settled, transfer
+from tests.metricskit import moved, scrape, value
+from transactions import delivery
+from transactions.tests.webhookkit import Receiver, emit, recorded_transaction, subscribe
+
+CLUSTER = "CHAIN_LOCALNET"
+
+
+@pytest.fixture
+def local_receivers(settings, monkeypatch):
+    settings.LEDGER_OUTBOUND_ALLOW_HTTP = True
+    settings.LEDGER_OUTBOUND_ALLOWED_NETWORKS = ["127.0.0.0/8"]
+    monkeypatch.setattr(delivery, "delivery_kick", lambda: None)  # this process delivers
+
+
+@pytest.mark.chain
+@pytest.mark.django_db(transaction=True)
+def test_counters_move_by_what_real_traffic_did(api, client, celery_worker_process, local_receivers, tenant, settings):
+    settings.LEDGER_LOCALNET_AIRDROP_FUNDING = True
+    authority, sender, receiver = wallet(api), wallet(api), wallet(api)
+    bond = instrument(api, authority=authority)
+    source, destination = position(api, sender, bond), position(api, receiver, bond)
+    settled(mint(api, at(source), {"lamports": 1_000_000}))
+    before = scrape(client)
+
+    settled(transfer(api, at(source), at(destination), {"lamports": 7}, request_id=uuid.uuid4()))
+
+    # The request, by its route pattern and status; the worker's pump sent it once and saw it
+    # confirm; the RPC client counted the node's calls by method.
+    route = {"method": "POST", "route": "api/v1/positions/transfer"}
+    assert value(scrape(client), "ledger_http_requests_total", **route, status=200) - value(before, "ledger_http_requests_total", **route, status=200) == 1
+    assert moved(client, before, "ledger_http_request_duration_seconds_count", 1, **route) == 1
+    assert moved(client, before, "ledger_transaction_submissions_total", 1, cluster=CLUSTER) == 1
+    assert moved(client, before, "ledger_transaction_confirmation_seconds_count", 1, cluster=CLUSTER) == 1
+    after = scrape(client)
+    took = value(after, "ledger_transaction_confirmation_seconds_sum", cluster=CLUSTER) - value(before, "ledger_transaction_confirmation_seconds_sum", cluster=CLUSTER)
+    assert 0 < took < 60
+    assert value(after, "ledger_rpc_calls_total", cluster=CLUSTER, method="simulateTransaction", outcome="ok") > value(before, "ledger_rpc_calls_total", cluster=CLUSTER, method="simulateTransaction", outcome="ok")
+    assert value(after, "ledger_rpc_calls_total", cluster=CLUSTER, method="getSignatureStatuses") > value(before, "ledger_rpc_calls_total", cluster=CLUSTER, method="getSignatureStatuses")
+    assert value(after, "ledger_transaction_failures_total") == value(before, "ledger_transaction_failures_total")
+    assert not any("http" in v for (n, labels) in after for k, v in labels if n.startswith("ledger_rpc"))  # no URL in a label
+
+    # A webhook delivered, one failed (retried later): the two outcomes, the attempt times,
+    # and the delivery latency of the one delivered.
+    with Receiver(status=200) as ok, Receiver(status=503) as down:
+        subscribe(tenant, ok.url("/hook"))
+        subscribe(tenant, down.url("/hook"))
+        before = scrape(client)
+        assert value(before, "ledger_webhook_backlog", state="due") == 0
+        emit([recorded_transaction(tenant)])
+        assert value(scrape(client), "ledger_webhook_backlog", state="due") == 2
+        outcomes = delivery.deliver_due()
+    assert sorted(o.status_code for o in outcomes) == [200, 503]
+    after = scrape(client)
+    for name, expected in (("delivered", 1), ("failed", 1), ("dead_lettered", 0)):
+        assert value(after, "ledger_webhook_deliveries_total", outcome=name) - value(before, "ledger_webhook_deliveries_total", outcome=name) == expected, name
+    assert value(after, "ledger_webhook_attempt_duration_seconds_count") - value(before, "ledger_webhook_attempt_duration_seconds_count") == 2
+    assert value(after, "ledger_webhook_delivery_latency_seconds_count") - value(before, "ledger_webhook_delivery_latency_seconds_count") == 1
+    assert value(after, "ledger_webhook_backlog", state="due") == 0 and value(after, "ledger_webhook_backlog", state="scheduled") == 1
+
+
+@pytest.mark.django_db
+def test_state_is_read_from_the_database_when_scraped(client, tenant, settings):
+    from backoffice.heartbeat import heartbeat_stamp
+    from backoffice.models import BalanceSample
+    from transactions.models import Transaction, TransactionStatus
+    from transactions.webhook_models import WebhookStatus, WebhookSubscription
+
+    settings.LEDGER_OUTBOUND_ALLOW_HTTP = True
+    settings.LEDGER_OUTBOUND_ALLOWED_NETWORKS = ["127.0.0.0/8"]
+    old = timezone.now() - timedelta(minutes=11)
+    queued = recorded_transaction(tenant)
+    Transaction.unscoped.filter(pk=queued.pk).update(status=TransactionStatus.SIGNED, submit_when_signed=True, txn_timestamp=old)
+    sent = recorded_transaction(tenant)
+    Transaction.unscoped.filter(pk=sent.pk).update(status=TransactionStatus.SUBMITTED, submitted_at=old)
+    # Events of a disabled webhook are paused, not due: they will not be sent.
+    paused = subscribe(tenant, "http://127.0.0.1:9/hook")
+    emit([recorded_transaction(tenant)])
+    WebhookSubscription.unscoped.filter(pk=paused.pk).update(status=WebhookStatus.DISABLED)
+    BalanceSample.objects.create(cluster=CLUSTER, account="fee_payer", lamports=5_000_000, at=timezone.now() - timedelta(minutes=2))
+    BalanceSample.objects.create(cluster=CLUSTER, account="fee_payer", lamports=4_000_000, at=timezone.now())
+    heartbeat_stamp("worker")
+
+    samples = scrape(client)
+
+    assert value(samples, "ledger_transactions", cluster=CLUSTER, status="SIGNED") == 1
+    assert value(samples, "ledger_transactions", cluster=CLUSTER, status="SUBMITTED") == 1
+    assert value(samples, "ledger_pump_backlog", cluster=CLUSTER) == 1
+    assert 600 < value(samples, "ledger_pump_oldest_queued_age_seconds", cluster=CLUSTER) < 700
+    assert 600 < value(samples, "ledger_pump_oldest_in_flight_age_seconds", cluster=CLUSTER) < 700
+    assert value(samples, "ledger_webhook_backlog", state="paused") == 1
+    assert value(samples, "ledger_webhook_backlog", state="due") == 0 and value(samples, "ledger_webhook_oldest_due_age_seconds") == 0
+    assert value(samples, "ledger_platform_balance_lamports", cluster=CLUSTER, account="fee_payer") == 4_000_000  # the latest sample
+    assert value(samples, "ledger_fee_payer_low_lamports") == settings.LEDGER_ADMIN_FEE_PAYER_LOW_LAMPORTS
+    assert value(samples, "ledger_heartbeat_age_seconds", process="worker") < 60
+    assert ("ledger_heartbeat_age_seconds", frozenset({("process", "beat")})) not in samples  # never seen: absent, and alerted on
+    assert all(v == 1 for (n, _), v in samples.items() if n == "ledger_scrape_source_up")
+    # No tenant, address or signature in any label.
+    labels = {v for (_, ls) in samples for _, v in ls}
+    assert not labels & {tenant.external_id, queued.onchain_id, queued.fee_payer, str(queued.offchain_id)}
+
+
+@pytest.mark.django_db
+def test_only_the_metrics_token_or_an_allowed_network_may_scrape(client, api, settings):
+    settings.LEDGER_METRICS_ALLOWED_NETWORKS = []
+    settings.LEDGER_METRICS_TOKEN = "mtk_" + "x" * 40
+    assert client.get("/metrics").status_code == 401
+    assert client.get("/metrics").headers["WWW-Authenticate"].startswith("Bearer")
+    assert api.get("/metrics").status_code == 401  # a tenant's API key is not a scraper's token
+    assert client.get("/metrics", HTTP_AUTHORIZATION="Bearer mtk_" + "y" * 40).status_code == 401
+    assert client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {settings.LEDGER_METRICS_TOKEN}").status_code == 200
+    settings.LEDGER_METRICS_TOKEN = ""
+    assert client.get("/metrics", HTTP_AUTHORIZATION="Bearer ").status_code == 401  # no token configured: none matches
+    settings.LEDGER_METRICS_ALLOWED_NETWORKS = ["10.0.0.0/8"]
+    assert client.get("/metrics", REMOTE_ADDR="10.1.2.3").status_code == 200
+    assert client.get("/metrics", REMOTE_ADDR="192.0.2.1").status_code == 401
+    assert client.post("/metrics", REMOTE_ADDR="10.1.2.3").status_code == 405

@@ -25,8 +25,8 @@ venv: $(STAMP)
 browser:
 	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || (apt-get install -y -q chromium chromium-driver >/dev/null 2>&1 || (apt-get update -q >/dev/null && apt-get install -y -q chromium chromium-driver >/dev/null)) || echo "chromium unavailable: the browser tests will fail"
 
-# Debian's prometheus for its promtool: tests/test_metrics_rules.py checks the alert rules and the
-# Grafana dashboard's queries with Prometheus' own parser (skipped when it is missing).
+# Debian's prometheus (promtool and the server): tests/test_metrics_rules.py checks the alert rules and
+# the Grafana dashboard's queries with Prometheus' own parser and against a live scrape (skipped when missing).
 promtool:
 	@command -v promtool >/dev/null || (apt-get install -y -q --no-install-recommends prometheus >/dev/null 2>&1 || (apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends prometheus >/dev/null)) || echo "promtool unavailable: the rules are checked without it"
 

@@ -1,8 +1,9 @@
 """The alert rules (deploy/prometheus/alerts.yml) and the Grafana dashboard
 (deploy/grafana/ledger.json) load, and every metric they name is served by GET /metrics
-(docs/operations.md, "Alerts"). With promtool (Debian's ``prometheus``, installed by `make
-promtool` like chromium for the browser tests), the rules and every dashboard query are
-also checked by Prometheus' own parser."""
+(docs/operations.md, "Alerts"). With Debian's ``prometheus`` (installed by `make promtool`
+like chromium for the browser tests), promtool checks the rules and every dashboard query
+with Prometheus' own parser, and a stock Prometheus scrapes a live server, loads the rules
+and answers every dashboard query."""
 
 from __future__ import annotations
 
@@ -10,6 +11,9 @@ import json
 import re
 import shutil
 import subprocess
+import time
+import urllib.parse
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -34,10 +38,9 @@ def dashboard_expressions() -> dict[str, str]:
     return {f"{panel['title']} {target['refId']}": target["expr"] for panel in doc["panels"] for target in panel["targets"]}
 
 
-@pytest.fixture
-def served(client, db):
-    """Every family /metrics serves once the worker and beat have been seen and a balance
-    sampled (before that, those gauges are absent: the alerts say so)."""
+def _seen_once() -> None:
+    """The worker and beat seen, a balance sampled: before that those gauges are absent
+    (and the alerts say so)."""
     from backoffice.heartbeat import heartbeat_stamp
     from backoffice.models import BalanceSample
 
@@ -45,6 +48,13 @@ def served(client, db):
     heartbeat_stamp("beat")
     for account in ("fee_payer", "nonce_pool"):
         BalanceSample.objects.create(cluster="CHAIN_LOCALNET", account=account, lamports=10**9, at=timezone.now())
+
+
+@pytest.fixture
+def served(client, db):
+    """Every family /metrics serves once the worker and beat have been seen and a balance
+    sampled."""
+    _seen_once()
     client.get("/healthz")  # a request, so the request families have a series
     return families(scrape(client))
 
@@ -76,3 +86,49 @@ def test_promtool_accepts_the_rules_and_every_dashboard_query(tmp_path):
     queries.write_text(yaml.safe_dump({"groups": [{"name": "dashboard", "rules": records}]}))
     checked = subprocess.run(["promtool", "check", "rules", str(queries)], capture_output=True, text=True)
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def _prometheus_api(port: int, path: str, **query) -> dict:
+    url = f"http://127.0.0.1:{port}/api/v1/{path}" + (f"?{urllib.parse.urlencode(query)}" if query else "")
+    with urllib.request.urlopen(url, timeout=5) as answer:
+        return json.loads(answer.read())
+
+
+@pytest.mark.skipif(not shutil.which("prometheus"), reason="prometheus missing: `make promtool` installs Debian's prometheus")
+@pytest.mark.django_db(transaction=True)
+def test_a_stock_prometheus_scrapes_the_service_and_loads_the_rules_and_the_dashboard(live_server, tmp_path):
+    """What an operator does: a stock Prometheus scraping /metrics (loopback: no token in
+    embedded mode) with alerts.yml loaded; every rule is healthy, every dashboard query
+    runs, and every metric named has a series."""
+    from transactions.localnet.testing import free_port
+
+    _seen_once()
+    port = free_port()
+    target = live_server.url.split("//", 1)[1]
+    config = tmp_path / "prometheus.yml"
+    config.write_text(yaml.safe_dump({"global": {"scrape_interval": "1s", "evaluation_interval": "1s"}, "rule_files": [str(RULES)],
+                                      "scrape_configs": [{"job_name": "ledger", "static_configs": [{"targets": [target]}]}]}))
+    server = subprocess.Popen(["prometheus", f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'data'}", f"--web.listen-address=127.0.0.1:{port}"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                targets = _prometheus_api(port, "targets")["data"]["activeTargets"]
+                rules = [r for g in _prometheus_api(port, "rules")["data"]["groups"] for r in g["rules"]]
+                if targets and targets[0]["health"] == "up" and rules and all(r.get("lastEvaluation", "").startswith("2") and not r["lastEvaluation"].startswith("0001") for r in rules):
+                    break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, "prometheus did not scrape the service and evaluate the rules within 60 s"
+            time.sleep(0.5)
+        assert {r["name"] for r in rules} == set(rule_expressions())
+        assert all(r["health"] == "ok" for r in rules), [(r["name"], r.get("lastError")) for r in rules if r["health"] != "ok"]
+        for where, expr in dashboard_expressions().items():
+            assert _prometheus_api(port, "query", query=expr)["status"] == "success", where
+        named = {name for expr in {**rule_expressions(), **dashboard_expressions()}.values() for name in _NAME.findall(expr)}
+        missing = [name for name in sorted(named) if not _prometheus_api(port, "query", query=f"count({{__name__={name!r}}})".replace("'", '"'))["data"]["result"]]
+        assert not missing, f"no series in Prometheus for {missing}"
+    finally:
+        server.terminate()
+        server.wait(timeout=30)

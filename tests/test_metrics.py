@@ -130,3 +130,72 @@ def test_only_the_metrics_token_or_an_allowed_network_may_scrape(client, api, se
     assert client.get("/metrics", REMOTE_ADDR="10.1.2.3").status_code == 200
     assert client.get("/metrics", REMOTE_ADDR="192.0.2.1").status_code == 401
     assert client.post("/metrics", REMOTE_ADDR="10.1.2.3").status_code == 405
+
+
+@pytest.mark.django_db
+def test_routes_are_url_patterns_never_paths(client):
+    from django.urls import reverse
+
+    from tests.metricskit import families
+
+    before = scrape(client)
+    for _ in range(3):
+        client.get(f"/api/v1/no-such-thing/{uuid.uuid4()}")
+    client.get(reverse("admin:transactions_transaction_change", args=[12345]))  # redirects to sign-in
+    after = scrape(client)
+    assert value(after, "ledger_http_requests_total", route="unmatched", status=404) - value(before, "ledger_http_requests_total", route="unmatched", status=404) == 3
+    routes = {v for (n, ls) in after for k, v in ls if n == "ledger_http_requests_total" and k == "route"}
+    assert any("<path:object_id>" in r for r in routes) and not any("12345" in r or "no-such-thing" in r for r in routes)
+    assert "ledger_http_request_duration_seconds_bucket" in families(after)
+
+
+@pytest.mark.django_db
+def test_an_rpc_endpoint_that_does_not_answer_counts_as_unavailable(client):
+    from transactions.chain.errors import ChainUnavailable
+    from transactions.chain.rpc import ChainRpc
+    from transactions.localnet.testing import free_port
+
+    rpc = ChainRpc("CHAIN_NOWHERE", f"http://127.0.0.1:{free_port()}/?api-key=secret", 2)
+    before = scrape(client)
+    with pytest.raises(ChainUnavailable):
+        rpc.slot()
+    after = scrape(client)
+    labels = {"cluster": "CHAIN_NOWHERE", "method": "getSlot"}
+    assert value(after, "ledger_rpc_calls_total", **labels, outcome="unavailable") - value(before, "ledger_rpc_calls_total", **labels, outcome="unavailable") == 1
+    assert value(after, "ledger_rpc_duration_seconds_count", **labels) - value(before, "ledger_rpc_duration_seconds_count", **labels) == 1
+    assert not any("secret" in v for (_, ls) in after for _, v in ls)
+
+
+@pytest.mark.chain
+@pytest.mark.django_db
+def test_the_worker_samples_the_fee_payer_balance_from_the_node(client, localnet_url):
+    from backoffice.balances import balances_sample
+    from transactions import fee_payers
+    from transactions.chain.rpc import rpc_for
+
+    payer = fee_payers.platform_fee_payer(CLUSTER).pubkey
+    assert balances_sample() >= 1
+    lamports = rpc_for(CLUSTER).balance(payer)
+    assert value(scrape(client), "ledger_platform_balance_lamports", cluster=CLUSTER, account="fee_payer") == lamports > 0
+
+
+def test_starting_removes_only_the_files_of_processes_gone(tmp_path):
+    import os
+    import subprocess
+
+    from ledger_project.metrics.multiproc import directory_clean, process_dead
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    mine, dead = os.getpid(), gone.pid
+    for name in (f"counter_{mine}.db", f"histogram_{mine}.db", f"counter_{dead}.db", f"gauge_livesum_{dead}.db"):
+        (tmp_path / name).write_bytes(b"")
+    assert directory_clean(tmp_path) == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"counter_{mine}.db", f"histogram_{mine}.db"]
+    (tmp_path / f"gauge_livesum_{mine}.db").write_bytes(b"")
+    os.environ["PROMETHEUS_MULTIPROC_DIR"], saved = str(tmp_path), os.environ["PROMETHEUS_MULTIPROC_DIR"]
+    try:
+        process_dead(mine)  # gunicorn's child_exit: live gauges go, counters stay
+    finally:
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = saved
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"counter_{mine}.db", f"histogram_{mine}.db"]

@@ -238,7 +238,7 @@ def _settle_each(settled: list[tuple[Transaction, object]], facts: dict, now, *,
     applied: list[Transaction] = []
     for tx, status in settled:
         finalized = _reached(status) == "finalized"
-        landing = tx.confirmed_at is None
+        first_landing = tx.confirmed_at is None  # the request → CONFIRMED latency is observed once
         try:
             with db_transaction.atomic():
                 fields = {"status": TransactionStatus.FINALIZED if finalized else TransactionStatus.CONFIRMED, "slot": status.slot, "updated_at": now,
@@ -274,7 +274,7 @@ def _settle_each(settled: list[tuple[Transaction, object]], facts: dict, now, *,
             continue
         if claimed:
             applied.append(tx)
-        if landing:
+        if first_landing:
             meters.transaction_confirmation.labels(tx.cluster).observe(max(0.0, (now - tx.txn_timestamp).total_seconds()))
         if finalized:
             meters.transaction_ended.labels(tx.cluster, TransactionStatus.FINALIZED).inc()

@@ -80,6 +80,9 @@ def test_every_metric_the_rules_and_the_dashboard_name_is_served(served):
 def test_promtool_accepts_the_rules_and_every_dashboard_query(tmp_path):
     checked = subprocess.run(["promtool", "check", "rules", str(RULES)], capture_output=True, text=True)
     assert checked.returncode == 0, checked.stdout + checked.stderr
+    # The alerts fire on the figures they are about, and stay quiet on paused webhook events.
+    tested = subprocess.run(["promtool", "test", "rules", "alerts_test.yml"], capture_output=True, text=True, cwd=RULES.parent)
+    assert tested.returncode == 0, tested.stdout + tested.stderr
     # The dashboard's queries as recording rules: promtool parses each with Prometheus' parser.
     records = [{"record": f"ledger_dashboard:q{i}", "expr": expr} for i, expr in enumerate(dashboard_expressions().values())]
     queries = tmp_path / "dashboard.yml"

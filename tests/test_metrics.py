@@ -179,23 +179,54 @@ def test_the_worker_samples_the_fee_payer_balance_from_the_node(client, localnet
     assert value(scrape(client), "ledger_platform_balance_lamports", cluster=CLUSTER, account="fee_payer") == lamports > 0
 
 
-def test_starting_removes_only_the_files_of_processes_gone(tmp_path):
+def _counter_file(folder, pid: int, value: float) -> None:
+    from prometheus_client.mmap_dict import MmapedDict, mmap_key
+
+    counts = MmapedDict(str(folder / f"counter_{pid}.db"))
+    counts.write_value(mmap_key("ledger_test", "ledger_test_total", [], [], "test"), value, 0.0)
+    counts.close()
+
+
+def _total(folder) -> float:
+    from prometheus_client import CollectorRegistry, multiprocess
+
+    registry = CollectorRegistry()
+    multiprocess.MultiProcessCollector(registry, path=str(folder))
+    return registry.get_sample_value("ledger_test_total") or 0.0
+
+
+def test_a_recycled_worker_is_folded_into_the_archive_and_a_fresh_start_clears_the_dead(tmp_path, monkeypatch):
     import os
     import subprocess
 
-    from ledger_project.metrics.multiproc import directory_clean, process_dead
+    from ledger_project.metrics import multiproc
 
-    gone = subprocess.Popen(["true"])
-    gone.wait()
-    mine, dead = os.getpid(), gone.pid
-    for name in (f"counter_{mine}.db", f"histogram_{mine}.db", f"counter_{dead}.db", f"gauge_livesum_{dead}.db"):
-        (tmp_path / name).write_bytes(b"")
-    assert directory_clean(tmp_path) == 2
-    assert sorted(p.name for p in tmp_path.iterdir()) == [f"counter_{mine}.db", f"histogram_{mine}.db"]
-    (tmp_path / f"gauge_livesum_{mine}.db").write_bytes(b"")
-    os.environ["PROMETHEUS_MULTIPROC_DIR"], saved = str(tmp_path), os.environ["PROMETHEUS_MULTIPROC_DIR"]
-    try:
-        process_dead(mine)  # gunicorn's child_exit: live gauges go, counters stay
-    finally:
-        os.environ["PROMETHEUS_MULTIPROC_DIR"] = saved
-    assert sorted(p.name for p in tmp_path.iterdir()) == [f"counter_{mine}.db", f"histogram_{mine}.db"]
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path))
+    ended = [subprocess.Popen(["true"]) for _ in range(2)]
+    for process in ended:
+        process.wait()
+    first, second = (p.pid for p in ended)
+    _counter_file(tmp_path, os.getpid(), 5)
+    _counter_file(tmp_path, first, 3)
+    from prometheus_client.mmap_dict import MmapedDict
+
+    MmapedDict(str(tmp_path / f"gauge_livesum_{first}.db")).close()
+    assert _total(tmp_path) == 8
+
+    # gunicorn's child_exit: its count stays in the sum, its files go (gauges included).
+    assert multiproc.process_dead(first) == 2
+    assert _total(tmp_path) == 8
+    assert sorted(p.name for p in tmp_path.glob("*.db")) == [f"counter_{os.getpid()}.db", "counter_archive.db"]
+
+    # A start beside a live process: only dead processes' files go, the archive stays.
+    _counter_file(tmp_path, second, 4)
+    me = os.getpid()
+    monkeypatch.setattr(multiproc, "_alive", lambda pid: pid == me)
+    monkeypatch.setattr(os, "getpid", lambda: 1)  # the cleaner is another process: this test's is alive beside it
+    assert multiproc.directory_clean(tmp_path) == 1
+    assert _total(tmp_path) == 8
+    monkeypatch.undo()
+    # A fresh start (no other process alive): the archive goes too; counters start again.
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path))
+    assert multiproc.directory_clean(tmp_path) == 1
+    assert _total(tmp_path) == 5

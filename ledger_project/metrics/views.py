@@ -42,11 +42,15 @@ def registry_collect() -> bytes:
     from prometheus_client import CollectorRegistry, generate_latest, multiprocess
 
     from .collect import DatabaseCollector
+    from .multiproc import scrape_lock
 
-    registry = CollectorRegistry()
-    multiprocess.MultiProcessCollector(registry)
-    registry.register(DatabaseCollector())
-    return generate_latest(registry)
+    files = CollectorRegistry()
+    multiprocess.MultiProcessCollector(files)
+    with scrape_lock():  # a process being folded into the archive is seen once, never twice
+        counted = generate_latest(files)
+    database = CollectorRegistry()
+    database.register(DatabaseCollector())
+    return counted + generate_latest(database)
 
 
 @require_GET

@@ -7,7 +7,7 @@ PORT ?= 8000
 TEST_WORKERS ?= 2
 STAMP := $(VENV)/.requirements.stamp
 
-.PHONY: venv browser migrate run test test-embedded schemathesis bench clean
+.PHONY: venv browser promtool migrate run test test-embedded schemathesis bench clean
 
 # Embedded mode for these targets only: without LEDGER_MASTER_KEY a master key file is
 # generated under var/ (docs/custody.md); production commands get no such default.
@@ -25,6 +25,11 @@ venv: $(STAMP)
 browser:
 	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || (apt-get install -y -q chromium chromium-driver >/dev/null 2>&1 || (apt-get update -q >/dev/null && apt-get install -y -q chromium chromium-driver >/dev/null)) || echo "chromium unavailable: the browser tests will fail"
 
+# Debian's prometheus (promtool and the server): tests/test_metrics_rules.py checks the alert rules and
+# the Grafana dashboard's queries with Prometheus' own parser and against a live scrape (skipped when missing).
+promtool:
+	@command -v promtool >/dev/null || (apt-get install -y -q --no-install-recommends prometheus >/dev/null 2>&1 || (apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends prometheus >/dev/null)) || echo "promtool unavailable: the rules are checked without it"
+
 migrate: venv
 	$(BIN)/python manage.py migrate --noinput -v0
 
@@ -35,11 +40,11 @@ run: migrate
 
 # The whole suite, in parallel. DATABASE_URL / REDIS_URL choose PostgreSQL and Redis
 # (.ci/run sets both); without them it runs on the embedded defaults.
-test: venv browser
+test: venv browser promtool
 	$(BIN)/python scripts/with_localnet.py $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -q $(PYTEST_ARGS)
 
 # The same suite forced onto the embedded defaults (SQLite, filesystem broker).
-test-embedded: venv browser
+test-embedded: venv browser promtool
 	env -u DATABASE_URL -u REDIS_URL LEDGER_VAR_DIR=$(CURDIR)/var/test-embedded $(BIN)/python scripts/with_localnet.py $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -q $(PYTEST_ARGS)
 
 # schemathesis (every check) over the whole OpenAPI against a throwaway server (SQLite, own

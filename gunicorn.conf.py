@@ -67,3 +67,17 @@ if os.environ.get("GUNICORN_GC_FREEZE", "1") == "1":
 
     def pre_fork(server, worker):
         gc.freeze()
+
+
+# Prometheus multiprocess mode (ledger_project/metrics/multiproc.py, docs/operations.md "Metrics"):
+# files of processes gone are removed at start; a dead worker's live gauges leave the sum.
+def on_starting(server):
+    from ledger_project.metrics.multiproc import directory_clean
+
+    directory_clean()
+
+
+def child_exit(server, worker):
+    from ledger_project.metrics.multiproc import process_dead
+
+    process_dead(worker.pid)

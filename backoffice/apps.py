@@ -28,3 +28,22 @@ class BackofficeConfig(AppConfig):
         post_migrate.connect(scheduling.beat_schedule_seed_after_migrate, sender=self, weak=False, dispatch_uid="backoffice.beat")
         # Beat is the only publisher of the heartbeat task: publishing it stamps beat's heartbeat.
         before_task_publish.connect(heartbeat.beat_published, weak=False, dispatch_uid="backoffice.heartbeat")
+        self._metrics_ready()
+
+    @staticmethod
+    def _metrics_ready() -> None:
+        """/metrics (docs/operations.md, "Metrics"): the database figures join every scrape;
+        every bounded label set exists from the start; a Celery worker starting removes what
+        dead processes left in the multiprocess folder (gunicorn's master does the same,
+        gunicorn.conf.py)."""
+        from celery.signals import worker_init
+        from django.conf import settings
+
+        from ledger_project.metrics.meters import meters_initialize
+        from ledger_project.metrics.multiproc import directory_clean
+
+        from .metrics import metrics_register
+
+        metrics_register()
+        meters_initialize(settings.LEDGER_CLUSTERS)
+        worker_init.connect(lambda **kwargs: directory_clean(), weak=False, dispatch_uid="backoffice.metrics_clean")

@@ -10,13 +10,14 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from datetime import timedelta
 
 from django.conf import settings
-from django.db.models import Count, Max, Min, Q
+from django.db.models import Count, Min, Q
 from django.urls import reverse
 from django.utils import timezone
 
 from transactions.models import NonceAccount, NonceState, PlatformFeePayer, PumpLease, Transaction, TransactionStatus
 
 from .models import Heartbeat
+from .plots import plots
 
 #: statuses a transaction passes through before it ends (TERMINAL ones are over)
 OPEN_STATUSES = (TransactionStatus.BUILT, TransactionStatus.PENDING_APPROVAL, TransactionStatus.PARTIALLY_SIGNED, TransactionStatus.SIGNED,
@@ -116,28 +117,31 @@ def clusters() -> list[dict]:
 
 
 def webhook_backlog() -> dict:
-    """The outbox: events waiting (PENDING: how many are due, and since when), being sent,
-    and dead letters; disabled subscriptions; whether the delivery loop runs. One grouped
-    read over the (status, next_attempt_at) index."""
+    """The outbox: events that will be sent (of enabled webhooks: how many are due, and
+    since when the oldest is due; how many wait for a retry; being sent), events paused
+    because their webhook is disabled (counted apart: they are not a backlog, nothing is
+    late), dead letters; disabled subscriptions; whether the delivery loop runs. One
+    grouped read over the (status, next_attempt_at) index (``metrics.webhook_figures``,
+    the same figures /metrics reports)."""
     from transactions.delivery import LEASE
-    from transactions.webhook_models import DeliveryStatus, WebhookEvent, WebhookStatus, WebhookSubscription
+    from transactions.webhook_models import DeliveryStatus, WebhookStatus, WebhookSubscription
+
+    from .metrics import webhook_figures
 
     now = timezone.now()
-    rows = {row["status"]: row for row in WebhookEvent.unscoped.filter(status__in=[DeliveryStatus.PENDING, DeliveryStatus.DELIVERING, DeliveryStatus.DEAD])
-            .order_by().values("status").annotate(total=Count("id"), due=Count("id", filter=Q(next_attempt_at__lte=now)), first_due=Min("next_attempt_at"),
-                                                  last_dead=Max("dead_at"))}
-    empty = {"total": 0, "due": 0, "first_due": None, "last_dead": None}
-    pending, delivering, dead = (rows.get(s, empty) for s in (DeliveryStatus.PENDING, DeliveryStatus.DELIVERING, DeliveryStatus.DEAD))
+    figures = webhook_figures(now)
     lease = PumpLease.objects.filter(cluster=LEASE).first()
     changelist = reverse("admin:transactions_webhookevent_changelist")
+    subscriptions = reverse("admin:transactions_webhooksubscription_changelist")
     return {
-        "pending": pending["total"], "due": pending["due"],
-        "lag_seconds": (now - pending["first_due"]).total_seconds() if pending["due"] else 0,
-        "delivering": delivering["total"], "dead": dead["total"], "last_dead": dead["last_dead"],
+        "pending": figures["due"] + figures["scheduled"], "due": figures["due"], "scheduled": figures["scheduled"], "lag_seconds": figures["lag_seconds"],
+        "delivering": figures["delivering"], "paused": figures["paused"], "dead": figures["dead"], "last_dead": figures["last_dead"],
         "disabled": WebhookSubscription.unscoped.filter(status=WebhookStatus.DISABLED).count(),
         "loop": "running" if lease is not None and lease.lease_until > now else "idle",
-        "pending_url": f"{changelist}?status__exact={DeliveryStatus.PENDING}", "dead_url": f"{changelist}?status__exact={DeliveryStatus.DEAD}",
-        "disabled_url": reverse("admin:transactions_webhooksubscription_changelist") + f"?status__exact={WebhookStatus.DISABLED}",
+        "pending_url": f"{changelist}?status__exact={DeliveryStatus.PENDING}&subscription__status__exact={WebhookStatus.ACTIVE}",
+        "paused_url": f"{changelist}?status__exact={DeliveryStatus.PENDING}&subscription__status__exact={WebhookStatus.DISABLED}",
+        "dead_url": f"{changelist}?status__exact={DeliveryStatus.DEAD}",
+        "disabled_url": f"{subscriptions}?status__exact={WebhookStatus.DISABLED}",
     }
 
 
@@ -162,6 +166,7 @@ def dashboard(request) -> dict:
         "clusters": clusters(),
         "heartbeats": heartbeats(),
         "webhooks": webhook_backlog(),
+        "plots": plots(),
         "stale_after": settings.LEDGER_ADMIN_HEARTBEAT_STALE_SECONDS,
         "fee_payer_low": settings.LEDGER_ADMIN_FEE_PAYER_LOW_LAMPORTS,
         "can_approve": request.user.has_perm("transactions.approve_transaction"),

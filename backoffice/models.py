@@ -135,3 +135,25 @@ class StaffAction(models.Model):
             ("cancel_transaction", "Can cancel transactions not yet submitted"),
             ("redeliver_webhook", "Can redeliver webhook events and disable or enable webhooks"),
         ]
+
+
+class BalanceAccount(models.TextChoices):
+    FEE_PAYER = "fee_payer"  # the platform fee payer of the cluster (PlatformFeePayer)
+    NONCE_POOL = "nonce_pool"  # the lamports the platform's durable nonce pool holds
+
+
+class BalanceSample(models.Model):
+    """A platform balance as the worker read it (``ledger.backoffice.sample_balances``,
+    every LEDGER_BALANCE_SAMPLE_SECONDS): /metrics reports the latest, the dashboard plots
+    the last day, and neither calls a cluster. Kept LEDGER_BALANCE_SAMPLE_RETENTION_HOURS."""
+
+    cluster = models.CharField(max_length=40)
+    account = models.CharField(max_length=12, choices=BalanceAccount.choices)
+    lamports = models.DecimalField(max_digits=20, decimal_places=0)
+    at = models.DateTimeField()
+
+    class Meta:
+        indexes = [models.Index(fields=["cluster", "account", "-at"], name="balance_sample_latest"), models.Index(fields=["at"], name="balance_sample_at")]
+
+    def __str__(self) -> str:
+        return f"{self.cluster} {self.account} {self.lamports} at {self.at:%H:%M:%S}"

@@ -23,6 +23,13 @@ if (BASE_DIR / ".env").exists():
 VAR_DIR = Path(env("LEDGER_VAR_DIR", default=str(BASE_DIR / "var")))
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
+# Prometheus multiprocess mode (docs/operations.md, "Metrics"): every process of this
+# instance writes its counters under var/metrics; set before anything imports
+# prometheus_client, which reads the variable once.
+from ledger_project.metrics.multiproc import directory_setup as _metrics_directory_setup  # noqa: E402
+
+PROMETHEUS_MULTIPROC_DIR = _metrics_directory_setup(VAR_DIR)
+
 
 # Embedded development mode (LEDGER_EMBEDDED=1: `make run`, scripts/run-embedded.sh, the
 # test harness) may make up missing secrets on first use; any other start must be given
@@ -73,6 +80,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Outermost: requests by route and status, and their latency (docs/operations.md, "Metrics").
+    "ledger_project.metrics.middleware.MetricsMiddleware",
     "ledger_project.middleware.RequestIdMiddleware",
     # Request limits and the x-request-id rule, before authentication (docs/api.md).
     "ledger_project.middleware.ApiRequestGuardMiddleware",
@@ -164,6 +173,8 @@ CELERY_BEAT_SCHEDULE = {
     "poll-network-events": {"task": "ledger.webhooks.poll_network_events", "schedule": env.float("LEDGER_NETWORK_EVENTS_POLL_SECONDS", default=2.0)},
     "purge-webhook-events": {"task": "ledger.webhooks.purge", "schedule": 3600.0},
     "staff-heartbeat": {"task": "ledger.backoffice.heartbeat", "schedule": 10.0},
+    # Metrics and the dashboard's fee payer trend read stored balances, never an RPC per scrape.
+    "sample-balances": {"task": "ledger.backoffice.sample_balances", "schedule": env.float("LEDGER_BALANCE_SAMPLE_SECONDS", default=60.0)},
     # Loans (docs/loans.md, "The keeper"): liquidatable loans flagged or liquidated.
     "loan-keeper": {"task": "ledger.loans.keeper", "schedule": env.float("LEDGER_LOAN_KEEPER_SECONDS", default=30.0)},
 }
@@ -451,6 +462,17 @@ LEDGER_ADMIN_FILTER_CHOICES_SECONDS = env.int("LEDGER_ADMIN_FILTER_CHOICES_SECON
 LEDGER_ADMIN_FEE_PAYER_LOW_LAMPORTS = env.int("LEDGER_ADMIN_FEE_PAYER_LOW_LAMPORTS", default=100_000_000)
 LEDGER_ADMIN_HEARTBEAT_STALE_SECONDS = env.int("LEDGER_ADMIN_HEARTBEAT_STALE_SECONDS", default=60)
 LEDGER_ADMIN_NODE_TIMEOUT_SECONDS = env.float("LEDGER_ADMIN_NODE_TIMEOUT_SECONDS", default=2.0)
+
+# --- Metrics (GET /metrics; docs/operations.md "Metrics", docs/auth.md "Metrics") ----------
+# A scraper authenticates with this bearer token (not an API key: tenants' keys never read
+# /metrics), or scrapes without credentials from these networks (CIDRs). Embedded mode
+# (`make run`, tests) allows loopback; production allows nothing until configured.
+LEDGER_METRICS_TOKEN = env("LEDGER_METRICS_TOKEN", default="")
+LEDGER_METRICS_ALLOWED_NETWORKS = env.list("LEDGER_METRICS_ALLOWED_NETWORKS", default=["127.0.0.0/8", "::1/128"] if LEDGER_EMBEDDED else [])
+# How often the worker reads the platform's balances (fee payer, nonce pool lamports) for
+# /metrics and the dashboard's trend, and how long samples are kept.
+LEDGER_BALANCE_SAMPLE_SECONDS = env.float("LEDGER_BALANCE_SAMPLE_SECONDS", default=60.0)
+LEDGER_BALANCE_SAMPLE_RETENTION_HOURS = env.int("LEDGER_BALANCE_SAMPLE_RETENTION_HOURS", default=48)
 
 # --- Threshold keys: backend FROST players (docs/threshold-signing.md) -------------------
 # The service's own share holders of DKG accounts (privateKeyDetails.dkgKeys

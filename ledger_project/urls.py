@@ -3,6 +3,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from ledger_project.health import healthz
+from ledger_project.metrics.views import metrics
 
 api_v1 = [
     path("", include("tenancy.urls")),
@@ -20,6 +21,7 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("healthz", healthz, name="healthz"),
+    path("metrics", metrics, name="metrics"),
     path("admin/", admin.site.urls),
 ]
 

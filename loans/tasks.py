@@ -18,7 +18,15 @@ def loans_keeper() -> list[dict]:
     """Beat (LEDGER_LOAN_KEEPER_SECONDS): every ACTIVE loan looked at — records caught up with
     the chain, liquidatable loans flagged or liquidated (docs/loans.md, "The keeper"). A
     second run finds nothing new to do: a liquidation sets the loan's in-flight marker."""
-    reports = [loans_watch(cluster=cluster).as_dict() for cluster in keeper_clusters()]
+    from ledger_project.metrics import meters
+
+    reports = []
+    for cluster in keeper_clusters():
+        report = loans_watch(cluster=cluster).as_dict()
+        for action in meters.KEEPER_ACTIONS:
+            done = report.get(action, 0)
+            meters.keeper_actions.labels(cluster, action).inc(len(done) if isinstance(done, list) else done)
+        reports.append(report)
     for report in reports:
         if report["flagged"] or report["liquidated"] or report["synced"]:
             logger.info("loan keeper: %s", report)

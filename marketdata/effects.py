@@ -13,6 +13,7 @@ import uuid
 
 from django.utils import timezone
 
+from ledger_project.metrics import meters
 from transactions.effects import ConfirmationFacts, effect_handler, failure_handler, needs_accounts
 
 from . import onchain
@@ -87,7 +88,8 @@ def _evaluation_of(tx):
 
 @effect_handler(UPDATE)
 def feed_updated(tx, facts: ConfirmationFacts) -> None:
-    _evaluation_of(tx).update(status=EvaluationStatus.CONFIRMED, updated_at=timezone.now())
+    if _evaluation_of(tx).update(status=EvaluationStatus.CONFIRMED, updated_at=timezone.now()):
+        meters.marketdata_evaluations.labels(EvaluationStatus.CONFIRMED).inc()
     source = _source(tx)
     if source is not None:
         _sync(source, tx, facts)
@@ -96,8 +98,9 @@ def feed_updated(tx, facts: ConfirmationFacts) -> None:
 @failure_handler(UPDATE)
 def feed_not_updated(tx) -> None:
     """The feed kept its value: the evaluation is NOT_LANDED (its value was never written)."""
-    _evaluation_of(tx).update(status=EvaluationStatus.NOT_LANDED, error=f"The update transaction {tx.status.lower()}: the feed kept its value.",
-                              updated_at=timezone.now())
+    if _evaluation_of(tx).update(status=EvaluationStatus.NOT_LANDED, error=f"The update transaction {tx.status.lower()}: the feed kept its value.",
+                                 updated_at=timezone.now()):
+        meters.marketdata_evaluations.labels(EvaluationStatus.NOT_LANDED).inc()
     _clear_in_flight(tx)
 
 

@@ -43,6 +43,7 @@ from solders.pubkey import Pubkey
 from accounts.locks import ensure_no_operation_in_flight
 from ledger_project.api.errors import ConflictError, LedgerError
 from ledger_project.api.idempotency import write_phase
+from ledger_project.metrics import meters
 from marketdata.jobs import MantissaError, evaluate, parse_job, to_mantissa
 from programs.price_feed import client
 from tenancy.scoping import worker_only
@@ -301,6 +302,7 @@ def _finish(row: DataSourceEvaluation, status: str, error: str, fields: dict, **
         DataSourceEvaluation.unscoped.filter(pk=row.pk).update(**values)
         if status != EvaluationStatus.SUBMITTED:
             OnchainDataSource.unscoped.filter(pk=row.data_source_id).update(last_evaluation=row.pk)
+    meters.marketdata_evaluations.labels(status).inc()
 
 
 def evaluation_wait(row: DataSourceEvaluation, level: str) -> DataSourceEvaluation:

@@ -46,6 +46,7 @@ cat <<BANNER
   API:       http://127.0.0.1:${PORT}/api/v1/
   API docs:  http://127.0.0.1:${PORT}/api/docs/
   Health:    http://127.0.0.1:${PORT}/healthz
+  Metrics:   http://127.0.0.1:${PORT}/metrics (Prometheus; loopback needs no key)
   Localnet:  http://127.0.0.1:${LOCALNET_PORT} (Solana JSON-RPC)
   Logs:      var/log/
   New API key:  .venv/bin/python manage.py create_api_key --org DEMO

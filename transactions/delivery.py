@@ -339,8 +339,25 @@ def record(outcomes: list[Outcome]) -> None:
                 fields.update(status=DeliveryStatus.PENDING, next_attempt_at=at + timedelta(seconds=backoff(o.number)))
             WebhookEvent.unscoped.filter(pk=o.event_pk, claim_token=o.token, status=DeliveryStatus.DELIVERING).update(**fields)
     dead = [o for o in outcomes if not o.delivered and at - o.retry_from >= window]
+    _count(outcomes, dead, at)
     if dead:
         logger.warning("%d webhook event(s) dead-lettered after the retry window", len(dead))
+
+
+def _count(outcomes: list[Outcome], dead: list[Outcome], at: datetime) -> None:
+    """Metrics of recorded attempts (docs/operations.md, "Metrics"), after their commit."""
+    from ledger_project.metrics import meters
+
+    for o in outcomes:
+        meters.webhook_attempt_duration.observe(o.latency_ms / 1000)
+        if o.delivered:
+            meters.webhook_deliveries.labels("delivered").inc()
+            meters.webhook_delivery_latency.observe(max(0.0, (at - o.retry_from).total_seconds()))
+    if dead:
+        meters.webhook_deliveries.labels("dead_lettered").inc(len(dead))
+    failed = sum(1 for o in outcomes if not o.delivered) - len(dead)
+    if failed:
+        meters.webhook_deliveries.labels("failed").inc(failed)
 
 
 # --- driving it ----------------------------------------------------------------------------

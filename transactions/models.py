@@ -109,6 +109,9 @@ class Transaction(TenantOwnedModel):
             # index with no sort; and the tenant's ids for counts that join (the signer filter).
             models.Index(fields=["tenant", "-txn_timestamp", "-id"], name="txn_tenant_time_id"),
             models.Index(fields=["status", "cluster"], name="txn_status_cluster"),
+            # The dashboard's 24-hour plots read confirmations by time (docs/admin.md). Set once,
+            # in the UPDATE that changes the (indexed) status anyway: no HOT update is lost.
+            models.Index(fields=["confirmed_at"], name="txn_confirmed_at"),
             # Page totals of operation / status filters, index-only (docs/transactions.md).
             models.Index(fields=["tenant", "operation", "status"], name="txn_tenant_op_status"),
             # One API key's transactions, newest first, and their count (createdByKey).

@@ -469,7 +469,20 @@ def _finish(tx: Transaction, status: str, *, unless_moved: Q | None = None, also
             tx.refresh_from_db()
             effects.apply_failure(tx)
             _event(tx, "FAILURE_EFFECTS_APPLIED")
+    _ended_count(tx, status, executed=executed)
     return True
+
+
+def _ended_count(tx: Transaction, status: str, *, executed: bool) -> None:
+    """Metrics of a transaction ended here (docs/operations.md, "Metrics"): every end that
+    did not land goes through ``_finish``, so it is counted once, here."""
+    from ledger_project.metrics import meters
+
+    meters.transaction_ended.labels(tx.cluster, status).inc()
+    if status == TransactionStatus.EXPIRED:
+        meters.transaction_expiries.labels(tx.cluster, tx.lifetime).inc()
+    elif status == TransactionStatus.FAILED:
+        meters.transaction_failures.labels(tx.cluster, "on_chain" if executed else "preflight").inc()
 
 
 def transaction_cancel(*, transaction: Transaction, reason: str = "") -> Transaction:

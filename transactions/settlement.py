@@ -25,6 +25,7 @@ from solders.pubkey import Pubkey
 from solders.signature import Signature
 
 from ledger_project.api.errors import LedgerError
+from ledger_project.metrics import meters
 from tenancy.scoping import worker_only
 
 from . import effects, fee_payers, landing, outbox
@@ -62,6 +63,8 @@ def transactions_submit(*, cluster: str | None = None, ids: Sequence[int] | None
         TransactionEvent.objects.bulk_create([TransactionEvent(transaction_id=pk, kind="SUBMITTED", detail={}) for pk in claimed])
         txs = list(Transaction.unscoped.filter(pk__in=claimed).order_by("pk"))
         outbox.transaction_events(txs, outbox.WebhookEventType.POST_SUBMIT, now=now)  # handed to the network (webhooks)
+    for tx in txs:
+        meters.transaction_submissions.labels(tx.cluster).inc()
     _broadcast(txs, first=True)
     return claimed
 
@@ -236,6 +239,7 @@ def _settle_each(settled: list[tuple[Transaction, object]], facts: dict, now, *,
     applied: list[Transaction] = []
     for tx, status in settled:
         finalized = _reached(status) == "finalized"
+        first_landing = tx.confirmed_at is None  # the request → CONFIRMED latency is observed once
         try:
             with db_transaction.atomic():
                 fields = {"status": TransactionStatus.FINALIZED if finalized else TransactionStatus.CONFIRMED, "slot": status.slot, "updated_at": now,
@@ -271,7 +275,11 @@ def _settle_each(settled: list[tuple[Transaction, object]], facts: dict, now, *,
             continue
         if claimed:
             applied.append(tx)
-        if not finalized:
+        if first_landing:
+            meters.transaction_confirmation.labels(tx.cluster).observe(max(0.0, (now - tx.txn_timestamp).total_seconds()))
+        if finalized:
+            meters.transaction_ended.labels(tx.cluster, TransactionStatus.FINALIZED).inc()
+        else:
             in_flight.add(tx.pk)
     return in_flight, applied
 
@@ -299,6 +307,7 @@ def _follow_missing(missing: list[Transaction], rpc, rebroadcast_after: float | 
     resend = [tx for tx in alive if tx.updated_at is None or tx.updated_at <= cutoff]
     _broadcast(resend)
     if resend:
+        meters.transaction_rebroadcasts.labels(resend[0].cluster).inc(len(resend))
         Transaction.unscoped.filter(pk__in=[tx.pk for tx in resend]).update(updated_at=timezone.now())
     return {tx.pk for tx in alive}
 

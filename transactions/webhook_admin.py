@@ -95,10 +95,11 @@ class WebhookSubscriptionAdmin(_RedeliverPermission, admin.ModelAdmin):
 
 @admin.register(WebhookEvent)
 class WebhookEventAdmin(_RedeliverPermission, admin.ModelAdmin):
-    """The outbox. Filter by status (DEAD: the dead letters) and date, select, redeliver."""
+    """The outbox. Filter by status (DEAD: the dead letters), the webhook's status (PENDING
+    of a DISABLED webhook: paused, not late) and date, select, redeliver."""
 
     list_display = ("created_at", "event_type", "event_id", "subscription", "status", "attempts", "next_attempt_at", "last_status_code", "tenant")
-    list_filter = ("status", "event_type", "cluster", "tenant")
+    list_filter = ("status", ("subscription__status", admin.ChoicesFieldListFilter), "event_type", "cluster", "tenant")
     date_hierarchy = "created_at"
     search_fields = ("event_id", "subject", "subscription__name")
     list_select_related = ("subscription", "tenant")

@@ -160,7 +160,8 @@ class WebhookAttempt(models.Model):
 
     class Meta:
         ordering = ["event", "number"]
-        indexes = [models.Index(fields=["event", "number"], name="whk_attempt_event")]
+        # started_at: the dashboard's 24-hour plot of deliveries reads a time range (docs/admin.md).
+        indexes = [models.Index(fields=["event", "number"], name="whk_attempt_event"), models.Index(fields=["started_at"], name="whk_attempt_started")]
 
     def __str__(self) -> str:
         return f"attempt {self.number} of {self.event_id}: {self.status_code or self.error[:40]}"

@@ -31,6 +31,7 @@ def browser():
     for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--window-size=1440,1100", "--no-first-run",
                 "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-extensions", "--lang=en-US"):
         options.add_argument(arg)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # the console, for tests that require no script error
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
     driver.set_page_load_timeout(60)
     yield driver

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import threading
+import time
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -117,11 +119,44 @@ class LatestBlockhash:
     last_valid_block_height: int
 
 
+_METHOD = re.compile(rb'"method"\s*:\s*"([A-Za-z]{1,40})"')
+_ANSWERED_ERROR = re.compile(rb'"error"\s*:\s*\{')
+
+
+class _MeteredTransport(httpx.HTTPTransport):
+    """Every HTTP call to a cluster counted and timed, by JSON-RPC method and outcome
+    (docs/operations.md, "Metrics"): the one place every call of this client goes through.
+    The method is read from the body's start (a batch is counted once, by its first
+    method); never the URL, which may carry a provider's key."""
+
+    def __init__(self, cluster: str):
+        super().__init__()
+        self.cluster = cluster
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        from ledger_project.metrics.meters import rpc_calls, rpc_duration
+
+        found = _METHOD.search(request.content[:256])
+        method = found.group(1).decode() if found else "unknown"
+        outcome = "unavailable"
+        started = time.perf_counter()
+        try:
+            response = super().handle_request(request)
+            if response.status_code == 200:
+                response.read()
+                outcome = "error" if _ANSWERED_ERROR.search(response.content) else "ok"
+            return response
+        finally:
+            rpc_calls.labels(self.cluster, method, outcome).inc()
+            rpc_duration.labels(self.cluster, method).observe(time.perf_counter() - started)
+
+
 class ChainRpc:
     def __init__(self, cluster: str, url: str, timeout: float):
         self.cluster = cluster
         self.url = url
         self.client = Client(url, timeout=timeout)
+        self.client._provider.session = httpx.Client(timeout=timeout, transport=_MeteredTransport(cluster))
         self._rent: dict[int, int] = {}
 
     def __repr__(self) -> str:

@@ -28,7 +28,7 @@ browser:
 # Debian's prometheus (promtool and the server): tests/test_metrics_rules.py checks the alert rules and
 # the Grafana dashboard's queries with Prometheus' own parser and against a live scrape (skipped when missing).
 promtool:
-	@command -v promtool >/dev/null || (apt-get install -y -q --no-install-recommends prometheus >/dev/null 2>&1 || (apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends prometheus >/dev/null)) || echo "promtool unavailable: the rules are checked without it"
+	@command -v promtool >/dev/null || (apt-get install -y -q --no-install-recommends prometheus >/dev/null 2>&1 || (apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends prometheus >/dev/null)) || echo "promtool unavailable: the alert-rule tests will fail"
 
 migrate: venv
 	$(BIN)/python manage.py migrate --noinput -v0

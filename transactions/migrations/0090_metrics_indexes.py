@@ -7,7 +7,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('tenancy', '0002_a_idempotency_response_bytes'),
-        ('transactions', '0080_admin_search_indexes'),
+        ('transactions', '0081_transaction_withdrawn_at'),
     ]
 
     operations = [

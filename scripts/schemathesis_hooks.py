@@ -153,6 +153,7 @@ LOOKUPS: dict[tuple[str, str], dict[tuple[str, ...], str | None]] = {
     # seeded transaction has landed, so Sign answers 400 INVALID_TRANSACTION_STATE first).
     ("PATCH", "/api/v1/transactions/sign"): {("itemData", "transaction"): "transaction"},
     ("PATCH", "/api/v1/transactions/submit"): {("itemData", "transaction"): "transaction"},
+    ("PATCH", "/api/v1/transactions/withdraw"): {("itemData", "transaction"): "transaction"},
     ("POST", "/api/v1/transactions/single"): {("itemData", "transaction"): "transaction"},
     ("POST", "/api/v1/positions"): {_FEE_PAYER: "funder", ("itemData", "owner"): "subject", ("itemData", "financialInstrument"): "instrument"},
     ("PATCH", "/api/v1/positions"): {_FEE_PAYER: "funder", **_position_lookup("position"), ("itemData", "delegate", "account"): "authority"},

@@ -6,17 +6,23 @@
 - with SCHEMATHESIS_SEED_FILE (scripts/schemathesis_run.py writes it after
   scripts/schemathesis_seed.py): every lookup of a schema-valid body names a seeded record
   of the run's organization (``LOOKUPS``), tenancyConfig overrides name that organization,
-  Issue Access Token gets the run's key as client credentials, and x-request-id is derived
-  from the request itself, so that generated requests reach the
-  operations' logic instead of 404 (nothing by that name), 403 (an override naming another
-  organization needs PLATFORM_CROSS_TENANT_ACCESS) or 409 REQUEST_ID_REUSED (deterministic
-  generation draws the same UUID for different requests);
+  Issue Access Token gets the run's key as client credentials, so that generated requests
+  reach the operations' logic instead of 404 (nothing by that name) or 403 (an override
+  naming another organization needs PLATFORM_CROSS_TENANT_ACCESS);
+- every call gets a fresh x-request-id (``before_call``): deterministic generation, and
+  schemathesis's coverage phase above all, reuse one UUID for many different requests,
+  which the API answers 409 REQUEST_ID_REUSED (or replays) before any operation logic. A
+  deliberately broken id (not a UUID) is left for its 400 INVALID_REQUEST_ID. ``after_call``
+  counts the answers (SCHEMATHESIS_TALLY_FILE): how many cases reached the operations'
+  logic — neither 409 REQUEST_ID_REUSED nor a replay of a stored answer
+  (scripts/schemathesis_run.py prints the share);
 - the checks ``valid_request_not_refused_as_invalid`` and ``error_codes_documented``
   (docs/errors.md decides the statuses and codes; docs/api.md, "make schemathesis").
 """
 
 from __future__ import annotations
 
+import atexit
 import copy
 import ipaddress
 import json
@@ -242,8 +248,6 @@ LOOKUPS[("PATCH", f"{_MARKET_DATA}/refresh")] = {("itemData", "onchainDataSource
 LOOKUPS[("POST", f"{_MARKET_DATA}/single")] = {("itemData", "onchainDataSource"): "dataSource"}
 FUNDED.add(("POST", _MARKET_DATA))  # the feed's rent
 
-_REQUEST_IDS = uuid.UUID("0b5c4f1e-5d1a-4c59-9a43-7c8e2f3b6a10")  # namespace of derived x-request-ids
-
 
 def lookup_naming(record: dict, generated: dict) -> dict:
     """A lookup naming ``record`` the way ``generated`` named its record — by offchainId,
@@ -295,13 +299,6 @@ def seeded_body(method: str, path: str, body, seed: dict):
     return body
 
 
-def derived_request_id(method: str, path: str, query, body) -> str:
-    """One x-request-id per distinct request: a retry of the same request replays, another
-    request never collides (docs/api.md, idempotency)."""
-    text = json.dumps([method.upper(), path, query or {}, body], sort_keys=True, default=str)
-    return str(uuid.uuid5(_REQUEST_IDS, text))
-
-
 @lru_cache(maxsize=1)
 def _seed() -> dict | None:
     path = os.environ.get("SCHEMATHESIS_SEED_FILE")
@@ -326,10 +323,73 @@ def map_case(context, case):
         mapped = seeded_body(method, path, case.body, seed)
         if mapped != case.body:
             case.body = mapped
-    if not meta.is_negative_at(ParameterLocation.HEADER) and _is_uuid(case.headers.get("x-request-id")):
-        body = case.body if isinstance(case.body, (dict, list, str, int, float, bool, type(None))) else repr(case.body)
-        case.headers["x-request-id"] = derived_request_id(method, path, case.query, body)
     return case
+
+
+# --- x-request-id: a fresh one per call, and the tally of what the calls reached ------------
+
+REQUEST_ID = "x-request-id"
+
+
+def fresh_request_id(headers: dict | None) -> dict:
+    """``headers`` with a new x-request-id, unless the one there is deliberately broken (not
+    a UUID: a negative case, answered 400 INVALID_REQUEST_ID before anything else)."""
+    headers = dict(headers or {})
+    given = headers.get(REQUEST_ID)
+    if given is None or _is_uuid(given):
+        headers[REQUEST_ID] = str(uuid.uuid4())
+    return headers
+
+
+@schemathesis.hook
+def before_call(context, case, kwargs):
+    if _seed() is None:
+        return
+    case.headers = fresh_request_id(case.headers)
+
+
+class Tally:
+    """Cases answered, and those that did not reach an operation's logic because of their
+    x-request-id: 409 REQUEST_ID_REUSED, or a replayed stored answer."""
+
+    def __init__(self):
+        self.cases = self.reused = self.replayed = 0
+
+    def add(self, status: int, codes: list[str] | None, replayed: bool) -> None:
+        self.cases += 1
+        if status == 409 and codes and "REQUEST_ID_REUSED" in codes:
+            self.reused += 1
+        elif replayed:
+            self.replayed += 1
+
+    @property
+    def reached(self) -> int:
+        return self.cases - self.reused - self.replayed
+
+    def as_dict(self) -> dict:
+        return {"cases": self.cases, "reached": self.reached, "requestIdReused": self.reused, "replayed": self.replayed}
+
+
+_TALLY = Tally()
+
+
+def _write_tally() -> None:
+    path = os.environ.get("SCHEMATHESIS_TALLY_FILE")
+    if path:
+        Path(path).write_text(json.dumps(_TALLY.as_dict()))
+
+
+@schemathesis.hook
+def after_call(context, case, response):
+    if _seed() is None:
+        return
+    replayed = "true" in [value.lower() for value in response.headers.get("x-idempotent-replay") or []]  # lower-case names, list values
+    _TALLY.add(response.status_code, _error_codes(response), replayed)
+    if _TALLY.cases % 100 == 1:
+        _write_tally()
+
+
+atexit.register(_write_tally)
 
 
 # --- outbound URLs --------------------------------------------------------------------------

@@ -8,7 +8,7 @@ marks them DELIVERING with a claim token until ``now + LEDGER_WEBHOOK_CLAIM_SECO
 the oldest open event of a (subscription, subject) is claimable: a subscription gets a
 transaction's (an account's) events one at a time, in order. A worker killed mid-delivery
 leaves DELIVERING rows whose claim lapses; they are claimed and sent again (same event id:
-receivers deduplicate).
+receivers deduplicate on the webhook and the event id).
 
 ``send`` runs in a thread pool (LEDGER_WEBHOOK_DELIVERY_THREADS in flight) over one pooled
 keep-alive HTTP client per process, through ``ledger_project.outbound`` (URL checked again

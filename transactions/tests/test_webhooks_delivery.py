@@ -376,3 +376,26 @@ def test_no_stored_error_or_excerpt_carries_a_secret_whatever_the_failure(tenant
     text = "\n".join(part for row in stored for part in row) + "\n" + caplog.text
     leaked = [(secret, form) for secret in secrets for form in _quoted(secret) if form in text]
     assert not leaked, f"{failure}: {leaked} in {text!r}"
+
+
+@pytest.mark.django_db
+def test_one_change_to_two_webhooks_of_one_receiver_is_kept_twice_by_the_documented_dedup_key(tenant, clock):
+    """One change goes to every webhook with the same id (it names the change). A receiver
+    serving two webhooks that deduplicated on id alone, as docs/webhooks.md advised, dropped
+    one; the advice (and the payload's description in the OpenAPI) is the pair
+    (X-Ledger-Webhook-Id, id)."""
+    from pathlib import Path
+
+    from transactions.webhook_serializers import PostSubmitEvent
+
+    with Receiver() as receiver:
+        first, second = subscribe(tenant, receiver.url("/hook"), name="first"), subscribe(tenant, receiver.url("/hook"), name="second")
+        emit([recorded_transaction(tenant)])
+        delivery.deliver_due()
+    got = receiver.delivered()
+    assert len(got) == 2 and len({r.event_id for r in got}) == 1  # the same change, the same id
+    kept = {(r.headers["x-ledger-webhook-id"], r.json["id"]) for r in got}  # the documented key
+    assert {webhook for webhook, _ in kept} == {str(first.offchain_id), str(second.offchain_id)}
+    advice = " ".join(Path(__file__).resolve().parents[2].joinpath("docs", "webhooks.md").read_text().split())
+    assert "deduplicate on the webhook and the event: (`X-Ledger-Webhook-Id`, `id`)" in advice
+    assert "(X-Ledger-Webhook-Id, id)" in PostSubmitEvent().fields["id"].help_text

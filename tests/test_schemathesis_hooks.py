@@ -206,3 +206,53 @@ def test_a_transaction_identifier_is_not_checked_as_an_address_but_signers_are()
     body["itemData"]["onPlatformSigning"] = [{"onchainId": signature}]
     assert not hooks.addresses_decodable(hooks.without_transaction_identifier(body))
     assert hooks.without_transaction_identifier([1]) == [1]
+
+
+def _address_keys(node, key=None, found=None) -> set:
+    found = set() if found is None else found
+    if isinstance(node, dict):
+        if node.get("format") == "base58-address" and key is not None:
+            found.add(key)
+        for name, value in node.items():
+            if name == "properties" and isinstance(value, dict):
+                for prop, schema in value.items():
+                    _address_keys(schema, prop, found)
+            else:
+                _address_keys(value, key, found)
+    elif isinstance(node, list):
+        for value in node:
+            _address_keys(value, key, found)
+    return found
+
+
+def test_every_address_property_of_a_request_is_checked_for_32_bytes(openapi):
+    """With the pattern and lengths stated, the coverage phase drew loanStrategyAddress
+    values of 43 "1"s from them (43 zero bytes: 400 INVALID_ADDRESS), which the filter did
+    not check: every request property holding one address is in ADDRESS_KEYS."""
+    requests = {name: schema for name, schema in openapi["components"]["schemas"].items() if name.endswith("Request")}
+    single = _address_keys(requests) - {"addressLookupTables", "valueString", "valuesString"}  # lists and filter values: checked apart
+    assert single == set(hooks.ADDRESS_KEYS)
+    assert not hooks.addresses_decodable({"itemData": {"partnerLendingDetails": {"loanStrategyAddress": "1" * 43}}})
+    assert hooks.addresses_decodable({"itemData": {"partnerLendingDetails": {"loanStrategyAddress": "1" * 32}}})
+
+
+def test_webhook_api_keys_state_the_header_rules_the_server_applies(openapi):
+    """schemathesis sent an instrument's webhook an httpHeaderName and keyValue the schema
+    admitted (only "no NUL") and the server refused (INVALID, INVALID_HEADER_VALUE)."""
+    import re
+
+    from transactions.webhook_serializers import header_name, header_value
+
+    schemas = openapi["components"]["schemas"]
+    for name in ("WebhookApiKeyAuthInputRequest", "WebhookApiKeyRequest"):
+        props = schemas[name]["properties"]
+        for value in ("X-Api-Key", "x-key.1"):
+            assert re.search(props["httpHeaderName"]["pattern"], value)
+            header_name(value)
+        for value in ("Bad Header", "X:Key", "é"):
+            assert not re.search(props["httpHeaderName"]["pattern"], value), value
+        for value in ("k", "Bearer abc.def", "a\tb c"):
+            assert re.fullmatch(props["keyValue"]["pattern"], value)
+            header_value(value)
+        for value in ("a\r\nb", " lead", "trail ", "clé", "a\x00b"):
+            assert not re.fullmatch(props["keyValue"]["pattern"], value), value

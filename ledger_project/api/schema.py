@@ -560,13 +560,16 @@ def postprocess(result, generator, request, public):
             # One way to authenticate to the endpoint, not both (CONFLICTING_FIELDS).
             _none = {"nullable": True, "enum": [None]}
             webhook.setdefault("allOf", []).append({"anyOf": [{"properties": {"apiKeyAuthConfig": _none}}, {"properties": {"oauth2AuthConfig": _none}}]})
-    # A webhook's API key header is an HTTP field name (RFC 9110 token; INVALID otherwise):
-    # the RegexField's pattern, which the text extension's NUL pattern would hide.
-    registry_key = schemas.get("WebhookApiKeyAuthInputRequest")
-    if registry_key is not None:
-        from transactions.webhook_serializers import HEADER_NAME
+    # A webhook's API key header is an HTTP field name (RFC 9110 token; INVALID otherwise) and
+    # its key an HTTP field value (INVALID_HEADER_VALUE): the validators' patterns, which the
+    # text extension's NUL pattern would hide. The registry's and an instrument's alike.
+    from transactions.webhook_serializers import HEADER_NAME, HEADER_VALUE
 
-        registry_key["properties"]["httpHeaderName"]["pattern"] = HEADER_NAME
+    for name in ("WebhookApiKeyAuthInputRequest", "WebhookApiKeyRequest"):
+        key = schemas.get(name)
+        if key is not None:
+            key["properties"]["httpHeaderName"]["pattern"] = HEADER_NAME
+            key["properties"]["keyValue"]["pattern"] = HEADER_VALUE
     # The payloads the service sends (SPECTACULAR_SETTINGS["WEBHOOKS"]): OpenAPI 3.0 has no
     # webhooks section (3.1 does), so they are published as the x-webhooks extension.
     if "webhooks" in result and not str(result.get("openapi", "")).startswith(("3.1", "3.2")):

@@ -27,6 +27,7 @@ from ledger_project.api.envelope import (
     TransactionEnvelopeSerializer,
 )
 from transactions.serializers import TransactionResultOutput
+from transactions.webhook_serializers import HEADER_NAME, header_name, header_value
 
 from .models import InstrumentStatus, PositionState, TokenVersion
 from .token2022.constants import API_EXTENSIONS
@@ -139,8 +140,11 @@ class InstrumentLookupInput(LookupInput):
 
 
 class WebhookApiKeySerializer(StrictSerializer):
-    httpHeaderName = StrictCharField(max_length=100)
-    keyValue = StrictCharField(max_length=2000)
+    """The registry's rules (transactions/webhook_serializers.py): these become webhook
+    subscriptions, delivered by the same code."""
+
+    httpHeaderName = serializers.RegexField(HEADER_NAME, max_length=100, validators=[header_name])
+    keyValue = StrictCharField(max_length=2000, trim_whitespace=False, validators=[header_value], help_text="Write-only. Sent as the header's value: visible ASCII, spaces or tabs only between characters.")
 
 
 class WebhookOAuth2Serializer(StrictSerializer):

@@ -30,10 +30,29 @@ def _account(accounts: dict, pk, address: str) -> dict:
     return account_detailed(accounts[pk]) if pk is not None and pk in accounts else unrecorded_account(address)
 
 
-def _per_second(units: Decimal, instrument) -> DisplayDecimal:
+#: significant digits of interestPerSecond (docs/loans.md, "Loan response"): a rate, not an
+#: amount — the exact per-second figure is a fraction with ~30 digits (principal × APY over
+#: a year of seconds), which says nothing more; the amounts owed are exact (interestOutstanding,
+#: estimatedInterest). 12 digits keep a year's interest within 1e-10 of it.
+PER_SECOND_DIGITS = 12
+
+
+def per_second(units: Decimal, decimals: int) -> DisplayDecimal:
+    """Base units a second → displayed units a second, rounded half-even to
+    PER_SECOND_DIGITS significant digits, trailing zeros dropped, in plain notation
+    (0.00000317097919838; 0 for no interest)."""
     with localcontext() as ctx:
-        ctx.prec = 60
-        return DisplayDecimal(units.scaleb(-int(instrument.decimals)).normalize())
+        ctx.prec = 80
+        value = units.scaleb(-int(decimals))
+        if not value:
+            return DisplayDecimal(0)
+        ctx.prec = PER_SECOND_DIGITS
+        rounded = +value  # unary plus rounds to the context's precision
+    return DisplayDecimal(rounded.normalize())
+
+
+def _per_second(units: Decimal, instrument) -> DisplayDecimal:
+    return per_second(units, int(instrument.decimals))
 
 
 def _transaction(tx) -> dict | None:

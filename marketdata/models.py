@@ -125,6 +125,12 @@ class EvaluationStatus(models.TextChoices):
 IN_PROGRESS = (EvaluationStatus.REQUESTED, EvaluationStatus.EVALUATING)
 
 
+def joined_errors(errors: list[str]) -> str:
+    """A failed evaluation's ``error``: its record's errors in one line (render.evaluation
+    does not list it again beside them)."""
+    return "; ".join(errors)[:2000]
+
+
 class DataSourceEvaluation(TenantOwnedModel):
     """One evaluation of a data source's job: what each source answered, the result or the
     errors (``record``, marketdata.jobs Evaluation.to_record()), and what became of it.

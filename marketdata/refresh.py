@@ -52,7 +52,7 @@ from transactions.services import transaction_record
 
 from . import onchain
 from .locks import lock_source
-from .models import IN_PROGRESS, DataSourceEvaluation, DataSourceStatus, EvaluationStatus, EvaluationTrigger, OnchainDataSource
+from .models import IN_PROGRESS, DataSourceEvaluation, DataSourceStatus, EvaluationStatus, EvaluationTrigger, OnchainDataSource, joined_errors
 from .services import SOURCE_FIELD, SourceResult, authority_signer, build, record_admin_request
 
 logger = logging.getLogger("ledger.marketdata")
@@ -253,7 +253,7 @@ def _evaluate_and_build(tenant, source: OnchainDataSource) -> _Outcome:
     finished = timezone.now()
     fields = {"job_hash": source.job_hash, "started_at": started, "finished_at": finished, "record": evaluation.to_record()}
     if not evaluation.ok or evaluation.result is None:
-        return _Outcome(fields, EvaluationStatus.FAILED, "; ".join(evaluation.errors)[:2000] or "The job produced no value.")
+        return _Outcome(fields, EvaluationStatus.FAILED, joined_errors(evaluation.errors) or "The job produced no value.")
     try:
         fields["mantissa"] = to_mantissa(evaluation.result, source.exponent)
     except MantissaError as exc:

@@ -8,7 +8,7 @@ from decimal import Decimal
 from accounts.render import uuid_text
 from ledger_project.timestamps import timestamp_text
 
-from .models import DEFI_PROTOCOL, DataSourceEvaluation, OnchainDataSource
+from .models import DEFI_PROTOCOL, DataSourceEvaluation, OnchainDataSource, joined_errors
 from .onchain import at, price
 from .schedule import interval_of
 
@@ -27,6 +27,16 @@ def _transaction(tx) -> dict | None:
 
 def _decimal(text) -> Decimal | None:
     return None if text in (None, "") else Decimal(str(text))
+
+
+def _errors(e: DataSourceEvaluation, record: dict) -> list[str]:
+    """The record's errors, and the evaluation's own error when it says something else (a
+    refusal, the result not fitting the feed) — not when it is those errors joined (a job
+    that gave no value), which would repeat them."""
+    errors = list(record.get("errors") or [])
+    if e.error and e.error not in errors and e.error != joined_errors(errors):
+        errors.append(e.error)
+    return errors
 
 
 def evaluation(e: DataSourceEvaluation | None, exponent: int) -> dict | None:
@@ -48,7 +58,7 @@ def evaluation(e: DataSourceEvaluation | None, exponent: int) -> dict | None:
         "observedAt": timestamp_text(e.observed_at),
         "jobHash": e.job_hash,
         "sources": [{**s, "value": _decimal(s.get("value"))} for s in record.get("sources") or []],
-        "errors": list(record.get("errors") or []) + ([e.error] if e.error and e.error not in (record.get("errors") or []) else []),
+        "errors": _errors(e, record),
         "transaction": _transaction(e.transaction),
     }
 

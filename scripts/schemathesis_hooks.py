@@ -6,18 +6,25 @@
 - with SCHEMATHESIS_SEED_FILE (scripts/schemathesis_run.py writes it after
   scripts/schemathesis_seed.py): every lookup of a schema-valid body names a seeded record
   of the run's organization (``LOOKUPS``), tenancyConfig overrides name that organization,
-  Issue Access Token gets the run's key as client credentials, and x-request-id is derived
-  from the request itself, so that generated requests reach the
-  operations' logic instead of 404 (nothing by that name), 403 (an override naming another
-  organization needs PLATFORM_CROSS_TENANT_ACCESS) or 409 REQUEST_ID_REUSED (deterministic
-  generation draws the same UUID for different requests);
+  Issue Access Token gets the run's key as client credentials, so that generated requests
+  reach the operations' logic instead of 404 (nothing by that name) or 403 (an override
+  naming another organization needs PLATFORM_CROSS_TENANT_ACCESS);
+- every call gets a fresh x-request-id (``before_call``): deterministic generation, and
+  schemathesis's coverage phase above all, reuse one UUID for many different requests,
+  which the API answers 409 REQUEST_ID_REUSED (or replays) before any operation logic. A
+  deliberately broken id (not a UUID) is left for its 400 INVALID_REQUEST_ID. ``after_call``
+  counts the answers (SCHEMATHESIS_TALLY_FILE): how many cases reached the operations'
+  logic — neither 409 REQUEST_ID_REUSED nor a replay of a stored answer
+  (scripts/schemathesis_run.py prints the share);
 - the checks ``valid_request_not_refused_as_invalid`` and ``error_codes_documented``
   (docs/errors.md decides the statuses and codes; docs/api.md, "make schemathesis").
 """
 
 from __future__ import annotations
 
+import atexit
 import copy
+import hashlib
 import ipaddress
 import json
 import os
@@ -250,8 +257,6 @@ LOOKUPS[("PATCH", f"{_MARKET_DATA}/refresh")] = {("itemData", "onchainDataSource
 LOOKUPS[("POST", f"{_MARKET_DATA}/single")] = {("itemData", "onchainDataSource"): "dataSource"}
 FUNDED.add(("POST", _MARKET_DATA))  # the feed's rent
 
-_REQUEST_IDS = uuid.UUID("0b5c4f1e-5d1a-4c59-9a43-7c8e2f3b6a10")  # namespace of derived x-request-ids
-
 
 def lookup_naming(record: dict, generated: dict) -> dict:
     """A lookup naming ``record`` the way ``generated`` named its record — by offchainId,
@@ -301,13 +306,6 @@ def seeded_body(method: str, path: str, body, seed: dict):
             if isinstance(body.get(field), str):
                 body[field] = seed["apiKey"][name]
     return body
-
-
-def derived_request_id(method: str, path: str, query, body) -> str:
-    """One x-request-id per distinct request: a retry of the same request replays, another
-    request never collides (docs/api.md, idempotency)."""
-    text = json.dumps([method.upper(), path, query or {}, body], sort_keys=True, default=str)
-    return str(uuid.uuid5(_REQUEST_IDS, text))
 
 
 @lru_cache(maxsize=1)
@@ -363,15 +361,78 @@ def map_case(context, case):
         # One body in four names the platform fee payer in one of its lookups (which one
         # follows from the body, so the run stays deterministic): the answer is a 4xx, or
         # a transaction the platform signs as fee payer only (check below).
-        choice = int(derived_request_id(method, path, case.query, repr(mapped))[:8], 16)
+        choice = int(hashlib.sha256(repr((method, path, case.query, mapped)).encode()).hexdigest()[:8], 16)
         if (seed.get("platform") or {}).get("feePayer") and choice % 4 == 0:
             mapped = with_platform_address(mapped, seed["platform"]["feePayer"], choice // 4) or mapped
         if mapped != case.body:
             case.body = mapped
-    if not meta.is_negative_at(ParameterLocation.HEADER) and _is_uuid(case.headers.get("x-request-id")):
-        body = case.body if isinstance(case.body, (dict, list, str, int, float, bool, type(None))) else repr(case.body)
-        case.headers["x-request-id"] = derived_request_id(method, path, case.query, body)
     return case
+
+
+# --- x-request-id: a fresh one per call, and the tally of what the calls reached ------------
+
+REQUEST_ID = "x-request-id"
+
+
+def fresh_request_id(headers: dict | None) -> dict:
+    """``headers`` with a new x-request-id, unless the one there is deliberately broken (not
+    a UUID: a negative case, answered 400 INVALID_REQUEST_ID before anything else)."""
+    headers = dict(headers or {})
+    given = headers.get(REQUEST_ID)
+    if given is None or _is_uuid(given):
+        headers[REQUEST_ID] = str(uuid.uuid4())
+    return headers
+
+
+@schemathesis.hook
+def before_call(context, case, kwargs):
+    if _seed() is None:
+        return
+    case.headers = fresh_request_id(case.headers)
+
+
+class Tally:
+    """Cases answered, and those that did not reach an operation's logic because of their
+    x-request-id: 409 REQUEST_ID_REUSED, or a replayed stored answer."""
+
+    def __init__(self):
+        self.cases = self.reused = self.replayed = 0
+
+    def add(self, status: int, codes: list[str] | None, replayed: bool) -> None:
+        self.cases += 1
+        if status == 409 and codes and "REQUEST_ID_REUSED" in codes:
+            self.reused += 1
+        elif replayed:
+            self.replayed += 1
+
+    @property
+    def reached(self) -> int:
+        return self.cases - self.reused - self.replayed
+
+    def as_dict(self) -> dict:
+        return {"cases": self.cases, "reached": self.reached, "requestIdReused": self.reused, "replayed": self.replayed}
+
+
+_TALLY = Tally()
+
+
+def _write_tally() -> None:
+    path = os.environ.get("SCHEMATHESIS_TALLY_FILE")
+    if path:
+        Path(path).write_text(json.dumps(_TALLY.as_dict()))
+
+
+@schemathesis.hook
+def after_call(context, case, response):
+    if _seed() is None:
+        return
+    replayed = "true" in [value.lower() for value in response.headers.get("x-idempotent-replay") or []]  # lower-case names, list values
+    _TALLY.add(response.status_code, _error_codes(response), replayed)
+    if _TALLY.cases % 100 == 1:
+        _write_tally()
+
+
+atexit.register(_write_tally)
 
 
 # --- outbound URLs --------------------------------------------------------------------------
@@ -419,6 +480,12 @@ def _is_address(value) -> bool:
     return True
 
 
+#: request properties that hold one address (format base58-address; a test keeps the list
+#: complete against the OpenAPI). The coverage phase draws their values from the pattern
+#: and lengths, which also admit strings that are not 32 bytes (43 "1"s).
+ADDRESS_KEYS = ("onchainId", "publickKey", "loanStrategyAddress")
+
+
 def addresses_decodable(node, *, signatures: bool = False) -> bool:
     """Whether every "base58-address" value in ``node`` is the base58 of 32 bytes: lookups'
     and new accounts' onchainId, publickKey, addressLookupTables, and ONCHAIN_ADDRESS_ID
@@ -428,7 +495,7 @@ def addresses_decodable(node, *, signatures: bool = False) -> bool:
     (Fetch Transaction Status), not an address."""
     if isinstance(node, dict):
         for key, value in node.items():
-            if key in ("onchainId", "publickKey") and isinstance(value, str) and not signatures:
+            if key in ADDRESS_KEYS and isinstance(value, str) and not (signatures and key == "onchainId"):
                 if not _is_address(value):
                     return False
             elif key == "addressLookupTables" and isinstance(value, list):

@@ -59,3 +59,16 @@ def test_request_amounts_with_nine_decimals_are_not_rounded_through_float():
     body = parse_json_body(b'{"amount": 12345678.123456789, "lamports": 12345678123456789}')
     assert validated(ValueSerializer, body) == 12345678123456789
     assert validated(ValueSerializer, parse_json_body(b'{"amount": 18446744073.709551615}')) == U64_MAX
+
+
+def test_a_zero_amount_is_written_0_whatever_the_decimals():
+    """An empty vault's balance (a payment instrument of 2 decimals) was written 0.00 — read
+    as 0.0 by clients parsing floats — while the zeros beside it read 0."""
+    from ledger_project.api.renderers import LedgerJSONRenderer
+    from positions.values import token_value
+
+    payment = FinancialInstrumentFactory.build(decimals=2)
+    scaled = FinancialInstrumentFactory.build(decimals=6, extensions=["SCALED_UI_AMOUNT"], scaled_ui_multiplier=1.5)
+    rendered = LedgerJSONRenderer().render({"vault": token_value(0, payment), "scaled": token_value(0, scaled), "nine": token_value(0, FinancialInstrumentFactory.build(decimals=9))})
+    assert rendered == b'{"vault":{"amount":0,"lamports":0},"scaled":{"amount":0,"lamports":0},"nine":{"amount":0,"lamports":0}}'
+    assert LedgerJSONRenderer().render({"v": token_value(150, payment)}) == b'{"v":{"amount":1.50,"lamports":150}}'  # other amounts keep their decimals

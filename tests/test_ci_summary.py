@@ -263,3 +263,26 @@ def test_ci_run_setup_failure_still_summarises(ci_tree):
     assert lines[-1] == "ci: 0 passed, 1 failed"
     assert "setup: exited 2 (counted as 1 failed)" in lines
     assert [c for c in calls if c.startswith("make")] == ["make browser", "make promtool"]
+
+
+# --- scripts/schemathesis_run.py: its own closing lines ------------------------------------
+
+
+def test_the_schemathesis_run_ends_with_its_own_count_not_a_decorated_closing_line(tmp_path):
+    """schemathesis closes like pytest ("==== 3 warnings in 434.75s ===="), which the CI
+    harness reads as a pytest run that ran no test. The run relays that line plainly, then
+    prints the x-request-id share and, last, "schemathesis: N passed, N failed"."""
+    sys.path.insert(0, str(ROOT))
+    from scripts.schemathesis_run import closing_lines, undecorated
+
+    for closing in ("==== 3 warnings in 434.75s ====\n", "\x1b[1m===== 21 passed, 2 warnings in 61.20s =====\x1b[0m\n"):
+        assert not re.match(r"^(?:\x1b\[[0-9;]*m)*=+ .* =+", undecorated(closing)) and " in " in undecorated(closing)
+    assert undecorated("===== SUMMARY =====\n") == "===== SUMMARY =====\n"  # a section header is left alone
+    reports = schemathesis_reports(tmp_path / "reports")
+    tally = tmp_path / "tally.json"
+    tally.write_text(json.dumps({"cases": 200, "reached": 190, "requestIdReused": 4, "replayed": 6}))
+    lines = closing_lines(0, reports, tally)
+    assert lines[0].startswith("== x-request-id: 190 of 200 cases (95.0 %) reached")
+    assert SUMMARY_LINE.match(lines[-1]) and lines[-1].startswith("schemathesis: ") and ", 0 failed" in lines[-1]
+    failed = closing_lines(1, tmp_path / "missing", tmp_path / "none.json")
+    assert failed[0] == "== x-request-id: no tally (the hooks wrote none)" and failed[-1].startswith("schemathesis: 0 passed, 1 failed")

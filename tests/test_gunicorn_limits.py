@@ -114,3 +114,64 @@ def test_a_chunked_body_is_411_not_read_as_empty(gunicorn_port, path):
     body = json.dumps({"grant_type": "client_credentials", "client_id": "x", "client_secret": "y", "itemData": {}}).encode()
     _assert_json_error(*_exchange(gunicorn_port, _chunked(path, body)), 411, "LENGTH_REQUIRED")
     _assert_json_error(*_exchange(gunicorn_port, _chunked(path, body, extra=b"Authorization: Bearer nope\r\n")), 411, "LENGTH_REQUIRED")
+
+
+def _head(conn: socket.socket) -> tuple[int, dict[str, str], bytes]:
+    """Status, headers and what followed them, reading until the head is complete."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = conn.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    head, _, rest = data.partition(b"\r\n\r\n")
+    lines = head.decode("latin1").split("\r\n")
+    return int(lines[0].split()[1]), {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}, rest
+
+
+def _closed_by_server(conn: socket.socket, timeout: float = 10) -> bool:
+    """The server ends the connection (FIN or reset) rather than waiting for a next request."""
+    conn.settimeout(timeout)
+    try:
+        while conn.recv(65536):
+            pass
+    except ConnectionResetError:
+        return True
+    except TimeoutError:
+        return False
+    return True
+
+
+def test_an_early_413_closes_the_connection_while_the_client_is_still_sending(gunicorn_port):
+    """A 30 MB body is refused from its Content-Length before it is read. The connection then
+    holds the unread rest of the body: answering keep-alive would let a client reuse it and
+    read the service's next answer out of step (docs/api.md, Limits). So: Connection: close,
+    and the server closes."""
+    with socket.create_connection(("127.0.0.1", gunicorn_port), timeout=20) as conn:
+        conn.sendall(b"POST /api/v1/accounts HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 31457280\r\n\r\n" + b"{" + b" " * 65535)
+        status, headers, _ = _head(conn)
+        assert status == 413 and headers["connection"] == "close", (status, headers)
+        assert _closed_by_server(conn)
+
+
+def test_a_chunked_body_refused_unread_closes_the_connection(gunicorn_port):
+    raw = _chunked(b"/api/v1/auth/whoami", b'{"itemData": {}}').replace(b"Connection: close\r\n", b"")
+    with socket.create_connection(("127.0.0.1", gunicorn_port), timeout=20) as conn:
+        conn.sendall(raw)
+        status, headers, _ = _head(conn)
+        assert status == 411 and headers["connection"] == "close"
+        assert _closed_by_server(conn)
+
+
+def test_an_answer_after_the_body_was_read_keeps_the_connection_alive(gunicorn_port):
+    """The rule is about unread bodies: a refusal of a body the service read (401 after the
+    JSON was parsed), or a request without a body, keeps the connection for the next one."""
+    request = b"POST /api/v1/auth/whoami HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
+    with socket.create_connection(("127.0.0.1", gunicorn_port), timeout=20) as conn:
+        for _ in range(2):  # the second answer comes on the same connection
+            conn.sendall(request)
+            status, headers, rest = _head(conn)
+            assert status == 401 and headers["connection"] == "keep-alive"
+            length = int(headers["content-length"])
+            while len(rest) < length:
+                rest += conn.recv(65536)

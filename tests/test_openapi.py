@@ -112,3 +112,51 @@ def test_update_states_that_a_current_authority_goes_with_the_new_one(openapi, r
     body = {"mintAccount": {"offchainId": "00000000-0000-0000-0000-000000000001"}, **{name: {"offchainId": "00000000-0000-0000-0000-000000000002"} for name in given}}
     validator = jsonschema.Draft4Validator({"$ref": "#/components/schemas/UpdateInstrumentItemRequest", "components": openapi["components"]})
     assert validator.is_valid(body) is valid
+
+
+def _nodes(node):
+    if isinstance(node, dict):
+        yield node
+        for value in node.values():
+            yield from _nodes(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _nodes(value)
+
+
+def test_every_address_states_its_alphabet_and_lengths(openapi):
+    """Found by an outside schemathesis run that does not know format base58-address: it
+    sent "" (400 REQUIRED) and arbitrary strings (400 INVALID_ADDRESS) as schema-valid
+    lookups. Every address — lookups' onchainId, new accounts' publickKey, address lookup
+    tables, ONCHAIN_ADDRESS_ID filter values — states the base58 pattern and 32–44 characters."""
+    import re
+
+    from solders.pubkey import Pubkey
+
+    addresses = [node for node in _nodes(openapi) if node.get("format") == "base58-address"]
+    assert len(addresses) > 20
+    for node in addresses:
+        assert node["pattern"] == "^[1-9A-HJ-NP-Za-km-z]{32,44}$" and node["minLength"] == 32 and node["maxLength"] == 44, node
+    schemas = openapi["components"]["schemas"]
+    onchain = schemas["LookupRequest"]["properties"]["onchainId"]
+    pattern = re.compile(onchain["pattern"])
+    for refused in ("", "0" * 32, "I" * 40, "l" * 40, "x" * 45, "abc"):
+        assert not pattern.search(refused) or not onchain["minLength"] <= len(refused) <= onchain["maxLength"], refused
+    for accepted in (str(Pubkey.default()), str(Pubkey.from_bytes(b"\xff" * 32))):
+        assert pattern.search(accepted) and onchain["minLength"] <= len(accepted) <= onchain["maxLength"], accepted
+
+
+def test_outbound_urls_admit_http_where_the_server_may_take_it(openapi):
+    """README's `make run` example registers http://127.0.0.1:… (the embedded mode takes it);
+    the document said https only. The schema admits both schemes; the server still refuses
+    plain http outside the embedded mode or DEBUG (transactions/tests/test_webhooks_api.py,
+    test_loopback_and_http_are_refused_unless_the_settings_allow_them)."""
+    import re
+
+    schemas = openapi["components"]["schemas"]
+    props = [schemas["CreateWebhookItemRequest"]["properties"]["endpointUrl"], schemas["WebhookOAuth2AuthInputRequest"]["properties"]["accessTokenUrl"]]
+    for prop in props:
+        pattern = re.compile(prop["pattern"])
+        assert pattern.search("http://127.0.0.1:8000/hook") and pattern.search("https://hooks.example/tx")
+        assert not pattern.search("ftp://hooks.example/tx") and not pattern.search("https://user:pw@hooks.example/tx")
+        assert "production" in prop["description"] and prop["format"] == "outbound-url"

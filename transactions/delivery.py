@@ -8,7 +8,7 @@ marks them DELIVERING with a claim token until ``now + LEDGER_WEBHOOK_CLAIM_SECO
 the oldest open event of a (subscription, subject) is claimable: a subscription gets a
 transaction's (an account's) events one at a time, in order. A worker killed mid-delivery
 leaves DELIVERING rows whose claim lapses; they are claimed and sent again (same event id:
-receivers deduplicate).
+receivers deduplicate on the webhook and the event id).
 
 ``send`` runs in a thread pool (LEDGER_WEBHOOK_DELIVERY_THREADS in flight) over one pooled
 keep-alive HTTP client per process, through ``ledger_project.outbound`` (URL checked again
@@ -29,6 +29,7 @@ import hmac
 import logging
 import os
 import random
+import re
 import threading
 import time
 import uuid
@@ -170,6 +171,39 @@ def signature_header(keys: list[bytes], timestamp: int, body: bytes) -> str:
     return ",".join([f"t={timestamp}", *(f"v1={hmac.new(key, signed, hashlib.sha256).hexdigest()}" for key in keys)])
 
 
+def _quoted_forms(secret: str) -> set[str]:
+    """``secret`` as libraries quote it in their messages: as is, Python's str and bytes
+    reprs (``b'k\\r\\n…'``), JSON, and percent-encoded; and its pieces between control
+    characters or spaces (a value split by a CR/LF shows up in two places)."""
+    import json
+    from urllib.parse import quote, quote_plus
+
+    forms = {secret, repr(secret)[1:-1], repr(secret.encode("utf-8", "backslashreplace"))[2:-1], json.dumps(secret)[1:-1], quote(secret, safe=""), quote_plus(secret)}
+    forms |= {piece for piece in re.split(r"[\x00-\x20\x7f]+", secret) if len(piece) >= 4}
+    return {form for form in forms if len(form) >= 4}  # shorter: it would blank words, not secrets
+
+
+def without_secrets(text: str, secrets: list[str]) -> str:
+    """``text`` (an attempt's error, an answer's excerpt: stored, shown in the admin) with
+    every secret of the attempt — API key, OAuth client secret and password, access token,
+    signing secrets — in any quoted form replaced by ``********``. The API refuses values
+    that would make a client quote them (INVALID_HEADER_VALUE), but rows stored before that
+    rule, a receiver echoing the request, or a token endpoint issuing such a token remain."""
+    if not text:
+        return text
+    for form in sorted({form for secret in secrets if secret for form in _quoted_forms(secret)}, key=len, reverse=True):
+        text = text.replace(form, webhooks.REDACTED)
+    return text
+
+
+def _secrets(material: "Material | None", token: str | None) -> list[str]:
+    if material is None:
+        return [token] if token else []
+    oauth = material.oauth or {}
+    keys = [key.decode() for key in (material.current_key, material.previous_key) if key]
+    return [value for value in (material.api_key[1] if material.api_key else None, oauth.get("clientSecret"), oauth.get("password"), token, *keys) if value]
+
+
 class AttemptFailed(Exception):
     """An attempt that got no answer worth recording as one (token endpoint, URL refused)."""
 
@@ -277,15 +311,18 @@ def send(event: WebhookEvent, *, not_after: float | None = None) -> Outcome:
     if not_after is not None:
         deadline = min(deadline, not_after)
     status, error, excerpt = None, "", ""
+    material, access_token = None, None
     try:
         material = _material(sub)
         body = event.body.encode()
         headers = _headers(event, material, number, at, body)
         if material.oauth:
-            headers["Authorization"] = f"Bearer {_token(sub, material, deadline)}"
+            access_token = _token(sub, material, deadline)
+            headers["Authorization"] = f"Bearer {access_token}"
         answer = outbound_send(_http(), "POST", sub.endpoint_url, content=body, headers=headers, timeout=_timeout(deadline))
         if answer.status_code == 401 and material.oauth:
-            headers["Authorization"] = f"Bearer {_token(sub, material, deadline, fresh=True)}"  # expired or revoked: once more
+            access_token = _token(sub, material, deadline, fresh=True)  # expired or revoked: once more
+            headers["Authorization"] = f"Bearer {access_token}"
             answer = outbound_send(_http(), "POST", sub.endpoint_url, content=body, headers=headers, timeout=_timeout(deadline))
         status = answer.status_code
         excerpt = answer.body[:EXCERPT_CHARS].decode("utf-8", errors="replace")
@@ -295,6 +332,10 @@ def send(event: WebhookEvent, *, not_after: float | None = None) -> Outcome:
         error = f"URL_NOT_ALLOWED: {exc.message}"
     except httpx.TimeoutException:
         error = f"no answer within the webhook's timeout ({sub.timeout_seconds or settings.LEDGER_WEBHOOK_TIMEOUT_SECONDS} s)"
+    except httpx.LocalProtocolError:
+        # The client refused to write the request; its message quotes the offending header
+        # value, which is a credential (API key, access token): never kept.
+        error = "LocalProtocolError: the request could not be written (a header value of the webhook's auth, or the OAuth access token, is not valid in HTTP)"
     except httpx.HTTPError as exc:
         error = f"{type(exc).__name__}: {redact_urls(str(exc))[:300]}"
     except CustodyError as exc:
@@ -302,6 +343,8 @@ def send(event: WebhookEvent, *, not_after: float | None = None) -> Outcome:
     except Exception as exc:  # noqa: BLE001 - one attempt's bug must not stop the loop
         logger.exception("webhook attempt of event %s failed unexpectedly", event.event_id)
         error = f"internal error: {type(exc).__name__}"
+    secrets = _secrets(material, access_token)
+    error, excerpt = without_secrets(error, secrets), without_secrets(excerpt, secrets)
     latency = int((time.monotonic() - begun) * 1000)
     return Outcome(event.pk, event.claim_token, number, event.retry_from, at, latency, status, error, excerpt)
 

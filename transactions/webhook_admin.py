@@ -141,7 +141,7 @@ class WebhookEventAdmin(_RedeliverPermission, admin.ModelAdmin):
         return format_html('<pre style="white-space: pre-wrap">{}</pre>', text)
 
     @staff_action(description="Redeliver (due now, same id and body; the retry window starts again)", permissions=["redeliver"],
-                  confirm_note="Each event is due again now with the same event id and body (receivers deduplicate on the id); its attempts so far "
+                  confirm_note="Each event is due again now with the same event id and body (receivers deduplicate on the webhook and the id); its attempts so far "
                                "stay recorded. An event being delivered at this moment is left alone.")
     def redeliver(self, request, queryset):
         count = webhooks.webhook_redeliver(event_ids=list(queryset.exclude(status=DeliveryStatus.DELIVERING).values_list("pk", flat=True)))

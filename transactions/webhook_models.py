@@ -108,8 +108,8 @@ class WebhookEvent(TenantOwnedModel):
     """The outbox: one event for one subscription, written in the database transaction of
     the change it describes (no event without its change, no change without its event).
 
-    ``event_id`` is what receivers deduplicate on: the same for every subscription of one
-    event, and on every attempt and replay. ``body`` is the exact JSON sent (and signed),
+    ``event_id`` names the change: the same for every subscription of one event, and on
+    every attempt and replay; receivers deduplicate on (webhook, event_id) — docs/webhooks.md. ``body`` is the exact JSON sent (and signed),
     fixed when the event is written. ``subject`` orders delivery: a subscription's events of
     one subject (a transaction, an account) go out one at a time, oldest first.
     """

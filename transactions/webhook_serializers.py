@@ -8,7 +8,8 @@ idempotent request's answer is stored): Fetch Webhook Signing Secret reveals it.
 
 from __future__ import annotations
 
-from django.core.validators import URLValidator
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.validators import RegexValidator, URLValidator
 from rest_framework import serializers
 
 from ledger_project.api.envelope import EnvelopeSerializer, StrictBooleanField, StrictCharField, StrictIntegerField, StrictSerializer, StrictUUIDField
@@ -21,6 +22,24 @@ from .webhook_models import SETTABLE_STATUSES, WebhookEventType, WebhookSource, 
 HTTP_URL = URLValidator(schemes=["http", "https"])
 #: an HTTP header field name (RFC 9110 token)
 HEADER_NAME = r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"
+#: a header field value the service can send (RFC 9110 §5.5, ASCII only): visible characters,
+#: spaces and tabs inside. CR or LF would split the request (HTTP clients refuse it, quoting
+#: the value in their error: a write-only secret in clear in the attempt's error text),
+#: other control characters and non-ASCII are refused by the client too.
+HEADER_VALUE = r"^[\x21-\x7e](?:[\x20-\x7e\t]*[\x21-\x7e])?$"
+
+
+class _WholeValueRegex(RegexValidator):
+    """The pattern must match the whole value: Python's ``$`` also matches before a final
+    newline, the very character refused here. (The OpenAPI states the same pattern.)"""
+
+    def __call__(self, value):
+        if self.regex.fullmatch(str(value)) is None:
+            raise DjangoValidationError(self.message, code=self.code, params={"value": value})
+
+
+header_value = _WholeValueRegex(HEADER_VALUE, code="INVALID_HEADER_VALUE",
+                                message="An HTTP header value: visible ASCII characters, with spaces or tabs only between them (no CR, LF or other control character).")
 
 
 def outbound_url(value: str) -> None:
@@ -34,7 +53,7 @@ def outbound_url(value: str) -> None:
         raise serializers.ValidationError(exc.message, code="url_not_allowed") from None
 
 
-def _header_name(value: str) -> None:
+def header_name(value: str) -> None:
     from .delivery import RESERVED_HEADERS, RESERVED_PREFIX
 
     if value.lower() in RESERVED_HEADERS or value.lower().startswith(RESERVED_PREFIX):
@@ -42,8 +61,8 @@ def _header_name(value: str) -> None:
 
 
 class WebhookApiKeyAuthInput(StrictSerializer):
-    httpHeaderName = serializers.RegexField(HEADER_NAME, max_length=100, validators=[_header_name], help_text="Header carrying the key (not one the service sets: Content-Type, Host, X-Ledger-…).")
-    keyValue = StrictCharField(max_length=2000, help_text="Write-only: stored encrypted, never returned.")
+    httpHeaderName = serializers.RegexField(HEADER_NAME, max_length=100, validators=[header_name], help_text="Header carrying the key (not one the service sets: Content-Type, Host, X-Ledger-…).")
+    keyValue = StrictCharField(max_length=2000, trim_whitespace=False, validators=[header_value], help_text="Write-only: stored encrypted, never returned. Sent as the header's value: visible ASCII, spaces or tabs only between characters.")
 
 
 class WebhookOAuth2AuthInput(StrictSerializer):
@@ -239,7 +258,7 @@ def render_webhook(sub, level: str = "detailed") -> dict:
 
 
 class _EventEnvelope(serializers.Serializer):
-    id = serializers.UUIDField(help_text="The event's id: the same on every attempt and replay, and for every webhook it goes to. Deduplicate on it.")
+    id = serializers.UUIDField(help_text="The event's id: the same on every attempt and replay, and for every webhook it goes to. Deduplicate on the pair (X-Ledger-Webhook-Id, id): one change sent to two webhooks of one receiver carries the same id to both.")
     occurredAt = serializers.CharField(help_text="When the change happened (network events: the block time), ISO 8601 UTC with milliseconds.")
     tenantOrganizationId = serializers.CharField()
     svmCluster = serializers.CharField()

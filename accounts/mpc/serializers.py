@@ -180,8 +180,8 @@ class DkgPlayerOutput(serializers.Serializer):
     mpcPlayerCode = serializers.CharField()
     identifier = serializers.IntegerField()
     backend = serializers.BooleanField()
-    round1Sent = serializers.BooleanField()
-    round2Sent = serializers.BooleanField()
+    round1Sent = serializers.BooleanField(help_text="True once the player's round-1 package is in (and for every finished player).")
+    round2Sent = serializers.BooleanField(help_text="True once the player's round-2 packages are in (and for every finished player).")
     finished = serializers.BooleanField()
 
 
@@ -243,8 +243,10 @@ def dkg_session_output(session) -> dict:
         "sessionId": session.session_id, "kind": session.kind, "status": session.status, "threshold": session.threshold,
         "account": {"onchainId": account_address, "offchainId": str(account_id) if account_id else None},
         "keyUsage": session.key_usage, "isDefault": session.is_default,
-        "players": [{"mpcPlayerCode": p.player_code, "identifier": p.identifier, "backend": p.backend, "round1Sent": p.round1 is not None,
-                     "round2Sent": p.round2 is not None, "finished": p.finished} for p in players],
+        # A finished player sent both rounds, even where no package is kept: a session of
+        # backend players only runs in memory in the request and stores none.
+        "players": [{"mpcPlayerCode": p.player_code, "identifier": p.identifier, "backend": p.backend, "round1Sent": p.round1 is not None or p.finished,
+                     "round2Sent": p.round2 is not None or p.finished, "finished": p.finished} for p in players],
         "round1Packages": [p.round1 for p in players if p.round1 is not None],
         "round2Packages": [m for p in players if p.round2 for m in p.round2],
         "publicKeyPackage": M.to_json(public) if public is not None else None,

@@ -41,6 +41,9 @@ def test_backend_players_make_the_key_in_the_request_and_the_address_is_the_grou
     account = Account.unscoped.get(offchain_id=body["newAccount"]["offchainId"])
     session = body["dkgSession"]
     assert session["status"] == "COMPLETED" and session["kind"] == "DKG" and session["culprit"] is None
+    # Every round was sent (in memory, in the request): a finished player does not read "round1Sent: false".
+    for shown in (session, dkg_status(api, session["sessionId"])):
+        assert [(p["round1Sent"], p["round2Sent"], p["finished"]) for p in shown["players"]] == [(True, True, True)] * 3
     assert body["newAccount"]["onchainId"] == account.address == session["account"]["onchainId"] and body["svmTransaction"] is None
     assert account.status == "ACTIVE" and account.managed is False and account.private_key_location == [] and account.code == "TREASURY"
     key = ThresholdKey.objects.get(account=account)

@@ -96,3 +96,37 @@ def test_the_api_client_retries_with_the_same_request_id_and_reports_the_apis_er
         assert rid1 == rid2 and body == {"itemData": {"sessionId": "x"}}  # the 503 was retried with the same x-request-id
     finally:
         server.shutdown()
+
+
+class _WaitingSession(http.server.BaseHTTPRequestHandler):
+    """A key generation where this player sent round 1 and another player never does."""
+
+    def do_POST(self):  # noqa: N802 - http.server's name
+        self.rfile.read(int(self.headers["Content-Length"]))
+        players = [{"mpcPlayerCode": "EXT", "identifier": 1, "backend": False, "round1Sent": True, "round2Sent": False, "finished": False},
+                   {"mpcPlayerCode": "SLOW", "identifier": 2, "backend": False, "round1Sent": False, "round2Sent": False, "finished": False}]
+        data = json.dumps({"sessionId": "s1", "kind": "DKG", "status": "ROUND1", "threshold": 2, "players": players}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_a_wait_that_runs_out_is_timed_out_not_a_store_error(tmp_path):
+    """It was reported as STORE_ERROR, which sends the user looking at a healthy store."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _WaitingSession)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        player = Player(tmp_path / "store", client_env(tmp_path))
+        player("init", "--scrypt-log-n", "14")
+        with pytest.raises(CliError) as caught:
+            player("--api-url", f"http://127.0.0.1:{server.server_port}", "--quiet", "api-dkg", "--session", "s1", "--player", "EXT", "--key", "k", "--timeout", "0.3",
+                   env_extra={"FROST_PLAYER_API_KEY": "lsk_x"})
+    finally:
+        server.shutdown()
+    assert caught.value.returncode == 1 and caught.value.error["error"] == "TIMED_OUT"
+    assert "every round-1 package" in caught.value.error["message"]

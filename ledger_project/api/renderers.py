@@ -26,11 +26,16 @@ class LedgerJSONRenderer(JSONRenderer):
 
 
 class DisplayDecimal(Decimal):
-    """A Decimal written in plain notation (0.000000005, not 5E-9) in responses."""
+    """A Decimal written in plain notation (0.000000005, not 5E-9) in responses, with the
+    digits it carries (1.50 at 2 decimals); zero is written ``0`` whatever its exponent (an
+    empty vault's balance at 2 decimals read ``0.00``, which clients parsing numbers as
+    floats showed as ``0.0``, unlike every integer zero beside it: docs/api.md, Numbers)."""
 
     __slots__ = ()
 
     def __str__(self) -> str:
+        if not self:
+            return "0"
         return format(self, "f")
 
 

@@ -23,6 +23,7 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 from rest_framework import serializers
 
 BASE58_ADDRESS = "^[1-9A-HJ-NP-Za-km-z]{32,44}$"
+OUTBOUND_URL_PATTERN = "^https?://[^/?#@]+(?:[/?#].*)?$"
 UUID_PATTERN = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
 
 
@@ -209,12 +210,24 @@ class AddressFieldExtension(OpenApiSerializerFieldExtension):
     priority = 1
 
     def map_serializer_field(self, auto_schema, direction):
-        # No JSON Schema pattern says "decodes to 32 bytes": BASE58_ADDRESS also admits 43 "1"s
-        # (43 zero bytes), which the API refuses. The format carries the rule and its
-        # description the alphabet; generators know the format (scripts/schemathesis_hooks.py).
         schema = build_basic_type(OpenApiTypes.STR)
-        schema.update({"format": "base58-address", "description": f"A network address: base58 ({BASE58_ADDRESS}) of a 32-byte public key."})
+        schema.update(address_schema())
         return schema
+
+
+ADDRESS_MIN_LENGTH, ADDRESS_MAX_LENGTH = 32, 44
+
+
+def address_schema() -> dict:
+    """A base58 network address wherever one is taken or shown: the format, and the pattern
+    and lengths a generator that does not know the format still honours (an outside
+    schemathesis run sent "" and arbitrary strings: 400 REQUIRED / INVALID_ADDRESS). No
+    pattern says "decodes to exactly 32 bytes": the pattern also admits a few strings of the
+    right alphabet and length that do not (43 "1"s are 43 zero bytes; a 44-character value
+    over 2^256), which the API refuses with 400 INVALID_ADDRESS — the format names that
+    rule, and the project's own generator knows it (scripts/schemathesis_hooks.py)."""
+    return {"format": "base58-address", "pattern": BASE58_ADDRESS, "minLength": ADDRESS_MIN_LENGTH, "maxLength": ADDRESS_MAX_LENGTH,
+            "description": "A network address: the base58 text (Bitcoin alphabet, 32 to 44 characters) of a 32-byte public key."}
 
 
 # --- postprocessing ------------------------------------------------------------------------
@@ -242,7 +255,7 @@ _TYPED_STRING = {
     "TEXT": {"type": "string", "pattern": NO_NUL},
     "TIMESTAMP": {"type": "string", "format": "date-time"},
     "OFFCHAIN_ID": {"type": "string", "format": "uuid"},
-    "ONCHAIN_ADDRESS_ID": {"type": "string", "format": "base58-address"},
+    "ONCHAIN_ADDRESS_ID": {"type": "string", "format": "base58-address", "pattern": BASE58_ADDRESS, "minLength": 32, "maxLength": 44},
 }
 
 
@@ -375,21 +388,25 @@ def al_id_pattern() -> str:
 
 def postprocess(result, generator, request, public):
     schemas = result.get("components", {}).get("schemas", {})
-    # An address's length follows from its format (the field's max_length is a guard only).
+    # Every address states its pattern and lengths, whatever declared it (address_schema).
     for node in _walk(schemas):
         if node.get("format") == "base58-address":
-            node.pop("minLength", None)
-            node.pop("maxLength", None)
-    # URLs the service calls: https, no credentials; the host must resolve to public addresses
-    # only (ledger_project/outbound.py) — a fact of DNS, not of the body: format outbound-url.
-    # (Request bodies only: an answer shows what was stored, an http URL of `make run` included.)
+            node.update({key: value for key, value in address_schema().items() if key != "description"})
+    # URLs the service calls: no credentials; the host must resolve to public addresses only
+    # (ledger_project/outbound.py) — a fact of DNS, not of the body: format outbound-url. The
+    # scheme is a fact of the deployment: one document serves every mode, and http is taken
+    # where the server allows it (the embedded mode or DEBUG with LEDGER_OUTBOUND_ALLOW_HTTP:
+    # `make run`'s http://127.0.0.1 example), https only elsewhere (400 URL_NOT_ALLOWED).
+    # (Request bodies only: an answer shows what was stored.)
     for node in _walk({name: schema for name, schema in schemas.items() if name.endswith("Request")}):
         for name in ("endpointUrl", "accessTokenUrl"):
             prop = (node.get("properties") or {}).get(name) if isinstance(node.get("properties"), dict) else None
             if isinstance(prop, dict) and prop.get("type") == "string":
                 prop["format"] = "outbound-url"
-                prop["pattern"] = "^https://[^/?#@]+(?:[/?#].*)?$"
-                prop["description"] = "https URL without credentials whose host resolves to public addresses only (400 URL_NOT_ALLOWED)."
+                prop["pattern"] = OUTBOUND_URL_PATTERN
+                prop["description"] = ("https URL (http too where the server allows it: the embedded mode or DEBUG with LEDGER_OUTBOUND_ALLOW_HTTP, "
+                                       "never in production) without credentials, whose host resolves to public addresses only (else 400 URL_NOT_ALLOWED; "
+                                       "docs/webhooks.md, Safety).")
     # A lookup names a record by onchainId, offchainId or offchainReferences, and
     # offchainReferences by alId, code or accountNumber (instruments: alId or code); given
     # with other identifiers, offchainReferences is empty or names the record too
@@ -543,13 +560,16 @@ def postprocess(result, generator, request, public):
             # One way to authenticate to the endpoint, not both (CONFLICTING_FIELDS).
             _none = {"nullable": True, "enum": [None]}
             webhook.setdefault("allOf", []).append({"anyOf": [{"properties": {"apiKeyAuthConfig": _none}}, {"properties": {"oauth2AuthConfig": _none}}]})
-    # A webhook's API key header is an HTTP field name (RFC 9110 token; INVALID otherwise):
-    # the RegexField's pattern, which the text extension's NUL pattern would hide.
-    registry_key = schemas.get("WebhookApiKeyAuthInputRequest")
-    if registry_key is not None:
-        from transactions.webhook_serializers import HEADER_NAME
+    # A webhook's API key header is an HTTP field name (RFC 9110 token; INVALID otherwise) and
+    # its key an HTTP field value (INVALID_HEADER_VALUE): the validators' patterns, which the
+    # text extension's NUL pattern would hide. The registry's and an instrument's alike.
+    from transactions.webhook_serializers import HEADER_NAME, HEADER_VALUE
 
-        registry_key["properties"]["httpHeaderName"]["pattern"] = HEADER_NAME
+    for name in ("WebhookApiKeyAuthInputRequest", "WebhookApiKeyRequest"):
+        key = schemas.get(name)
+        if key is not None:
+            key["properties"]["httpHeaderName"]["pattern"] = HEADER_NAME
+            key["properties"]["keyValue"]["pattern"] = HEADER_VALUE
     # The payloads the service sends (SPECTACULAR_SETTINGS["WEBHOOKS"]): OpenAPI 3.0 has no
     # webhooks section (3.1 does), so they are published as the x-webhooks extension.
     if "webhooks" in result and not str(result.get("openapi", "")).startswith(("3.1", "3.2")):

@@ -100,6 +100,7 @@ def _releases(plan: Plan, e: Escrow, items: list[dict], prefix: str) -> None:
         feeds = onchain.feeds(e.strategy_state, e.pledged, e.borrowed, field=field)
         plan.instructions.append(client.withdraw_collateral(e.program, escrow=e.escrow, strategy=e.strategy, borrower=plan.borrower_key, mint=onchain.token_mint(instrument),
                                                             destination=Pubkey.from_string(destination.address), amount=amount, feeds=feeds))
+        plan.for_item(field)
 
 
 def _write(plan: Plan, prepared, funding, loan: Loan, *, tenant, request_id, statuses, submit: bool = True, **effects):
@@ -165,6 +166,7 @@ def loan_repay(*, tenant, cluster: str, api_key, loan: Loan, data: dict, svm_con
         liquidity = ix.associated_address(e.strategy, instrument)
         plan.instructions.append(client.repay(e.program, escrow=e.escrow, strategy=e.strategy, repayer=plan.borrower_key, mint=onchain.token_mint(instrument),
                                               source=Pubkey.from_string(source.address), amount=amount, repay_all=repay_all))
+        plan.for_item(field)
         plan.debits.append(Debit(plan.borrower, source.position, amount, pool_of(mine, mint) or str(liquidity), field))
     _releases(plan, e, data.get("itemsToRelease"), "itemData.itemsToRelease")
     debits_allowed(plan)

@@ -115,10 +115,17 @@ class Plan:
     debits: list[Debit] = dc_field(default_factory=list)
     rent: int = 0
     thawed: list[str] = dc_field(default_factory=list)
+    #: instruction index → the request item it is for (itemData.itemsToBorrow[1]): a refusal
+    #: of that instruction by the program names the item (``build``)
+    item_fields: dict[int, str] = dc_field(default_factory=dict)
 
     @property
     def borrower_key(self) -> Pubkey:
         return Pubkey.from_string(self.borrower.address)
+
+    def for_item(self, field: str) -> None:
+        """The instruction appended last is ``field``'s (e.g. a Borrow of itemsToBorrow[0])."""
+        self.item_fields[len(self.instructions) - 1] = field
 
     def sign(self, signer: SignerSpec) -> None:
         self.signers.append(signer)
@@ -314,9 +321,35 @@ def build(plan: Plan, operation: str):
         prepared = transaction_build(tenant=plan.tenant, cluster=plan.cluster, operation=operation, instructions=plan.instructions, signers=signers,
                                      config=transaction_config(plan.tenant, plan.cluster, plan.svm_config))
     except ProgramError as exc:
-        exc.field = onchain.ERROR_FIELDS.get(exc.failure.name, "itemData") if exc.failure.program == onchain.PROGRAM else None
+        exc.field = _refused_field(plan, exc) if exc.failure.program == onchain.PROGRAM else None
         raise
     return prepared, funding
+
+
+def _refused_field(plan: Plan, exc: ProgramError) -> str:
+    """The field a lending program refusal is about: the request item whose instruction the
+    program refused (LtvExceeded on the Borrow of itemsToBorrow[1] names that item) where
+    the error is about an item, else the error's field (onchain.ERROR_FIELDS)."""
+    general = onchain.ERROR_FIELDS.get(exc.failure.name, "itemData")
+    item = plan.item_fields.get(_refused_instruction(plan, exc))
+    if item is not None and (general == "itemData" or item.startswith(general + "[")):
+        return item
+    return general
+
+
+def _refused_instruction(plan: Plan, exc: ProgramError) -> int | None:
+    """The index in ``plan.instructions`` of the instruction the program refused: the
+    program's n-th top-level invocation in the logs is its n-th instruction of the plan (the
+    transaction adds instructions of other programs only: compute budget, nonce advance)."""
+    program = exc.failure.program_id
+    invoked = 0
+    for line in exc.logs:
+        if line == f"Program {program} invoke [1]":
+            invoked += 1
+        elif line.startswith(f"Program {program} failed"):
+            break
+    ours = [i for i, instruction in enumerate(plan.instructions) if str(instruction.program_id) == program]
+    return ours[invoked - 1] if 0 < invoked <= len(ours) else None
 
 
 def write_drafts(plan: Plan, *, field: str = "itemData") -> list[Position]:

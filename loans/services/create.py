@@ -164,6 +164,7 @@ def loan_create(*, tenant, cluster: str, api_key, data: dict, svm_config: dict |
         feeds = onchain.feeds(strategy_state, pledged, borrowed, field=field)
         plan.instructions.append(client.borrow(program, escrow=escrow, strategy=strategy_key, borrower=plan.borrower_key, mint=onchain.token_mint(instrument),
                                                destination=Pubkey.from_string(destination.address), amount=amount, feeds=feeds))
+        plan.for_item(field)
         debit = lender_debit(mine, instrument.address, amount, destination.position or borrower, field)
         if debit is not None:
             plan.debits.append(debit)

@@ -44,7 +44,7 @@ def test_swap_refused_beyond_the_ratio_and_accepted_within_it(api, celery_worker
     # Withdrawing 20 ACME leaves $800 against $450: beyond 50 %. Refused, nothing moves.
     before = Transaction.unscoped.count(), token_balance(chain, escrow_acme), token_balance(chain, w.borrower_acme["onchainId"])
     withdraw = {"positionLookup": {"position": {"offchainId": w.borrower_acme["offchainId"]}}, "value": {"amount": 20}}
-    error = assert_error(call(api, "patch", "/swap-collateral", {"defiProtocol": "PARTNER_LENDING", "escrow": loan, "itemsToWithdraw": [withdraw]}), 400, "PROGRAM_ERROR", "itemData")
+    error = assert_error(call(api, "patch", "/swap-collateral", {"defiProtocol": "PARTNER_LENDING", "escrow": loan, "itemsToWithdraw": [withdraw]}), 400, "PROGRAM_ERROR", "itemData.itemsToWithdraw[0]")
     assert "LtvExceeded" in error["errors"][0]["message"]
     assert (Transaction.unscoped.count(), token_balance(chain, escrow_acme), token_balance(chain, w.borrower_acme["onchainId"])) == before
     assert details(api, loan)["pledgedItems"][0]["pledgedAmount"] == 100

@@ -52,8 +52,12 @@ def test_create_loan_refusals_name_the_field_and_change_nothing(api, celery_work
         "loanStrategyAddress": s["onchainId"], "expectedLoanValues": {**expected(), "expectedApy": 999}}})
     assert "RatiosMismatch" in refused(400, "PROGRAM_ERROR", "itemData.partnerLendingDetails.expectedLoanValues.expectedLqt", {**good, "partnerLendingDetails": {
         "loanStrategyAddress": s["onchainId"], "expectedLoanValues": expected({**TERMS, "loanToValueRatio": 6_000})}})
-    # $600 against $1,000 of collateral is beyond 50 %.
-    assert "LtvExceeded" in refused(400, "PROGRAM_ERROR", "itemData", loan_item(w, s["onchainId"], pledge=100 * ACME, borrow=600 * USD))
+    # $600 against $1,000 of collateral is beyond 50 %: the error names the borrowed item whose
+    # Borrow crossed it ($100, then $500), not the whole itemData.
+    assert "LtvExceeded" in refused(400, "PROGRAM_ERROR", "itemData.itemsToBorrow[0]", loan_item(w, s["onchainId"], pledge=100 * ACME, borrow=600 * USD))
+    two = loan_item(w, s["onchainId"], pledge=100 * ACME, borrow=100 * USD)
+    two["itemsToBorrow"].append({"positionLookup": w.holding(w.borrower, w.usd), "value": {"lamports": 500 * USD}})
+    assert "LtvExceeded" in refused(400, "PROGRAM_ERROR", "itemData.itemsToBorrow[1]", two)
     refused(400, "TOO_MANY_DECIMALS", "itemData.itemsToBorrow[0].value.amount", {**good, "itemsToBorrow": [{"positionLookup": w.holding(w.borrower, w.usd), "value": {"amount": "1.001"}}]})
     refused(400, "TOO_SHORT", "itemData.itemsToPledge", {**good, "itemsToPledge": []})
     refused(400, "UNKNOWN_FIELD", "itemData.itemsToPledge[0].colour", {**good, "itemsToPledge": [{**good["itemsToPledge"][0], "colour": "red"}]})
@@ -86,7 +90,7 @@ def test_changes_to_a_loan_are_refused_with_the_field_and_change_nothing(api, ap
     refused("/repay", 400, "ITEM_NOT_FOUND", "itemData.itemsToRepay[0].positionLookup", {"itemsToRepay": [{"positionLookup": w.holding(w.borrower, w.acme), "value": {"lamports": 1}}]})
     refused("/repay", 400, "FEE_PAYER_NOT_BORROWER", "svmTransactionConfig.feePayer", {"itemsToRepay": [repay]}, svmTransactionConfig={"feePayer": w.lender})
     refused("/repay", 400, "INSUFFICIENT_FUNDS", "itemData.itemsToRepay[0].value", {"itemsToRepay": [{**repay, "value": {"lamports": 200 * USD}}]})
-    assert "RepayExceedsDebt" in refused("/repay", 400, "PROGRAM_ERROR", "itemData.itemsToRepay", {"itemsToRepay": [{**repay, "value": {"lamports": 200 * USD}, "mintAsset": True}]})
+    assert "RepayExceedsDebt" in refused("/repay", 400, "PROGRAM_ERROR", "itemData.itemsToRepay[0]", {"itemsToRepay": [{**repay, "value": {"lamports": 200 * USD}, "mintAsset": True}]})
     refused("/repay", 404, "NOT_FOUND", "itemData.escrow", {"escrow": {"offchainId": str(uuid.uuid4())}, "itemsToRepay": [repay]})
     refused("/swap-collateral", 400, "NOT_APPLICABLE", "itemData.itemsToWithdraw[0].mintAsset", {"itemsToWithdraw": [
         {"positionLookup": {"position": {"offchainId": w.borrower_acme["offchainId"]}}, "value": {"lamports": 1}, "mintAsset": True}]})

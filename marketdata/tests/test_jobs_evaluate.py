@@ -206,3 +206,23 @@ def test_a_timeout_outside_its_bounds_is_a_caller_error():
         with pytest.raises(ValueError):
             evaluate(job, timeout_seconds=timeout)
     assert evaluate(job, timeout_seconds=120).result == 1
+
+
+@pytest.mark.django_db
+def test_a_failed_evaluation_lists_its_errors_once(tenant):
+    """The evaluation's error is its errors joined; the answer listed both, so the errors
+    came back with a third entry repeating the first two."""
+    from marketdata import refresh, render
+    from marketdata.models import EvaluationStatus
+    from marketdata.tests.factories import make_evaluation, make_source
+
+    down = [f"http://127.0.0.1:{port}/price" for port in (9, 10)]  # nothing listens: refused
+    job = definition(median(source(down[0]), source(down[1]), minSuccessfulRequired=2))
+    outcome = refresh._evaluate_and_build(tenant, make_source(tenant, job_definition=job))
+    assert outcome.status == EvaluationStatus.FAILED and outcome.error
+    recorded = outcome.fields["record"]["errors"]
+    assert len(recorded) >= 2
+    shown = render.evaluation(make_evaluation(make_source(tenant), status=EvaluationStatus.FAILED, record=outcome.fields["record"], error=outcome.error), -8)
+    assert shown["errors"] == recorded
+    other = render.evaluation(make_evaluation(make_source(tenant), status=EvaluationStatus.REJECTED, record=outcome.fields["record"], error="The feed's authority differs."), -8)
+    assert other["errors"] == [*recorded, "The feed's authority differs."]  # an error of its own is still shown

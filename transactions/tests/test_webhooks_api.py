@@ -18,6 +18,7 @@ from instruments.tests.factories import FinancialInstrumentFactory
 from tenancy.tests.factories import issue_key
 from transactions.models import WebhookEvent, WebhookSubscription
 from transactions.tests.webhookkit import verify_signature
+from transactions.webhooks import opened_auth
 
 BASE = "/api/v1/webhooks"
 API_KEY_SECRET = "key-value-never-shown-1f3a"
@@ -96,6 +97,10 @@ def test_create_answers_the_webhook_without_its_secrets_and_stores_them_sealed(a
     ({"apiKeyAuthConfig": {"httpHeaderName": "Content-Type", "keyValue": "k"}}, "RESERVED_HEADER", "itemData.apiKeyAuthConfig.httpHeaderName"),
     ({"apiKeyAuthConfig": {"httpHeaderName": "X-Ledger-Signature", "keyValue": "k"}}, "RESERVED_HEADER", "itemData.apiKeyAuthConfig.httpHeaderName"),
     ({"apiKeyAuthConfig": {"httpHeaderName": "Bad Header", "keyValue": "k"}}, "INVALID", "itemData.apiKeyAuthConfig.httpHeaderName"),
+    ({"apiKeyAuthConfig": {"httpHeaderName": "X-Api-Key", "keyValue": API_KEY_SECRET + "\r\nX-Injected: 1"}}, "INVALID_HEADER_VALUE", "itemData.apiKeyAuthConfig.keyValue"),
+    ({"apiKeyAuthConfig": {"httpHeaderName": "X-Api-Key", "keyValue": API_KEY_SECRET + "\n"}}, "INVALID_HEADER_VALUE", "itemData.apiKeyAuthConfig.keyValue"),
+    ({"apiKeyAuthConfig": {"httpHeaderName": "X-Api-Key", "keyValue": "a\x00b"}}, "INVALID_HEADER_VALUE", "itemData.apiKeyAuthConfig.keyValue"),
+    ({"apiKeyAuthConfig": {"httpHeaderName": "X-Api-Key", "keyValue": "clé"}}, "INVALID_HEADER_VALUE", "itemData.apiKeyAuthConfig.keyValue"),
     ({"eventTypes": ["transaction.everything"]}, "INVALID_ENUM", "itemData.eventTypes[0]"),
     ({"eventTypes": []}, "TOO_SHORT", "itemData.eventTypes"),
     ({"timeout": 121}, "OUT_OF_RANGE", "itemData.timeout"),
@@ -103,6 +108,30 @@ def test_create_answers_the_webhook_without_its_secrets_and_stores_them_sealed(a
 def test_create_refuses_what_it_cannot_deliver_to_and_changes_nothing(api, change, code, field):
     assert_error(api.call("post", BASE, {"itemData": hook(**change)}), 400, code, field)
     assert WebhookSubscription.unscoped.count() == 0
+
+
+@pytest.mark.django_db
+def test_a_key_value_with_cr_or_lf_is_refused_without_echoing_it(api, tenant):
+    """An API key is sent as a header value: CR/LF would make every delivery fail with an
+    error quoting the key (docs/webhooks.md, Delivery). Refused on create, on update, and
+    in an instrument's postTransactionSubmitWebhooks; the answer never echoes the value."""
+    leaky = API_KEY_SECRET + "\r\nX-Injected: 1"
+    bad = {"httpHeaderName": "X-Api-Key", "keyValue": leaky}
+    response = api.call("post", BASE, {"itemData": hook(apiKeyAuthConfig=bad)})
+    assert_error(response, 400, "INVALID_HEADER_VALUE", "itemData.apiKeyAuthConfig.keyValue")
+    body = created(api)
+    response2 = api.call("patch", BASE, {"itemData": {"webhook": {"offchainId": body["offchainId"]}, "apiKeyAuthConfig": bad}})
+    assert_error(response2, 400, "INVALID_HEADER_VALUE", "itemData.apiKeyAuthConfig.keyValue")
+    instrument = FinancialInstrumentFactory(tenant=tenant)
+    hooks = [{"endpointUrl": "https://hooks.example/tx", "name": "ops", "apiKeyAuthConfig": bad}]
+    response3 = api.call("patch", "/api/v1/financial-instruments", {"itemData": {"mintAccount": {"offchainId": str(instrument.mint_account.offchain_id)}, "postTransactionSubmitWebhooks": hooks}})
+    assert_error(response3, 400, "INVALID_HEADER_VALUE", "itemData.postTransactionSubmitWebhooks[0].apiKeyAuthConfig.keyValue")
+    reserved = [{**hooks[0], "apiKeyAuthConfig": {"httpHeaderName": "X-Ledger-Signature", "keyValue": "k"}}]
+    response4 = api.call("patch", "/api/v1/financial-instruments", {"itemData": {"mintAccount": {"offchainId": str(instrument.mint_account.offchain_id)}, "postTransactionSubmitWebhooks": reserved}})
+    assert_error(response4, 400, "RESERVED_HEADER", "itemData.postTransactionSubmitWebhooks[0].apiKeyAuthConfig.httpHeaderName")
+    for answer in (response, response2, response3):
+        assert API_KEY_SECRET not in answer.content.decode()
+    assert WebhookSubscription.unscoped.count() == 1 and opened_auth(WebhookSubscription.unscoped.get())["apiKeyAuthConfig"]["keyValue"] == API_KEY_SECRET
 
 
 @pytest.mark.django_db

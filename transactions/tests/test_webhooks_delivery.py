@@ -298,3 +298,104 @@ def test_events_reach_instrument_webhooks_only_for_transactions_naming_the_mint(
     events = emit([tx], WebhookEventType.PRE_SUBMIT)
     assert [e.subscription.instrument_address for e in events] == [str(named)]
     assert json.loads(events[0].body)["data"]["transaction"]["status"] == "FINALIZED"
+
+
+class _CrlfTokens(TokenServer):
+    """A token endpoint issuing access tokens a header cannot carry (CR/LF inside)."""
+
+    def answer(self, path, headers, body):
+        status, payload, extra = super().answer(path, headers, body)
+        if status == 200:
+            issued = json.loads(payload)
+            issued["access_token"] += "\r\nX-Injected: 1"
+            with self.lock:
+                self.issued[-1] = issued["access_token"]
+            payload = json.dumps(issued).encode()
+        return status, payload, extra
+
+
+def _quoted(secret: str) -> set[str]:
+    """How a library may quote ``secret`` in a message (written here from what httpx/h11
+    print, not from the service's scrubber): as is, str/bytes repr, and its pieces between
+    control characters."""
+    import re
+
+    forms = {secret, repr(secret)[1:-1], repr(secret.encode())[2:-1]}
+    forms |= {piece for piece in re.split(r"[\x00-\x20]+", secret) if len(piece) >= 8}
+    return forms
+
+
+_LEAKY_KEY = "leaky-" + "4f1c9e2a7b" * 2
+
+
+def _api_key(value: str) -> dict:
+    return {"apiKeyAuthConfig": {"httpHeaderName": "X-Api-Key", "keyValue": value}}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("failure", [
+    "crlf_key_stored_before_the_rule", "nul_in_key", "key_with_edge_space", "receiver_echoes_the_key", "receiver_down",
+    "no_answer_in_time", "url_refused", "token_endpoint_refuses", "token_with_crlf",
+])
+def test_no_stored_error_or_excerpt_carries_a_secret_whatever_the_failure(tenant, clock, settings, caplog, failure):
+    """docs/webhooks.md, Delivery: every failure mode of an attempt, each with the secrets it
+    handles; the attempts' errors and excerpts, the event's last error and the logs are
+    searched for every secret in every quoted form."""
+    caplog.set_level(logging.DEBUG)
+    with Receiver() as receiver, TokenServer() as tokens, _CrlfTokens() as crlf_tokens:
+        secrets = [_LEAKY_KEY]
+        data = _api_key(_LEAKY_KEY)
+        if failure == "crlf_key_stored_before_the_rule":
+            data = _api_key(_LEAKY_KEY + "\r\nX-Injected: 1")  # the service layer: rows written before the API refused it
+        elif failure == "nul_in_key":
+            data = _api_key(_LEAKY_KEY[:10] + "\x00" + _LEAKY_KEY[10:])
+        elif failure == "key_with_edge_space":
+            data = _api_key(_LEAKY_KEY + " ")
+        elif failure == "receiver_echoes_the_key":
+            receiver.status, receiver.decide = 500, lambda r: (setattr(receiver, "answer_body", f"bad key {r.headers.get('x-api-key')!r}".encode()), 500)[1]
+        elif failure == "receiver_down":
+            receiver.stop()
+        elif failure == "no_answer_in_time":
+            receiver.delay, data["timeout"] = 1.5, 1
+        elif failure == "url_refused":
+            settings.LEDGER_OUTBOUND_ALLOWED_NETWORKS = []
+        elif failure in ("token_endpoint_refuses", "token_with_crlf"):
+            server = tokens if failure == "token_endpoint_refuses" else crlf_tokens
+            client_secret = server.client_secret
+            if failure == "token_endpoint_refuses":
+                server.client_secret = "not-the-stored-one"
+            data = {"apiKeyAuthConfig": None, "oauth2AuthConfig": {"accessTokenUrl": server.url("/oauth/token"), "audience": server.audience,
+                                                                  "flowType": "CLIENT_CREDENTIALS", "clientId": server.client_id, "clientSecret": client_secret}}
+            secrets = [client_secret]
+        sub = subscribe(tenant, receiver.url("/hook"), **data)
+        emit([recorded_transaction(tenant)])
+        [outcome] = delivery.deliver_due()
+        secrets += [secret_of(sub), *tokens.issued, *crlf_tokens.issued]
+    assert not outcome.delivered and (outcome.error or outcome.status_code == 500)
+    stored = [(a.error, a.response_excerpt) for a in WebhookAttempt.objects.all()] + [(e.last_error,) for e in WebhookEvent.unscoped.all()]
+    text = "\n".join(part for row in stored for part in row) + "\n" + caplog.text
+    leaked = [(secret, form) for secret in secrets for form in _quoted(secret) if form in text]
+    assert not leaked, f"{failure}: {leaked} in {text!r}"
+
+
+@pytest.mark.django_db
+def test_one_change_to_two_webhooks_of_one_receiver_is_kept_twice_by_the_documented_dedup_key(tenant, clock):
+    """One change goes to every webhook with the same id (it names the change). A receiver
+    serving two webhooks that deduplicated on id alone, as docs/webhooks.md advised, dropped
+    one; the advice (and the payload's description in the OpenAPI) is the pair
+    (X-Ledger-Webhook-Id, id)."""
+    from pathlib import Path
+
+    from transactions.webhook_serializers import PostSubmitEvent
+
+    with Receiver() as receiver:
+        first, second = subscribe(tenant, receiver.url("/hook"), name="first"), subscribe(tenant, receiver.url("/hook"), name="second")
+        emit([recorded_transaction(tenant)])
+        delivery.deliver_due()
+    got = receiver.delivered()
+    assert len(got) == 2 and len({r.event_id for r in got}) == 1  # the same change, the same id
+    kept = {(r.headers["x-ledger-webhook-id"], r.json["id"]) for r in got}  # the documented key
+    assert {webhook for webhook, _ in kept} == {str(first.offchain_id), str(second.offchain_id)}
+    advice = " ".join(Path(__file__).resolve().parents[2].joinpath("docs", "webhooks.md").read_text().split())
+    assert "deduplicate on the webhook and the event: (`X-Ledger-Webhook-Id`, `id`)" in advice
+    assert "(X-Ledger-Webhook-Id, id)" in PostSubmitEvent().fields["id"].help_text

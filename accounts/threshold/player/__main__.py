@@ -300,6 +300,8 @@ def main(argv=None) -> int:
         return _fail("API_ERROR", exc, status=exc.status, errors=exc.errors)
     except remote.SessionFailed as exc:
         return _fail("SESSION_FAILED", exc, culprit=exc.culprit)
+    except remote.WaitTimedOut as exc:
+        return _fail("TIMED_OUT", exc)
     except solana_message.MessageDecodeError as exc:
         return _fail("REFUSED_MESSAGE", exc)
     except ops.NonceReuse as exc:

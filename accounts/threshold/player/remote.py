@@ -76,6 +76,11 @@ class Api:
         raise AssertionError("unreachable")
 
 
+class WaitTimedOut(Exception):
+    """The session did not reach the next step within ``--timeout``: nothing is wrong with
+    the store, and running the command again resumes (exit code TIMED_OUT)."""
+
+
 def _wait(fetch: Callable[[], dict], ready: Callable[[dict], bool], *, timeout: float, poll: float, what: str) -> dict:
     deadline = time.monotonic() + timeout
     while True:
@@ -85,7 +90,7 @@ def _wait(fetch: Callable[[], dict], ready: Callable[[dict], bool], *, timeout: 
         if ready(state):
             return state
         if time.monotonic() > deadline:
-            raise StoreError(f"timed out after {timeout:.0f} s waiting for {what}")
+            raise WaitTimedOut(f"timed out after {timeout:g} s waiting for {what}; run the command again to resume")
         time.sleep(poll)
 
 

@@ -166,6 +166,9 @@ CELERY_BEAT_SCHEDULE = {
     "staff-heartbeat": {"task": "ledger.backoffice.heartbeat", "schedule": 10.0},
     # Loans (docs/loans.md, "The keeper"): liquidatable loans flagged or liquidated.
     "loan-keeper": {"task": "ledger.loans.keeper", "schedule": env.float("LEDGER_LOAN_KEEPER_SECONDS", default=30.0)},
+    # Batch payouts (docs/positions.md): items of a packed transaction that failed on chain
+    # whose retry was not queued (a broker down) or not finished (a worker killed).
+    "batch-retry-sweep": {"task": "ledger.positions.batch_retry_sweep", "schedule": 15.0},
 }
 # Beat reads the schedule from the database (django-celery-beat): operators change it in the
 # admin; the entries above are seeded into it when missing and never written over

@@ -32,6 +32,7 @@ item row's lock.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections import defaultdict
 from dataclasses import dataclass, field as dc_field
@@ -63,6 +64,7 @@ from . import movement
 from .effects import positions_created, positions_not_created
 from .limits import TOKEN, Decision, debit_decision
 from .locks import lock_positions
+from .lookup import resolution_memo
 from .models import Batch, BatchItem, BatchItemStatus, BatchKind, Position
 from .services import position_link_creation, position_save_new
 
@@ -124,6 +126,7 @@ class _Context:
     api_key: object
     svm_config: dict | None
     running: dict = dc_field(default_factory=lambda: defaultdict(int))
+    memo: dict = dc_field(default_factory=dict)  # validated item parts (``_validated``)
 
 
 # --- read phase ---------------------------------------------------------------------------
@@ -145,13 +148,41 @@ def _debit(ctx: _Context, leg: movement.Leg, field: str, *, owner=None, position
     return decision
 
 
-def _validated(item: _Item) -> dict:
+def _part_serializers() -> dict:
+    from .serializers import TransferItem
+
+    return {name: type(field) for name, field in TransferItem().fields.items()}
+
+
+def _validated(item: _Item, memo: dict) -> dict:
     """The item's body, validated as Transfer Financial Instrument's itemData; a 400 naming
-    the item's own fields otherwise."""
+    the item's own fields otherwise. Its parts (source, destination, value, authority)
+    repeat across a batch's items: each distinct one is validated once (``memo``), and an
+    item with a part that does not validate goes through TransferItem whole, for the
+    errors a single request would answer."""
     from .serializers import TransferItem
 
     if not isinstance(item.data, dict):
         raise LedgerError("Each item is an object shaped like Transfer Financial Instrument's itemData.", field=item.field, code="INVALID")
+    if "serializers" not in memo:
+        memo["serializers"] = _part_serializers()
+    parts = memo["serializers"]
+    out: dict | None = {}
+    if {"source", "destination", "value"} <= set(item.data) <= set(parts):
+        for name, value in item.data.items():
+            if name == "authority" and value is None:
+                out[name] = None
+                continue
+            key = (name, json.dumps(value, sort_keys=True, default=str))
+            if key not in memo:
+                serializer = parts[name](data=value)
+                memo[key] = serializer.validated_data if serializer.is_valid() else None
+            if memo[key] is None:
+                out = None
+                break
+            out[name] = memo[key]
+        if out is not None:
+            return out
     try:
         return validated(TransferItem, item.data)
     except ValidationFailed as exc:
@@ -160,7 +191,7 @@ def _validated(item: _Item) -> dict:
 
 def _read(ctx: _Context, item: _Item) -> None:
     try:
-        data = _validated(item)
+        data = _validated(item, ctx.memo)
         plan = movement._Plan(movement.TRANSFER, [])
         plan.legs.append(movement._transfer_leg(plan, ctx.tenant, ctx.cluster, data, item.field))
         item.plan = plan
@@ -319,8 +350,9 @@ def transfer_batch(*, tenant, cluster: str, api_key, items: list[dict], svm_conf
     built and recorded; returns the Batch, whose items say what became of each."""
     ctx = _Context(tenant, cluster, api_key, svm_config)
     entries = [_Item(i, data) for i, data in enumerate(items)]
-    for item in entries:
-        _read(ctx, item)
+    with resolution_memo():
+        for item in entries:
+            _read(ctx, item)
     valid = [item for item in entries if item.errors is None]
     packs = [built for pack in (_pack(ctx, valid) if valid else []) for built in _build(ctx, pack)]
 

@@ -36,6 +36,7 @@ import json
 import logging
 from collections import defaultdict
 from dataclasses import dataclass, field as dc_field
+from typing import Callable
 
 from django.db import IntegrityError
 from django.db import transaction as db_transaction
@@ -126,7 +127,7 @@ class _Context:
     api_key: object
     svm_config: dict | None
     running: dict = dc_field(default_factory=lambda: defaultdict(int))
-    memo: dict = dc_field(default_factory=dict)  # validated item parts (``_validated``)
+    memo: dict = dc_field(default_factory=dict)  # validated item parts (``validated_item``)
 
 
 # --- read phase ---------------------------------------------------------------------------
@@ -148,34 +149,26 @@ def _debit(ctx: _Context, leg: movement.Leg, field: str, *, owner=None, position
     return decision
 
 
-def _part_serializers() -> dict:
-    from .serializers import TransferItem
-
-    return {name: type(field) for name, field in TransferItem().fields.items()}
-
-
-def _validated(item: _Item, memo: dict) -> dict:
-    """The item's body, validated as Transfer Financial Instrument's itemData; a 400 naming
-    the item's own fields otherwise. Its parts (source, destination, value, authority)
-    repeat across a batch's items: each distinct one is validated once (``memo``), and an
-    item with a part that does not validate goes through TransferItem whole, for the
-    errors a single request would answer."""
-    from .serializers import TransferItem
-
+def validated_item(item: _Item, memo: dict, serializer_class) -> dict:
+    """The item's body, validated as ``serializer_class`` (the single operation's itemData);
+    a 400 naming the item's own fields otherwise. Its parts (source, destination, value,
+    authority) repeat across a batch's items: each distinct one is validated once
+    (``memo``), and an item with a part that does not validate goes through the serializer
+    whole, for the errors a single request would answer."""
     if not isinstance(item.data, dict):
-        raise LedgerError("Each item is an object shaped like Transfer Financial Instrument's itemData.", field=item.field, code="INVALID")
-    if "serializers" not in memo:
-        memo["serializers"] = _part_serializers()
-    parts = memo["serializers"]
+        raise LedgerError("Each item is an object shaped like the single operation's itemData.", field=item.field, code="INVALID")
+    fields = memo.get(serializer_class)
+    if fields is None:
+        fields = memo[serializer_class] = {name: (type(f), f.required) for name, f in serializer_class().fields.items()}
     out: dict | None = {}
-    if {"source", "destination", "value"} <= set(item.data) <= set(parts):
+    if {name for name, (_, required) in fields.items() if required} <= set(item.data) <= set(fields):
         for name, value in item.data.items():
-            if name == "authority" and value is None:
+            if value is None and not fields[name][1]:
                 out[name] = None
                 continue
-            key = (name, json.dumps(value, sort_keys=True, default=str))
+            key = (serializer_class, name, json.dumps(value, sort_keys=True, default=str))
             if key not in memo:
-                serializer = parts[name](data=value)
+                serializer = fields[name][0](data=value)
                 memo[key] = serializer.validated_data if serializer.is_valid() else None
             if memo[key] is None:
                 out = None
@@ -184,19 +177,23 @@ def _validated(item: _Item, memo: dict) -> dict:
         if out is not None:
             return out
     try:
-        return validated(TransferItem, item.data)
+        return validated(serializer_class, item.data)
     except ValidationFailed as exc:
         raise ValidationFailed([{**e, "field": f"{item.field}.{e['field']}" if e.get("field") else item.field} for e in exc.as_errors()]) from None
 
 
 def _read(ctx: _Context, item: _Item) -> None:
     try:
-        data = _validated(item, ctx.memo)
+        from .serializers import TransferItem
+
+        data = validated_item(item, ctx.memo, TransferItem)
         plan = movement._Plan(movement.TRANSFER, [])
         plan.legs.append(movement._transfer_leg(plan, ctx.tenant, ctx.cluster, data, item.field))
         item.plan = plan
         item.held = _debit(ctx, item.leg, item.field, running=ctx.running).needs_approval
     except LedgerError as exc:
+        if exc.status_code >= 500:  # the service's trouble (a node down), not the item's: the request fails, the client retries
+            raise
         item.plan = None
         item.reject(exc)
 
@@ -258,6 +255,8 @@ def _build(ctx: _Context, pack: _Pack) -> list[_Pack]:
         pack.prepared, pack.funding = movement._build(pack.plan, tenant=ctx.tenant, cluster=ctx.cluster, api_key=ctx.api_key, svm_config=ctx.svm_config, operation=OPERATION)
         return [pack]
     except LedgerError as exc:
+        if exc.status_code >= 500:
+            raise
         if len(pack.items) == 1:
             pack.items[0].reject(exc)
             return []
@@ -327,6 +326,8 @@ def _write(ctx: _Context, batch: Batch, packs: list[_Pack]) -> dict[int, tuple[s
             with db_transaction.atomic():  # a savepoint: a pack that fails leaves no rows
                 tx = _record_pack(ctx, batch, pack, sources=sources, owners=owners, destinations=destinations, instruments=fresh)
         except (LedgerError, _Requeue, IntegrityError) as exc:
+            if isinstance(exc, LedgerError) and exc.status_code >= 500:
+                raise
             pack.prepared.release()
             if len(pack.items) == 1 and isinstance(exc, LedgerError):
                 pack.items[0].reject(exc)
@@ -345,16 +346,40 @@ def _destination_identifiers(item: _Item) -> dict | None:
     return item.leg.destination.identifiers if item.plan is not None else None
 
 
-def transfer_batch(*, tenant, cluster: str, api_key, items: list[dict], svm_config: dict | None = None, request_id=None) -> Batch:
-    """Batch Transfer Financial Instrument (module docstring): every item resolved, packed,
-    built and recorded; returns the Batch, whose items say what became of each."""
+@dataclass(frozen=True)
+class Kind:
+    """What differs between the kinds of batch: each phase for one kind of item."""
+
+    read: Callable  # (ctx, item): resolve and check; item.plan, item.held, or item.reject()
+    check_all: Callable | None  # (ctx, items): checks across the items (running balances), after every read
+    pack: Callable  # (ctx, items) -> packs
+    build: Callable  # (ctx, pack) -> packs built
+    write: Callable  # (ctx, batch, packs) -> {index: (status, tx)}, in the write phase
+    result: Callable  # (item) -> the item's identifiers in the answer
+
+
+def _kinds() -> dict[str, Kind]:
+    from . import batch_network
+
+    return {
+        BatchKind.TRANSFER: Kind(_read, None, _pack, _build, _write, _destination_identifiers),
+        BatchKind.NETWORK_CURRENCY_TRANSFER: batch_network.KIND,
+    }
+
+
+def transfer_batch(*, tenant, cluster: str, api_key, items: list[dict], svm_config: dict | None = None, request_id=None, kind: str = BatchKind.TRANSFER) -> Batch:
+    """A batch of ``kind`` (module docstring): every item resolved, packed, built and
+    recorded; returns the Batch, whose items say what became of each."""
+    ops = _kinds()[kind]
     ctx = _Context(tenant, cluster, api_key, svm_config)
     entries = [_Item(i, data) for i, data in enumerate(items)]
     with resolution_memo():
         for item in entries:
-            _read(ctx, item)
+            ops.read(ctx, item)
+    if ops.check_all is not None:
+        ops.check_all(ctx, [item for item in entries if item.errors is None])
     valid = [item for item in entries if item.errors is None]
-    packs = [built for pack in (_pack(ctx, valid) if valid else []) for built in _build(ctx, pack)]
+    packs = [built for pack in (ops.pack(ctx, valid) if valid else []) for built in ops.build(ctx, pack)]
 
     def release() -> None:
         for pack in packs:
@@ -362,16 +387,16 @@ def transfer_batch(*, tenant, cluster: str, api_key, items: list[dict], svm_conf
 
     with write_phase(on_abort=release):
         batch = Batch.objects.for_tenant(tenant).create(
-            tenant=tenant, cluster=cluster, kind=BatchKind.TRANSFER, request_id=request_id, created_by_key=api_key, item_count=len(entries), svm_config=svm_config,
+            tenant=tenant, cluster=cluster, kind=kind, request_id=request_id, created_by_key=api_key, item_count=len(entries), svm_config=svm_config,
         )
-        outcome = _write(ctx, batch, packs)
+        outcome = ops.write(ctx, batch, packs)
         rows = []
         for item in entries:
             status, tx = outcome.get(item.index, (BatchItemStatus.REJECTED, None))
             rows.append(BatchItem(
                 batch=batch, index=item.index, data=item.data, status=status, transaction=tx, first_transaction=tx,
                 errors=item.errors if status == BatchItemStatus.REJECTED else None, http_status=item.http_status if status == BatchItemStatus.REJECTED else None,
-                result=_destination_identifiers(item) if status != BatchItemStatus.REJECTED else None,
+                result=ops.result(item) if status != BatchItemStatus.REJECTED else None,
             ))
         BatchItem.objects.bulk_create(rows)
         if any(status == BatchItemStatus.RETRY_DUE for status, _ in outcome.values()):
@@ -400,25 +425,28 @@ def batch_retry(*, batch_pk: int) -> int:
     many items it settled."""
     batch = Batch.unscoped.select_related("tenant", "created_by_key").get(pk=batch_pk)
     due = list(BatchItem.objects.filter(batch=batch, status=BatchItemStatus.RETRY_DUE).order_by("index").values_list("pk", "index", "data"))
+    ops = _kinds()[batch.kind]
     for pk, index, data in due:
         ctx = _Context(batch.tenant, batch.cluster, batch.created_by_key, batch.svm_config)
         item = _Item(index, data)
-        _read(ctx, item)
-        packs = _build(ctx, _Pack([item], held=item.held)) if item.errors is None else []
+        ops.read(ctx, item)
+        if item.errors is None and ops.check_all is not None:
+            ops.check_all(ctx, [item])
+        packs = ops.build(ctx, _Pack([item], held=item.held)) if item.errors is None else []
         with write_phase(on_abort=lambda: [p.prepared.release() for p in packs]):
             row = BatchItem.objects.select_for_update().filter(pk=pk, status=BatchItemStatus.RETRY_DUE).first()
             if row is None:  # another run settled it
                 for pack in packs:
                     pack.prepared.release()
                 continue
-            outcome = _write(ctx, batch, packs)
+            outcome = ops.write(ctx, batch, packs)
             status, tx = outcome.get(index, (BatchItemStatus.REJECTED, None))
             if status == BatchItemStatus.RETRY_DUE:  # alone and still not recordable: say so, do not loop
                 status = BatchItemStatus.REJECTED
                 item.errors, item.http_status = [{"code": "BATCH_ITEM_NOT_RECORDED", "message": "The item could not be recorded alone; send it again.", "field": item.field}], 409
             row.status, row.transaction = status, tx
             row.errors, row.http_status = (item.errors, item.http_status) if status == BatchItemStatus.REJECTED else (None, None)
-            row.result = _destination_identifiers(item) if status == BatchItemStatus.SENT else row.result
+            row.result = ops.result(item) if status == BatchItemStatus.SENT else row.result
             row.save(update_fields=["status", "transaction", "errors", "http_status", "result"])
     return len(due)
 
@@ -442,6 +470,12 @@ def batch_transferred(tx, facts: ConfirmationFacts) -> None:
     positions_created(tx, _created(tx))
 
 
+#: The network-currency batch's operation (positions/batch_network.py), named here too: its
+#: failures are retried the same way.
+NETWORK_CURRENCY_OPERATION = "positions.transfer_network_currency_batch"
+
+
+@failure_handler(NETWORK_CURRENCY_OPERATION)
 @failure_handler(OPERATION)
 def batch_not_transferred(tx) -> None:
     """A packed transaction that FAILED — executed and failed on chain (undoing every
@@ -490,7 +524,7 @@ def batch_render(batch: Batch) -> dict:
         shown = {BatchItemStatus.REJECTED: "REJECTED", BatchItemStatus.RETRY_DUE: RETRYING}.get(status, tx_status)
         counts[shown] += 1
         items.append({
-            "index": index, "status": shown, "httpStatus": http_status, "errors": errors, "destinationPosition": result,
+            "index": index, "status": shown, "httpStatus": http_status, "errors": errors, "destination": result,
             # A held transaction's signature stays undisclosed until approved (positions/limits.py).
             "svmTransaction": {"onchainId": None if held else signature, "offchainId": str(tx_id), "status": tx_status, "errorMessage": error_message or ""} if tx_id else None,
             "firstTransaction": str(first_id) if first_id and first_pk != tx_pk else None,

@@ -88,6 +88,7 @@ class PositionBalanceSnapshot(models.Model):
 
 class BatchKind(models.TextChoices):
     TRANSFER = "TRANSFER"  # Transfer Financial Instrument, item by item
+    NETWORK_CURRENCY_TRANSFER = "NETWORK_CURRENCY_TRANSFER"  # Transfer Network Currency, item by item
 
 
 class BatchItemStatus(models.TextChoices):
@@ -104,7 +105,7 @@ class Batch(TenantOwnedModel):
     recorded together. Invariant: its items are written in the same database transaction
     as the batch and the transactions that carry them, so a batch is all there or absent."""
 
-    kind = models.CharField(max_length=20, choices=BatchKind.choices)
+    kind = models.CharField(max_length=30, choices=BatchKind.choices)
     request_id = models.UUIDField(null=True, blank=True)
     created_by_key = models.ForeignKey("tenancy.ApiKey", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     item_count = models.PositiveIntegerField()

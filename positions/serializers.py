@@ -389,7 +389,7 @@ class BatchItemOutput(serializers.Serializer):
     status = serializers.CharField(help_text="REJECTED (never sent: errors, httpStatus), RETRYING (its packed transaction failed on chain: built again alone), else its transaction's status.")
     httpStatus = serializers.IntegerField(allow_null=True, help_text="A rejected item: the status a single Transfer Financial Instrument would have answered.")
     errors = BatchErrorOutput(many=True, allow_null=True)
-    destinationPosition = DestinationAccountIdentifiers(allow_null=True)
+    destination = DestinationAccountIdentifiers(allow_null=True, help_text="The receiving position (a transfer of tokens) or account (network currency); offchainId null off platform.")
     svmTransaction = BatchItemTransactionOutput(allow_null=True, help_text="The transaction that carries the item (shared with the items packed with it).")
     firstTransaction = serializers.UUIDField(allow_null=True, help_text="The packed transaction that failed on chain, when the item was built again alone.")
 
@@ -405,3 +405,18 @@ class BatchOutputBody(serializers.Serializer):
 
 class BatchOutput(serializers.Serializer):
     batch = BatchOutputBody()
+
+
+@extend_schema_field(TransferNetworkCurrencyItem(many=True))
+class TransferNetworkCurrencyItemsField(serializers.ListField):
+    """Up to 1,000 Transfer Network Currency itemData objects, each validated on its own."""
+
+    child = serializers.JSONField()
+
+
+class TransferNetworkCurrencyBatchItem(StrictSerializer):
+    items = TransferNetworkCurrencyItemsField(min_length=1, max_length=1000, help_text="Each shaped like Transfer Network Currency's itemData.")
+
+
+class TransferNetworkCurrencyBatchInput(TransactionEnvelopeSerializer):
+    itemData = TransferNetworkCurrencyBatchItem()

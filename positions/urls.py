@@ -26,5 +26,6 @@ from .views import PositionBatchViewSet  # noqa: E402  (batch payouts, positions
 
 urlpatterns += [
     path("positions/transfer/batch", PositionBatchViewSet.as_view({"post": "transfer"}), name="position-transfer-batch"),
+    path("positions/transfer-network-currency/batch", PositionBatchViewSet.as_view({"post": "transfer_network_currency"}), name="position-transfer-network-currency-batch"),
     path("positions/batches/single", PositionBatchViewSet.as_view({"post": "details"}), name="position-batch-details"),
 ]

@@ -17,7 +17,7 @@ from transactions.responses import mutation_response
 
 from . import batches, lifecycle, movement, render, selectors, services, transfers
 from .lookup import resolve_own_position
-from .models import Position
+from .models import BatchKind, Position
 from .serializers import (
     BatchLookupInput,
     BatchOutput,
@@ -42,6 +42,7 @@ from .serializers import (
     TradeInput,
     TradeOutput,
     TransferBatchInput,
+    TransferNetworkCurrencyBatchInput,
     TransferInput,
     TransferNetworkCurrencyInput,
     TransferNetworkCurrencyOutput,
@@ -223,6 +224,24 @@ class PositionBatchViewSet(TenantScopedViewSet):
         batch = batches.transfer_batch(
             tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, items=body["itemData"]["items"], svm_config=body.get("svmTransactionConfig"),
             request_id=request.client_request_id,
+        )
+        return Response(batches.batch_render(batch))
+
+    @extend_schema(
+        operation_id="transferNetworkCurrencyBatch", summary="Transfer Network Currency, batch",
+        description=(
+            "Beyond the spec. Up to 1,000 network-currency transfers, each shaped like Transfer Network Currency's itemData, with the rules of "
+            "Transfer Financial Instrument, batch: one result per item, a source's items packed into one transaction, an item over a debit limit "
+            "held alone, a failed packed transaction retried item by item. The rent guard counts the batch's earlier items."
+        ),
+        request=TransferNetworkCurrencyBatchInput, responses=api_responses({200: BatchOutput}, mutation=True), parameters=operation_parameters(), tags=BATCH_TAG,
+    )
+    @idempotent
+    def transfer_network_currency(self, request):
+        body = validated(TransferNetworkCurrencyBatchInput, request)
+        batch = batches.transfer_batch(
+            tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, items=body["itemData"]["items"], svm_config=body.get("svmTransactionConfig"),
+            request_id=request.client_request_id, kind=BatchKind.NETWORK_CURRENCY_TRANSFER,
         )
         return Response(batches.batch_render(batch))
 

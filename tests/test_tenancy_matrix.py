@@ -66,6 +66,7 @@ ENDPOINTS = [
     # Batch payouts (docs/positions.md): a batch answers 200 with each item's own result; another organization's
     # position fails its item exactly like a missing one (checked on the items below). A batch is named by offchainId.
     ("post", "/api/v1/positions/transfer/batch", lambda lk: {"itemData": {"items": [{"source": {"position": lk}, "destination": {"position": lk}, "value": {"lamports": 1}}]}}),
+    ("post", "/api/v1/positions/transfer-network-currency/batch", lambda lk: {"itemData": {"items": [{"source": lk, "destination": {"onchainId": "11111111111111111111111111111112", "offPlatform": True}, "value": {"lamports": 1_000_000}}]}}),
     ("post", "/api/v1/positions/batches/single", lambda lk: {"itemData": {"batch": {"offchainId": lk.get("offchainId") or str(uuid.uuid4())}}}),
     # Another tenant's transaction answers like a missing one: transactions/tests/test_api_sign.py, test_api_submit.py.
     ("patch", "/api/v1/transactions/sign", None),

@@ -78,7 +78,7 @@ def test_batch_packs_shared_signers_and_rejects_bad_items_alone(api, celery_work
     sent = [i for i in body["items"] if i["status"] != "REJECTED"]
     carriers = {i["svmTransaction"]["offchainId"] for i in sent}
     assert len(sent) == 30 and len(carriers) < 10  # one signer: packed, several items to a transaction
-    assert all(i["destinationPosition"]["offchainId"] in (b["offchainId"], c["offchainId"]) for i in sent)
+    assert all(i["destination"]["offchainId"] in (b["offchainId"], c["offchainId"]) for i in sent)
 
     # The same x-request-id: the same answer, nothing new recorded.
     count = Transaction.unscoped.count()
@@ -157,3 +157,37 @@ def test_batch_of_another_organization_is_like_a_missing_one(api, other_tenant):
     for offchain_id in (theirs.offchain_id, uuid.uuid4()):
         response = api.call("post", "/api/v1/positions/batches/single", {"itemData": {"batch": {"offchainId": str(offchain_id)}}})
         assert response.status_code == 404 and response.json()["errors"][0]["code"] == "BATCH_NOT_FOUND"
+
+
+def _wallet_with(api, lamports: int | None = None, **item) -> dict:
+    data = {"managed": True, "offchainReferences": {"type": "WALLET"}, **item}
+    if lamports:
+        data["seed"] = {"lamports": lamports}
+    response = api.call("post", "/api/v1/accounts?wait=confirmed", {"itemData": data})
+    assert response.status_code == 201, response.json()
+    return {"offchainId": response.json()["newAccount"]["offchainId"], "onchainId": response.json()["newAccount"]["onchainId"]}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_network_currency_batch_counts_earlier_items_in_the_rent_guard(api, celery_worker_process, chain):
+    rent = 890_880
+    alice = _wallet_with(api, 2 * 10**9)
+    bob, carol, dave = _wallet_with(api), _wallet_with(api), _wallet_with(api)
+    outsider = {"onchainId": str(Keypair().pubkey()), "offPlatform": True}
+
+    def nc(destination, lamports):
+        return {"source": {"offchainId": alice["offchainId"]}, "destination": {"offchainId": destination["offchainId"]} if "offPlatform" not in destination else destination, "value": {"lamports": lamports}}
+
+    items = [nc(bob, rent), nc(bob, 1000), nc(carol, rent), nc(dave, 1), nc(bob, 10**10), nc(outsider, rent), nc(carol, 500), nc(bob, 2000)]
+    response = api.call("post", "/api/v1/positions/transfer-network-currency/batch", {"itemData": {"items": items}})
+    assert response.status_code == 200, response.json()
+    body = response.json()["batch"]
+    by_index = {i["index"]: i for i in body["items"]}
+    assert by_index[3]["errors"][0]["code"] == "DESTINATION_BELOW_RENT" and by_index[4]["errors"][0]["code"] == "INSUFFICIENT_FUNDS"
+    assert by_index[5]["status"] == "PENDING_APPROVAL" and by_index[5]["destination"]["onchainId"] == outsider["onchainId"]
+    sent = [by_index[i] for i in (0, 1, 2, 6, 7)]
+    assert len({i["svmTransaction"]["offchainId"] for i in sent}) == 1  # one source: one transaction
+    final = settled_batch(api, body["offchainId"])
+    assert all(final["items"][i]["status"] in ("CONFIRMED", "FINALIZED") for i in (0, 1, 2, 6, 7)), final["counts"]
+    lamports = {k: chain.get_balance(Pubkey.from_string(v["onchainId"])).value for k, v in (("bob", bob), ("carol", carol), ("dave", dave))}
+    assert lamports == {"bob": rent + 3000, "carol": rent + 500, "dave": 0}

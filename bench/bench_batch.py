@@ -9,7 +9,8 @@ embedded), the HTTP time of each batch request, how many transactions carried th
 and the raw local-node transfer rate of the same run. One JSON line per setup.
 
 BENCH_BATCH_HOLDERS (100), BENCH_BATCH_REQUESTS (10), BENCH_BATCH_ITEMS (1000),
-BENCH_BATCH_CLIENTS (2: batch requests in flight at once), BENCH_E2E_SETUPS as bench_e2e.
+BENCH_BATCH_CLIENTS (2: batch requests in flight at once), BENCH_E2E_SETUPS as bench_e2e;
+BENCH_BATCH_WEB_LOG: keep the API's log in this file.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ REQUESTS = int(os.environ.get("BENCH_BATCH_REQUESTS", "10"))
 ITEMS = int(os.environ.get("BENCH_BATCH_ITEMS", "1000"))
 CLIENTS = int(os.environ.get("BENCH_BATCH_CLIENTS", "2"))
 SETUPS = os.environ.get("BENCH_E2E_SETUPS", "embedded,postgres").split(",")
+WEB_LOG = os.environ.get("BENCH_BATCH_WEB_LOG")
 TARGETS = {"postgres": 200.0, "embedded": 100.0}
 
 
@@ -85,7 +87,11 @@ def run_setup(setup: str, raw: float) -> None:
             procs.append(subprocess.Popen([sys.executable, "-m", "celery", "-A", "ledger_project", "worker", "--beat", "--schedule", str(Path(tmp) / "beat"), "--concurrency", "2", "--loglevel", "WARNING"],
                                           cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT))
             port = free_port()
-            procs.append(gunicorn(env, port))
+            if WEB_LOG:  # the API's log (errors with their tracebacks) kept for a failed run
+                procs.append(subprocess.Popen([sys.executable, "-m", "gunicorn", "ledger_project.wsgi", "--config", "gunicorn.conf.py", "--bind", f"127.0.0.1:{port}", "--log-level", "warning"],
+                                              cwd=ROOT, env=env, stdout=open(WEB_LOG, "ab"), stderr=subprocess.STDOUT))
+            else:
+                procs.append(gunicorn(env, port))
             wait_until_up(port, ("POST", "/api/v1/auth/whoami", "{}", {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}))
             holders = setup_holders(port, key)
 

@@ -191,3 +191,23 @@ def test_network_currency_batch_counts_earlier_items_in_the_rent_guard(api, cele
     assert all(final["items"][i]["status"] in ("CONFIRMED", "FINALIZED") for i in (0, 1, 2, 6, 7)), final["counts"]
     lamports = {k: chain.get_balance(Pubkey.from_string(v["onchainId"])).value for k, v in (("bob", bob), ("carol", carol), ("dave", dave))}
     assert lamports == {"bob": rent + 3000, "carol": rent + 500, "dave": 0}
+
+
+@pytest.mark.django_db
+def test_webhooks_fire_per_batch_item(tenant):
+    """A transaction carrying several items of a batch: one event per item, each naming its
+    item, as a transfer of its own would have had (docs/webhooks.md)."""
+    import json as jsonlib
+
+    from transactions import outbox
+    from transactions.webhook_models import WebhookEvent, WebhookEventType
+    from transactions.webhooks import webhook_create
+
+    webhook_create(tenant=tenant, cluster="CHAIN_LOCALNET", data={"name": "payroll", "endpointUrl": "https://hooks.example/payroll", "eventTypes": ["transaction.pre_submit"]})
+    packed = Transaction.unscoped.create(tenant=tenant, cluster="CHAIN_LOCALNET", operation=batches.OPERATION, status="SIGNED", effects={"batch": {"offchainId": "b-1", "items": [3, 5]}})
+    single = Transaction.unscoped.create(tenant=tenant, cluster="CHAIN_LOCALNET", operation="positions.transfer", status="SIGNED", effects={})
+    assert outbox.transaction_events([packed, single], WebhookEventType.PRE_SUBMIT) == 3
+    bodies = {e.subject: jsonlib.loads(e.body)["data"] for e in WebhookEvent.unscoped.all()}
+    assert bodies[f"transaction:{packed.offchain_id}:item:3"]["batchItem"] == {"batch": "b-1", "index": 3}
+    assert bodies[f"transaction:{packed.offchain_id}:item:5"]["transaction"]["offchainId"] == str(packed.offchain_id)
+    assert "batchItem" not in bodies[f"transaction:{single.offchain_id}"]

@@ -12,6 +12,7 @@ System transfers, signed by that source.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
 from django.db import IntegrityError
@@ -231,7 +232,8 @@ def write(ctx: _Context, batch: Batch, packs: list[_Pack]) -> dict:
     locked = {pk: lock_visible_account(pk, tenant=ctx.tenant) for pk in pks}
     for pack_ in packs:
         try:
-            with db_transaction.atomic():
+            # A savepoint only for a nonce lease, bound after the row (positions/batches.py).
+            with db_transaction.atomic() if pack_.prepared.nonce_row is not None else contextlib.nullcontext():
                 tx = _record(ctx, batch, pack_, locked)
         except (LedgerError, _Requeue, IntegrityError) as exc:
             if isinstance(exc, LedgerError) and exc.status_code >= 500:

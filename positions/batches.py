@@ -9,9 +9,11 @@ The house's three phases, for many items at once (positions/movement.py does one
    of the batch in DURATION windows (``debit_decision(already=...)``): what sending the items
    one request at a time would decide. An item over a limit is held, alone in its own
    transaction, PENDING_APPROVAL; it holds nothing else back.
-2. network phase — items that share their signer (the debiting authority) are packed
-   greedily into one transaction while the message fits the network's 1,232 bytes (measured
-   by compiling it, with the tenant's lookup tables for V0). A pack the node refuses in
+2. network phase — items are packed greedily into one transaction while the message fits
+   the network's 1,232 bytes (measured by compiling it, with the tenant's lookup tables for
+   V0): a signer's items together, and items the service signs with up to 3 other payers'
+   (``MAX_SIGNERS_PER_TRANSACTION``); items signed elsewhere only with their own signer's.
+   A pack the node refuses in
    simulation (one item short of funds...) is built again item by item, so the refusal
    lands on the item that causes it. Items that create their destination go alone (each
    drafts records and a rent funding of its own).
@@ -75,7 +77,6 @@ logger = logging.getLogger("ledger.positions")
 #: The operation of every transaction a batch records, packed or alone: its effects list
 #: each item (``effects.batch.items``, in the order of ``effects.movement.legs``).
 OPERATION = "positions.transfer_batch"
-MAX_ITEMS = 1000
 #: Items in one transaction at most, whatever the size: every transfer adds writable
 #: accounts, and the runtime locks at most 64 accounts per transaction.
 MAX_ITEMS_PER_TRANSACTION = 24

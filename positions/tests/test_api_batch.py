@@ -211,3 +211,22 @@ def test_webhooks_fire_per_batch_item(tenant):
     assert bodies[f"transaction:{packed.offchain_id}:item:3"]["batchItem"] == {"batch": "b-1", "index": 3}
     assert bodies[f"transaction:{packed.offchain_id}:item:5"]["transaction"]["offchainId"] == str(packed.offchain_id)
     assert "batchItem" not in bodies[f"transaction:{single.offchain_id}"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_items_of_several_payers_share_a_transaction(api, celery_worker_process, chain):
+    """Payers the service signs for share transactions (each signs its own items), up to
+    MAX_SIGNERS_PER_TRANSACTION of them; a fifth payer's items go to another one."""
+    authority, bob = wallet(api), wallet(api)
+    bond = instrument(api, authority=authority)
+    payers = [funded_position(api, wallet(api), bond, 1_000) for _ in range(batches.MAX_SIGNERS_PER_TRANSACTION + 1)]
+    b = position(api, bob, bond)
+    items = [item(payer, b, 1 + i) for payer in payers for i in range(3)]
+    body = send_batch(api, items).json()["batch"]
+    carriers = [i["svmTransaction"]["offchainId"] for i in body["items"]]
+    assert len(set(carriers)) == 2 and carriers.count(carriers[0]) == 3 * batches.MAX_SIGNERS_PER_TRANSACTION
+    packed = Transaction.unscoped.get(offchain_id=carriers[0])
+    assert len(packed.required_signers) == 1 + batches.MAX_SIGNERS_PER_TRANSACTION  # the fee payer and each payer
+    final = settled_batch(api, body["offchainId"])
+    assert all(i["status"] in ("CONFIRMED", "FINALIZED") for i in final["items"]), final["counts"]
+    assert balance(chain, b["onchainId"]) == len(payers) * 6 and all(balance(chain, p["onchainId"]) == 994 for p in payers)

@@ -177,6 +177,9 @@ CELERY_BEAT_SCHEDULE = {
     "sample-balances": {"task": "ledger.backoffice.sample_balances", "schedule": env.float("LEDGER_BALANCE_SAMPLE_SECONDS", default=60.0)},
     # Loans (docs/loans.md, "The keeper"): liquidatable loans flagged or liquidated.
     "loan-keeper": {"task": "ledger.loans.keeper", "schedule": env.float("LEDGER_LOAN_KEEPER_SECONDS", default=30.0)},
+    # Batch payouts (docs/positions.md): items of a packed transaction that failed on chain
+    # whose retry was not queued (a broker down) or not finished (a worker killed).
+    "batch-retry-sweep": {"task": "ledger.positions.batch_retry_sweep", "schedule": 15.0},
 }
 # Beat reads the schedule from the database (django-celery-beat): operators change it in the
 # admin; the entries above are seeded into it when missing and never written over

@@ -161,10 +161,14 @@ def _check_keys(kind: str, source: Account, position: Position | None, api_key, 
 
 def debit_decision(
     *, tenant, api_key, kind: str, source: Account, amount: int, destination, field: str, position: Position | None = None, lock: bool = False,
+    already=None,
 ) -> Decision:
     """Decide a debit of ``amount`` base units from ``source`` (see the module docstring):
     403 DEBIT_NOT_ALLOWED when the API key may not debit; else a Decision, held when a
-    PER_TRANSACTION or DURATION limit for the destination's type would be exceeded."""
+    PER_TRANSACTION or DURATION limit for the destination's type would be exceeded.
+
+    ``already(destination_type)``: base units of debits decided but not recorded yet that
+    DURATION windows must count too (a batch's earlier items: positions/batches.py)."""
     if kind not in (NETWORK_CURRENCY, TOKEN):
         raise ValueError(f"unknown debit kind {kind!r}")
     if kind == TOKEN and position is None:
@@ -182,7 +186,7 @@ def debit_decision(
     entries, origin = limits_for(kind, source, position)
     exceeded = first_exceeded(
         entries, destination_type=target, amount=int(amount),
-        spent=lambda hours: debited_within(source, hours=hours, kind=kind, destination_type=target, instrument=instrument),
+        spent=lambda hours: debited_within(source, hours=hours, kind=kind, destination_type=target, instrument=instrument) + (already(target) if already is not None else 0),
     )
     if exceeded is None:
         return Decision(False, "", (entry,))

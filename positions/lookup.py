@@ -11,6 +11,9 @@ signs a mint or a freeze; they never select the position.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import json
 import uuid
 from dataclasses import dataclass
 
@@ -88,11 +91,38 @@ def _associated(tenant, cluster: str, owner: Account, instrument: FinancialInstr
     return _one(_positions(tenant, cluster).filter(owner=owner, instrument=instrument, associated=True).exclude(status__in=[PositionStatus.FAILED, PositionStatus.INACTIVE]))
 
 
+_memo: contextvars.ContextVar[dict | None] = contextvars.ContextVar("positions_lookup_memo", default=None)
+
+
+@contextlib.contextmanager
+def resolution_memo():
+    """Within the block, a lookup resolved once is not queried again (a batch payout's
+    1,000 items name the same few positions over and over: positions/batches.py). Only
+    what resolved is kept: a lookup that fails raises again, with its own item's field.
+    Read phase only: the write phase re-reads what it relies on under its locks."""
+    token = _memo.set({})
+    try:
+        yield
+    finally:
+        _memo.reset(token)
+
+
 def resolve_position(tenant, cluster: str, lookup: dict | None, *, field: str, allow_missing: bool = False, allow_off_platform_owner: bool = False) -> Position | OwnerTarget:
     """The position a Position lookup names. With ``allow_missing``, an owner +
     instrument lookup whose position does not exist yet resolves to an OwnerTarget (and,
     with ``allow_off_platform_owner``, an owner ``{onchainId, offPlatform: true}`` the
     service does not know)."""
+    memo = _memo.get()
+    if memo is None:
+        return _resolve_position(tenant, cluster, lookup, field=field, allow_missing=allow_missing, allow_off_platform_owner=allow_off_platform_owner)
+    key = (tenant.pk, cluster, json.dumps(lookup, sort_keys=True, default=str), allow_missing, allow_off_platform_owner)
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = _resolve_position(tenant, cluster, lookup, field=field, allow_missing=allow_missing, allow_off_platform_owner=allow_off_platform_owner)
+    return found
+
+
+def _resolve_position(tenant, cluster: str, lookup: dict | None, *, field: str, allow_missing: bool = False, allow_off_platform_owner: bool = False) -> Position | OwnerTarget:
     if not isinstance(lookup, dict) or not any(lookup.get(k) for k in ("position", "owner", "financialInstrument")):
         raise LedgerError("A position lookup needs position, or owner and financialInstrument.", field=field, code="INVALID_LOOKUP")
     by_position = None

@@ -84,3 +84,63 @@ class PositionBalanceSnapshot(models.Model):
         # confirmation that moves it (positions/balances.py), without scanning its history.
         indexes = [models.Index(fields=["position", "-at"], name="pos_balance_at"), models.Index(fields=["position", "-slot", "-at", "-id"], name="pos_balance_slot")]
         constraints = [models.UniqueConstraint(fields=["position", "transaction"], condition=Q(transaction__isnull=False), name="pos_balance_once_per_tx")]
+
+
+class BatchKind(models.TextChoices):
+    TRANSFER = "TRANSFER"  # Transfer Financial Instrument, item by item
+    NETWORK_CURRENCY_TRANSFER = "NETWORK_CURRENCY_TRANSFER"  # Transfer Network Currency, item by item
+
+
+class BatchItemStatus(models.TextChoices):
+    """Where an item stands on the service's side; once SENT, its transaction's status
+    says the rest (positions/batches.py renders the two as one)."""
+
+    REJECTED = "REJECTED"  # refused before anything was signed (``errors``): never sent
+    SENT = "SENT"  # recorded in ``transaction`` (alone, or packed with other items)
+    RETRY_DUE = "RETRY_DUE"  # its packed transaction failed on chain: to be built again alone
+
+
+class Batch(TenantOwnedModel):
+    """One batch payout request (docs/positions.md, "Batch payouts"): up to 1,000 transfers
+    recorded together. Invariant: its items are written in the same database transaction
+    as the batch and the transactions that carry them, so a batch is all there or absent."""
+
+    kind = models.CharField(max_length=30, choices=BatchKind.choices)
+    request_id = models.UUIDField(null=True, blank=True)
+    created_by_key = models.ForeignKey("tenancy.ApiKey", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    item_count = models.PositiveIntegerField()
+    svm_config = JSONField(null=True, blank=True, help_text="The request's svmTransactionConfig: retries build with it.")
+
+    class Meta:
+        ordering = ["-pk"]
+        indexes = [models.Index(fields=["tenant", "cluster", "-id"], name="pos_batch_tenant")]
+
+    def __str__(self) -> str:
+        return f"batch {self.offchain_id} ({self.item_count} items)"
+
+
+class BatchItem(models.Model):
+    """One transfer of a batch, by its index in the request. Invariants: ``errors`` is set
+    exactly when REJECTED; ``transaction`` exactly when SENT (``first_transaction``: the
+    packed transaction it was in before a retry built it alone)."""
+
+    batch = models.ForeignKey("positions.Batch", on_delete=models.CASCADE, related_name="items")
+    index = models.PositiveIntegerField()
+    data = JSONField(help_text="The item's itemData as the request gave it.")
+    status = models.CharField(max_length=10, choices=BatchItemStatus.choices)
+    http_status = models.PositiveSmallIntegerField(null=True, blank=True)
+    errors = JSONField(null=True, blank=True)
+    result = JSONField(null=True, blank=True, help_text="destinationPosition identifiers.")
+    transaction = models.ForeignKey("transactions.Transaction", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    first_transaction = models.ForeignKey("transactions.Transaction", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+
+    class Meta:
+        ordering = ["batch", "index"]
+        indexes = [models.Index(fields=["transaction"], name="pos_batch_item_tx")]
+        constraints = [
+            models.UniqueConstraint(fields=["batch", "index"], name="pos_batch_item_index", violation_error_message="A batch has one item per index."),
+            models.CheckConstraint(
+                condition=Q(status="REJECTED", errors__isnull=False) | Q(status="SENT", transaction__isnull=False) | Q(status="RETRY_DUE"),
+                name="pos_batch_item_state", violation_error_message="A rejected item says why; a sent item names its transaction.",
+            ),
+        ]

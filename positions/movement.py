@@ -325,7 +325,7 @@ def _movement_instruction(leg: Leg, cluster: str) -> Instruction:
     return instruction
 
 
-def _build(plan: _Plan, *, tenant, cluster: str, api_key, svm_config: dict | None):
+def _build(plan: _Plan, *, tenant, cluster: str, api_key, svm_config: dict | None, operation: str | None = None):
     creations = [p for p in plan.parties.values() if p.create]
     funding = None
     instructions: list[Instruction] = []
@@ -351,7 +351,8 @@ def _build(plan: _Plan, *, tenant, cluster: str, api_key, svm_config: dict | Non
     first = len(instructions) - len(plan.legs)
     head = instructions[first]
     instructions[first] = Instruction(head.program_id, head.data, [*head.accounts, AccountMeta(plan.reference, is_signer=False, is_writable=False)])
-    prepared = transaction_build(tenant=tenant, cluster=cluster, operation=f"positions.{plan.kind.lower()}", instructions=instructions, signers=signers, config=transaction_config(tenant, cluster, svm_config))
+    # ``operation``: a caller packing several requests' legs names its own (positions/batches.py).
+    prepared = transaction_build(tenant=tenant, cluster=cluster, operation=operation or f"positions.{plan.kind.lower()}", instructions=instructions, signers=signers, config=transaction_config(tenant, cluster, svm_config))
     return prepared, funding
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from accounts.serializers import AccountCompactOutput, AccountOutput, AccountReferencesSerializer, DebitLimitSerializer, IdentifiersOut, U64_MAX, ValueOutput
@@ -337,3 +338,85 @@ MintPositionOutput = mutation_output("mintedPosition", "MintPositionOutput")
 BurnPositionOutput = mutation_output("burnedPosition", "BurnPositionOutput")
 TransferPositionOutput = type("TransferPositionOutput", (serializers.Serializer,), {"destinationPosition": MovedPositionOut(), "svmTransaction": TransactionResultOutput(), "__module__": __name__})
 TradeOutput = mutation_output("trade", "TradeOutput")
+
+
+# --- Batch payouts (beyond the spec: positions/batches.py, docs/positions.md) -----------------
+
+
+@extend_schema_field(TransferItem(many=True))
+class TransferItemsField(serializers.ListField):
+    """Up to 1,000 Transfer Financial Instrument itemData objects. Each is validated on its
+    own (positions/batches.py): a bad item gets its own error in the result, the others go on."""
+
+    child = serializers.JSONField()
+
+
+class TransferBatchItem(StrictSerializer):
+    items = TransferItemsField(min_length=1, max_length=1000, help_text="Each shaped like Transfer Financial Instrument's itemData.")
+
+
+class TransferBatchInput(TransactionEnvelopeSerializer):
+    itemData = TransferBatchItem()
+
+
+class BatchReferenceSerializer(StrictSerializer):
+    offchainId = serializers.UUIDField()
+
+
+class BatchLookupItem(StrictSerializer):
+    batch = BatchReferenceSerializer()
+
+
+class BatchLookupInput(EnvelopeSerializer):
+    itemData = BatchLookupItem()
+
+
+class BatchErrorOutput(serializers.Serializer):
+    code = serializers.CharField()
+    message = serializers.CharField()
+    field = serializers.CharField(allow_null=True)
+
+
+class BatchItemTransactionOutput(serializers.Serializer):
+    onchainId = serializers.CharField(allow_null=True, help_text="null while held for approval (PENDING_APPROVAL).")
+    offchainId = serializers.UUIDField()
+    status = serializers.CharField()
+    errorMessage = serializers.CharField(allow_blank=True, help_text="Why it failed on chain, or why it is held.")
+
+
+class BatchItemOutput(serializers.Serializer):
+    index = serializers.IntegerField(help_text="The item's position in itemData.items.")
+    status = serializers.CharField(help_text="REJECTED (never sent: errors, httpStatus), RETRYING (its packed transaction failed on chain: built again alone), else its transaction's status.")
+    httpStatus = serializers.IntegerField(allow_null=True, help_text="A rejected item: the status a single Transfer Financial Instrument would have answered.")
+    errors = BatchErrorOutput(many=True, allow_null=True)
+    destination = DestinationAccountIdentifiers(allow_null=True, help_text="The receiving position (a transfer of tokens) or account (network currency); offchainId null off platform.")
+    svmTransaction = BatchItemTransactionOutput(allow_null=True, help_text="The transaction that carries the item (shared with the items packed with it).")
+    firstTransaction = serializers.UUIDField(allow_null=True, help_text="The packed transaction that failed on chain, when the item was built again alone.")
+
+
+class BatchOutputBody(serializers.Serializer):
+    offchainId = serializers.UUIDField()
+    kind = serializers.CharField()
+    itemCount = serializers.IntegerField()
+    createdAt = serializers.DateTimeField()
+    counts = serializers.DictField(child=serializers.IntegerField(), help_text="Items by status.")
+    items = BatchItemOutput(many=True)
+
+
+class BatchOutput(serializers.Serializer):
+    batch = BatchOutputBody()
+
+
+@extend_schema_field(TransferNetworkCurrencyItem(many=True))
+class TransferNetworkCurrencyItemsField(serializers.ListField):
+    """Up to 1,000 Transfer Network Currency itemData objects, each validated on its own."""
+
+    child = serializers.JSONField()
+
+
+class TransferNetworkCurrencyBatchItem(StrictSerializer):
+    items = TransferNetworkCurrencyItemsField(min_length=1, max_length=1000, help_text="Each shaped like Transfer Network Currency's itemData.")
+
+
+class TransferNetworkCurrencyBatchInput(TransactionEnvelopeSerializer):
+    itemData = TransferNetworkCurrencyBatchItem()

@@ -21,3 +21,11 @@ urlpatterns += [
     path("positions/transfer", PositionMovementViewSet.as_view({"post": "transfer"}), name="position-transfer"),
     path("positions/trade", PositionMovementViewSet.as_view({"post": "trade"}), name="position-trade"),
 ]
+
+from .views import PositionBatchViewSet  # noqa: E402  (batch payouts, positions/batches.py)
+
+urlpatterns += [
+    path("positions/transfer/batch", PositionBatchViewSet.as_view({"post": "transfer"}), name="position-transfer-batch"),
+    path("positions/transfer-network-currency/batch", PositionBatchViewSet.as_view({"post": "transfer_network_currency"}), name="position-transfer-network-currency-batch"),
+    path("positions/batches/single", PositionBatchViewSet.as_view({"post": "details"}), name="position-batch-details"),
+]

@@ -15,10 +15,12 @@ from ledger_project.api.schema import DETAIL_LEVEL, api_responses, bulk_response
 from ledger_project.api.viewsets import TenantScopedViewSet
 from transactions.responses import mutation_response
 
-from . import lifecycle, movement, render, selectors, services, transfers
+from . import batches, lifecycle, movement, render, selectors, services, transfers
 from .lookup import resolve_own_position
-from .models import Position
+from .models import BatchKind, Position
 from .serializers import (
+    BatchLookupInput,
+    BatchOutput,
     BulkPositionsCompactOutput,
     BulkPositionsIdentifiersOutput,
     BulkPositionsInput,
@@ -39,6 +41,8 @@ from .serializers import (
     PositionOutput,
     TradeInput,
     TradeOutput,
+    TransferBatchInput,
+    TransferNetworkCurrencyBatchInput,
     TransferInput,
     TransferNetworkCurrencyInput,
     TransferNetworkCurrencyOutput,
@@ -193,3 +197,58 @@ class PositionMovementViewSet(TenantScopedViewSet):
         body = validated(TradeInput, request)
         result = movement.position_trade(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, legs=body["itemData"]["legs"], svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id)
         return mutation_response(request, "trade", result.identifiers, result.transaction, status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK)
+
+
+BATCH_TAG = ["Positions: batch payouts"]
+
+
+class PositionBatchViewSet(TenantScopedViewSet):
+    """Batch payouts (beyond the spec: positions/batches.py, docs/positions.md "Batch
+    payouts"): 200 with one result per item, whatever became of each."""
+
+    model = Position
+
+    @extend_schema(
+        operation_id="transferFinancialInstrumentBatch", summary="Transfer Financial Instrument, batch",
+        description=(
+            "Beyond the spec. Up to 1,000 transfers, each shaped like Transfer Financial Instrument's itemData. Each item gets its own result: "
+            "the transaction that carries it (items sharing their signer are packed into one transaction while it fits 1,232 bytes), or its own "
+            "4xx (httpStatus, errors) without failing the others. An item over a debit limit is held alone, PENDING_APPROVAL. A packed transaction "
+            "that fails on chain has its items built again alone (status RETRYING meanwhile). Idempotent as a whole on x-request-id."
+        ),
+        request=TransferBatchInput, responses=api_responses({200: BatchOutput}, mutation=True), parameters=operation_parameters(), tags=BATCH_TAG,
+    )
+    @idempotent
+    def transfer(self, request):
+        body = validated(TransferBatchInput, request)
+        batch = batches.transfer_batch(
+            tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, items=body["itemData"]["items"], svm_config=body.get("svmTransactionConfig"),
+            request_id=request.client_request_id,
+        )
+        return Response(batches.batch_render(batch))
+
+    @extend_schema(
+        operation_id="transferNetworkCurrencyBatch", summary="Transfer Network Currency, batch",
+        description=(
+            "Beyond the spec. Up to 1,000 network-currency transfers, each shaped like Transfer Network Currency's itemData, with the rules of "
+            "Transfer Financial Instrument, batch: one result per item, a source's items packed into one transaction, an item over a debit limit "
+            "held alone, a failed packed transaction retried item by item. The rent guard counts the batch's earlier items."
+        ),
+        request=TransferNetworkCurrencyBatchInput, responses=api_responses({200: BatchOutput}, mutation=True), parameters=operation_parameters(), tags=BATCH_TAG,
+    )
+    @idempotent
+    def transfer_network_currency(self, request):
+        body = validated(TransferNetworkCurrencyBatchInput, request)
+        batch = batches.transfer_batch(
+            tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, items=body["itemData"]["items"], svm_config=body.get("svmTransactionConfig"),
+            request_id=request.client_request_id, kind=BatchKind.NETWORK_CURRENCY_TRANSFER,
+        )
+        return Response(batches.batch_render(batch))
+
+    @extend_schema(
+        operation_id="fetchBatch", summary="Fetch Batch", description="Creates no transaction. The batch, its items' counts by status and every item's result (beyond the spec).",
+        request=BatchLookupInput, responses=api_responses({200: BatchOutput}), parameters=operation_parameters(), tags=BATCH_TAG,
+    )
+    def details(self, request):
+        data = validated(BatchLookupInput, request)["itemData"]
+        return Response(batches.batch_render(batches.batch_get(tenant=self.tenant, cluster=self.cluster, offchain_id=data["batch"]["offchainId"])))

@@ -440,3 +440,133 @@ def test_operations_survive_sigkill_of_worker_node_and_web(stack, record_propert
     if ended:
         print(f"crash-safety: {len(ended)} ended without landing, e.g.\n" + describe(ended[:3], stack.node.data_dir))
     assert not found.items, "\n".join(found.items[:40]) + f"\n(logs of the stack: {stack.logs})"
+
+
+# --- Batch payouts (docs/positions.md, "Batch payouts") ----------------------------------
+
+BATCH_ITEMS = 1000
+#: (seconds after the batch request was first sent, action, what): the worker and then the
+#: node are killed while the request is read and built (the node's absence is a 503: the
+#: client sends it again), both come back, and the web tier is killed while that retry runs.
+#: The request takes a second or so; the test reports which kills a client met (retriedOn)
+#: and requires one at least.
+BATCH_TIMELINE = ((0.05, "kill", "worker"), (0.15, "kill", "node"), (2.0, "start", "worker"), (2.1, "start", "node"), (2.6, "kill", "web"), (3.6, "start", "web"))
+BATCH_ENDED = ENDED | {"REJECTED"}
+
+
+def batch_state(api: Api, offchain_id: str) -> dict:
+    answer = api.answer("POST", "/api/v1/positions/batches/single", {"itemData": {"batch": {"offchainId": offchain_id}}})
+    assert answer.status == 200, answer.body
+    return answer.body["batch"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_batch_of_1000_survives_sigkill_of_worker_node_and_web(stack, record_property):
+    """One batch of 1,000 transfers (distinct amounts) while the worker, then the node,
+    then the web tier are killed: every item ends in a status the client can read, the
+    answer replays byte for byte, nothing reached the node that was not recorded with those
+    bytes, effects applied once, chain balances are what the landed items add up to and
+    reconcile finds no drift."""
+    from solana.rpc.api import Client
+    from solana.rpc.commitment import Confirmed
+
+    from positions.models import Batch, BatchItem
+
+    tenant = TenantFactory(external_id="CRASHB", name="Crash Batch Bank")
+    api = Api(stack.web.port, issue_key(tenant, rate_limit_per_minute=0).secret, deadline=REQUEST_DEADLINE)
+    world = build_world(api)
+    setup_ids = {str(i) for i in Transaction.unscoped.filter(tenant=tenant).values_list("offchain_id", flat=True)}
+    rng = random.Random(7)
+    legs = [tuple(rng.sample(range(HOLDERS), 2)) for _ in range(BATCH_ITEMS)]
+    items = [{"source": {"position": {"offchainId": world.holders[s]["offchainId"]}}, "destination": {"position": {"offchainId": world.holders[d]["offchainId"]}},
+              "value": {"lamports": i + 1}} for i, (s, d) in enumerate(legs)]
+    body, request_id = {"itemData": {"items": items}}, str(uuid.uuid4())
+
+    kills: list[tuple[str, float]] = []
+
+    def chaos(began: float):
+        from django.db import connection
+
+        try:
+            for after, action, what in BATCH_TIMELINE:
+                time.sleep(max(0.0, began + after - time.monotonic()))
+                getattr(stack, action)(what)
+                if action == "kill":
+                    kills.append((what, round(time.monotonic() - began, 2)))
+        finally:
+            connection.close()
+
+    began = time.monotonic()
+    killer = threading.Thread(target=chaos, args=(began,), name="chaos")
+    killer.start()
+    answer = api.answer("POST", "/api/v1/positions/transfer/batch", body, request_id)
+    killer.join()
+    assert [w for w, _ in kills] == ["worker", "node", "web"], kills
+    assert answer.status == 200, answer.body
+    offchain_id = answer.body["batch"]["offchainId"]
+
+    deadline = time.monotonic() + SETTLE_TIMEOUT + 60
+    while True:
+        state = batch_state(api, offchain_id)
+        if all(i["status"] in BATCH_ENDED for i in state["items"]) or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    report = {"kills": kills, "retriedOn": [str(w) for _, w in answer.retried_on], "counts": state["counts"], "seconds": round(time.monotonic() - began, 1)}
+    print("crash-safety batch:", json.dumps(report))
+    record_property("crash_safety_batch", json.dumps(report))
+
+    assert answer.retried_on, "no kill met the batch request in flight"
+    found = Findings()
+    found.expect(all(i["status"] in BATCH_ENDED for i in state["items"]), lambda: f"items not ended: {state['counts']}")
+    found.expect(state["itemCount"] == BATCH_ITEMS and len(state["items"]) == BATCH_ITEMS, state["itemCount"])
+    landed = {i["index"] for i in state["items"] if i["status"] in LANDED}
+    found.expect(len(landed) >= BATCH_ITEMS // 2, f"only {len(landed)} items landed: too few for the checks below to mean much")
+    found.expect(all(i["errors"] for i in state["items"] if i["status"] == "REJECTED"), "a rejected item without its reason")
+    # One batch for the request id; the retry after the web tier's crash replays it.
+    found.expect(Batch.unscoped.filter(tenant=tenant).count() == 1, "more than one batch recorded for one request id")
+    again = api.answer("POST", "/api/v1/positions/transfer/batch", body, request_id)
+    found.expect(again.replayed and again.raw == answer.raw, "the batch's answer does not replay byte for byte")
+
+    # Every transaction of the tenant beyond the setup carries items of the batch (or carried
+    # them before a retry); no other rows.
+    rows = {str(tx.offchain_id): tx for tx in Transaction.unscoped.filter(tenant=tenant)}
+    carriers = set()
+    for current, first in BatchItem.objects.filter(batch__tenant=tenant).values_list("transaction__offchain_id", "first_transaction__offchain_id"):
+        carriers |= {str(x) for x in (current, first) if x}
+    found.expect(set(rows) - setup_ids == carriers, lambda: f"rows {len(set(rows) - setup_ids)} vs carriers {len(carriers)}")
+    for key, tx in rows.items():
+        if key not in setup_ids:
+            found.expect(tx.status in ENDED, f"{tx} did not end")
+
+    # Effects once.
+    applied = Counter(str(i) for i in TransactionEvent.objects.filter(transaction__tenant=tenant, kind="EFFECTS_APPLIED").values_list("transaction__offchain_id", flat=True))
+    for key, tx in rows.items():
+        found.expect(applied[key] == (1 if tx.status in LANDED else 0), f"{tx}: EFFECTS_APPLIED x{applied[key]}")
+
+    # The node: every transaction touching the mint is a recorded row with its stored bytes.
+    on_node = node_transactions(stack.node.data_dir, [world.mint])
+    by_signature = {tx.onchain_id: tx for tx in rows.values() if tx.onchain_id}
+    found.expect(set(on_node) <= set(by_signature), lambda: f"on the node but never recorded: {sorted(set(on_node) - set(by_signature))[:5]}")
+    for signature, (raw, err) in on_node.items():
+        tx = by_signature.get(signature)
+        if tx is not None:
+            found.expect(raw == wire_bytes(tx), f"{tx} is on the node with other bytes than it stored")
+
+    # Chain balances are what the landed items add up to; reconcile finds no drift.
+    chain = Client(stack.node.url, timeout=10, commitment=Confirmed)
+    expected = [MINTED] * HOLDERS
+    for index in landed:
+        source, destination = legs[index]
+        expected[source] -= index + 1
+        expected[destination] += index + 1
+    onchain = [int(chain.get_token_account_balance(Pubkey.from_string(h["onchainId"])).value.amount) for h in world.holders]
+    found.expect(onchain == expected, f"holders' token balances on chain {onchain}, landed items add up to {expected}")
+    out = io.StringIO()
+    try:
+        call_command("reconcile", "--cluster", "CHAIN_LOCALNET", stdout=out)
+        exit_code = 0
+    except SystemExit as exc:
+        exit_code = exc.code
+    result = json.loads(out.getvalue().strip().splitlines()[-1])
+    found.expect(result["drift"] == [] and exit_code == 0, lambda: "reconcile: " + json.dumps(result) + "\n" + explain_drift(result["drift"], stack.node.data_dir))
+    assert not found.items, "\n".join(found.items[:40]) + f"\n(logs of the stack: {stack.logs})"

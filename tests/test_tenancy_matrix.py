@@ -67,6 +67,11 @@ ENDPOINTS = [
     ("post", "/api/v1/positions/burn", lambda lk: {"itemData": {"position": {"position": lk}, "value": {"lamports": 1}}}),
     ("post", "/api/v1/positions/transfer", lambda lk: {"itemData": {"source": {"position": lk}, "destination": {"position": lk}, "value": {"lamports": 1}}}),
     ("post", "/api/v1/positions/trade", lambda lk: {"itemData": {"legs": [{"source": {"position": lk}, "destination": {"position": lk}, "value": {"lamports": 1}}] * 2}}),
+    # Batch payouts (docs/positions.md): a batch answers 200 with each item's own result; another organization's
+    # position fails its item exactly like a missing one (checked on the items below). A batch is named by offchainId.
+    ("post", "/api/v1/positions/transfer/batch", lambda lk: {"itemData": {"items": [{"source": {"position": lk}, "destination": {"position": lk}, "value": {"lamports": 1}}]}}),
+    ("post", "/api/v1/positions/transfer-network-currency/batch", lambda lk: {"itemData": {"items": [{"source": lk, "destination": {"onchainId": "11111111111111111111111111111112", "offPlatform": True}, "value": {"lamports": 1_000_000}}]}}),
+    ("post", "/api/v1/positions/batches/single", lambda lk: {"itemData": {"batch": {"offchainId": lk.get("offchainId") or str(uuid.uuid4())}}}),
     # Another tenant's transaction answers like a missing one: transactions/tests/test_api_sign.py, test_api_submit.py.
     ("patch", "/api/v1/transactions/sign", None),
     ("patch", "/api/v1/transactions/submit", None),
@@ -194,6 +199,10 @@ def test_other_tenants_record_is_like_missing_and_unchanged(api, other_tenant, l
         from marketdata.tests.factories import make_source
 
         theirs, model = make_source(other_tenant), OnchainDataSource
+    elif path.endswith("/batches/single"):
+        from positions.models import Batch
+
+        theirs, model = Batch.unscoped.create(tenant=other_tenant, cluster="CHAIN_LOCALNET", kind="TRANSFER", item_count=0), Batch
     elif path.endswith("/create-vault") or path == MARKET_DATA:  # the other organization's instruments
         theirs = FinancialInstrumentFactory(tenant=other_tenant, comments="theirs", al_type="LOAN")
         model = FinancialInstrument
@@ -202,6 +211,13 @@ def test_other_tenants_record_is_like_missing_and_unchanged(api, other_tenant, l
     before = model.unscoped.values().get(pk=theirs.pk)
     hidden = api.call(method, path, body({"offchainId": str(theirs.offchain_id)}))
     missing = api.call(method, path, body({"offchainId": str(uuid.uuid4())}))
+    if path.endswith("/batch"):  # each item fails on its own (200): the item's error is the same for both
+        assert hidden.status_code == missing.status_code == 200, (hidden.json(), missing.json())
+        hidden_item, missing_item = hidden.json()["batch"]["items"][0], missing.json()["batch"]["items"][0]
+        assert hidden_item["httpStatus"] == missing_item["httpStatus"] and hidden_item["httpStatus"] in (403, 404)
+        assert hidden_item["errors"] == missing_item["errors"]
+        assert model.unscoped.values().get(pk=theirs.pk) == before
+        return
     assert hidden.status_code == missing.status_code, (hidden.json(), missing.json())
     assert hidden.status_code in (403, 404)
     assert hidden.json()["errors"] == missing.json()["errors"]

@@ -96,12 +96,25 @@ def transaction_events(txs: Sequence, event_type: str, *, now: datetime | None =
         matched = [(pk, external) for pk, external, address in subs if address is None or address in keys]
         if not matched:
             continue
-        event_id = uuid.uuid4()
-        body = event_body(event_id=event_id, event_type=event_type, occurred_at=now, tenant_external_id=matched[0][1], cluster=tx.cluster, data=transaction_data(tx))
-        subject = f"transaction:{tx.offchain_id}"
-        rows += [WebhookEvent(tenant_id=tx.tenant_id, cluster=tx.cluster, event_id=event_id, subscription_id=pk, event_type=event_type, subject=subject,
-                              body=body, occurred_at=now, next_attempt_at=now, retry_from=now) for pk, _ in matched]
+        data = transaction_data(tx)
+        for item, subject in _items(tx):
+            event_id = uuid.uuid4()
+            body = event_body(event_id=event_id, event_type=event_type, occurred_at=now, tenant_external_id=matched[0][1], cluster=tx.cluster,
+                              data=data if item is None else {**data, "batchItem": item})
+            rows += [WebhookEvent(tenant_id=tx.tenant_id, cluster=tx.cluster, event_id=event_id, subscription_id=pk, event_type=event_type, subject=subject,
+                                  body=body, occurred_at=now, next_attempt_at=now, retry_from=now) for pk, _ in matched]
     return _write(rows)
+
+
+def _items(tx) -> list[tuple[dict | None, str]]:
+    """The events' (batchItem, subject) for ``tx``: one event, or — a transaction carrying
+    items of a batch payout (its effects' ``batch``: positions/batches.py) — one per item,
+    as each would have had as a transfer of its own (docs/webhooks.md)."""
+    subject = f"transaction:{tx.offchain_id}"
+    batch = (tx.effects or {}).get("batch") if isinstance(tx.effects, dict) else None
+    if not batch or not batch.get("items"):
+        return [(None, subject)]
+    return [({"batch": batch.get("offchainId"), "index": index}, f"{subject}:item:{index}") for index in batch["items"]]
 
 
 def account_events(items: Iterable[tuple[int, str, str, datetime, dict]]) -> int:

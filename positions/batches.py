@@ -1,0 +1,565 @@
+"""Batch payouts (beyond the spec; docs/positions.md, "Batch payouts"): up to 1,000
+Transfer Financial Instrument items in one request, each with its own result.
+
+The house's three phases, for many items at once (positions/movement.py does one):
+
+1. read phase — every item is resolved and checked on its own (``_transfer_leg``); an item
+   that fails gets its own 4xx (``errors``, ``httpStatus``) and is never sent, the others go
+   on. Debit limits are decided item by item, in request order, counting the earlier items
+   of the batch in DURATION windows (``debit_decision(already=...)``): what sending the items
+   one request at a time would decide. An item over a limit is held, alone in its own
+   transaction, PENDING_APPROVAL; it holds nothing else back.
+2. network phase — items are packed greedily into one transaction while the message fits
+   the network's 1,232 bytes (measured by compiling it, with the tenant's lookup tables for
+   V0): a signer's items together, and items the service signs with up to 3 other payers'
+   (``MAX_SIGNERS_PER_TRANSACTION``); items signed elsewhere only with their own signer's.
+   A pack the node refuses in
+   simulation (one item short of funds...) is built again item by item, so the refusal
+   lands on the item that causes it. Items that create their destination go alone (each
+   drafts records and a rent funding of its own).
+3. one write phase — the batch, its items and every transaction, with the debited owners
+   and source positions locked first (pk order, the house order) and each pack re-checked
+   under the locks in a savepoint of its own: a pack that no longer passes (a position
+   frozen meanwhile, a limit crossed by a concurrent request) is not recorded; its items
+   are built again alone by the worker (``batch_retry``), so the one at fault fails alone.
+
+After the commit the pump sends each transaction as it sends any other. A packed
+transaction that fails on chain applies none of its instructions (a transaction is
+atomic): its items are marked RETRY_DUE in the same database transaction that records the
+failure (the failure handler below) and ``batch_retry`` builds each again alone, so one bad
+item cannot sink its neighbours and the one that fails says why. Nothing is ever sent twice:
+a retry builds a new message only for items whose transaction failed on chain, under the
+item row's lock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from collections import defaultdict
+from dataclasses import dataclass, field as dc_field
+from typing import Callable
+
+from django.db import IntegrityError
+from django.db import transaction as db_transaction
+from solders.address_lookup_table_account import AddressLookupTableAccount
+from solders.hash import Hash
+from solders.keypair import Keypair
+from solders.message import Message, MessageV0, to_bytes_versioned
+from solders.instruction import AccountMeta, Instruction
+
+from accounts.locks import lock_visible_account
+from accounts.lookup import OffPlatform
+from accounts.services import funding_effects
+from accounts.signers import transaction_config
+from ledger_project.api.envelope import validated
+from ledger_project.api.errors import LedgerError, ValidationFailed
+from ledger_project.api.idempotency import write_phase
+from transactions import fee_payers
+from transactions.chain.builder import MAX_TRANSACTION_SIZE
+from transactions.chain.errors import TransactionTooLarge
+from transactions.effects import ConfirmationFacts, effect_handler, failure_handler
+from transactions.lookup_tables.compression import tenant_tables
+from transactions.models import MessageLifetime, Transaction, TransactionStatus
+from transactions.services import transaction_record
+
+from . import movement
+from .effects import positions_created, positions_not_created
+from .limits import TOKEN, Decision, debit_decision
+from .locks import lock_positions
+from .lookup import resolution_memo
+from .models import Batch, BatchItem, BatchItemStatus, BatchKind, Position
+from .services import position_link_creation, position_save_new
+
+logger = logging.getLogger("ledger.positions")
+
+#: The operation of every transaction a batch records, packed or alone: its effects list
+#: each item (``effects.batch.items``, in the order of ``effects.movement.legs``).
+OPERATION = "positions.transfer_batch"
+#: Items in one transaction at most, whatever the size: every transfer adds writable
+#: accounts, and the runtime locks at most 64 accounts per transaction.
+MAX_ITEMS_PER_TRANSACTION = 24
+#: Debiting authorities in one transaction at most (besides the fee payer): a payroll's
+#: many payers share transactions, and a failure sends fewer neighbours to a retry.
+MAX_SIGNERS_PER_TRANSACTION = 4
+
+
+@dataclass
+class _Item:
+    index: int
+    data: dict
+    plan: movement._Plan | None = None
+    held: bool = False
+    errors: list | None = None
+    http_status: int | None = None
+
+    @property
+    def field(self) -> str:
+        return f"itemData.items[{self.index}]"
+
+    @property
+    def leg(self) -> movement.Leg:
+        return self.plan.legs[0]
+
+    @property
+    def creates(self) -> bool:
+        return any(p.draft is not None or p.create for p in self.plan.parties.values())
+
+    def reject(self, exc: LedgerError) -> None:
+        self.errors, self.http_status = exc.as_errors(), exc.status_code
+
+
+@dataclass
+class _Pack:
+    items: list[_Item]
+    held: bool = False
+    plan: movement._Plan | None = None
+    prepared: object | None = None
+    funding: object | None = None
+
+    def merged_plan(self) -> movement._Plan:
+        parties: dict = {}
+        for item in self.items:
+            parties.update(item.plan.parties)
+        return movement._Plan(movement.TRANSFER, [item.leg for item in self.items], parties)
+
+
+@dataclass
+class _Context:
+    tenant: object
+    cluster: str
+    api_key: object
+    svm_config: dict | None
+    running: dict = dc_field(default_factory=lambda: defaultdict(int))
+    memo: dict = dc_field(default_factory=dict)  # validated item parts (``validated_item``)
+
+
+# --- read phase ---------------------------------------------------------------------------
+
+
+def _debit(ctx: _Context, leg: movement.Leg, field: str, *, owner=None, position=None, running: dict) -> Decision:
+    """The item's debit decision, counting ``running`` (base units decided before it in
+    this batch, by debited owner, instrument and destination type) in DURATION windows."""
+    position = position or leg.source.position
+    owner = owner or position.owner
+    destination = leg.destination.position if leg.destination.position is not None else OffPlatform(leg.destination.owner_address)
+    key = (owner.pk, leg.instrument.address)
+    decision = debit_decision(
+        tenant=ctx.tenant, api_key=ctx.api_key, kind=TOKEN, source=owner, position=position, amount=leg.amount, destination=destination,
+        field=f"{field}.source", already=lambda target: running[(key, target)],
+    )
+    for entry in decision.debits:
+        running[(key, entry["destinationType"])] += int(entry["amount"])
+    return decision
+
+
+def validated_item(item: _Item, memo: dict, serializer_class) -> dict:
+    """The item's body, validated as ``serializer_class`` (the single operation's itemData);
+    a 400 naming the item's own fields otherwise. Its parts (source, destination, value,
+    authority) repeat across a batch's items: each distinct one is validated once
+    (``memo``), and an item with a part that does not validate goes through the serializer
+    whole, for the errors a single request would answer."""
+    if not isinstance(item.data, dict):
+        raise LedgerError("Each item is an object shaped like the single operation's itemData.", field=item.field, code="INVALID")
+    fields = memo.get(serializer_class)
+    if fields is None:
+        fields = memo[serializer_class] = {name: (type(f), f.required) for name, f in serializer_class().fields.items()}
+    out: dict | None = {}
+    if {name for name, (_, required) in fields.items() if required} <= set(item.data) <= set(fields):
+        for name, value in item.data.items():
+            if value is None and not fields[name][1]:
+                out[name] = None
+                continue
+            key = (serializer_class, name, json.dumps(value, sort_keys=True, default=str))
+            if key not in memo:
+                serializer = fields[name][0](data=value)
+                memo[key] = serializer.validated_data if serializer.is_valid() else None
+            if memo[key] is None:
+                out = None
+                break
+            out[name] = memo[key]
+        if out is not None:
+            return out
+    try:
+        return validated(serializer_class, item.data)
+    except ValidationFailed as exc:
+        raise ValidationFailed([{**e, "field": f"{item.field}.{e['field']}" if e.get("field") else item.field} for e in exc.as_errors()]) from None
+
+
+def _read(ctx: _Context, item: _Item) -> None:
+    try:
+        from .serializers import TransferItem
+
+        data = validated_item(item, ctx.memo, TransferItem)
+        plan = movement._Plan(movement.TRANSFER, [])
+        plan.legs.append(movement._transfer_leg(plan, ctx.tenant, ctx.cluster, data, item.field))
+        item.plan = plan
+        item.held = _debit(ctx, item.leg, item.field, running=ctx.running).needs_approval
+    except LedgerError as exc:
+        if exc.status_code >= 500:  # the service's trouble (a node down), not the item's: the request fails, the client retries
+            raise
+        item.plan = None
+        item.reject(exc)
+
+
+# --- network phase: packing and building ------------------------------------------------------
+
+
+def _message_size(instructions: list[Instruction], payer, tables: list, version: str) -> int:
+    if version == "LEGACY":
+        message = Message.new_with_blockhash(instructions, payer, Hash.default())
+        raw = bytes(message)
+    else:
+        message = MessageV0.try_compile(payer, instructions, tables, Hash.default())
+        raw = to_bytes_versioned(message)
+    return 1 + 64 * message.header.num_required_signatures + len(raw)
+
+
+def _pack(ctx: _Context, items: list[_Item]) -> list[_Pack]:
+    """Solo packs for held items and items that create their destination; the others
+    grouped by signer and packed greedily while the compiled message fits."""
+    config = transaction_config(ctx.tenant, ctx.cluster, ctx.svm_config)
+    payer = (config.fee_payer or fee_payers.platform_fee_payer(ctx.cluster)).pubkey
+    tables = [] if config.version == "LEGACY" else [AddressLookupTableAccount(c.address, sorted(c.addresses, key=bytes)) for c in tenant_tables(ctx.tenant, ctx.cluster)]
+    # What the builder adds besides the movements: compute-budget instructions, a nonce advance.
+    margin = (80 if config.compute is not None else 0) + (180 if config.lifetime == MessageLifetime.DURABLE_NONCE else 0)
+    reference = AccountMeta(Keypair().pubkey(), is_signer=False, is_writable=False)
+    packs: list[_Pack] = []
+    groups: dict[tuple, list[_Item]] = defaultdict(list)
+    for item in items:
+        if item.held or item.creates:
+            packs.append(_Pack([item], held=item.held))
+        elif item.leg.authority.signs_here:
+            # Signed here: any of them may share a transaction (each extra signer costs its
+            # signature and key), a signer's items kept together so they share its keys.
+            groups[("here",)].append(item)
+        else:
+            # Signed elsewhere (PARTIALLY_SIGNED): only with that signer's other items, so one
+            # outside signature completes the transaction.
+            groups[("elsewhere", str(item.leg.authority.pubkey))].append(item)
+    for key, group in groups.items():
+        if key == ("here",):
+            first_seen: dict[str, int] = {}
+            for item in group:
+                first_seen.setdefault(str(item.leg.authority.pubkey), len(first_seen))
+            group = sorted(group, key=lambda item: first_seen[str(item.leg.authority.pubkey)])
+        current: list[_Item] = []
+        instructions: list[Instruction] = []
+        for item in group:
+            instruction = movement._movement_instruction(item.leg, ctx.cluster)
+            if not instructions:
+                instruction = Instruction(instruction.program_id, instruction.data, [*instruction.accounts, reference])
+            candidate = [*instructions, instruction]
+            signers = {str(i.leg.authority.pubkey) for i in current} | {str(item.leg.authority.pubkey)}
+            fits = (len(candidate) <= MAX_ITEMS_PER_TRANSACTION and len(signers) <= MAX_SIGNERS_PER_TRANSACTION
+                    and _message_size(candidate, payer, tables, config.version) + margin <= MAX_TRANSACTION_SIZE)
+            if current and not fits:
+                packs.append(_Pack(current))
+                instruction = movement._movement_instruction(item.leg, ctx.cluster)
+                current, instructions = [], [Instruction(instruction.program_id, instruction.data, [*instruction.accounts, reference])]
+            else:
+                instructions = candidate
+            current.append(item)
+        if current:
+            packs.append(_Pack(current))
+    return packs
+
+
+def _build(ctx: _Context, pack: _Pack) -> list[_Pack]:
+    """Build ``pack``; the packs built (itself, or its items split when it did not build)."""
+    pack.plan = pack.merged_plan()
+    try:
+        pack.prepared, pack.funding = movement._build(pack.plan, tenant=ctx.tenant, cluster=ctx.cluster, api_key=ctx.api_key, svm_config=ctx.svm_config, operation=OPERATION)
+        return [pack]
+    except LedgerError as exc:
+        if exc.status_code >= 500:
+            raise
+        if len(pack.items) == 1:
+            pack.items[0].reject(exc)
+            return []
+        if isinstance(exc, TransactionTooLarge):  # the estimate missed (tables the builder did not choose)
+            half = len(pack.items) // 2
+            parts = [pack.items[:half], pack.items[half:]]
+        else:  # one item's fault, most likely: each alone, so only that one fails
+            parts = [[item] for item in pack.items]
+        return [built for part in parts for built in _build(ctx, _Pack(part))]
+
+
+# --- write phase --------------------------------------------------------------------------------
+
+
+def _recheck(pack: _Pack, sources: dict[int, Position], destinations: dict[int, Position], instruments: dict) -> None:
+    for leg in pack.plan.legs:
+        movement.live_position(sources[leg.source.position.pk], f"{leg.field}.source", "send")
+        receiving = leg.destination.position
+        if receiving is not None and leg.destination.draft is None and receiving.pk in destinations:
+            movement.live_position(destinations[receiving.pk], f"{leg.field}.destination", "receive")
+        movement.movable_instrument(instruments.get(leg.instrument.pk, leg.instrument), leg.field)
+
+
+class _Requeue(Exception):
+    """A pack whose items must be built again alone."""
+
+
+def _record_pack(ctx: _Context, batch: Batch, pack: _Pack, *, sources, owners, destinations, instruments) -> Transaction:
+    _recheck(pack, sources, destinations, instruments)
+    running: dict = defaultdict(int)  # earlier packs are recorded already: debited_within counts them
+    decisions = []
+    for leg in pack.plan.legs:
+        position = sources[leg.source.position.pk]
+        position.instrument = instruments.get(position.instrument_id, leg.instrument)
+        owner = owners.get(position.owner_id) or leg.source.position.owner
+        decisions.append(_debit(ctx, leg, leg.field, owner=owner, position=position, running=running))
+    decision = Decision.merge(*decisions)
+    if decision.needs_approval and len(pack.items) > 1:
+        raise _Requeue  # a concurrent debit moved a packed item over its limit: alone, it is held
+    funded = funding_effects(pack.funding, tenant=ctx.tenant, api_key=ctx.api_key)
+    drafted = [p for p in pack.plan.parties.values() if p.draft is not None]
+    for party in drafted:
+        position_save_new(*party.draft, field=movement._party_field(pack.plan, party))
+    effects = {**movement._effects(pack.plan, funded, decision), "batch": {"offchainId": str(batch.offchain_id), "items": [item.index for item in pack.items]}}
+    tx = transaction_record(pack.prepared, effects_data=effects, api_key=ctx.api_key, hold_for_approval=decision.needs_approval, hold_reason=decision.reason)
+    for party in drafted:
+        if party.create:
+            position_link_creation(*party.draft, tx)
+    return tx
+
+
+def _savepoint_if_needed(pack: _Pack):
+    """A savepoint for a pack whose recording writes before it may still fail (drafted
+    positions, a funding, a nonce lease bound after the row): it must leave no rows. A
+    plain pack's checks all come before its one write (two statements a pack saved,
+    80 packs a batch); the write itself fails only on a duplicate message, which its
+    reference key rules out — and then the whole request fails, and is retried, as a
+    single transfer would."""
+    if pack.funding is not None or pack.prepared.nonce_row is not None or any(p.draft is not None for p in pack.plan.parties.values()):
+        return db_transaction.atomic()
+    return contextlib.nullcontext()
+
+
+def _write(ctx: _Context, batch: Batch, packs: list[_Pack]) -> dict[int, tuple[str, Transaction | None]]:
+    """Record every pack (in the caller's write phase); item index → (status, transaction)."""
+    outcome: dict[int, tuple[str, Transaction | None]] = {}
+    if not packs:
+        return outcome
+    everything = movement._Plan(movement.TRANSFER, [leg for pack in packs for leg in pack.plan.legs])
+    reread, fresh = movement._reread(everything, ctx.tenant)
+    destinations = {p.pk: p for p in reread}
+    # The house order: the debited owners and funders (accounts), then the source positions.
+    owner_pks = {leg.source.position.owner_id for leg in everything.legs}
+    owner_pks |= {pack.funding.funder.pk for pack in packs if pack.funding is not None and pack.funding.funder is not None}
+    owners = {pk: lock_visible_account(pk, tenant=ctx.tenant) for pk in sorted(owner_pks)}
+    sources = lock_positions(*{leg.source.position.pk for leg in everything.legs}, tenant=ctx.tenant)
+    for pack in packs:
+        try:
+            with _savepoint_if_needed(pack):
+                tx = _record_pack(ctx, batch, pack, sources=sources, owners=owners, destinations=destinations, instruments=fresh)
+        except (LedgerError, _Requeue, IntegrityError) as exc:
+            if isinstance(exc, LedgerError) and exc.status_code >= 500:
+                raise
+            pack.prepared.release()
+            if len(pack.items) == 1 and isinstance(exc, LedgerError):
+                pack.items[0].reject(exc)
+                outcome[pack.items[0].index] = (BatchItemStatus.REJECTED, None)
+            else:
+                for item in pack.items:
+                    outcome[item.index] = (BatchItemStatus.RETRY_DUE, None)
+            continue
+        for item in pack.items:
+            outcome[item.index] = (BatchItemStatus.SENT, tx)
+        Position.objects.for_tenant(ctx.tenant).filter(pk__in=[leg.source.position.pk for leg in pack.plan.legs]).update(last_transaction=tx)
+    return outcome
+
+
+def _destination_identifiers(item: _Item) -> dict | None:
+    return item.leg.destination.identifiers if item.plan is not None else None
+
+
+@dataclass(frozen=True)
+class Kind:
+    """What differs between the kinds of batch: each phase for one kind of item."""
+
+    read: Callable  # (ctx, item): resolve and check; item.plan, item.held, or item.reject()
+    check_all: Callable | None  # (ctx, items): checks across the items (running balances), after every read
+    pack: Callable  # (ctx, items) -> packs
+    build: Callable  # (ctx, pack) -> packs built
+    write: Callable  # (ctx, batch, packs) -> {index: (status, tx)}, in the write phase
+    result: Callable  # (item) -> the item's identifiers in the answer
+
+
+def _kinds() -> dict[str, Kind]:
+    from . import batch_network
+
+    return {
+        BatchKind.TRANSFER: Kind(_read, None, _pack, _build, _write, _destination_identifiers),
+        BatchKind.NETWORK_CURRENCY_TRANSFER: batch_network.KIND,
+    }
+
+
+def transfer_batch(*, tenant, cluster: str, api_key, items: list[dict], svm_config: dict | None = None, request_id=None, kind: str = BatchKind.TRANSFER) -> Batch:
+    """A batch of ``kind`` (module docstring): every item resolved, packed, built and
+    recorded; returns the Batch, whose items say what became of each."""
+    ops = _kinds()[kind]
+    ctx = _Context(tenant, cluster, api_key, svm_config)
+    entries = [_Item(i, data) for i, data in enumerate(items)]
+    with resolution_memo():
+        for item in entries:
+            ops.read(ctx, item)
+    if ops.check_all is not None:
+        ops.check_all(ctx, [item for item in entries if item.errors is None])
+    valid = [item for item in entries if item.errors is None]
+    packs = [built for pack in (ops.pack(ctx, valid) if valid else []) for built in ops.build(ctx, pack)]
+
+    def release() -> None:
+        for pack in packs:
+            pack.prepared.release()
+
+    with write_phase(on_abort=release):
+        batch = Batch.objects.for_tenant(tenant).create(
+            tenant=tenant, cluster=cluster, kind=kind, request_id=request_id, created_by_key=api_key, item_count=len(entries), svm_config=svm_config,
+        )
+        outcome = ops.write(ctx, batch, packs)
+        rows = []
+        for item in entries:
+            status, tx = outcome.get(item.index, (BatchItemStatus.REJECTED, None))
+            rows.append(BatchItem(
+                batch=batch, index=item.index, data=item.data, status=status, transaction=tx, first_transaction=tx,
+                errors=item.errors if status == BatchItemStatus.REJECTED else None, http_status=item.http_status if status == BatchItemStatus.REJECTED else None,
+                result=ops.result(item) if status != BatchItemStatus.REJECTED else None,
+            ))
+        BatchItem.objects.bulk_create(rows)
+        if any(status == BatchItemStatus.RETRY_DUE for status, _ in outcome.values()):
+            _retry_on_commit(batch)
+    return batch
+
+
+# --- retries: items built again alone -------------------------------------------------------------
+
+
+def _retry_on_commit(batch: Batch) -> None:
+    from .tasks import batch_retry
+
+    def kick() -> None:
+        try:
+            batch_retry.delay(batch_pk=batch.pk)
+        except Exception:  # noqa: BLE001 - a broker outage: batch_retry_sweep finds it later
+            logger.warning("could not queue the retry of batch %s", batch.offchain_id, exc_info=True)
+
+    db_transaction.on_commit(kick)
+
+
+def batch_retry(*, batch_pk: int) -> int:
+    """Build every RETRY_DUE item of the batch again, alone (worker). Each commits on its
+    own, under the item row's lock: a second run finds nothing left to do. Returns how
+    many items it settled."""
+    batch = Batch.unscoped.select_related("tenant", "created_by_key").get(pk=batch_pk)
+    due = list(BatchItem.objects.filter(batch=batch, status=BatchItemStatus.RETRY_DUE).order_by("index").values_list("pk", "index", "data"))
+    ops = _kinds()[batch.kind]
+    for pk, index, data in due:
+        ctx = _Context(batch.tenant, batch.cluster, batch.created_by_key, batch.svm_config)
+        item = _Item(index, data)
+        ops.read(ctx, item)
+        if item.errors is None and ops.check_all is not None:
+            ops.check_all(ctx, [item])
+        packs = ops.build(ctx, _Pack([item], held=item.held)) if item.errors is None else []
+        with write_phase(on_abort=lambda: [p.prepared.release() for p in packs]):
+            row = BatchItem.objects.select_for_update().filter(pk=pk, status=BatchItemStatus.RETRY_DUE).first()
+            if row is None:  # another run settled it
+                for pack in packs:
+                    pack.prepared.release()
+                continue
+            outcome = ops.write(ctx, batch, packs)
+            status, tx = outcome.get(index, (BatchItemStatus.REJECTED, None))
+            if status == BatchItemStatus.RETRY_DUE:  # alone and still not recordable: say so, do not loop
+                status = BatchItemStatus.REJECTED
+                item.errors, item.http_status = [{"code": "BATCH_ITEM_NOT_RECORDED", "message": "The item could not be recorded alone; send it again.", "field": item.field}], 409
+            row.status, row.transaction = status, tx
+            row.errors, row.http_status = (item.errors, item.http_status) if status == BatchItemStatus.REJECTED else (None, None)
+            row.result = ops.result(item) if status == BatchItemStatus.SENT else row.result
+            row.save(update_fields=["status", "transaction", "errors", "http_status", "result"])
+    return len(due)
+
+
+def batch_retry_due() -> list[int]:
+    """Batches with items waiting for a retry (the sweep: a worker killed mid-retry, a
+    broker that was down when the failure was recorded)."""
+    return sorted(set(BatchItem.objects.filter(status=BatchItemStatus.RETRY_DUE).values_list("batch_id", flat=True)))
+
+
+# --- effects of the batch's transactions -----------------------------------------------------------
+
+
+def _created(tx) -> list[Position]:
+    ids = tx.effects.get("created") or []
+    return list(Position.unscoped.filter(offchain_id__in=ids)) if ids else []
+
+
+@effect_handler(OPERATION)
+def batch_transferred(tx, facts: ConfirmationFacts) -> None:
+    positions_created(tx, _created(tx))
+
+
+#: The network-currency batch's operation (positions/batch_network.py), named here too: its
+#: failures are retried the same way.
+NETWORK_CURRENCY_OPERATION = "positions.transfer_network_currency_batch"
+
+
+@failure_handler(NETWORK_CURRENCY_OPERATION)
+@failure_handler(OPERATION)
+def batch_not_transferred(tx) -> None:
+    """A packed transaction that FAILED — executed and failed on chain (undoing every
+    instruction), or refused by the first send's preflight (final: nothing else was ever
+    sent, transactions/settlement.py) — sends its items again, each alone; an expired or
+    cancelled one, or an item alone, ends as its transaction did."""
+    positions_not_created(tx, _created(tx))
+    indices = (tx.effects.get("batch") or {}).get("items") or []
+    if tx.status == TransactionStatus.FAILED and len(indices) > 1:
+        rows = BatchItem.objects.filter(transaction=tx, status=BatchItemStatus.SENT)
+        batch_ids = set(rows.values_list("batch_id", flat=True))
+        rows.update(status=BatchItemStatus.RETRY_DUE, transaction=None)
+        for batch in Batch.unscoped.filter(pk__in=batch_ids):
+            _retry_on_commit(batch)
+
+
+# --- reading a batch ----------------------------------------------------------------------------------
+
+RETRYING = "RETRYING"
+
+
+def batch_get(*, tenant, cluster: str, offchain_id) -> Batch:
+    """The tenant's batch; another organization's answers like a missing one (404)."""
+    from ledger_project.api.errors import NotFoundError
+
+    batch = Batch.objects.for_tenant(tenant).filter(cluster=cluster, offchain_id=offchain_id).first()
+    if batch is None:
+        raise NotFoundError("No batch with this offchainId.", field="itemData.batch.offchainId", code="BATCH_NOT_FOUND")
+    return batch
+
+
+_ITEM_FIELDS = (
+    "index", "status", "http_status", "errors", "result", "transaction__offchain_id", "transaction__onchain_id", "transaction__status",
+    "transaction__approval_required", "transaction__error_message", "first_transaction__offchain_id", "transaction_id", "first_transaction_id",
+)
+
+
+def batch_render(batch: Batch) -> dict:
+    """BatchOutput: the batch, its items by index (one query) and their counts by status."""
+    from ledger_project.timestamps import timestamp_text
+
+    counts: dict[str, int] = defaultdict(int)
+    items = []
+    for row in BatchItem.objects.filter(batch=batch).order_by("index").values_list(*_ITEM_FIELDS):
+        index, status, http_status, errors, result, tx_id, signature, tx_status, held, error_message, first_id, tx_pk, first_pk = row
+        shown = {BatchItemStatus.REJECTED: "REJECTED", BatchItemStatus.RETRY_DUE: RETRYING}.get(status, tx_status)
+        counts[shown] += 1
+        items.append({
+            "index": index, "status": shown, "httpStatus": http_status, "errors": errors, "destination": result,
+            # A held transaction's signature stays undisclosed until approved (positions/limits.py).
+            "svmTransaction": {"onchainId": None if held else signature, "offchainId": str(tx_id), "status": tx_status, "errorMessage": error_message or ""} if tx_id else None,
+            "firstTransaction": str(first_id) if first_id and first_pk != tx_pk else None,
+        })
+    return {"batch": {
+        "offchainId": str(batch.offchain_id), "kind": batch.kind, "itemCount": batch.item_count, "createdAt": timestamp_text(batch.created_at),
+        "counts": dict(sorted(counts.items())), "items": items,
+    }}

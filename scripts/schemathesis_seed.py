@@ -255,6 +255,11 @@ def platform_addresses(*, url: str, secret: str, records: dict) -> dict:
     """The platform's public addresses a tenant can learn (docs/custody.md, "Platform keys"):
     the fee payer names itself in Fetch Transaction Details. The run seeds them into
     generated bodies; no answer may then carry a platform signature over them."""
-    details = Api(url, secret).call("POST", "transactions/single", {"itemData": {"transaction": {"offchainId": records["transaction"]["offchainId"]}}})
-    return {"feePayer": details["feePayer"]}
+    # The seeded mint named no feePayer: the platform's paid its fee (every other seed
+    # transaction names the funder).
+    query = {"limit": 1, "filter": [{"fieldName": "operation", "operator": "AND", "filterValues": [{"dataType": "TEXT", "filterType": "EQUALS", "valueString": "positions.mint"}]}]}
+    minted = Api(url, secret).call("POST", "transactions/bulk/detailed", {"itemQuery": query})["items"][0]
+    if minted["feePayer"] == records["funder"]["onchainId"]:
+        raise SeedError("the seeded mint was paid by the funder: no platform fee payer to seed")
+    return {"feePayer": minted["feePayer"]}
 

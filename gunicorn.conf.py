@@ -25,6 +25,9 @@ worker_class = "gthread"
 keepalive = 30
 max_requests = 20000
 max_requests_jitter = 2000
+# SIGTERM: workers get this long to finish the requests they hold, so the API is gone within
+# the 10 s every process of the service has to stop in (docs/operations.md, "Stopping").
+graceful_timeout = int(os.environ.get("GUNICORN_GRACEFUL_TIMEOUT", 5))
 
 # The control socket (gunicornc) belongs to this instance, under its var dir as the database
 # and broker of `make run` are: gunicorn's default is one per user ($XDG_RUNTIME_DIR or

@@ -29,7 +29,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -59,7 +59,6 @@ class Child:
     backoff: float = FIRST_BACKOFF
     restart_at: float | None = None
     restarts: int = 0
-    ready: "callable | None" = field(default=None, repr=False)
 
     def start(self, env: dict[str, str]) -> None:
         out = open(self.log_path, "ab") if self.log_path else None

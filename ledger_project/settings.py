@@ -348,7 +348,7 @@ LEDGER_PUMP_IDLE_SECONDS = env.float("LEDGER_PUMP_IDLE_SECONDS", default=3.0)  #
 LEDGER_PUMP_RUN_SECONDS = env.float("LEDGER_PUMP_RUN_SECONDS", default=20.0)  # one task's run; then it hands over to a fresh task
 # A worker's warm shutdown (SIGTERM, Ctrl-C) ends within this: the loops stop at their next
 # safe point, and what still runs then is cut off (ledger_project/shutdown.py).
-LEDGER_WORKER_STOP_SECONDS = env.float("LEDGER_WORKER_STOP_SECONDS", default=6.0)
+LEDGER_WORKER_STOP_SECONDS = env.float("LEDGER_WORKER_STOP_SECONDS", default=5.0)
 LEDGER_PUMP_REBROADCAST_SECONDS = env.float("LEDGER_PUMP_REBROADCAST_SECONDS", default=2.0)  # not found this long after a send: send the same bytes again
 LEDGER_PUMP_RECHECK_CONFIRMED_SECONDS = env.float("LEDGER_PUMP_RECHECK_CONFIRMED_SECONDS", default=2.0)  # CONFIRMED, waiting for finalization
 # RECENT_BLOCKHASH transactions reuse a blockhash this process fetched at most this many

@@ -82,4 +82,4 @@ def test_worker_stops_within_10_s_of_sigterm_with_its_loops_running(order, tmp_p
                 times.append(took)
             finally:
                 worker.kill()
-    print(f"{order}: {TRIALS} trial(s), stopped in {min(times):.1f}-{max(times):.1f} s")
+    print(f"{order}: {TRIALS} trial(s), stopped in {min(times):.1f}-{max(times):.1f} s: {' '.join(f'{t:.1f}' for t in times)}")

@@ -33,10 +33,11 @@ promtool:
 migrate: venv
 	$(BIN)/python manage.py migrate --noinput -v0
 
-# Local SVM node on :8899, a Celery worker (+ beat), and the API on :$(PORT).
+# Local SVM node on :8899, a Celery worker (+ beat), and the API on :$(PORT), kept up: a part
+# that dies is restarted; Ctrl-C or SIGTERM stops everything (docs/operations.md).
 run: migrate
 	$(BIN)/python manage.py collectstatic --noinput -v0
-	PORT=$(PORT) bash scripts/run-embedded.sh
+	PORT=$(PORT) $(BIN)/python scripts/run_embedded.py
 
 # The whole suite, in parallel. DATABASE_URL / REDIS_URL choose PostgreSQL and Redis
 # (.ci/run sets both); without them it runs on the embedded defaults.

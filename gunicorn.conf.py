@@ -15,6 +15,7 @@ import json
 import multiprocessing
 import os
 import uuid
+from pathlib import Path
 
 import gunicorn.util
 
@@ -24,6 +25,17 @@ worker_class = "gthread"
 keepalive = 30
 max_requests = 20000
 max_requests_jitter = 2000
+# SIGTERM: workers get this long to finish the requests they hold, so the API is gone within
+# the 10 s every process of the service has to stop in (docs/operations.md, "Stopping").
+graceful_timeout = int(os.environ.get("GUNICORN_GRACEFUL_TIMEOUT", 5))
+
+# The control socket (gunicornc) belongs to this instance, under its var dir as the database
+# and broker of `make run` are: gunicorn's default is one per user ($XDG_RUNTIME_DIR or
+# ~/.gunicorn/gunicorn.ctl), so a second copy on the host replaced the first's socket and
+# deleted it on stopping. A path longer than a Unix socket's limit (108 bytes) turns it off.
+_var_dir = Path(os.environ.get("LEDGER_VAR_DIR") or Path(__file__).resolve().parent / "var")
+control_socket = os.environ.get("GUNICORN_CONTROL_SOCKET") or str(_var_dir / "gunicorn.ctl")
+control_socket_disable = len(os.fsencode(control_socket)) >= 104
 
 # The API carries its data in JSON bodies (limited by LEDGER_MAX_BODY_BYTES); URLs and
 # headers stay small. 8190 is gunicorn's largest request line.

@@ -232,7 +232,7 @@ def run_setup(setup: str, raw: float) -> None:
             manage(env, "migrate", "--noinput", "-v0")
             manage(env, "create_tenant", "--external-id", "BENCH", "--name", "Bench")
             key = json.loads(manage(env, "create_api_key", "--org", "BENCH", "--rate-limit", "0"))["secret"]
-            # As make run starts it (scripts/run-embedded.sh): one worker, beat, concurrency 2.
+            # As make run starts it (scripts/run_embedded.py): one worker, beat, concurrency 2.
             worker_out = open(WORKER_LOG, "ab") if WORKER_LOG else subprocess.DEVNULL
             worker_env = {**env, "LOG_LEVEL": "DEBUG"} if WORKER_LOG else env
             procs.append(subprocess.Popen([sys.executable, "-m", "celery", "-A", "ledger_project", "worker", "--beat", "--schedule", str(Path(tmp) / "beat"), "--concurrency", "2", "--loglevel", "INFO" if WORKER_LOG else "WARNING"],

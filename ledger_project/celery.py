@@ -25,3 +25,10 @@ from celery import signals  # noqa: E402
 
 signals.after_setup_logger.connect(_redact_urls_on_handlers, weak=False)
 signals.after_setup_task_logger.connect(_redact_urls_on_handlers, weak=False)
+
+# SIGTERM stops the pump and delivery loops at their next safe point, in whichever process
+# gets it (ledger_project/shutdown.py, docs/operations.md "Stopping").
+from ledger_project import shutdown  # noqa: E402
+
+signals.worker_process_init.connect(shutdown.on_pool_child_start, weak=False)
+signals.worker_shutting_down.connect(shutdown.on_worker_shutting_down, weak=False)

@@ -8,8 +8,10 @@ cluster URLs; see docs/configuration.md.
 
 from __future__ import annotations
 
+import base64
 import os
 import secrets
+import tempfile
 from pathlib import Path
 
 import environ
@@ -31,7 +33,7 @@ from ledger_project.metrics.multiproc import directory_setup as _metrics_directo
 PROMETHEUS_MULTIPROC_DIR = _metrics_directory_setup(VAR_DIR)
 
 
-# Embedded development mode (LEDGER_EMBEDDED=1: `make run`, scripts/run-embedded.sh, the
+# Embedded development mode (LEDGER_EMBEDDED=1: `make run`, scripts/run_embedded.py, the
 # test harness) may make up missing secrets on first use; any other start must be given
 # them, so a production process never invents a key next to its database and loses it.
 LEDGER_EMBEDDED = env.bool("LEDGER_EMBEDDED", default=False)
@@ -49,6 +51,26 @@ def _secret_from_file(path: Path, setting: str, nbytes: int = 32) -> str:
         with os.fdopen(fd, "w") as fh:
             fh.write(secrets.token_urlsafe(nbytes))
     return path.read_text().strip()
+
+
+def _create_private_file(path: Path, content: str) -> None:
+    """Write a 0600 file that must not exist yet: written aside, then linked into place, so
+    two processes starting at once never see half a file or replace the other's key (the
+    second one's link fails and it uses the first one's)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    try:
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(content)
+            fh.flush()
+            os.fsync(fh.fileno())
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass
+    finally:
+        os.unlink(tmp)
 
 
 SECRET_KEY = env("DJANGO_SECRET_KEY", default=None) or _secret_from_file(VAR_DIR / "django_secret_key", "DJANGO_SECRET_KEY")
@@ -338,6 +360,9 @@ LEDGER_RPC_BATCH_SIZE = env.int("LEDGER_RPC_BATCH_SIZE", default=100)
 LEDGER_PUMP_LEASE_SECONDS = env.float("LEDGER_PUMP_LEASE_SECONDS", default=5.0)
 LEDGER_PUMP_IDLE_SECONDS = env.float("LEDGER_PUMP_IDLE_SECONDS", default=3.0)  # nothing in flight this long: the pump stops
 LEDGER_PUMP_RUN_SECONDS = env.float("LEDGER_PUMP_RUN_SECONDS", default=20.0)  # one task's run; then it hands over to a fresh task
+# A worker's warm shutdown (SIGTERM, Ctrl-C) ends within this: the loops stop at their next
+# safe point, and what still runs then is cut off (ledger_project/shutdown.py).
+LEDGER_WORKER_STOP_SECONDS = env.float("LEDGER_WORKER_STOP_SECONDS", default=5.0)
 LEDGER_PUMP_REBROADCAST_SECONDS = env.float("LEDGER_PUMP_REBROADCAST_SECONDS", default=2.0)  # not found this long after a send: send the same bytes again
 LEDGER_PUMP_RECHECK_CONFIRMED_SECONDS = env.float("LEDGER_PUMP_RECHECK_CONFIRMED_SECONDS", default=2.0)  # CONFIRMED, waiting for finalization
 # RECENT_BLOCKHASH transactions reuse a blockhash this process fetched at most this many
@@ -389,11 +414,16 @@ LEDGER_LANDING_SCAN_PER_RUN = env.int("LEDGER_LANDING_SCAN_PER_RUN", default=200
 
 # --- Key custody ----------------------------------------------------------------------
 # The master key comes from LEDGER_MASTER_KEY or from an existing key file. Only the
-# embedded development mode may generate the file on first use; any other start without a
+# embedded development mode may generate the file (when a process starts); any other start without a
 # key fails here, before a key could be made up next to the database and lost with it
 # (docs/custody.md).
 LEDGER_MASTER_KEY = env("LEDGER_MASTER_KEY", default="")
 LEDGER_MASTER_KEY_FILE = Path(env("LEDGER_MASTER_KEY_FILE", default=str(VAR_DIR / "master.key")))
+if not LEDGER_MASTER_KEY.strip(",") and LEDGER_EMBEDDED and not LEDGER_MASTER_KEY_FILE.exists():
+    # Embedded mode makes the key file when a process starts, not when a first key is
+    # sealed: `make run`'s first command (migrate) leaves it under var/, so the README's
+    # `manage.py create_api_key` from another terminal (not in embedded mode) finds it.
+    _create_private_file(LEDGER_MASTER_KEY_FILE, base64.urlsafe_b64encode(secrets.token_bytes(32)).decode() + "\n")
 if not LEDGER_MASTER_KEY.strip(",") and not LEDGER_EMBEDDED and not LEDGER_MASTER_KEY_FILE.is_file():
     from django.core.exceptions import ImproperlyConfigured
 

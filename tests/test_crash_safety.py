@@ -1,7 +1,7 @@
 """Crash safety (issue 11): 1,000 chain-changing operations through the HTTP API while the
 worker, then the local node, then the web tier are killed with SIGKILL and restarted.
 
-The stack runs as `make run` starts it (scripts/run-embedded.sh), each piece its own OS
+The stack runs as `make run` starts it (scripts/run_embedded.py), each piece its own OS
 process on the test database (SQLite or PostgreSQL, whichever pytest-django made) and the
 test's broker (the filesystem one or Redis): a local node on a data directory of its own,
 restarted on the same data after its kill; a Celery worker with beat on a queue of its

@@ -48,3 +48,18 @@ def test_a_given_key_or_an_existing_key_file_or_embedded_mode_starts(tmp_path):
     key_file.write_text(key + "\n")
     assert _start(tmp_path, LEDGER_MASTER_KEY_FILE=str(key_file), DJANGO_SECRET_KEY="s" * 50).stdout.strip() == "ok False"
     assert _start(tmp_path, LEDGER_EMBEDDED="1").stdout.strip() == "ok True"
+
+
+def test_an_embedded_start_makes_the_key_file_so_commands_outside_embedded_mode_find_it(tmp_path):
+    """README, "Getting an API key": after `make run` started (its first command is an
+    embedded `manage.py migrate`), `manage.py create_api_key` from another terminal, not in
+    embedded mode, starts: the key file was made when the embedded process started, not
+    when something first sealed a key."""
+    assert _start(tmp_path, LEDGER_EMBEDDED="1").stdout.strip() == "ok True"
+    key_file = tmp_path / "var" / "master.key"
+    assert key_file.is_file() and key_file.stat().st_mode & 0o777 == 0o600
+    key = key_file.read_text()
+    assert len(base64.urlsafe_b64decode(key.strip())) == 32
+    second_terminal = _start(tmp_path)
+    assert second_terminal.stdout.strip() == "ok False", second_terminal.stderr[-2000:]
+    assert _start(tmp_path, LEDGER_EMBEDDED="1").stdout.strip() == "ok True" and key_file.read_text() == key  # never made twice

@@ -47,13 +47,17 @@ def service_env(queue: str, extra_env: dict[str, str] | None = None) -> dict[str
 
 class WorkerProcess(ChildProcess):
     """``celery worker`` on ``queue``; with ``beat_schedule`` it also runs beat (as `make
-    run` does), keeping its schedule in that file."""
+    run` does), keeping its schedule in that file. ``pool``/``concurrency``: the threads
+    pool by default; `make run`'s worker is ``pool="prefork", concurrency=3``."""
 
     #: Every worker this test process made (to pause the others: ``paused_workers``).
     made: "weakref.WeakSet[WorkerProcess]" = weakref.WeakSet()
 
-    def __init__(self, queue: str, extra_env: dict[str, str] | None = None, *, beat_schedule: Path | None = None, log_path: Path | None = None):
+    def __init__(self, queue: str, extra_env: dict[str, str] | None = None, *, beat_schedule: Path | None = None, log_path: Path | None = None,
+                 pool: str = "threads", concurrency: int = 4):
         WorkerProcess.made.add(self)
+        self.pool = pool
+        self.concurrency = concurrency
         self.queue = queue
         self.extra_env = extra_env or {}
         self.beat_schedule = beat_schedule
@@ -64,7 +68,7 @@ class WorkerProcess(ChildProcess):
         beat = ["--beat", "--schedule", str(self.beat_schedule)] if self.beat_schedule else []
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "celery", "-A", "ledger_project", "worker", "-Q", self.queue, "--pool", "threads", "--concurrency", "4",
+                [sys.executable, "-m", "celery", "-A", "ledger_project", "worker", "-Q", self.queue, "--pool", self.pool, "--concurrency", str(self.concurrency),
                  "--without-gossip", "--without-mingle", "--without-heartbeat", "-n", f"{self.queue}@%h", "--loglevel", "INFO", *beat],
                 cwd=ROOT, env=service_env(self.queue, self.extra_env), stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
             )
@@ -109,6 +113,37 @@ class WebProcess(ChildProcess):
             if time.monotonic() > deadline:
                 raise RuntimeError(f"gunicorn did not answer within {timeout}s; see {self.log_path}")
             time.sleep(0.1)
+
+
+def group_alive(pgid: int) -> list[int]:
+    """Processes of process group ``pgid`` that are still running (zombies waiting for their
+    parent to collect them are not)."""
+    alive = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            alive.append(int(entry.name))
+    return alive
+
+
+def children_of(pid: int) -> list[int]:
+    """Direct children of ``pid``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z":
+            found.append(int(entry.name))
+    return found
 
 
 def route_tasks_to(queue: str) -> None:

@@ -44,6 +44,7 @@ from django.db.models import Exists, F, OuterRef
 from django.utils import timezone
 
 from ledger_project.logging import redact_urls
+from ledger_project.shutdown import stopping
 from tenancy.scoping import worker_only
 
 from . import webhooks
@@ -443,18 +444,36 @@ def _send_claimed(event: WebhookEvent, claimed: float) -> Outcome | None:
     """``send`` within what is left of the event's claim (a second ahead of its lapse), so
     an attempt never outlives its claim and the event is never sent by two loops at once;
     one that waited in the pool's queue (slow endpoints ahead of it) until too little is
-    left is not sent: its claim lapses and it is claimed again."""
+    left is not sent: its claim lapses and it is claimed again. Nor is one still queued when
+    the worker stops (the loop gives its claim back)."""
+    if stopping():
+        return None
     not_after = claimed + settings.LEDGER_WEBHOOK_CLAIM_SECONDS - 1.0
     if not_after - time.monotonic() < 1.0:
         return None
     return send(event, not_after=not_after)
 
 
+@worker_only  # the delivery loop
+def release(events: list[WebhookEvent]) -> None:
+    """Give back the claims of events a stopping loop did not send: due again at once, with
+    no attempt recorded (rather than waiting LEDGER_WEBHOOK_CLAIM_SECONDS for the lapse)."""
+    at = now()
+    tokens: dict[str, list[int]] = defaultdict(list)
+    for event in events:
+        tokens[event.claim_token].append(event.pk)
+    for token, ids in tokens.items():
+        WebhookEvent.unscoped.filter(pk__in=ids, claim_token=token, status=DeliveryStatus.DELIVERING).update(
+            status=DeliveryStatus.PENDING, claim_token="", next_attempt_at=at, updated_at=at)
+
+
 def delivery_run(*, holder: str, run_seconds: float | None = None) -> bool:
     """Deliver while holding the ``@webhooks`` lease: claim in batches while the pool's queue
     runs low, send LEDGER_WEBHOOK_DELIVERY_THREADS at a time, record outcomes in batches;
     stop after LEDGER_WEBHOOK_IDLE_SECONDS with nothing due or ``run_seconds``
-    (LEDGER_WEBHOOK_RUN_SECONDS). Returns whether work is left for another run (looked for
+    (LEDGER_WEBHOOK_RUN_SECONDS), or when the worker stops (it claims no more, lets the sends
+    under way finish — each bounded by its webhook's timeout — and gives back the claims of
+    those not started). Returns whether work is left for another run (looked for
     after the lease is released, so a commit that saw the lease live is never missed)."""
     from .pump import lease_release, lease_take
 
@@ -464,14 +483,15 @@ def delivery_run(*, holder: str, run_seconds: float | None = None) -> bool:
     slots = max(1, settings.LEDGER_WEBHOOK_DELIVERY_THREADS)
     held = slots * _HELD
     pool = _executor()
-    in_flight: set[Future] = set()
+    in_flight: dict[Future, WebhookEvent] = {}
+    unsent: list[WebhookEvent] = []
     outcomes: list[Outcome] = []
     started = renewed = flushed = time.monotonic()
     next_claim, idle_since = 0.0, None
     try:
         while True:
             clock = time.monotonic()
-            running = clock - started < run_seconds
+            running = clock - started < run_seconds and not stopping()
             if clock - renewed >= 1.0:
                 if not lease_take(LEASE, holder):
                     logger.warning("webhook delivery lost its lease; stopping")
@@ -489,11 +509,17 @@ def delivery_run(*, holder: str, run_seconds: float | None = None) -> bool:
                     outcomes, flushed = [], time.monotonic()
                 else:
                     claimed = claim(want)
-                in_flight |= {pool.submit(_send_claimed, event, clock) for event in claimed}
+                in_flight.update({pool.submit(_send_claimed, event, clock): event for event in claimed})
                 next_claim = clock if len(claimed) == want else clock + _POLL
             if in_flight:
-                done, in_flight = wait(in_flight, timeout=0.01, return_when=FIRST_COMPLETED)
-                outcomes += [o for o in (future.result() for future in done) if o is not None]
+                done, pending = wait(in_flight, timeout=0.01, return_when=FIRST_COMPLETED)
+                for future in done:
+                    outcome = future.result()
+                    if outcome is not None:
+                        outcomes.append(outcome)
+                    elif stopping():
+                        unsent.append(in_flight[future])
+                in_flight = {future: in_flight[future] for future in pending}
             elif not running:
                 break
             else:
@@ -508,8 +534,14 @@ def delivery_run(*, holder: str, run_seconds: float | None = None) -> bool:
                 if time.monotonic() - idle_since >= settings.LEDGER_WEBHOOK_IDLE_SECONDS:
                     break
     finally:
-        outcomes += [o for o in (future.result() for future in in_flight) if o is not None]  # bounded by the webhooks' timeouts
+        for future, event in in_flight.items():  # bounded by the webhooks' timeouts
+            outcome = future.result()
+            if outcome is not None:
+                outcomes.append(outcome)
+            elif stopping():
+                unsent.append(event)
         record(outcomes)
+        release(unsent)
         lease_release(LEASE, holder)
     return delivery_needed()
 

@@ -32,6 +32,7 @@ from django.db import IntegrityError, transaction as db_transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from ledger_project.shutdown import stopping
 from tenancy.scoping import worker_only
 
 from . import settlement
@@ -109,15 +110,16 @@ def pump_pass(cluster: str, renew=lambda: True) -> tuple[int, int]:
 def pump_run(cluster: str, *, holder: str, run_seconds: float | None = None) -> bool:
     """Pump ``cluster`` while it holds the lease: passes until nothing is in flight for
     LEDGER_PUMP_IDLE_SECONDS or ``run_seconds`` (default LEDGER_PUMP_RUN_SECONDS) are
-    over. Returns whether work is left for another run (looked for after the lease is
-    released)."""
+    over, or the worker stops (between passes: a pass's effects are applied in one database
+    transaction, so the next worker's pump carries on from the rows). Returns whether work
+    is left for another run (looked for after the lease is released)."""
     run_seconds = settings.LEDGER_PUMP_RUN_SECONDS if run_seconds is None else run_seconds
     if not lease_take(cluster, holder):
         return False
     started = time.monotonic()
     idle_since: float | None = None
     try:
-        while time.monotonic() - started < run_seconds:
+        while time.monotonic() - started < run_seconds and not stopping():
             began = time.perf_counter()
             sent, in_flight = pump_pass(cluster, renew=lambda: lease_take(cluster, holder))
             if sent or in_flight:

@@ -22,6 +22,8 @@ from celery.signals import worker_ready
 from django.conf import settings
 from django.core.cache import cache
 
+from ledger_project.shutdown import stopping
+
 from . import delivery, fee_payers, network_events, pump as pumping, settlement
 from .chain.errors import ChainUnavailable
 from .models import Transaction, TransactionStatus
@@ -33,10 +35,12 @@ def pump(*, cluster: str) -> None:
         more = pumping.pump_run(cluster, holder=pumping.new_holder())
     except ChainUnavailable:
         # The cluster does not answer: nothing changed; try again shortly.
-        pump.apply_async(kwargs={"cluster": cluster}, countdown=1.0)
+        if not stopping():
+            pump.apply_async(kwargs={"cluster": cluster}, countdown=1.0)
         return
-    if more:
-        # Run over (or idle with work just committed): a fresh task carries on.
+    if more and not stopping():
+        # Run over (or idle with work just committed): a fresh task carries on. A stopping
+        # worker leaves the work to the rows: the next worker's start reconciles them.
         pump.delay(cluster=cluster)
 
 
@@ -124,7 +128,7 @@ def _reconcile_on_start(sender=None, **kwargs) -> None:
 @shared_task(name="ledger.webhooks.deliver", acks_late=True)
 def deliver_webhooks() -> None:
     """The delivery loop (transactions/delivery.py), while it holds its lease."""
-    if delivery.delivery_run(holder=pumping.new_holder()):
+    if delivery.delivery_run(holder=pumping.new_holder()) and not stopping():
         deliver_webhooks.delay()  # run over, or work committed as it stopped: a fresh task carries on
 
 

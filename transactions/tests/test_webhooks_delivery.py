@@ -399,3 +399,32 @@ def test_one_change_to_two_webhooks_of_one_receiver_is_kept_twice_by_the_documen
     advice = " ".join(Path(__file__).resolve().parents[2].joinpath("docs", "webhooks.md").read_text().split())
     assert "deduplicate on the webhook and the event: (`X-Ledger-Webhook-Id`, `id`)" in advice
     assert "(X-Ledger-Webhook-Id, id)" in PostSubmitEvent().fields["id"].help_text
+
+
+def test_a_stopping_worker_ends_the_loop_and_gives_back_the_claims_it_did_not_send(tenant, settings, monkeypatch):
+    """SIGTERM (ledger_project/shutdown.py) while events wait in the loop's send queue: the
+    send under way finishes and is recorded, the loop claims nothing more, and the waiting
+    events are due again at once, with no attempt (not held until their claim lapses)."""
+    settings.LEDGER_WEBHOOK_DELIVERY_THREADS = 1
+    monkeypatch.setattr(delivery, "_pool", None)  # one sender thread: the others wait in its queue
+    stop = []
+    monkeypatch.setattr(delivery, "stopping", lambda: bool(stop))
+    with Receiver() as receiver:
+        receiver.decide = lambda r: stop.append(1) or 200  # the signal comes during the first send
+        subscribe(tenant, receiver.url("/hook"))
+        events = emit([recorded_transaction(tenant) for _ in range(5)])
+        began = timezone.now()
+        try:
+            delivery.delivery_run(holder="test", run_seconds=60)
+        finally:
+            delivery._executor().shutdown()
+    assert len(receiver.received) == 1
+    statuses = {e.pk: (e.status, e.attempts, e.claim_token) for e in WebhookEvent.unscoped.filter(pk__in=[e.pk for e in events])}
+    delivered = [pk for pk, (status, _, _) in statuses.items() if status == DeliveryStatus.DELIVERED]
+    assert len(delivered) == 1
+    waiting = WebhookEvent.unscoped.exclude(pk__in=delivered).filter(pk__in=[e.pk for e in events])
+    assert all(e.status == DeliveryStatus.PENDING and e.attempts == 0 and e.claim_token == "" and e.next_attempt_at <= timezone.now() for e in waiting)
+    assert waiting.count() == 4 and not WebhookAttempt.objects.filter(event__in=waiting).exists()
+    from transactions.pump import lease_live
+
+    assert not lease_live(delivery.LEASE) and timezone.now() - began < timedelta(seconds=10)

@@ -41,6 +41,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field as dc_field
 from typing import Callable
 
+from django.core.serializers.json import DjangoJSONEncoder
 from django.db import IntegrityError
 from django.db import transaction as db_transaction
 from solders.address_lookup_table_account import AddressLookupTableAccount
@@ -397,6 +398,12 @@ def _kinds() -> dict[str, Kind]:
     }
 
 
+def _stored(value):
+    """``value`` as JSON can hold it: validated lookups carry UUIDs and parsed amounts are
+    Decimal; both are kept as their strings, which the API reads back the same way."""
+    return None if value is None else json.loads(json.dumps(value, cls=DjangoJSONEncoder))
+
+
 def transfer_batch(*, tenant, cluster: str, api_key, items: list[dict], svm_config: dict | None = None, request_id=None, kind: str = BatchKind.TRANSFER) -> Batch:
     """A batch of ``kind`` (module docstring): every item resolved, packed, built and
     recorded; returns the Batch, whose items say what became of each."""
@@ -417,14 +424,14 @@ def transfer_batch(*, tenant, cluster: str, api_key, items: list[dict], svm_conf
 
     with write_phase(on_abort=release):
         batch = Batch.objects.for_tenant(tenant).create(
-            tenant=tenant, cluster=cluster, kind=kind, request_id=request_id, created_by_key=api_key, item_count=len(entries), svm_config=svm_config,
+            tenant=tenant, cluster=cluster, kind=kind, request_id=request_id, created_by_key=api_key, item_count=len(entries), svm_config=_stored(svm_config),
         )
         outcome = ops.write(ctx, batch, packs)
         rows = []
         for item in entries:
             status, tx = outcome.get(item.index, (BatchItemStatus.REJECTED, None))
             rows.append(BatchItem(
-                batch=batch, index=item.index, data=item.data, status=status, transaction=tx, first_transaction=tx,
+                batch=batch, index=item.index, data=_stored(item.data), status=status, transaction=tx, first_transaction=tx,
                 errors=item.errors if status == BatchItemStatus.REJECTED else None, http_status=item.http_status if status == BatchItemStatus.REJECTED else None,
                 result=ops.result(item) if status != BatchItemStatus.REJECTED else None,
             ))

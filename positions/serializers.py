@@ -346,9 +346,10 @@ TradeOutput = mutation_output("trade", "TradeOutput")
 @extend_schema_field(TransferItem(many=True))
 class TransferItemsField(serializers.ListField):
     """Up to 1,000 Transfer Financial Instrument itemData objects. Each is validated on its
-    own (positions/batches.py): a bad item gets its own error in the result, the others go on."""
+    own (positions/batches.py): a bad item gets its own error in the result, the others go on.
+    An object each, kept as parsed (amounts stay Decimal: a JSONField would re-encode them)."""
 
-    child = serializers.JSONField()
+    child = serializers.DictField()
 
 
 class TransferBatchItem(StrictSerializer):
@@ -411,7 +412,7 @@ class BatchOutput(serializers.Serializer):
 class TransferNetworkCurrencyItemsField(serializers.ListField):
     """Up to 1,000 Transfer Network Currency itemData objects, each validated on its own."""
 
-    child = serializers.JSONField()
+    child = serializers.DictField()
 
 
 class TransferNetworkCurrencyBatchItem(StrictSerializer):

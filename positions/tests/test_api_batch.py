@@ -230,3 +230,21 @@ def test_items_of_several_payers_share_a_transaction(api, celery_worker_process,
     final = settled_batch(api, body["offchainId"])
     assert all(i["status"] in ("CONFIRMED", "FINALIZED") for i in final["items"]), final["counts"]
     assert balance(chain, b["onchainId"]) == len(payers) * 6 and all(balance(chain, p["onchainId"]) == 994 for p in payers)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_batch_with_numeric_amounts_and_lookups_by_offchain_id_is_answered_item_by_item(api):
+    """schemathesis: a numeric amount (parsed as Decimal) and an svmTransactionConfig lookup by
+    offchainId (a UUID once validated) were stored as they came, which JSON cannot hold: 500.
+    Each item is now answered on its own, and nothing is half-written."""
+    body = {
+        "itemData": {"items": [
+            {"source": {"onchainId": "F75tu2yhYSX5vDEa78hKX8fivjbyPjDZRKrg2gRctBUr"}, "destination": {"onchainId": "FUD6h6wq4xCVvkvL1fQg5EqqNY6aFymDtbgiznfRvfFE"}, "value": {"amount": 1.5}},
+            {"source": {"offchainId": "cfafcada-f59e-1de3-8c8d-2778df0f42ad"}, "destination": {"onchainId": "14Sugfag9pGFUQypjzfSHnWzLNcQyipF1baYDdNzL1p3"}, "value": {"amount": ".9"}},
+        ]},
+        "svmTransactionConfig": {"feePayer": {"offchainId": "e3e70682-c209-1cac-a29f-6fbed82c07cd"}},
+    }
+    response = api.call("post", "/api/v1/positions/transfer-network-currency/batch", body)
+    assert response.status_code == 200, response.content[:500]
+    items = response.json()["batch"]["items"]
+    assert [i["status"] for i in items] == ["REJECTED", "REJECTED"] and all(i["errors"] for i in items), items

@@ -83,6 +83,8 @@ def _frozen_ok(body) -> bool:
     if not isinstance(body, dict) or not isinstance(body.get("itemData"), dict):
         return True
     data = body["itemData"]
+    if "alreadyOnchain" in data and "alreadyOnChain" in data and data["alreadyOnchain"] != data["alreadyOnChain"]:
+        return False  # the two spellings disagree: CONFLICTING_FIELDS (stated in the descriptions only)
     if data.get("alreadyOnchain") is True or data.get("alreadyOnChain") is True:
         # onboarding names the mint
         return data.get("existingMintAccount") is not None or bool((data.get("mintAccount") or {}).get("onchainId"))

@@ -177,6 +177,9 @@ LOOKUPS: dict[tuple[str, str], dict[tuple[str, ...], str | None]] = {
     },
     ("POST", "/api/v1/positions/trade"): {_FEE_PAYER: "funder"},  # legs are arrays: generated lookups stay as they are
     ("POST", "/api/v1/positions/transfer-network-currency"): {_FEE_PAYER: "funder", ("itemData", "source"): "subject", ("itemData", "destination"): "authority"},
+    # Batch payouts (docs/positions.md): items are arrays of transfers, their lookups stay generated.
+    ("POST", "/api/v1/positions/transfer/batch"): {_FEE_PAYER: "funder"},
+    ("POST", "/api/v1/positions/transfer-network-currency/batch"): {_FEE_PAYER: "funder"},
     # Threshold keys: the seeded accounts have no threshold key (400 NOT_A_DKG_ACCOUNT, a rule of the record).
     ("POST", "/api/v1/accounts/dkg/refresh"): {("itemData", "account"): "subject"},
     ("POST", "/api/v1/transactions/dkg/open"): {("itemData", "account"): "subject", ("itemData", "transaction"): "transaction"},

@@ -13,9 +13,15 @@ so the sources spread over the shards. One JSON line per measurement, then the r
 - ``drain_s``: workers started → nothing SIGNED or SUBMITTED (as the count saw it);
 - ``confirmed_per_s``: transfers / (last confirmed_at − first submitted_at), from the rows;
 - ``cpu_ms_per_transfer``: CPU per transfer by component during the drain (bench/cpu.py).
-BENCH_DRAIN_OPS (default 5000), BENCH_DRAIN_HOLDERS (default 1,2), BENCH_DRAIN_SETUPS
-(default postgres; embedded: SQLite has one writer), BENCH_DRAIN_SHARDS (LEDGER_PUMP_SHARDS,
-default the setting's).
+- ``postgres_backend_cpu_ms_per_transfer``: the CPU of this run's own PostgreSQL backends
+  (pg_stat_activity of its database at the end of the drain: the workers' connections,
+  opened when they started), per transfer. Counting every process named postgres, as
+  bench_e2e does, also counts other databases' backends on a shared server.
+A backlog must be sent before its blockhash expires (150 slots): the node's slot is
+stretched to BENCH_DRAIN_SLOT_SECONDS (default 1.0: 150 s) so that the accept phase fits,
+and any EXPIRED transfer is reported. BENCH_DRAIN_OPS (default 5000), BENCH_DRAIN_HOLDERS
+(default 1,2), BENCH_DRAIN_SETUPS (default postgres; embedded: SQLite has one writer),
+BENCH_DRAIN_SHARDS (LEDGER_PUMP_SHARDS, default the setting's).
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ HOLDERS = [int(h) for h in os.environ.get("BENCH_DRAIN_HOLDERS", "1,2").split(",
 SETUPS = os.environ.get("BENCH_DRAIN_SETUPS", "postgres").split(",")
 SOURCES = int(os.environ.get("BENCH_DRAIN_SOURCES", "16"))
 SHARDS = os.environ.get("BENCH_DRAIN_SHARDS")
+SLOT_SECONDS = os.environ.get("BENCH_DRAIN_SLOT_SECONDS", "1.0")
 PENDING = {"itemQuery": {"limit": 1, "filter": [{"fieldName": "status", "filterValues": [{"dataType": "TEXT", "filterType": "IN", "valuesString": ["SIGNED", "SUBMITTED"]}]},
                                                  {"fieldName": "operation", "filterValues": [{"dataType": "TEXT", "filterType": "EQUALS", "valueString": "positions.transfer"}]}]}}
 
@@ -100,12 +107,20 @@ print(json.dumps({"statuses": {s: n for s, n in Counter(rows.values_list("status
     return json.loads(out.strip().splitlines()[-1])
 
 
+def backend_cpu_ms(db_url: str) -> float:
+    """CPU ms the live backends of ``db_url``'s database used since they started."""
+    name = db_url.rsplit("/", 1)[1]
+    out = subprocess.run(["psql", db_url, "-tAc", f"select pid from pg_stat_activity where datname = '{name}' and pid <> pg_backend_pid()"], check=True, capture_output=True, text=True).stdout
+    sampled = cpu.sample({}, None, {pid: int(pid) for pid in out.split()})
+    return sum(ms for label, ms in sampled.items() if label != "machine")
+
+
 def measure(setup: str, holders: int) -> dict:
     import contextlib
 
     procs: list = []
     with (throwaway_database() if setup == "postgres" else contextlib.nullcontext(None)) as db_url, tempfile.TemporaryDirectory(prefix="ledger-drain-") as tmp:
-        node, env = stack(setup, tmp, db_url)
+        node, env = stack(setup, tmp, db_url, node_args=("--slot-seconds", SLOT_SECONDS))
         if SHARDS:
             env["LEDGER_PUMP_SHARDS"] = SHARDS
         workers: list = []
@@ -121,8 +136,11 @@ def measure(setup: str, holders: int) -> dict:
             stop_processes(workers, timeout=60)  # warm shutdown: a running pump finishes its run
             workers = []
             time.sleep(float(os.environ.get("LEDGER_PUMP_LEASE_SECONDS", "5")) + 0.5)  # its leases lapse
+            accept_roots = {"web": procs[0].pid, "node": node.proc.pid}
+            accept_before = cpu.sample(accept_roots)
             _, _, accept_wall = run_load(port, key, lambda i: {"itemData": {"source": {"position": pairs[i % len(pairs)][0]}, "destination": {"position": pairs[i % len(pairs)][1]},
                                                                               "value": {"lamports": 1 + i % 7}}}, "/api/v1/positions/transfer", 8, OPS)
+            accept_cpu = cpu.per_operation(accept_before, cpu.sample(accept_roots), OPS)
             waiting = pending(port, key)
             by_name = {"postgres": "postgres"} if setup == "postgres" else {}
             started = time.monotonic()
@@ -138,12 +156,14 @@ def measure(setup: str, holders: int) -> dict:
             drain_s = time.monotonic() - started
             spent = cpu.per_operation(before, cpu.sample(roots, by_name), OPS)
             spent["worker"] = round(sum(spent.pop(f"worker{i + 1}") for i in range(holders)), 2)
+            backends = backend_cpu_ms(db_url) / OPS if db_url else None
             found = facts(env)
             return {"bench": "drain", "setup": setup, "database": "postgresql" if setup == "postgres" else "sqlite", "holders": holders,
                     "shards": int(SHARDS) if SHARDS else None, "transfers": OPS, "sources": SOURCES, "accepted_rps": round(OPS / accept_wall, 1),
                     "signed_before_drain": waiting, "drain_s": round(drain_s, 1), "drained_per_s": round(OPS / drain_s, 1),
                     "confirmed_per_s": round(OPS / found["span_s"], 1) if found["span_s"] else None, "count_polls": polls,
-                    "cpu_ms_per_transfer": spent, "statuses": found["statuses"], "transfers_per_shard": found["per_shard"]}
+                    "cpu_ms_per_transfer": spent, "postgres_backend_cpu_ms_per_transfer": round(backends, 2) if backends is not None else None,
+                    "accept_cpu_ms_per_transfer": accept_cpu, "statuses": found["statuses"], "transfers_per_shard": found["per_shard"]}
         finally:
             stop_processes(workers + procs, timeout=60)
             node.stop()

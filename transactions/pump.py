@@ -11,7 +11,8 @@ dealt into LEDGER_PUMP_SHARDS shards by their ordering key, and each shard has a
 ``PumpLease``, taken and renewed by a compare-and-set UPDATE, so one shard is never pumped by
 two holders. A holder (one pump task, in any worker process on any machine) counts itself
 among the cluster's ``PumpMember`` rows and takes at most ceil(shards / members) shards; one
-holding more gives the surplus back, so a worker that starts gets its share within
+holding more gives the surplus back, split by the rows waiting in each shard so that the
+taker gets about half the work, and a worker that starts gets its share within
 ``_REBALANCE_SECONDS``. A holder's pass covers all the shards it holds at once (one claim,
 one follow: the cost per transaction does not grow with the number of shards), so one
 process holding every shard pumps as the single pump did. A holder killed with SIGKILL
@@ -37,7 +38,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, transaction as db_transaction
-from django.db.models import Q
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from tenancy.scoping import worker_only
@@ -149,6 +150,33 @@ def pump_pass(cluster: str, renew=None, shards=None) -> tuple[int, int]:
     return sent, len(still)
 
 
+@worker_only  # the pump acts for no tenant
+def shard_loads(cluster: str) -> dict[int, int]:
+    """Shard → rows to send or follow (one GROUP BY over the work's index)."""
+    loads: dict[int, int] = {}
+    for bucket, rows in _work(cluster).order_by().values_list("shard_key").annotate(rows=Count("pk")).values_list("shard_key", "rows"):
+        loads[shard_of(bucket)] = loads.get(shard_of(bucket), 0) + rows
+    return loads
+
+
+def shards_kept(held: frozenset[int], share: int, loads: dict[int, int]) -> frozenset[int]:
+    """Which ``share`` of ``held`` a holder keeps when it gives the rest back: the heaviest
+    first, each to the lighter side (kept or given) that has room, so the holder that takes
+    the surplus gets about as much work as is kept — not the idle shards, which would leave
+    it nothing to do while this one drains the rest alone."""
+    kept: list[int] = []
+    given: list[int] = []
+    kept_rows = given_rows = 0
+    for shard in sorted(held, key=lambda s: (-loads.get(s, 0), s)):
+        if len(kept) < share and (len(given) >= len(held) - share or kept_rows <= given_rows):
+            kept.append(shard)
+            kept_rows += loads.get(shard, 0)
+        else:
+            given.append(shard)
+            given_rows += loads.get(shard, 0)
+    return frozenset(kept)
+
+
 def _member_count(cluster: str, holder: str) -> int:
     """Note ``holder`` as a member of ``cluster``'s pump for a lease's time; the live
     members, this one included."""
@@ -171,7 +199,7 @@ def _rebalance(cluster: str, holder: str, held: frozenset[int]) -> tuple[frozens
     share = math.ceil(count / _member_count(cluster, holder))
     held = leases_renew(cluster, holder, held)
     if len(held) > share:
-        surplus = frozenset(sorted(held)[share:])
+        surplus = held - shards_kept(held, share, shard_loads(cluster))
         lease_release(cluster, holder, surplus)
         return held - surplus, False
     now = timezone.now()

@@ -272,3 +272,12 @@ def test_a_request_kicks_a_pump_only_when_its_own_shard_has_no_holder(monkeypatc
     pump.pump_kick("CHAIN_DEVNET", 3)
     assert kicked == ["CHAIN_DEVNET"]
     pump.lease_release("CHAIN_DEVNET", "a")
+
+
+def test_a_holder_gives_back_half_the_work_not_its_idle_shards():
+    loads = {0: 250, 1: 188, 2: 187, 3: 125, 4: 125, 5: 63, 6: 62}  # shard 7 idle (bench_drain's spread)
+    kept = pump.shards_kept(frozenset(range(8)), 4, loads)
+    given = frozenset(range(8)) - kept
+    assert len(kept) == len(given) == 4
+    assert sum(loads.get(s, 0) for s in kept) == sum(loads.get(s, 0) for s in given) == 500
+    assert pump.shards_kept(frozenset(range(8)), 4, {}) == frozenset(range(4))  # nothing waiting: by number

@@ -15,6 +15,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from transactions.models import NonceAccount, NonceState, PlatformFeePayer, PumpLease, Transaction, TransactionStatus
+from transactions.shards import shard_count
 
 from .models import Heartbeat
 from .plots import plots
@@ -89,7 +90,9 @@ def clusters() -> list[dict]:
         total=Count("id"),
     )}
     payers = {row.cluster: row.managed_key.public_key for row in PlatformFeePayer.objects.select_related("managed_key")}
-    leases = {lease.cluster: lease for lease in PumpLease.objects.all()}
+    live_leases: dict[str, list[PumpLease]] = {}
+    for lease in PumpLease.objects.filter(lease_until__gt=timezone.now()):
+        live_leases.setdefault(lease.cluster, []).append(lease)
     names = list(settings.LEDGER_CLUSTERS)
     addresses = {name: list(NonceAccount.objects.filter(open_nonces, cluster=name).values_list("address", flat=True)[:200]) for name in names if name in pools}
     executor = ThreadPoolExecutor(max_workers=max(1, len(names)))
@@ -104,14 +107,15 @@ def clusters() -> list[dict]:
         pool = pools.get(name, {"free": 0, "leased": 0, "total": 0})
         pooled = name in settings.LEDGER_NONCE_POOL_CLUSTERS
         lamports = figures["fee_payer_lamports"]
-        lease = leases.get(name)
+        live = live_leases.get(name, [])
         out.append({
             "cluster": name, **figures, "fee_payer": payers.get(name),
             "healthy": bool(figures["node"]) and figures["node"].get("health") == "ok",
             "fee_payer_low": lamports is not None and lamports < settings.LEDGER_ADMIN_FEE_PAYER_LOW_LAMPORTS,
             "nonce_free": pool["free"], "nonce_leased": pool["leased"], "nonce_total": pool["total"], "nonce_pooled": pooled,
             "nonce_low": pooled and pool["free"] < settings.LEDGER_NONCE_POOL_LOW_WATER,
-            "pump": "running" if lease is not None and lease.lease_until > now else "idle",
+            # Shards held and by how many worker processes (docs/transactions.md, "Shards").
+            "pump": f"running: {len(live)} of {shard_count()} shards, {len({lease.holder for lease in live})} holder(s)" if live else "idle",
         })
     return out
 

@@ -12,6 +12,8 @@ Acts for no tenant: workers' and the admin's ``unscoped`` managers.
 
 from __future__ import annotations
 
+from collections import Counter
+
 from django.conf import settings
 from django.db.models import Count, Max, Min, Q
 from django.utils import timezone
@@ -19,6 +21,7 @@ from prometheus_client.core import GaugeMetricFamily
 
 from ledger_project.metrics.collect import collector_register
 from transactions.models import NonceAccount, NonceState, PumpLease, Transaction, TransactionStatus
+from transactions.shards import shard_count, shard_of
 
 from .dashboard import OPEN_STATUSES
 from .models import BalanceAccount, BalanceSample, Heartbeat
@@ -33,13 +36,16 @@ def transactions_state():
     clusters = list(settings.LEDGER_CLUSTERS)
     by_status = GaugeMetricFamily("ledger_transactions", "Transactions not yet final, by cluster and status (final ones: "
                                   "ledger_transaction_ended_total).", labels=["cluster", "status"])
-    backlog = GaugeMetricFamily("ledger_pump_backlog", "SIGNED transactions queued for the pump and not yet sent (shard: the cluster; "
-                                "one pump per cluster).", labels=["cluster"])
+    backlog = GaugeMetricFamily("ledger_pump_backlog", "SIGNED transactions queued for the pump and not yet sent, all shards of the "
+                                "cluster.", labels=["cluster"])
     queue_age = GaugeMetricFamily("ledger_pump_oldest_queued_age_seconds", "Age of the oldest SIGNED transaction queued and not yet "
                                   "sent, since its request (0 when none).", labels=["cluster"])
     flight_age = GaugeMetricFamily("ledger_pump_oldest_in_flight_age_seconds", "Time since the oldest SUBMITTED transaction was sent "
                                    "(0 when none).", labels=["cluster"])
-    lease = GaugeMetricFamily("ledger_pump_running", "1 when a pump holds the cluster's lease.", labels=["cluster"])
+    lease = GaugeMetricFamily("ledger_pump_running", "1 when a pump holds a lease of one of the cluster's shards.", labels=["cluster"])
+    held = GaugeMetricFamily("ledger_pump_shards_held", "Shards of the cluster's pump with a live holder (of LEDGER_PUMP_SHARDS).", labels=["cluster"])
+    shard_backlog = GaugeMetricFamily("ledger_pump_shard_backlog", "SIGNED transactions queued and not yet sent, per pump shard "
+                                      "(docs/transactions.md, \"Shards\"; bounded by LEDGER_PUMP_SHARDS).", labels=["cluster", "shard"])
     counts = {(c, s): 0 for c in clusters for s in OPEN_STATUSES}
     queued = dict.fromkeys(clusters, 0)
     oldest_queued, oldest_sent = {}, {}
@@ -55,13 +61,21 @@ def transactions_state():
             oldest_sent[cluster] = min(filter(None, (oldest_sent.get(cluster), row["sent"])))
     for (cluster, status), n in sorted(counts.items()):
         by_status.add_metric([cluster, status], n)
-    leases = {row.cluster: row.lease_until > now for row in PumpLease.objects.filter(cluster__in=clusters)}
+    live = Counter(PumpLease.objects.filter(cluster__in=clusters, lease_until__gt=now).values_list("cluster", flat=True))
+    per_shard: Counter = Counter()
+    queued_rows = (Transaction.unscoped.filter(status=TransactionStatus.SIGNED, submit_when_signed=True).order_by()
+                   .values_list("cluster", "shard_key").annotate(n=Count("id")))
+    for cluster, bucket, n in queued_rows:
+        per_shard[(cluster, shard_of(bucket))] += n
     for cluster in sorted(set(queued) | set(clusters)):
         backlog.add_metric([cluster], queued.get(cluster, 0))
         queue_age.add_metric([cluster], _age(now, oldest_queued[cluster]) if cluster in oldest_queued else 0)
         flight_age.add_metric([cluster], _age(now, oldest_sent[cluster]) if cluster in oldest_sent else 0)
-        lease.add_metric([cluster], 1 if leases.get(cluster) else 0)
-    return [by_status, backlog, queue_age, flight_age, lease]
+        lease.add_metric([cluster], 1 if live.get(cluster) else 0)
+        held.add_metric([cluster], live.get(cluster, 0))
+        for shard in range(shard_count()):
+            shard_backlog.add_metric([cluster, str(shard)], per_shard.get((cluster, shard), 0))
+    return [by_status, backlog, queue_age, flight_age, lease, held, shard_backlog]
 
 
 def webhooks_state():

@@ -208,8 +208,8 @@ def raw_node_rate() -> float:
     return round(over_rpc(1500)[0][0][0], 1)
 
 
-def stack(setup: str, tmp: str, db_url: str | None):
-    node = LocalnetProcess(Path(tmp) / "localnet").start()
+def stack(setup: str, tmp: str, db_url: str | None, node_args: tuple[str, ...] = ()):
+    node = LocalnetProcess(Path(tmp) / "localnet", extra_args=node_args).start()
     # A queue of the run's own: a shared Redis may carry other workers' "ledger" queue.
     env = {**os.environ, "LOG_LEVEL": "WARNING", "DJANGO_SETTINGS_MODULE": "ledger_project.settings", "LEDGER_VAR_DIR": tmp,
            "LEDGER_LOCALNET_RPC_URL": node.url, "LEDGER_LOCALNET_AIRDROP_FUNDING": "true", "LEDGER_EMBEDDED": "1",

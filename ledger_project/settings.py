@@ -357,6 +357,9 @@ LEDGER_RPC_BATCH_SIZE = env.int("LEDGER_RPC_BATCH_SIZE", default=100)
 # The transaction pump (transactions/pump.py, docs/transactions.md "The pump"): one per
 # cluster, holding a lease renewed every pass; a killed holder's lease lapses after
 # LEASE seconds and the next kick or watch takes over.
+# Shards per cluster (docs/transactions.md, "Shards"): each has its own lease, so that many
+# worker processes share the pump's work; one process can hold them all.
+LEDGER_PUMP_SHARDS = env.int("LEDGER_PUMP_SHARDS", default=8)
 LEDGER_PUMP_LEASE_SECONDS = env.float("LEDGER_PUMP_LEASE_SECONDS", default=5.0)
 LEDGER_PUMP_IDLE_SECONDS = env.float("LEDGER_PUMP_IDLE_SECONDS", default=3.0)  # nothing in flight this long: the pump stops
 LEDGER_PUMP_RUN_SECONDS = env.float("LEDGER_PUMP_RUN_SECONDS", default=20.0)  # one task's run; then it hands over to a fresh task

@@ -99,6 +99,10 @@ class Transaction(TenantOwnedModel):
     log_messages = models.JSONField(null=True, blank=True, help_text="The programs' log lines (meta.logMessages).")
     block_time = models.DateTimeField(null=True, blank=True, help_text="The block's time, as the cluster estimates it.")
     loaded_addresses = models.JSONField(null=True, blank=True, help_text="V0: addresses loaded from lookup tables, {writable, readonly}.")
+    # The pump shard's bucket (transactions/pump.py, docs/transactions.md "Shards"): a stable
+    # hash of the ordering key, fixed at record time; shard s of N pumps the buckets b with
+    # b % N == s, so changing N leaves no row without a shard.
+    shard_key = models.PositiveSmallIntegerField(default=0, help_text="Pump shard bucket: a stable hash of the transaction's ordering key.")
 
     class Meta:
         ordering = ["-txn_timestamp"]
@@ -108,7 +112,8 @@ class Transaction(TenantOwnedModel):
             # Fetch Transactions' default order (txnTimestamp DESC, then id DESC) read off the
             # index with no sort; and the tenant's ids for counts that join (the signer filter).
             models.Index(fields=["tenant", "-txn_timestamp", "-id"], name="txn_tenant_time_id"),
-            models.Index(fields=["status", "cluster"], name="txn_status_cluster"),
+            # The pump's claim and follow reads of one shard's buckets (and every status/cluster read).
+            models.Index(fields=["status", "cluster", "shard_key"], name="txn_status_cluster_shard"),
             # The dashboard's 24-hour plots read confirmations by time (docs/admin.md). Set once,
             # in the UPDATE that changes the (indexed) status anyway: no HOT update is lost.
             models.Index(fields=["confirmed_at"], name="txn_confirmed_at"),
@@ -275,18 +280,39 @@ class NonceAccount(models.Model):
 
 
 class PumpLease(models.Model):
-    """Who runs a cluster's transaction pump (transactions/pump.py): one holder at a time.
+    """Who pumps one shard of a cluster's transactions (transactions/pump.py): one holder
+    at a time. (The webhook delivery loop holds one too, shard 0 of its own name.)
 
     Taken and renewed by a compare-and-set UPDATE (this holder, or a lease that lapsed), so
-    several workers never pump one cluster together, and a killed holder's lease lapses
+    several workers never pump one shard together, and a killed holder's lease lapses
     after LEDGER_PUMP_LEASE_SECONDS."""
 
-    cluster = models.CharField(max_length=40, unique=True)
+    cluster = models.CharField(max_length=40)
+    shard = models.PositiveSmallIntegerField(default=0)
     holder = models.CharField(max_length=200, blank=True)
     lease_until = models.DateTimeField()
 
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["cluster", "shard"], name="pump_lease_cluster_shard")]
+
     def __str__(self) -> str:
-        return f"{self.cluster} pump ({self.holder or 'idle'})"
+        return f"{self.cluster} pump shard {self.shard} ({self.holder or 'idle'})"
+
+
+class PumpMember(models.Model):
+    """A pump task running for a cluster, held or not: the holders count themselves here to
+    share the cluster's shards (each takes at most ceil(shards / live members)). A row
+    lapses with ``seen_until`` (a killed task) and is deleted when its task stops."""
+
+    cluster = models.CharField(max_length=40)
+    holder = models.CharField(max_length=200)
+    seen_until = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["cluster", "holder"], name="pump_member_cluster_holder")]
+
+    def __str__(self) -> str:
+        return f"{self.cluster} pump member {self.holder}"
 
 
 class LookupTableState(models.TextChoices):

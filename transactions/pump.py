@@ -1,26 +1,35 @@
-"""The transaction pump: one per cluster, sending and following every transaction in flight.
+"""The transaction pump: each cluster's work in shards, each shard pumped by one holder at a time.
 
-A pass claims the cluster's SIGNED transactions and sends them in JSON-RPC batches
+A pass claims a holder's SIGNED transactions and sends them in JSON-RPC batches
 (``settlement.transactions_submit``), then looks up every submitted one in batched
 getSignatureStatuses and settles what landed, applying effects in one database transaction
 (``settlement.transactions_follow``). Passes repeat while anything is in flight; the pump stops
 after LEDGER_PUMP_IDLE_SECONDS with nothing to do.
 
-One holder per cluster: ``PumpLease`` is taken and renewed by a compare-and-set UPDATE, so
-several worker processes never pump one cluster together. A holder killed with SIGKILL
-leaves a lease that lapses after LEDGER_PUMP_LEASE_SECONDS; then the next request's kick,
-the watch (beat, every 2 s) or a worker starting takes over. Nothing is lost meanwhile: the
-rows are the queue (docs/transactions.md, "The pump").
+Shards (transactions/shards.py; docs/transactions.md, "Shards"): a cluster's transactions are
+dealt into LEDGER_PUMP_SHARDS shards by their ordering key, and each shard has a
+``PumpLease``, taken and renewed by a compare-and-set UPDATE, so one shard is never pumped by
+two holders. A holder (one pump task, in any worker process on any machine) counts itself
+among the cluster's ``PumpMember`` rows and takes at most ceil(shards / members) shards; one
+holding more gives the surplus back, split by the rows waiting in each shard so that the
+taker gets about half the work, and a worker that starts gets its share within
+``_REBALANCE_SECONDS``. A holder's pass covers all the shards it holds at once (one claim,
+one follow: the cost per transaction does not grow with the number of shards), so one
+process holding every shard pumps as the single pump did. A holder killed with SIGKILL
+leaves leases that lapse after LEDGER_PUMP_LEASE_SECONDS; then the next request's kick, the
+watch (beat, every 2 s), a worker starting or another holder's rebalance takes over. Nothing
+is lost meanwhile: the rows are the queue (docs/transactions.md, "The pump").
 
 Kicks are cheap and race-free: a request that commits a SIGNED row enqueues a pump only
-when it sees no live lease (``pump_kick``); a pump about to stop releases its lease first
-and then looks for work once more, so a row committed by a request that saw the lease live
-is always found.
+when it sees no live lease on its row's shard (``pump_kick``); a pump about to stop releases
+its leases first and then looks for work once more, so a row committed by a request that saw
+a lease live is always found.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import os
 import socket
 import time
@@ -29,14 +38,15 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, transaction as db_transaction
-from django.db.models import Q
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from ledger_project.shutdown import stopping
 from tenancy.scoping import worker_only
 
 from . import settlement
-from .models import PumpLease, Transaction, TransactionStatus
+from .models import PumpLease, PumpMember, Transaction, TransactionStatus
+from .shards import buckets_of, shard_count, shard_of
 
 logger = logging.getLogger("ledger.transactions")
 
@@ -45,6 +55,9 @@ logger = logging.getLogger("ledger.transactions")
 _SEND_BATCH = 100
 _FOLLOW_BATCH = 200
 _IDLE_SLEEP = 0.05  # between passes that moved nothing
+# How often a holder counts the members and renews, takes or gives back shards (a few
+# statements on small tables: not every pass).
+_REBALANCE_SECONDS = 0.5
 
 
 def new_holder() -> str:
@@ -55,79 +68,215 @@ def _lease_seconds() -> timedelta:
     return timedelta(seconds=settings.LEDGER_PUMP_LEASE_SECONDS)
 
 
-def lease_take(cluster: str, holder: str) -> bool:
-    """Take or renew ``cluster``'s lease for ``holder``: it is ours, or it lapsed."""
+def lease_take(cluster: str, holder: str, shard: int = 0) -> bool:
+    """Take or renew ``cluster``'s ``shard`` lease for ``holder``: it is ours, or it lapsed."""
     now = timezone.now()
-    taken = PumpLease.objects.filter(Q(holder=holder) | Q(lease_until__lt=now), cluster=cluster).update(holder=holder, lease_until=now + _lease_seconds())
+    taken = PumpLease.objects.filter(Q(holder=holder) | Q(lease_until__lt=now), cluster=cluster, shard=shard).update(holder=holder, lease_until=now + _lease_seconds())
     if taken:
         return True
     try:
         with db_transaction.atomic():
-            PumpLease.objects.create(cluster=cluster, holder=holder, lease_until=now + _lease_seconds())
+            PumpLease.objects.create(cluster=cluster, shard=shard, holder=holder, lease_until=now + _lease_seconds())
         return True
     except IntegrityError:
         return False  # it exists and is someone else's
 
 
-def lease_release(cluster: str, holder: str) -> None:
-    PumpLease.objects.filter(cluster=cluster, holder=holder).update(holder="", lease_until=timezone.now())
+def leases_renew(cluster: str, holder: str, shards: frozenset[int]) -> frozenset[int]:
+    """Renew ``holder``'s leases of ``shards``; the ones still ours (one UPDATE, and a read
+    only when some were lost: they lapsed and another holder took them)."""
+    if not shards:
+        return frozenset()
+    ours = PumpLease.objects.filter(cluster=cluster, holder=holder, shard__in=shards)
+    if ours.update(lease_until=timezone.now() + _lease_seconds()) == len(shards):
+        return shards
+    kept = frozenset(ours.values_list("shard", flat=True))
+    logger.warning("pump of %s lost shards %s to another holder", cluster, sorted(shards - kept))
+    return kept
 
 
-def lease_live(cluster: str) -> bool:
-    return PumpLease.objects.filter(cluster=cluster, lease_until__gt=timezone.now()).exists()
+def lease_release(cluster: str, holder: str, shards=None) -> None:
+    """Give up ``holder``'s leases of ``cluster`` (of ``shards`` only, when given)."""
+    ours = PumpLease.objects.filter(cluster=cluster, holder=holder)
+    if shards is not None:
+        ours = ours.filter(shard__in=shards)
+    ours.update(holder="", lease_until=timezone.now())
 
 
-def _due_to_send(cluster: str):
-    return Transaction.unscoped.filter(cluster=cluster, status=TransactionStatus.SIGNED, submit_when_signed=True)
+def lease_live(cluster: str, shard: int | None = None) -> bool:
+    """Whether ``cluster``'s ``shard`` (None: any of its shards) has a live holder."""
+    live = PumpLease.objects.filter(cluster=cluster, lease_until__gt=timezone.now())
+    return (live if shard is None else live.filter(shard=shard)).exists()
 
 
-def _in_flight(cluster: str):
-    return Transaction.unscoped.filter(cluster=cluster, status__in=[TransactionStatus.SUBMITTED, TransactionStatus.CONFIRMED])
+def _work(cluster: str):
+    return Transaction.unscoped.filter(Q(status=TransactionStatus.SIGNED, submit_when_signed=True) | Q(status__in=[TransactionStatus.SUBMITTED, TransactionStatus.CONFIRMED]), cluster=cluster)
+
+
+def _in_flight(cluster: str, buckets: list[int] | None):
+    rows = Transaction.unscoped.filter(cluster=cluster, status__in=[TransactionStatus.SUBMITTED, TransactionStatus.CONFIRMED])
+    return rows if buckets is None else rows.filter(shard_key__in=buckets)
 
 
 @worker_only  # the pump acts for no tenant
-def work_pending(cluster: str) -> bool:
-    return _due_to_send(cluster).exists() or _in_flight(cluster).exists()
+def work_pending(cluster: str, shards=None) -> bool:
+    """Anything to send or follow in ``cluster`` (in ``shards``, when given)."""
+    buckets = buckets_of(shards)
+    return (_work(cluster) if buckets is None else _work(cluster).filter(shard_key__in=buckets)).exists()
 
 
 @worker_only  # the pump acts for no tenant
-def pump_pass(cluster: str, renew=lambda: True) -> tuple[int, int]:
-    """One pass: send what is SIGNED, follow what is in flight — submitted ones first, then
-    CONFIRMED ones (waiting for finalization) not looked at for
-    LEDGER_PUMP_RECHECK_CONFIRMED_SECONDS. ``renew()`` (the lease) runs between the
-    phases; False stops the pass. Returns (sent, still in flight)."""
-    sent = len(settlement.transactions_submit(cluster=cluster, limit=_SEND_BATCH))
-    if not renew():
-        return sent, 0
+def shards_with_work(cluster: str) -> set[int]:
+    return {shard_of(bucket) for bucket in _work(cluster).order_by().values_list("shard_key", flat=True).distinct()}
+
+
+@worker_only  # the pump acts for no tenant
+def pump_pass(cluster: str, renew=None, shards=None) -> tuple[int, int]:
+    """One pass over ``shards`` (None: all of the cluster's): send what is SIGNED, follow
+    what is in flight — submitted ones first, then CONFIRMED ones (waiting for finalization)
+    not looked at for LEDGER_PUMP_RECHECK_CONFIRMED_SECONDS. ``renew()`` (the leases) runs
+    between the phases and answers the shards still held; none stops the pass. Returns
+    (sent, still in flight)."""
+    sent = len(settlement.transactions_submit(cluster=cluster, limit=_SEND_BATCH, buckets=buckets_of(shards)))
+    if renew is not None:
+        shards = renew()
+        if not shards:
+            return sent, 0
+    in_flight = _in_flight(cluster, buckets_of(shards))
     recheck = timezone.now() - timedelta(seconds=settings.LEDGER_PUMP_RECHECK_CONFIRMED_SECONDS)
-    due = list(_in_flight(cluster).filter(status=TransactionStatus.SUBMITTED).order_by("pk")[:_FOLLOW_BATCH])
+    due = list(in_flight.filter(status=TransactionStatus.SUBMITTED).order_by("pk")[:_FOLLOW_BATCH])
     if len(due) < _FOLLOW_BATCH:
-        due += list(_in_flight(cluster).filter(status=TransactionStatus.CONFIRMED, updated_at__lte=recheck).order_by("pk")[:_FOLLOW_BATCH - len(due)])
+        due += list(in_flight.filter(status=TransactionStatus.CONFIRMED, updated_at__lte=recheck).order_by("pk")[:_FOLLOW_BATCH - len(due)])
     still = settlement.transactions_follow(due)
     return sent, len(still)
 
 
+@worker_only  # the pump acts for no tenant
+def shard_loads(cluster: str) -> dict[int, int]:
+    """Shard → rows to send or follow (one GROUP BY over the work's index)."""
+    loads: dict[int, int] = {}
+    for bucket, rows in _work(cluster).order_by().values_list("shard_key").annotate(rows=Count("pk")).values_list("shard_key", "rows"):
+        loads[shard_of(bucket)] = loads.get(shard_of(bucket), 0) + rows
+    return loads
+
+
+def shards_kept(held: frozenset[int], share: int, loads: dict[int, int]) -> frozenset[int]:
+    """Which ``share`` of ``held`` a holder keeps when it gives the rest back: the heaviest
+    first, each to the lighter side (kept or given) that has room, so the holder that takes
+    the surplus gets about as much work as is kept — not the idle shards, which would leave
+    it nothing to do while this one drains the rest alone."""
+    kept: list[int] = []
+    given: list[int] = []
+    kept_rows = given_rows = 0
+    for shard in sorted(held, key=lambda s: (-loads.get(s, 0), s)):
+        if len(kept) < share and (len(given) >= len(held) - share or kept_rows <= given_rows):
+            kept.append(shard)
+            kept_rows += loads.get(shard, 0)
+        else:
+            given.append(shard)
+            given_rows += loads.get(shard, 0)
+    return frozenset(kept)
+
+
+def _member_count(cluster: str, holder: str) -> int:
+    """Note ``holder`` as a member of ``cluster``'s pump for a lease's time; the live
+    members, this one included."""
+    now = timezone.now()
+    if not PumpMember.objects.filter(cluster=cluster, holder=holder).update(seen_until=now + _lease_seconds()):
+        PumpMember.objects.create(cluster=cluster, holder=holder, seen_until=now + _lease_seconds())  # holders are unique: no race
+    return PumpMember.objects.filter(cluster=cluster, seen_until__gt=now).count()
+
+
+def _member_leave(cluster: str, holder: str) -> None:
+    # And rows of members killed long ago (they lapsed already; this only tidies the table).
+    PumpMember.objects.filter(Q(holder=holder) | Q(seen_until__lt=timezone.now() - timedelta(minutes=5)), cluster=cluster).delete()
+
+
+def _rebalance(cluster: str, holder: str, held: frozenset[int]) -> tuple[frozenset[int], bool]:
+    """Renew what ``holder`` holds, give back what is beyond its share, take free or lapsed
+    shards up to it (those with work first). Returns the shards held and whether it should
+    wait for some: it holds none and another holder holds more than its share."""
+    count = shard_count()
+    share = math.ceil(count / _member_count(cluster, holder))
+    held = leases_renew(cluster, holder, held)
+    if len(held) > share:
+        surplus = held - shards_kept(held, share, shard_loads(cluster))
+        lease_release(cluster, holder, surplus)
+        return held - surplus, False
+    now = timezone.now()
+    leases = list(PumpLease.objects.filter(cluster=cluster, shard__lt=count).values_list("shard", "holder", "lease_until"))
+    live = {shard: other for shard, other, until in leases if until > now}
+    if len(held) < share:
+        free = [shard for shard in range(count) if shard not in live]
+        if free:
+            busy = shards_with_work(cluster)
+            for shard in sorted(free, key=lambda s: (s not in busy, s)):
+                if len(held) >= share:
+                    break
+                if lease_take(cluster, holder, shard):
+                    held |= {shard}
+    others: dict[str, int] = {}
+    for other in live.values():
+        if other != holder:
+            others[other] = others.get(other, 0) + 1
+    return held, not held and any(n > share for n in others.values())
+
+
+def _worth_joining(cluster: str) -> bool:
+    """Whether a new holder would get a shard: one has no live holder, or a holder holds more
+    than its share once the newcomer counts. Two reads and no write, so that a backlog of
+    kicks (requests accepted while no worker ran) costs little once a holder runs."""
+    count = shard_count()
+    now = timezone.now()
+    live = list(PumpLease.objects.filter(cluster=cluster, shard__lt=count, lease_until__gt=now).values_list("holder", flat=True))
+    if len(live) < count:
+        return True
+    share = math.ceil(count / (PumpMember.objects.filter(cluster=cluster, seen_until__gt=now).count() + 1))
+    return any(live.count(holder) > share for holder in set(live))
+
+
 def pump_run(cluster: str, *, holder: str, run_seconds: float | None = None) -> bool:
-    """Pump ``cluster`` while it holds the lease: passes until nothing is in flight for
-    LEDGER_PUMP_IDLE_SECONDS or ``run_seconds`` (default LEDGER_PUMP_RUN_SECONDS) are
-    over, or the worker stops (between passes: a pass's effects are applied in one database
-    transaction, so the next worker's pump carries on from the rows). Returns whether work
-    is left for another run (looked for after the lease is released)."""
+    """Pump the shards of ``cluster`` this holder can take: passes until nothing is in flight
+    in them for LEDGER_PUMP_IDLE_SECONDS or ``run_seconds`` (default LEDGER_PUMP_RUN_SECONDS)
+    are over, it holds no shard and none is due to come to it, or the worker stops (between
+    passes: a pass's effects are applied in one database transaction, so the next holder
+    carries on from the rows). Returns whether work is
+    left that no live holder pumps (looked for after the leases are released)."""
     run_seconds = settings.LEDGER_PUMP_RUN_SECONDS if run_seconds is None else run_seconds
-    if not lease_take(cluster, holder):
-        return False
+    if not _worth_joining(cluster):
+        return False  # every shard has a holder at its share; they find any new row
+    held: frozenset[int] = frozenset()
     started = time.monotonic()
+    next_rebalance = started
     idle_since: float | None = None
+
+    def renew() -> frozenset[int]:
+        nonlocal held
+        held = leases_renew(cluster, holder, held)
+        return held
+
     try:
         while time.monotonic() - started < run_seconds and not stopping():
+            if time.monotonic() >= next_rebalance:
+                had = bool(held)
+                held, waiting = _rebalance(cluster, holder, held)
+                next_rebalance = time.monotonic() + _REBALANCE_SECONDS
+                if not held and had:
+                    logger.warning("pump of %s lost its leases; stopping", cluster)
+                    return False
+                if not held and not waiting:
+                    break  # every shard has a holder at its share: nothing for this one
+            if not held:
+                time.sleep(_IDLE_SLEEP)  # until a holder over its share gives some back
+                continue
             began = time.perf_counter()
-            sent, in_flight = pump_pass(cluster, renew=lambda: lease_take(cluster, holder))
+            sent, in_flight = pump_pass(cluster, renew=renew, shards=held)
             if sent or in_flight:
-                logger.debug("pump pass on %s: %d sent, %d in flight, %.1f ms", cluster, sent, in_flight, (time.perf_counter() - began) * 1000)
-            if not lease_take(cluster, holder):
-                logger.warning("pump of %s lost its lease; stopping", cluster)
+                logger.debug("pump pass on %s shards %s: %d sent, %d in flight, %.1f ms", cluster, sorted(held), sent, in_flight, (time.perf_counter() - began) * 1000)
+            if not renew():
+                logger.warning("pump of %s lost its leases; stopping", cluster)
                 return False
-            if sent or in_flight or work_pending(cluster):
+            if sent or in_flight or work_pending(cluster, held):
                 idle_since = None
             else:
                 idle_since = idle_since or time.monotonic()
@@ -137,22 +286,45 @@ def pump_run(cluster: str, *, holder: str, run_seconds: float | None = None) -> 
                 time.sleep(_IDLE_SLEEP)
     finally:
         lease_release(cluster, holder)
-    return work_pending(cluster)
+        _member_leave(cluster, holder)
+    return bool(shards_needing_pump(cluster))
 
 
-def pump_kick(cluster: str) -> None:
-    """After a commit that left a SIGNED row: start the cluster's pump unless one runs."""
+def pump_kick(cluster: str, shard: int | None = None) -> None:
+    """After a commit that left a SIGNED row in ``shard``: start a pump unless that shard
+    (None: any of the cluster's) has a live holder."""
     from .tasks import pump
 
-    if not lease_live(cluster):
+    if not lease_live(cluster, shard):
         pump.delay(cluster=cluster)
 
 
+@worker_only  # the pump acts for no tenant
+def shards_needing_pump(cluster: str) -> set[int]:
+    """``cluster``'s shards with work and no live holder."""
+    busy = shards_with_work(cluster)
+    if not busy:
+        return set()
+    live = set(PumpLease.objects.filter(cluster=cluster, lease_until__gt=timezone.now()).values_list("shard", flat=True))
+    return busy - live
+
+
 @worker_only  # the watch sweeps every cluster
-def clusters_needing_pump() -> list[str]:
-    """Clusters with transactions to send or follow and no live pump (of those this
+def pumps_needed() -> dict[str, int]:
+    """Cluster → how many of its shards have work and no live holder (of the clusters this
     process has an RPC URL for)."""
     busy = Transaction.unscoped.filter(
         Q(status=TransactionStatus.SIGNED, submit_when_signed=True) | Q(status__in=[TransactionStatus.SUBMITTED, TransactionStatus.CONFIRMED])
-    ).values_list("cluster", flat=True).distinct()
-    return [cluster for cluster in busy if cluster in settings.LEDGER_CLUSTERS and not lease_live(cluster)]
+    ).order_by().values_list("cluster", flat=True).distinct()
+    out = {}
+    for cluster in busy:
+        if cluster in settings.LEDGER_CLUSTERS:
+            needy = shards_needing_pump(cluster)
+            if needy:
+                out[cluster] = len(needy)
+    return out
+
+
+def clusters_needing_pump() -> list[str]:
+    """Clusters with a shard that has work and no live holder."""
+    return list(pumps_needed())

@@ -27,7 +27,7 @@ from solders.pubkey import Pubkey
 from ledger_project.api.errors import ConflictError, LedgerError
 from ledger_project.request_context import acting_api_key_var
 
-from . import effects, fee_payers, platform_keys
+from . import effects, fee_payers, platform_keys, shards
 from .chain import builder
 from .chain.errors import SimulationFailed
 from .chain.rpc import rpc_for
@@ -237,6 +237,8 @@ def _create_row(prepared: Prepared, status: str, effects_data, api_key, request_
         signatures=prepared.signatures,
         commitment=config.commitment,
         submit_when_signed=submit,
+        shard_key=shards.bucket_of(shards.ordering_key(nonce_account=prepared.nonce_row.address if prepared.nonce_row else "",
+                                                       fee_payer=str(prepared.fee_payer.pubkey), required_signers=prepared.required)),
     )
 
 
@@ -313,13 +315,13 @@ def _submit_on_commit(tx: Transaction) -> None:
     from .pump import pump_kick
 
     outbox.transaction_events([tx], outbox.WebhookEventType.PRE_SUBMIT)
-    cluster = tx.cluster
+    cluster, shard = tx.cluster, shards.shard_of(tx.shard_key)
 
     def kick() -> None:
         # After commit the request has succeeded: a broker outage must not turn it into a
         # 500. The row is SIGNED; the pump watch (beat) starts a pump once the broker is back.
         try:
-            pump_kick(cluster)
+            pump_kick(cluster, shard)
         except Exception:  # noqa: BLE001 - any broker/transport failure
             logger.warning("could not start the pump of %s; the watch will", cluster, exc_info=True)
 

@@ -42,9 +42,10 @@ _COMMITMENT_RANK = {"processed": 0, "confirmed": 1, "finalized": 2}
 
 
 @worker_only  # the pump: acts for no tenant
-def transactions_submit(*, cluster: str | None = None, ids: Sequence[int] | None = None, limit: int = 256) -> list[int]:
+def transactions_submit(*, cluster: str | None = None, ids: Sequence[int] | None = None, limit: int = 256, buckets: Sequence[int] | None = None) -> list[int]:
     """Send SIGNED transactions' stored bytes, up to ``limit`` at once (``cluster``'s oldest
-    first, or the given ``ids``), in JSON-RPC batches. Returns the ids this call claimed.
+    first — of its shard ``buckets`` when given — or the given ``ids``), in JSON-RPC batches.
+    Returns the ids this call claimed.
 
     The claim (SIGNED → SUBMITTED) commits before the bytes leave, so a second sender finds
     nothing to do, and a crash after the claim is healed by following: the same bytes are
@@ -54,6 +55,8 @@ def transactions_submit(*, cluster: str | None = None, ids: Sequence[int] | None
     with db_transaction.atomic():
         due = Transaction.unscoped.filter(status=TransactionStatus.SIGNED, submit_when_signed=True)
         due = due.filter(pk__in=ids) if ids is not None else due.filter(cluster=cluster)
+        if buckets is not None:
+            due = due.filter(shard_key__in=buckets)
         # Row locks (PostgreSQL; SQLite runs one writer at a time): two senders never
         # claim one row, and neither waits for the other's rows.
         claimed = list(due.select_for_update(skip_locked=True).order_by("pk").values_list("pk", flat=True)[:limit])
@@ -529,6 +532,7 @@ def transaction_reconcile(*, transaction_id: int) -> StaffOutcome:
     (``services.transaction_chain_record_fill``). Anything else: 400
     INVALID_TRANSACTION_STATE (nothing to reconcile)."""
     from .pump import pump_kick  # the pump imports this module
+    from .shards import shard_of
 
     tx = Transaction.unscoped.get(pk=transaction_id)
     before = tx.status
@@ -543,9 +547,9 @@ def transaction_reconcile(*, transaction_id: int) -> StaffOutcome:
             TransactionStatus.SUBMITTED: "it landed without the service sending it",
         }.get(moved, "still within its lifetime: left held")
         if moved == TransactionStatus.SUBMITTED:
-            pump_kick(tx.cluster)  # follow it now, as the reconciliation task does
+            pump_kick(tx.cluster, shard_of(tx.shard_key))  # follow it now, as the reconciliation task does
     elif tx.status == TransactionStatus.SIGNED:
-        pump_kick(tx.cluster)
+        pump_kick(tx.cluster, shard_of(tx.shard_key))
         done = "queued for sending: its cluster's pump started (Resubmit sends it from here now)"
     elif chain_record_due(tx):
         transaction_chain_record_fill(transaction=tx)

@@ -1,8 +1,9 @@
 """Worker tasks of the transaction engine: thin, named, and claiming their work.
 
-``pump`` (one per cluster, transactions/pump.py) sends SIGNED transactions and follows
-submitted ones in batches until nothing is in flight; a committed request kicks it, and
-``pump_watch`` (beat, and a worker starting) restarts one whose holder died.
+``pump`` (transactions/pump.py: each task takes its share of a cluster's shards) sends SIGNED
+transactions and follows submitted ones in batches until nothing is in flight; a committed
+request kicks one when its shard has no holder, and ``pump_watch`` (beat, and a worker
+starting) starts one per shard whose holder died.
 ``reconcile_inflight`` runs on beat and when a worker starts: held transactions (never
 submitted) end once their lifetime is over, and clusters with work get a pump.
 ``fill_nonce_pools`` (beat) and ``fill_nonce_pool`` (kicked by a lease that leaves the pool
@@ -46,10 +47,13 @@ def pump(*, cluster: str) -> None:
 
 @shared_task(name="ledger.transactions.pump_watch", acks_late=True)
 def pump_watch() -> int:
-    clusters = pumping.clusters_needing_pump()
-    for cluster in clusters:
-        pump.delay(cluster=cluster)
-    return len(clusters)
+    """One pump per shard with work and no live holder: each takes a share of the shards,
+    so as many worker processes as there are such shards can join."""
+    needed = pumping.pumps_needed()
+    for cluster, shards in needed.items():
+        for _ in range(shards):
+            pump.delay(cluster=cluster)
+    return sum(needed.values())
 
 
 # Messages queued by a service version that had a task per transaction (a rolling upgrade)

@@ -7,7 +7,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('tenancy', '0002_a_idempotency_response_bytes'),
-        ('transactions', '0081_transaction_withdrawn_at'),
+        ('transactions', '0082_pump_shards'),
     ]
 
     operations = [

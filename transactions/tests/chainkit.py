@@ -97,3 +97,13 @@ def next_slot(client: Client, timeout: float = 5) -> int:
             return slot
         time.sleep(0.05)
     raise AssertionError("the slot did not advance")
+
+
+def hold_pump(cluster: str, holder: str) -> bool:
+    """Take (or renew) every pump shard lease of ``cluster`` for ``holder``, so that no
+    worker's pump touches the cluster while a test drives passes itself; whether all are
+    this holder's."""
+    from transactions import pump
+    from transactions.shards import shard_count
+
+    return all([pump.lease_take(cluster, holder, shard) for shard in range(shard_count())])

@@ -19,6 +19,7 @@ from transactions.chain.builder import ADDRESS_LOOKUP_TABLE_PROGRAM
 from transactions.fee_payers import platform_fee_payer
 from transactions.models import AddressLookupTable as Table
 from transactions.models import Transaction
+from transactions.tests.chainkit import hold_pump
 from transactions.tests.factories import AddressLookupTableFactory
 
 pytestmark = pytest.mark.chain
@@ -330,7 +331,7 @@ def warped_node(request, tmp_path, settings):
     from tests.workers import wait_for
 
     # A pump the worker started for WARPED in an earlier test (its lease lapsed) may still hold it.
-    wait_for(lambda: pump.lease_take(WARPED, "warped-test"), timeout=30, what="the pump lease")
+    wait_for(lambda: hold_pump(WARPED, "warped-test"), timeout=30, what="the pump leases")
     try:
         yield node
     finally:
@@ -356,7 +357,7 @@ def _settled(response, name: str, status: int = 200) -> dict:
     tx = Transaction.unscoped.get(offchain_id=response.json()["svmTransactionResult"]["offchainId"])
 
     def done():
-        assert pump.lease_take(WARPED, "warped-test")  # renewed: a lapsed lease would let the worker's pump in
+        assert hold_pump(WARPED, "warped-test")  # renewed: a lapsed lease would let the worker's pump in
         pump.pump_pass(WARPED)
         tx.refresh_from_db()
         return tx.status in DONE and tx.effects_applied_at is not None

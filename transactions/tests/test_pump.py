@@ -1,6 +1,7 @@
-"""The transaction pump (transactions/pump.py): batches, one holder per cluster, handover.
+"""The transaction pump (transactions/pump.py): batches, one holder per shard, shards shared
+between holders, handover.
 
-The tests drive passes in this process while holding the cluster's lease themselves, so a
+The tests drive passes in this process while holding the cluster's leases themselves, so a
 worker's pump left from another test cannot take their transactions."""
 
 from __future__ import annotations
@@ -17,11 +18,11 @@ from solders.system_program import TransferParams, transfer
 
 from accounts.custody import managed_key_import
 from tests.workers import wait_for
-from transactions import effects, pump, services
+from transactions import effects, pump, services, shards
 from transactions.chain.rpc import rpc_for
-from transactions.models import PumpLease, Transaction, TransactionEvent, TransactionStatus
+from transactions.models import PumpLease, PumpMember, Transaction, TransactionEvent, TransactionStatus
 from transactions.services import SignerSpec
-from transactions.tests.chainkit import funded
+from transactions.tests.chainkit import funded, hold_pump
 
 pytestmark = [pytest.mark.chain]
 CLUSTER = "CHAIN_LOCALNET"
@@ -30,8 +31,8 @@ HOLDER = "test-holder"
 
 @pytest.fixture
 def lease():
-    """This test holds the cluster's pump lease (waiting for a worker's to lapse)."""
-    wait_for(lambda: pump.lease_take(CLUSTER, HOLDER), timeout=15, what="the pump lease")
+    """This test holds the cluster's pump leases, every shard's (waiting for a worker's to lapse)."""
+    wait_for(lambda: hold_pump(CLUSTER, HOLDER), timeout=15, what="the pump leases")
     yield
     pump.lease_release(CLUSTER, HOLDER)
 
@@ -118,7 +119,7 @@ def test_a_pump_that_lost_its_lease_stops(tenant, chain, monkeypatch):
     wait_for(lambda: not pump.lease_live(CLUSTER), timeout=15, what="no pump running")
     passes = []
 
-    def stolen(cluster, renew=None):
+    def stolen(cluster, renew=None, shards=None):
         passes.append(cluster)
         PumpLease.objects.filter(cluster=cluster).update(holder="another", lease_until=timezone.now() + timedelta(seconds=30))
         return 0, 0
@@ -126,7 +127,7 @@ def test_a_pump_that_lost_its_lease_stops(tenant, chain, monkeypatch):
     monkeypatch.setattr(pump, "pump_pass", stolen)
     assert pump.pump_run(CLUSTER, holder=HOLDER, run_seconds=10) is False
     assert passes == [CLUSTER]
-    assert PumpLease.objects.get(cluster=CLUSTER).holder == "another"  # not released by the loser
+    assert set(PumpLease.objects.filter(cluster=CLUSTER).values_list("holder", flat=True)) == {"another"}  # not released by the loser
     PumpLease.objects.filter(cluster=CLUSTER).update(holder="", lease_until=timezone.now())
 
 
@@ -139,9 +140,10 @@ def test_work_committed_while_the_pump_stops_is_reported_for_another_run(tenant,
     release = pump.lease_release
     late: list[Transaction] = []
 
-    def release_then_commit(cluster, holder):
-        release(cluster, holder)
-        late.extend(_signed(tenant, source, 1))  # committed just after the lease was given up
+    def release_then_commit(cluster, holder, shards=None):
+        release(cluster, holder, shards)
+        if shards is None:  # the pump stopping, not giving back a surplus
+            late.extend(_signed(tenant, source, 1))  # committed just after the leases were given up
 
     monkeypatch.setattr(pump, "lease_release", release_then_commit)
     assert pump.pump_run(CLUSTER, holder=HOLDER, run_seconds=5) is True
@@ -157,7 +159,7 @@ def test_watch_starts_a_pump_only_where_work_waits_and_none_runs(tenant, chain, 
     assert pump.clusters_needing_pump() == []  # this test's lease is live
     pump.lease_release(CLUSTER, HOLDER)
     assert pump.clusters_needing_pump() == [CLUSTER]
-    pump.lease_take(CLUSTER, HOLDER)
+    hold_pump(CLUSTER, HOLDER)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -175,3 +177,107 @@ def test_a_failing_batch_hook_is_redone_one_transaction_at_a_time(tenant, chain,
     assert sorted(seen) == sorted(tx.pk for tx in rows)  # each once, on the per-transaction path
     assert all(tx.status == TransactionStatus.CONFIRMED and tx.effects_applied_at for tx in Transaction.unscoped.filter(pk__in=seen))
     assert TransactionEvent.objects.filter(transaction__in=rows, kind="EFFECTS_APPLIED").count() == 4
+
+
+# --- shards (docs/transactions.md, "Shards") ---------------------------------------------------
+
+
+def test_the_ordering_key_is_the_nonce_account_else_the_authority_else_the_fee_payer():
+    assert shards.ordering_key(nonce_account="Nonce1", fee_payer="Payer", required_signers=["Payer", "Owner"]) == "Nonce1"
+    assert shards.ordering_key(nonce_account="", fee_payer="Payer", required_signers=["Payer", "Owner", "Other"]) == "Owner"
+    assert shards.ordering_key(nonce_account="", fee_payer="Payer", required_signers=["Payer"]) == "Payer"
+    assert shards.bucket_of("Owner") == shards.bucket_of("Owner") < shards.BUCKETS  # stable: a CRC, not Python's salted hash
+
+
+def test_every_bucket_has_one_shard_whatever_the_shard_count(settings):
+    for count in (1, 3, 8):
+        settings.LEDGER_PUMP_SHARDS = count
+        dealt = [shards.buckets_of({shard}) for shard in range(count)]
+        assert sorted(b for buckets in dealt for b in (buckets or range(shards.BUCKETS))) == list(range(shards.BUCKETS))
+        assert shards.buckets_of(set(range(count))) is None  # every shard: no filter (one shard pumps as one pump did)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_source_s_transactions_share_a_shard_and_a_pass_sends_only_its_holder_s_shards(tenant, chain, lease, settings):
+    first, second = funded(chain, 10**9), funded(chain, 10**9)
+    while shards.shard_of(shards.bucket_of(str(second.pubkey()))) == shards.shard_of(shards.bucket_of(str(first.pubkey()))):
+        second = funded(chain, 10**9)
+    mine, theirs = _signed(tenant, first, 3), _signed(tenant, second, 2)
+    assert {tx.shard_key for tx in mine} == {shards.bucket_of(str(first.pubkey()))}  # recorded with the row
+    shard = shards.shard_of(mine[0].shard_key)
+    sent, _ = pump.pump_pass(CLUSTER, shards=frozenset({shard}))
+    assert sent == 3
+    assert {tx.status for tx in Transaction.unscoped.filter(pk__in=[tx.pk for tx in mine])} == {TransactionStatus.CONFIRMED}
+    assert {tx.status for tx in Transaction.unscoped.filter(pk__in=[tx.pk for tx in theirs])} == {TransactionStatus.SIGNED}  # another shard's
+    pump.pump_pass(CLUSTER)  # every shard
+    assert {tx.status for tx in Transaction.unscoped.filter(pk__in=[tx.pk for tx in theirs])} == {TransactionStatus.CONFIRMED}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_holders_share_the_shards_and_each_shard_has_one_holder(settings):
+    settings.LEDGER_PUMP_SHARDS = 8
+    cluster = "CHAIN_DEVNET"  # no worker pumps it
+    a, waiting = pump._rebalance(cluster, "a", frozenset())
+    assert a == frozenset(range(8)) and not waiting  # alone: every shard, as the single pump
+    b, waiting = pump._rebalance(cluster, "b", frozenset())
+    assert b == frozenset() and waiting  # "a" holds more than its share now
+    a, _ = pump._rebalance(cluster, "a", a)
+    assert len(a) == 4  # the surplus given back
+    b, _ = pump._rebalance(cluster, "b", b)
+    assert len(b) == 4 and not a & b
+    holders = dict(PumpLease.objects.filter(cluster=cluster, lease_until__gt=timezone.now()).values_list("shard", "holder"))
+    assert holders == {**{s: "a" for s in a}, **{s: "b" for s in b}}
+    c, waiting = pump._rebalance(cluster, "c", frozenset())  # a third: ceil(8 / 3) = 3 each
+    a, _ = pump._rebalance(cluster, "a", a)
+    b, _ = pump._rebalance(cluster, "b", b)
+    c, _ = pump._rebalance(cluster, "c", c)
+    assert (len(a), len(b), len(c)) == (3, 3, 2) and not (a & b or b & c or a & c)
+    for holder in ("a", "b", "c"):
+        pump._member_leave(cluster, holder)
+        pump.lease_release(cluster, holder)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_killed_holder_s_shards_are_taken_over_once_its_leases_lapse(settings):
+    settings.LEDGER_PUMP_SHARDS = 4
+    cluster = "CHAIN_DEVNET"
+    a, _ = pump._rebalance(cluster, "a", frozenset())
+    b, _ = pump._rebalance(cluster, "b", frozenset())
+    a, _ = pump._rebalance(cluster, "a", a)
+    b, _ = pump._rebalance(cluster, "b", b)
+    assert len(a) == len(b) == 2
+    # "a" is killed with SIGKILL: nothing is released; its leases and membership run out.
+    b, _ = pump._rebalance(cluster, "b", b)
+    assert len(b) == 2  # not before they lapse
+    past = timezone.now() - timedelta(seconds=1)
+    PumpLease.objects.filter(cluster=cluster, holder="a").update(lease_until=past)
+    PumpMember.objects.filter(cluster=cluster, holder="a").update(seen_until=past)
+    b, _ = pump._rebalance(cluster, "b", b)
+    assert b == frozenset(range(4))
+    assert pump.leases_renew(cluster, "a", a) == frozenset()  # "a", back, has lost them
+    pump._member_leave(cluster, "b")
+    pump.lease_release(cluster, "b")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_request_kicks_a_pump_only_when_its_own_shard_has_no_holder(monkeypatch, settings):
+    from transactions import tasks
+
+    settings.LEDGER_PUMP_SHARDS = 4
+    kicked: list[str] = []
+    monkeypatch.setattr(tasks.pump, "delay", lambda **kwargs: kicked.append(kwargs["cluster"]))
+    assert pump.lease_take("CHAIN_DEVNET", "a", 2)
+    pump.pump_kick("CHAIN_DEVNET", 2)
+    assert kicked == []  # shard 2's holder finds the row
+    pump.pump_kick("CHAIN_DEVNET", 3)
+    assert kicked == ["CHAIN_DEVNET"]
+    pump.lease_release("CHAIN_DEVNET", "a")
+
+
+def test_a_holder_gives_back_half_the_work_not_its_idle_shards():
+    loads = {0: 250, 1: 188, 2: 187, 3: 125, 4: 125, 5: 63, 6: 62}  # shard 7 idle (bench_drain's spread)
+    kept = pump.shards_kept(frozenset(range(8)), 4, loads)
+    given = frozenset(range(8)) - kept
+    assert len(kept) == len(given) == 4
+    assert sum(loads.get(s, 0) for s in kept) == sum(loads.get(s, 0) for s in given) == 500
+    assert pump.shards_kept(frozenset(range(8)), 4, {}) == frozenset(range(4))  # nothing waiting: by number

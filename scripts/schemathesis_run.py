@@ -151,10 +151,13 @@ def main(extra: list[str]) -> int:
             "LEDGER_WAIT_TIMEOUT_SECONDS": "0.5",
             # schemathesis sends many requests from one key.
             "LEDGER_RATE_LIMIT_PER_MINUTE": "1000000",
-            # Many DURABLE_NONCE requests in a row: a deeper pool, so leases held until their
-            # transactions finalize do not empty it (503 NONCE_POOL_EMPTY).
-            "LEDGER_NONCE_POOL_TARGET": "24",
-            "LEDGER_NONCE_POOL_LOW_WATER": "8",
+            # Many DURABLE_NONCE requests in a row, each with a fresh x-request-id (so each one
+            # leases): a pool deeper than the tenant's lease quota (16), so leases held until
+            # their transactions finalize never empty it (503 NONCE_POOL_EMPTY); past the quota
+            # a request is answered 429.
+            "LEDGER_NONCE_POOL_TARGET": "48",
+            "LEDGER_NONCE_POOL_LOW_WATER": "24",
+            "LEDGER_NONCE_POOL_MAX": "96",
             "GUNICORN_WORKERS": "2",
             "LOG_LEVEL": "WARNING",
             # Generated webhook endpoints are random public addresses: events are recorded,

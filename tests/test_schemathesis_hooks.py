@@ -9,7 +9,9 @@ import uuid
 
 import pytest
 
+from scripts import schemathesis_checks as checks
 from scripts import schemathesis_hooks as hooks
+from scripts import schemathesis_request_ids as request_ids
 from scripts.schemathesis_seed import ROLES
 
 LOOKUP_COMPONENTS = {"LookupRequest", "OwnLookupRequest", "InstrumentLookupRequest", "OwnInstrumentLookupRequest", "TransactionIdentifierRequest", "LookupTableLookupRequest",
@@ -135,16 +137,16 @@ def test_issue_access_token_gets_the_runs_key_as_client_credentials():
 def test_every_call_gets_a_fresh_request_id_unless_the_id_is_the_broken_part():
     """An outside run answered 52 % of its cases 409 REQUEST_ID_REUSED: the coverage phase
     reuses one x-request-id for different requests. Every call of ours gets its own."""
-    first, second = hooks.fresh_request_id({"x-request-id": "0b5c4f1e-5d1a-4c59-9a43-7c8e2f3b6a10"}), hooks.fresh_request_id({"x-request-id": "0b5c4f1e-5d1a-4c59-9a43-7c8e2f3b6a10"})
+    first, second = request_ids.fresh_request_id({"x-request-id": "0b5c4f1e-5d1a-4c59-9a43-7c8e2f3b6a10"}), request_ids.fresh_request_id({"x-request-id": "0b5c4f1e-5d1a-4c59-9a43-7c8e2f3b6a10"})
     assert first["x-request-id"] != second["x-request-id"] != "0b5c4f1e-5d1a-4c59-9a43-7c8e2f3b6a10"
     assert str(uuid.UUID(first["x-request-id"])) == first["x-request-id"]
-    absent = hooks.fresh_request_id({"Authorization": "Bearer x"})
+    absent = request_ids.fresh_request_id({"Authorization": "Bearer x"})
     assert absent["Authorization"] == "Bearer x" and hooks._is_uuid(absent["x-request-id"])
-    assert hooks.fresh_request_id({"x-request-id": "not-a-uuid"}) == {"x-request-id": "not-a-uuid"}  # a negative case: its 400 INVALID_REQUEST_ID
+    assert request_ids.fresh_request_id({"x-request-id": "not-a-uuid"}) == {"x-request-id": "not-a-uuid"}  # a negative case: its 400 INVALID_REQUEST_ID
 
 
 def test_the_tally_counts_cases_kept_from_the_operation_by_their_request_id():
-    tally = hooks.Tally()
+    tally = request_ids.Tally()
     tally.add(201, None, False)
     tally.add(409, ["REQUEST_ID_REUSED"], False)
     tally.add(201, None, True)
@@ -164,28 +166,28 @@ def test_positive_outbound_urls_are_kept_only_when_the_format_is_decidable(body,
 
 
 def test_docs_errors_is_read_status_by_status():
-    documented = hooks._documented()
+    documented = checks._documented()
     assert {(400, "TOO_MANY_KEYS"), (400, "TOO_LARGE"), (400, "INVALID_LOOKUP"), (400, "AMBIGUOUS_LOOKUP"), (404, "CONFLICTING_LOOKUP"),
             (404, "ACCOUNT_NOT_ONCHAIN"), (400, "ACCOUNT_NOT_ONCHAIN"), (400, "REFUND_DESTINATION_REQUIRED"), (409, "OPERATION_IN_PROGRESS")} <= documented
     assert (400, "CONFLICTING_LOOKUP") not in documented
-    assert hooks.documented_codes("| 409 | `A`, `B` / `C` | when |\n| Status | Code | When |\ntext `D`") == {(409, "A"), (409, "B"), (409, "C")}
+    assert checks.documented_codes("| 409 | `A`, `B` / `C` | when |\n| Status | Code | When |\ntext `D`") == {(409, "A"), (409, "B"), (409, "C")}
 
 
 def test_a_valid_request_may_be_refused_400_only_for_a_documented_rule():
-    documented = hooks._documented()
-    assert hooks.refused_as_invalid(400, ["ALREADY_PAUSED"], documented) == []
-    assert hooks.refused_as_invalid(400, ["FUNDING_ACCOUNT_REQUIRED", "REQUIRED"], documented) == ["REQUIRED"]
-    assert hooks.refused_as_invalid(400, ["SOMETHING_NEW"], documented) == ["SOMETHING_NEW"]
-    assert hooks.refused_as_invalid(404, ["REQUIRED"], documented) == []
-    assert hooks.refused_as_invalid(400, None, documented) == []
+    documented = checks._documented()
+    assert checks.refused_as_invalid(400, ["ALREADY_PAUSED"], documented) == []
+    assert checks.refused_as_invalid(400, ["FUNDING_ACCOUNT_REQUIRED", "REQUIRED"], documented) == ["REQUIRED"]
+    assert checks.refused_as_invalid(400, ["SOMETHING_NEW"], documented) == ["SOMETHING_NEW"]
+    assert checks.refused_as_invalid(404, ["REQUIRED"], documented) == []
+    assert checks.refused_as_invalid(400, None, documented) == []
 
 
 def test_every_error_code_must_be_documented_with_its_status():
-    documented = hooks._documented()
-    assert hooks.undocumented(409, ["OPERATION_IN_PROGRESS"], documented) == []
-    assert hooks.undocumented(400, ["NULL_CHARACTERS_NOT_ALLOWED", "INVALID"], documented) == ["NULL_CHARACTERS_NOT_ALLOWED"]
-    assert hooks.undocumented(400, ["CONFLICTING_LOOKUP"], documented) == ["CONFLICTING_LOOKUP"]
-    assert hooks.undocumented(200, ["ANYTHING"], documented) == []
+    documented = checks._documented()
+    assert checks.undocumented(409, ["OPERATION_IN_PROGRESS"], documented) == []
+    assert checks.undocumented(400, ["NULL_CHARACTERS_NOT_ALLOWED", "INVALID"], documented) == ["NULL_CHARACTERS_NOT_ALLOWED"]
+    assert checks.undocumented(400, ["CONFLICTING_LOOKUP"], documented) == ["CONFLICTING_LOOKUP"]
+    assert checks.undocumented(200, ["ANYTHING"], documented) == []
 
 
 def test_positive_addresses_must_decode_to_32_bytes():
@@ -234,9 +236,9 @@ def test_a_message_with_a_platform_key_outside_the_fee_payer_slot_is_reported():
     fee_only = Message.new_with_blockhash([transfer(TransferParams(from_pubkey=other, to_pubkey=Keypair().pubkey(), lamports=1))], payer, Hash.default())
     spends = Message.new_with_blockhash([transfer(TransferParams(from_pubkey=payer, to_pubkey=other, lamports=1))], payer, Hash.default())
     receives = Message.new_with_blockhash([transfer(TransferParams(from_pubkey=other, to_pubkey=payer, lamports=1))], other, Hash.default())
-    assert hooks.platform_misuse(b64(fee_only), {str(payer)}) is None
-    assert "signer or writable" in hooks.platform_misuse(b64(spends), {str(payer)})
-    assert hooks.platform_misuse(b64(receives), {str(payer)}) is not None
+    assert checks.platform_misuse(b64(fee_only), {str(payer)}) is None
+    assert "signer or writable" in checks.platform_misuse(b64(spends), {str(payer)})
+    assert checks.platform_misuse(b64(receives), {str(payer)}) is not None
 
 
 def _address_keys(node, key=None, found=None) -> set:

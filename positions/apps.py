@@ -6,4 +6,4 @@ class PositionsConfig(AppConfig):
     name = "positions"
 
     def ready(self) -> None:
-        from . import balances, batches, effects, movement_effects  # noqa: F401  (register the area's transaction effects: lifecycle, balances, mint/burn/transfer/trade, batch payouts)
+        from . import balances, batch_effects, effects, movement_effects  # noqa: F401  (register the area's transaction effects: lifecycle, balances, mint/burn/transfer/trade, batch payouts)

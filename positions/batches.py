@@ -60,13 +60,11 @@ from ledger_project.api.idempotency import write_phase
 from transactions import fee_payers
 from transactions.chain.builder import MAX_TRANSACTION_SIZE
 from transactions.chain.errors import TransactionTooLarge
-from transactions.effects import ConfirmationFacts, effect_handler, failure_handler
 from transactions.lookup_tables.compression import tenant_tables
-from transactions.models import MessageLifetime, Transaction, TransactionStatus
+from transactions.models import MessageLifetime, Transaction
 from transactions.services import transaction_record
 
 from . import movement
-from .effects import positions_created, positions_not_created
 from .limits import TOKEN, Decision, debit_decision
 from .locks import lock_positions
 from .lookup import resolution_memo
@@ -78,6 +76,9 @@ logger = logging.getLogger("ledger.positions")
 #: The operation of every transaction a batch records, packed or alone: its effects list
 #: each item (``effects.batch.items``, in the order of ``effects.movement.legs``).
 OPERATION = "positions.transfer_batch"
+#: The network-currency batch's operation (positions/batch_network.py), named here too: its
+#: failures are retried the same way (positions/batch_effects.py).
+NETWORK_CURRENCY_OPERATION = "positions.transfer_network_currency_batch"
 #: Items in one transaction at most, whatever the size: every transfer adds writable
 #: accounts, and the runtime locks at most 64 accounts per transaction.
 MAX_ITEMS_PER_TRANSACTION = 24
@@ -492,81 +493,3 @@ def batch_retry_due() -> list[int]:
     """Batches with items waiting for a retry (the sweep: a worker killed mid-retry, a
     broker that was down when the failure was recorded)."""
     return sorted(set(BatchItem.objects.filter(status=BatchItemStatus.RETRY_DUE).values_list("batch_id", flat=True)))
-
-
-# --- effects of the batch's transactions -----------------------------------------------------------
-
-
-def _created(tx) -> list[Position]:
-    ids = tx.effects.get("created") or []
-    return list(Position.unscoped.filter(offchain_id__in=ids)) if ids else []
-
-
-@effect_handler(OPERATION)
-def batch_transferred(tx, facts: ConfirmationFacts) -> None:
-    positions_created(tx, _created(tx))
-
-
-#: The network-currency batch's operation (positions/batch_network.py), named here too: its
-#: failures are retried the same way.
-NETWORK_CURRENCY_OPERATION = "positions.transfer_network_currency_batch"
-
-
-@failure_handler(NETWORK_CURRENCY_OPERATION)
-@failure_handler(OPERATION)
-def batch_not_transferred(tx) -> None:
-    """A packed transaction that FAILED — executed and failed on chain (undoing every
-    instruction), or refused by the first send's preflight (final: nothing else was ever
-    sent, transactions/settlement.py) — sends its items again, each alone; an expired or
-    cancelled one, or an item alone, ends as its transaction did."""
-    positions_not_created(tx, _created(tx))
-    indices = (tx.effects.get("batch") or {}).get("items") or []
-    if tx.status == TransactionStatus.FAILED and len(indices) > 1:
-        rows = BatchItem.objects.filter(transaction=tx, status=BatchItemStatus.SENT)
-        batch_ids = set(rows.values_list("batch_id", flat=True))
-        rows.update(status=BatchItemStatus.RETRY_DUE, transaction=None)
-        for batch in Batch.unscoped.filter(pk__in=batch_ids):
-            _retry_on_commit(batch)
-
-
-# --- reading a batch ----------------------------------------------------------------------------------
-
-RETRYING = "RETRYING"
-
-
-def batch_get(*, tenant, cluster: str, offchain_id) -> Batch:
-    """The tenant's batch; another organization's answers like a missing one (404)."""
-    from ledger_project.api.errors import NotFoundError
-
-    batch = Batch.objects.for_tenant(tenant).filter(cluster=cluster, offchain_id=offchain_id).first()
-    if batch is None:
-        raise NotFoundError("No batch with this offchainId.", field="itemData.batch.offchainId", code="BATCH_NOT_FOUND")
-    return batch
-
-
-_ITEM_FIELDS = (
-    "index", "status", "http_status", "errors", "result", "transaction__offchain_id", "transaction__onchain_id", "transaction__status",
-    "transaction__approval_required", "transaction__error_message", "first_transaction__offchain_id", "transaction_id", "first_transaction_id",
-)
-
-
-def batch_render(batch: Batch) -> dict:
-    """BatchOutput: the batch, its items by index (one query) and their counts by status."""
-    from ledger_project.timestamps import timestamp_text
-
-    counts: dict[str, int] = defaultdict(int)
-    items = []
-    for row in BatchItem.objects.filter(batch=batch).order_by("index").values_list(*_ITEM_FIELDS):
-        index, status, http_status, errors, result, tx_id, signature, tx_status, held, error_message, first_id, tx_pk, first_pk = row
-        shown = {BatchItemStatus.REJECTED: "REJECTED", BatchItemStatus.RETRY_DUE: RETRYING}.get(status, tx_status)
-        counts[shown] += 1
-        items.append({
-            "index": index, "status": shown, "httpStatus": http_status, "errors": errors, "destination": result,
-            # A held transaction's signature stays undisclosed until approved (positions/limits.py).
-            "svmTransaction": {"onchainId": None if held else signature, "offchainId": str(tx_id), "status": tx_status, "errorMessage": error_message or ""} if tx_id else None,
-            "firstTransaction": str(first_id) if first_id and first_pk != tx_pk else None,
-        })
-    return {"batch": {
-        "offchainId": str(batch.offchain_id), "kind": batch.kind, "itemCount": batch.item_count, "createdAt": timestamp_text(batch.created_at),
-        "counts": dict(sorted(counts.items())), "items": items,
-    }}

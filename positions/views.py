@@ -15,7 +15,7 @@ from ledger_project.api.schema import DETAIL_LEVEL, api_responses, bulk_response
 from ledger_project.api.viewsets import TenantScopedViewSet
 from transactions.responses import mutation_response
 
-from . import batches, lifecycle, movement, render, selectors, services, transfers
+from . import batch_render, batches, lifecycle, movement, render, selectors, services, transfers
 from .lookup import resolve_own_position
 from .models import BatchKind, Position
 from .serializers import (
@@ -225,7 +225,7 @@ class PositionBatchViewSet(TenantScopedViewSet):
             tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, items=body["itemData"]["items"], svm_config=body.get("svmTransactionConfig"),
             request_id=request.client_request_id,
         )
-        return Response(batches.batch_render(batch))
+        return Response(batch_render.batch_render(batch))
 
     @extend_schema(
         operation_id="transferNetworkCurrencyBatch", summary="Transfer Network Currency, batch",
@@ -243,7 +243,7 @@ class PositionBatchViewSet(TenantScopedViewSet):
             tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, items=body["itemData"]["items"], svm_config=body.get("svmTransactionConfig"),
             request_id=request.client_request_id, kind=BatchKind.NETWORK_CURRENCY_TRANSFER,
         )
-        return Response(batches.batch_render(batch))
+        return Response(batch_render.batch_render(batch))
 
     @extend_schema(
         operation_id="fetchBatch", summary="Fetch Batch", description="Creates no transaction. The batch, its items' counts by status and every item's result (beyond the spec).",
@@ -251,4 +251,4 @@ class PositionBatchViewSet(TenantScopedViewSet):
     )
     def details(self, request):
         data = validated(BatchLookupInput, request)["itemData"]
-        return Response(batches.batch_render(batches.batch_get(tenant=self.tenant, cluster=self.cluster, offchain_id=data["batch"]["offchainId"])))
+        return Response(batch_render.batch_render(batch_render.batch_get(tenant=self.tenant, cluster=self.cluster, offchain_id=data["batch"]["offchainId"])))

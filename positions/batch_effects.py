@@ -1,0 +1,41 @@
+"""Effects of a batch payout's transactions (docs/positions.md, "Batch payouts"): positions
+a confirmed transaction created, and a packed transaction that FAILED sends its items again,
+each alone (positions/batches.py, ``batch_retry``)."""
+
+from __future__ import annotations
+
+from transactions.effects import ConfirmationFacts, effect_handler, failure_handler
+from transactions.models import TransactionStatus
+
+from .batches import NETWORK_CURRENCY_OPERATION, OPERATION, _retry_on_commit
+from .effects import positions_created, positions_not_created
+from .models import Batch, BatchItem, BatchItemStatus, Position
+
+
+def _created(tx) -> list[Position]:
+    ids = tx.effects.get("created") or []
+    return list(Position.unscoped.filter(offchain_id__in=ids)) if ids else []
+
+
+@effect_handler(OPERATION)
+def batch_transferred(tx, facts: ConfirmationFacts) -> None:
+    positions_created(tx, _created(tx))
+
+
+@failure_handler(NETWORK_CURRENCY_OPERATION)
+@failure_handler(OPERATION)
+def batch_not_transferred(tx) -> None:
+    """A packed transaction that FAILED — executed and failed on chain (undoing every
+    instruction), or refused by the first send's preflight (final: nothing else was ever
+    sent, transactions/settlement.py) — sends its items again, each alone; an expired or
+    cancelled one, or an item alone, ends as its transaction did."""
+    positions_not_created(tx, _created(tx))
+    indices = (tx.effects.get("batch") or {}).get("items") or []
+    if tx.status == TransactionStatus.FAILED and len(indices) > 1:
+        rows = BatchItem.objects.filter(transaction=tx, status=BatchItemStatus.SENT)
+        batch_ids = set(rows.values_list("batch_id", flat=True))
+        rows.update(status=BatchItemStatus.RETRY_DUE, transaction=None)
+        for batch in Batch.unscoped.filter(pk__in=batch_ids):
+            _retry_on_commit(batch)
+
+

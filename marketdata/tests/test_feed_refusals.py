@@ -80,7 +80,10 @@ def test_rounds_only_grow_even_when_the_authority_updates_the_feed_elsewhere(api
         data_source = created(w.create(api, definition(*source(prices.url("/price"))["tasks"])))
         assert refreshed(api, data_source)["evaluation"]["round"] == 1
         _, now = node_clock(chain)
-        send(chain, funded(chain, 10**9), [_update(data_source["onchainId"], w.authority_key.pubkey(), 10, mantissa("6"), now)], [w.authority_key])
+        # Not older than the service's own observation (its wall clock may run ahead of the
+        # node's on a loaded machine: the program would refuse it as OutOfOrder).
+        observed = max(now, feed_raw(chain, data_source["onchainId"])["observed_at"])
+        send(chain, funded(chain, 10**9), [_update(data_source["onchainId"], w.authority_key.pubkey(), 10, mantissa("6"), observed)], [w.authority_key])
 
         # The service's round 2 is out of order now: refused before sending, and the record
         # catches up with the chain, so the next refresh goes through with round 11.

@@ -199,6 +199,7 @@ def test_every_bucket_has_one_shard_whatever_the_shard_count(settings):
 
 @pytest.mark.django_db(transaction=True)
 def test_a_source_s_transactions_share_a_shard_and_a_pass_sends_only_its_holder_s_shards(tenant, chain, lease, settings):
+    settings.LEDGER_PUMP_SHARDS = 8
     first, second = funded(chain, 10**9), funded(chain, 10**9)
     while shards.shard_of(shards.bucket_of(str(second.pubkey()))) == shards.shard_of(shards.bucket_of(str(first.pubkey()))):
         second = funded(chain, 10**9)

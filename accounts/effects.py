@@ -10,7 +10,7 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from transactions.effects import ConfirmationFacts, effect_handler, failure_handler, lock_first, on_confirmations
+from transactions.effects import ConfirmationFacts, effect_handler, failure_handler, lock_first, moves_balance, on_confirmations, records_balances
 from transactions.models import Transaction
 
 from .models import Account, AccountStatus, BalanceSnapshot
@@ -90,6 +90,11 @@ def moves_last_transaction(last_slots: dict[int, int | None], pk: int, slot: int
     return True
 
 
+@records_balances
+def recorded_accounts(cluster: str, addresses: list[str]) -> list[str]:
+    return list(Account.unscoped.filter(cluster=cluster, address__in=addresses).values_list("address", flat=True).distinct())
+
+
 @on_confirmations
 def balances_after(confirmed) -> None:
     """Balance history from each transaction's own pre/post balances (its getTransaction
@@ -99,7 +104,7 @@ def balances_after(confirmed) -> None:
     under this one, and two confirmations applied out of order could move a balance
     backwards. The chain's record of *this* transaction says exactly what it left, and its
     slot places it: the current balance only moves to a transaction that comes after the one
-    it reflects (a later slot, or the same slot starting from the recorded balance); an
+    it reflects (a later slot, or later in the same slot: transactions.effects.moves_balance); an
     earlier one only adds its history entry, placed before the later entries.
 
     Set-based for the transactions confirmed together: their accounts are locked in one
@@ -107,6 +112,7 @@ def balances_after(confirmed) -> None:
     entries are written in one UPDATE and one INSERT; transactions are taken in the order
     given, each seeing what the ones before it left.
     """
+    facts_of = {tx.pk: facts for tx, facts in confirmed}
     confirmed = [(tx, facts.transaction) for tx, facts in confirmed if facts.transaction is not None]  # no metadata: nothing to record from
     if not confirmed:
         return
@@ -115,7 +121,7 @@ def balances_after(confirmed) -> None:
     locked = Account.unscoped.select_for_update().filter(cluster__in=clusters, address__in=list({a for _, a in wanted})).order_by("pk")
     accounts = {(a.cluster, a.address): a for a in locked}
     last_slots = last_transaction_slots(accounts.values())
-    latest: dict[int, tuple[int, int] | None] = {}  # account pk → (transaction id, slot) of its latest entry from a transaction
+    latest: dict[int, tuple[int, int, str | None] | None] = {}  # account pk → (transaction id, slot, signature) of its latest entry from a transaction
     has_history: dict[int, bool] = {}
     snapshots: list[BalanceSnapshot] = []
     dirty: dict[int, Account] = {}
@@ -127,11 +133,11 @@ def balances_after(confirmed) -> None:
             pre, post = found.lamports[account.address]
             current = int(account.lamports_balance)
             if account.pk not in latest:
-                latest[account.pk] = BalanceSnapshot.objects.filter(account=account, transaction__slot__isnull=False).order_by("-transaction__slot", "-at", "-pk").values_list("transaction_id", "transaction__slot").first()
+                latest[account.pk] = BalanceSnapshot.objects.filter(account=account, transaction__slot__isnull=False).order_by("-transaction__slot", "-at", "-pk").values_list("transaction_id", "transaction__slot", "transaction__onchain_id").first()
             last = latest[account.pk]
             if last is not None and last[0] == tx.pk:
                 continue  # already recorded
-            if last is None or found.slot > last[1] or (found.slot == last[1] and current == pre):
+            if moves_balance(facts_of[tx.pk], account.address, last, signature=tx.onchain_id, pre=pre, post=post, current=current):
                 account.lamports_balance = post
                 if moves_last_transaction(last_slots, account.pk, found.slot):
                     account.last_transaction = tx
@@ -142,7 +148,7 @@ def balances_after(confirmed) -> None:
                     has_history[account.pk] = account.balance_history.exists()
                 if current != post or not has_history[account.pk]:
                     snapshots.append(BalanceSnapshot(account=account, lamports=post, transaction=tx, at=at))
-                    latest[account.pk] = (tx.pk, found.slot)
+                    latest[account.pk] = (tx.pk, found.slot, tx.onchain_id)
                     has_history[account.pk] = True
             elif pre != post:
                 BalanceSnapshot.objects.bulk_create(snapshots)  # the entries before this one, for the placement below

@@ -363,7 +363,7 @@ LEDGER_RPC_BATCH_SIZE = env.int("LEDGER_RPC_BATCH_SIZE", default=100)
 # transactions of one slot touching one position (batch payouts packed by different signers)
 # were applied by two holders out of order (a reconcile drift in the batch crash test;
 # docs/transactions.md, "Shards").
-LEDGER_PUMP_SHARDS = env.int("LEDGER_PUMP_SHARDS", default=1)
+LEDGER_PUMP_SHARDS = env.int("LEDGER_PUMP_SHARDS", default=8)
 LEDGER_PUMP_LEASE_SECONDS = env.float("LEDGER_PUMP_LEASE_SECONDS", default=5.0)
 LEDGER_PUMP_IDLE_SECONDS = env.float("LEDGER_PUMP_IDLE_SECONDS", default=3.0)  # nothing in flight this long: the pump stops
 LEDGER_PUMP_RUN_SECONDS = env.float("LEDGER_PUMP_RUN_SECONDS", default=20.0)  # one task's run; then it hands over to a fresh task

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from accounts.effects import last_transaction_slots, moves_last_transaction
 from accounts.models import Account
-from transactions.effects import on_confirmations
+from transactions.effects import moves_balance, on_confirmations, records_balances
 
 from .models import Position, PositionBalanceSnapshot, PositionStatus
 
@@ -24,13 +24,18 @@ def _latest(field: str) -> Subquery:
     return Subquery(entries.values(field)[:1])
 
 
+@records_balances
+def recorded_token_accounts(cluster: str, addresses: list[str]) -> list[str]:
+    return list(Position.unscoped.filter(cluster=cluster, address__in=addresses).values_list("address", flat=True).distinct())
+
+
 @on_confirmations
 def token_balances_after(confirmed) -> None:
     """Offchain token balances and their history from each transaction's own pre/post token
     balances (facts.transaction.tokens), exactly once per transaction and in slot order —
     the same rule as lamports (accounts/effects.balances_after): the current balance only
-    moves to a transaction that comes after the one it reflects (a later slot, or the same
-    slot starting from the recorded balance); an earlier one only adds its history entry.
+    moves to a transaction that comes after the one it reflects (a later slot, or later in
+    the same slot: transactions.effects.moves_balance); an earlier one only adds its history entry.
     A position is any tenant's: the transaction's record names token accounts, not tenants.
 
     Set-based for the transactions confirmed together: their positions are locked and read
@@ -38,6 +43,7 @@ def token_balances_after(confirmed) -> None:
     order given, each seeing what the ones before it left, and the balances and new entries
     are written in one UPDATE per table and one INSERT.
     """
+    facts_of = {tx.pk: facts for tx, facts in confirmed}
     confirmed = [(tx, facts.transaction) for tx, facts in confirmed if facts.transaction is not None and facts.transaction.tokens]
     if not confirmed:
         return
@@ -50,13 +56,13 @@ def token_balances_after(confirmed) -> None:
         .filter(cluster__in={c for c, _ in wanted}, address__in=list({a for _, a in wanted}))
         .exclude(status=PositionStatus.FAILED)
         .select_related("account", "instrument")
-        .annotate(latest_transaction=_latest("transaction_id"), latest_slot=_latest("slot"))
+        .annotate(latest_transaction=_latest("transaction_id"), latest_slot=_latest("slot"), latest_signature=_latest("transaction__onchain_id"))
         .order_by("pk")
     )
     positions: dict[tuple[str, str], list[Position]] = {}
     for position in locked:
         positions.setdefault((position.cluster, position.address), []).append(position)
-    latest: dict[int, tuple[int, int] | None] = {p.pk: (p.latest_transaction, p.latest_slot) if p.latest_slot is not None else None for ps in positions.values() for p in ps}
+    latest: dict[int, tuple[int, int, str | None] | None] = {p.pk: (p.latest_transaction, p.latest_slot, p.latest_signature) if p.latest_slot is not None else None for ps in positions.values() for p in ps}
     account_slots = last_transaction_slots(p.account for ps in positions.values() for p in ps)
     position_slots = last_transaction_slots(p for ps in positions.values() for p in ps)
     snapshots: list[PositionBalanceSnapshot] = []
@@ -75,7 +81,7 @@ def token_balances_after(confirmed) -> None:
             last = latest[position.pk]
             if last is not None and last[0] == tx.pk:
                 continue  # already recorded
-            if last is None or found.slot > last[1] or (found.slot == last[1] and current == balance.pre):
+            if moves_balance(facts_of[tx.pk], position.address, last, signature=tx.onchain_id, pre=balance.pre, post=balance.post, current=current):
                 account.token_balance = balance.post
                 if moves_last_transaction(account_slots, account.pk, found.slot):
                     account.last_transaction = tx
@@ -88,7 +94,7 @@ def token_balances_after(confirmed) -> None:
                 position.updated_at = now
                 dirty_positions[position.pk] = position
                 snapshots.append(PositionBalanceSnapshot(position=position, amount=balance.post, transaction=tx, slot=found.slot, at=at))
-                latest[position.pk] = (tx.pk, found.slot)
+                latest[position.pk] = (tx.pk, found.slot, tx.onchain_id)
             elif balance.pre != balance.post:
                 PositionBalanceSnapshot.objects.bulk_create(snapshots, ignore_conflicts=True)  # the entries before this one, for the placement below
                 snapshots = []

@@ -13,6 +13,7 @@ import threading
 import time
 import uuid
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,6 +22,8 @@ from solders.signature import Signature
 from tests.workers import ROOT
 from transactions.models import Transaction, TransactionEvent
 
+HOLDERS = 4
+MINTED = 10**12  # base units minted to each holder
 LANDED = {"CONFIRMED", "FINALIZED"}
 ENDED = LANDED | {"FAILED", "EXPIRED", "CANCELLED"}
 
@@ -187,3 +190,57 @@ def describe(rows: list[tuple], data_dir: Path) -> str:
                      f"submitted {tx.submitted_at and f'{tx.submitted_at:%H:%M:%S.%f}'}, updated {tx.updated_at:%H:%M:%S.%f}, last valid height {tx.last_valid_block_height}; "
                      f"events {[(k, f'{at:%H:%M:%S.%f}') for k, at in events]}")
     return "\n".join(lines)
+
+
+# --- Shared by the crash tests ------------------------------------------------------------
+
+
+@dataclass
+class World:
+    funder: dict  # {offchainId, onchainId}
+    mint: str
+    holders: list[dict]  # position identifiers
+
+
+def build_world(api: Api, holders: int = HOLDERS) -> World:
+    """A funding account (seeded by the localnet airdrop funder), an SPL instrument and
+    ``holders`` positions holding MINTED base units each; every transaction confirmed."""
+    authority = api.ok("POST", "/api/v1/accounts", {"itemData": {"managed": True, "offchainReferences": {"type": "TOKEN_MANAGEMENT_AUTHORITY"}}})["newAccount"]
+    funder = api.ok("POST", "/api/v1/accounts?wait=confirmed", {"itemData": {
+        "managed": True, "seed": {"lamports": 2 * 10**9}, "offchainReferences": {"type": "TOKEN_MANAGEMENT_AUTHORITY", "code": "FUNDER"}}})["newAccount"]
+    instrument = api.ok("POST", "/api/v1/financial-instruments?wait=confirmed", {"itemData": {
+        "version": "SPL", "offchainReferences": {"newAlId": {"financialInstrumentType": "STABLECOIN"}}, "mintAuthority": {"offchainId": authority["offchainId"]},
+        "onchainData": {"name": "Crash Dollar", "symbol": "CRSH", "decimals": 2}}})["newFinancialInstrument"]
+
+    def holder(_):
+        owner = api.ok("POST", "/api/v1/accounts", {"itemData": {"managed": True, "offchainReferences": {"type": "TOKEN_MANAGEMENT_AUTHORITY"}}})["newAccount"]
+        lookup = {"owner": {"offchainId": owner["offchainId"]}, "financialInstrument": {"offchainId": instrument["offchainId"]}}
+        return api.ok("POST", "/api/v1/positions/mint?wait=confirmed", {"itemData": {"position": lookup, "value": {"lamports": MINTED}, "createIfMissing": True}})["mintedPosition"]
+
+    with ThreadPoolExecutor(min(holders, 8)) as pool:
+        made = list(pool.map(holder, range(holders)))
+    return World(funder=funder, mint=instrument["onchainId"], holders=made)
+
+
+class Findings:
+    """Broken invariants, collected so one (long) run reports all of them."""
+
+    def __init__(self):
+        self.items: list[str] = []
+
+    def expect(self, condition, message) -> bool:
+        if not condition:
+            self.items.append(message() if callable(message) else str(message))
+        return bool(condition)
+
+
+def wait_until_settled(tenant, timeout: float) -> list[tuple]:
+    """Every transaction of the tenant ended (effects applied, or failure effects run);
+    returns the ones that did not, if the time ran out."""
+    deadline = time.monotonic() + timeout
+    while True:
+        open_rows = list(Transaction.unscoped.filter(tenant=tenant).exclude(status__in=ENDED, effects_applied_at__isnull=False)
+                         .values_list("offchain_id", "status", "effects_applied_at"))
+        if not open_rows or time.monotonic() > deadline:
+            return open_rows
+        time.sleep(0.5)

@@ -106,6 +106,8 @@ def test_confirmation_reads_the_chain_before_the_database_transaction(scene, cha
     assert [method for method, in_transaction in seen if in_transaction] == []
     methods = [method for method, _ in seen]
     assert methods.count("getTransaction") == 1 and methods.count("getMultipleAccounts") == 1, methods
+    # the order within the slot of the recorded account's transactions (its lamports moved)
+    assert methods.count("getSignaturesForAddress") == 1, methods
 
     # ...and the handlers still wrote what the chain says: the balance and its history...
     tx.refresh_from_db()

@@ -61,7 +61,7 @@ from solders.pubkey import Pubkey
 
 from accounts.models import Account
 from tenancy.tests.factories import TenantFactory, issue_key
-from tests.crashkit import ENDED, LANDED, Answer, Api, describe, explain_drift, latency, node_transactions, server_errors, wire_bytes
+from tests.crashkit import ENDED, HOLDERS, LANDED, MINTED, Answer, Api, Findings, World, build_world, describe, explain_drift, latency, node_transactions, server_errors, wait_until_settled, wire_bytes
 from tests.workers import WebProcess, WorkerProcess, new_queue_name, paused_workers
 from transactions.localnet.testing import LocalnetProcess, free_port
 from transactions.models import Transaction, TransactionEvent
@@ -70,10 +70,8 @@ pytestmark = [pytest.mark.chain, pytest.mark.worker]
 
 OPERATIONS = 1000
 CLIENTS = 8
-HOLDERS = 4
 ACCOUNT_SHARE = 0.4  # the rest are transfers
 SEED = 1_000_000  # lamports of each new account (rent exemption of 0 bytes: 890,880)
-MINTED = 10**12  # base units minted to each holder
 #: (what, share of operations answered when it is killed, seconds it stays down)
 KILLS = (("worker", 0.2, 2.0), ("node", 0.45, 2.0), ("web", 0.7, 1.0))
 REQUEST_DEADLINE = 180.0  # one operation, retries included
@@ -132,33 +130,6 @@ def stack(transactional_db, tmp_path, settings):
 
 
 # --- Setup through the API ---------------------------------------------------------------
-
-
-@dataclass
-class World:
-    funder: dict  # {offchainId, onchainId}
-    mint: str
-    holders: list[dict]  # position identifiers
-
-
-def build_world(api: Api) -> World:
-    """A funding account (seeded by the localnet airdrop funder), an SPL instrument and
-    HOLDERS positions holding MINTED base units each; every transaction confirmed."""
-    authority = api.ok("POST", "/api/v1/accounts", {"itemData": {"managed": True, "offchainReferences": {"type": "TOKEN_MANAGEMENT_AUTHORITY"}}})["newAccount"]
-    funder = api.ok("POST", "/api/v1/accounts?wait=confirmed", {"itemData": {
-        "managed": True, "seed": {"lamports": 2 * 10**9}, "offchainReferences": {"type": "TOKEN_MANAGEMENT_AUTHORITY", "code": "FUNDER"}}})["newAccount"]
-    instrument = api.ok("POST", "/api/v1/financial-instruments?wait=confirmed", {"itemData": {
-        "version": "SPL", "offchainReferences": {"newAlId": {"financialInstrumentType": "STABLECOIN"}}, "mintAuthority": {"offchainId": authority["offchainId"]},
-        "onchainData": {"name": "Crash Dollar", "symbol": "CRSH", "decimals": 2}}})["newFinancialInstrument"]
-
-    def holder(_):
-        owner = api.ok("POST", "/api/v1/accounts", {"itemData": {"managed": True, "offchainReferences": {"type": "TOKEN_MANAGEMENT_AUTHORITY"}}})["newAccount"]
-        lookup = {"owner": {"offchainId": owner["offchainId"]}, "financialInstrument": {"offchainId": instrument["offchainId"]}}
-        return api.ok("POST", "/api/v1/positions/mint?wait=confirmed", {"itemData": {"position": lookup, "value": {"lamports": MINTED}, "createIfMissing": True}})["mintedPosition"]
-
-    with ThreadPoolExecutor(HOLDERS) as pool:
-        holders = list(pool.map(holder, range(HOLDERS)))
-    return World(funder=funder, mint=instrument["onchainId"], holders=holders)
 
 
 @dataclass
@@ -266,31 +237,7 @@ def run_load(api: Api, stack: Stack, ops: list[Operation], tenant) -> tuple[dict
     return answers, kills, time.monotonic() - began
 
 
-def wait_until_settled(tenant, timeout: float) -> list[tuple]:
-    """Every transaction of the tenant ended (effects applied, or failure effects run);
-    returns the ones that did not, if the time ran out."""
-    deadline = time.monotonic() + timeout
-    while True:
-        open_rows = list(Transaction.unscoped.filter(tenant=tenant).exclude(status__in=ENDED, effects_applied_at__isnull=False)
-                         .values_list("offchain_id", "status", "effects_applied_at"))
-        if not open_rows or time.monotonic() > deadline:
-            return open_rows
-        time.sleep(0.5)
-
-
 # --- The test ----------------------------------------------------------------------------
-
-
-class Findings:
-    """Broken invariants, collected so one (long) run reports all of them."""
-
-    def __init__(self):
-        self.items: list[str] = []
-
-    def expect(self, condition, message) -> bool:
-        if not condition:
-            self.items.append(message() if callable(message) else str(message))
-        return bool(condition)
 
 
 @pytest.mark.django_db(transaction=True)

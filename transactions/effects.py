@@ -30,6 +30,7 @@ from solders.account import Account
 from solders.signature import Signature
 
 from .chain.rpc import TransactionBalances, rpc_for
+from .chain.slot_order import SlotOrder, read_slot_order
 
 logger = logging.getLogger("ledger.transactions")
 
@@ -39,6 +40,7 @@ _EVERY: list[Callable] = []
 _BATCH: list[Callable] = []
 _LOCK_FIRST: list[Callable] = []
 _ACCOUNTS_NEEDED: list[Callable] = []
+_BALANCES_RECORDED: list[Callable] = []
 
 
 @dataclass(frozen=True)
@@ -59,12 +61,17 @@ class ConfirmationFacts:
     - ``accounts_slot``: the slot that read answered at (None when nothing was asked): a
       handler compares it with what its record already reflects, so a read that another
       worker's fresher one overtook never moves a record backwards.
+    - ``order``: the place within its slot of every transaction that touched an address
+      whose balance an area records (``records_balances``) and that this pass's
+      transactions moved (``chain.slot_order``; shared by the pass): it orders two
+      confirmations of one slot, whichever holder applies them first.
     """
 
     transaction: TransactionBalances | None
     addresses: tuple[str, ...]
     accounts: dict[str, Account | None] = field(default_factory=dict)
     accounts_slot: int | None = None
+    order: SlotOrder = field(default_factory=SlotOrder)
 
 
 def _register(table: dict, operation: str):
@@ -132,6 +139,55 @@ def needs_accounts(fn: Callable) -> Callable:
     return fn
 
 
+def records_balances(fn: Callable) -> Callable:
+    """Register ``fn(cluster, addresses) -> addresses``: those of ``addresses`` whose
+    balance the area records from confirmations (one query). The prefetch reads the order
+    within the slot of the transactions that moved them (``ConfirmationFacts.order``). It
+    runs in the prefetch, outside any database transaction: it may read, never write."""
+    if fn not in _BALANCES_RECORDED:
+        _BALANCES_RECORDED.append(fn)
+    return fn
+
+
+def _moved(record: TransactionBalances) -> set[str]:
+    return {a for a, (pre, post) in record.lamports.items() if pre != post} | {a for a, b in record.tokens.items() if b.pre != b.post}
+
+
+def _slot_order(rpc, records) -> SlotOrder:
+    """The order within their slots of the transactions that moved a recorded balance."""
+    oldest: dict[str, int] = {}
+    moved: dict[str, int] = {}
+    for record in records:
+        if record is not None:
+            for address in _moved(record):
+                oldest[address] = min(oldest.get(address, record.slot), record.slot)
+                moved[address] = moved.get(address, 0) + 1
+    if not oldest:
+        return SlotOrder()
+    recorded: set[str] = set()
+    for ask in _BALANCES_RECORDED:
+        recorded |= set(ask(rpc.cluster, list(oldest)))
+    return read_slot_order(rpc, {a: slot for a, slot in oldest.items() if a in recorded}, moved)
+
+
+def moves_balance(facts: ConfirmationFacts, address: str, last: tuple[int, int, str | None] | None, *, signature: str, pre: int, post: int, current: int) -> bool:
+    """Whether a confirmation that took ``address``'s balance from ``pre`` to ``post``
+    becomes its current balance, which reflects ``last`` (transaction id, slot, signature
+    of its latest entry; None: none yet): only when the transaction comes after ``last`` in
+    chain order. A later slot comes after; an earlier one does not; within one slot the
+    order read by the prefetch decides (a transaction that left the balance as it was
+    never moves it there: its place is then irrelevant). Without that order (the address's
+    history past what one read covers) the balance moves only when the transaction starts
+    from the recorded one."""
+    slot = facts.transaction.slot
+    if last is None or slot > last[1]:
+        return True
+    if slot < last[1] or pre == post:
+        return False
+    later = facts.order.later(address, slot, signature, last[2]) if last[2] else None
+    return current == pre if later is None else later
+
+
 def static_addresses(tx) -> list[str]:
     """The addresses of the transaction's message (lookup-table addresses are known only
     from its getTransaction record: ``ConfirmationFacts.addresses``)."""
@@ -147,9 +203,9 @@ def prefetch(tx) -> ConfirmationFacts:
 
 def prefetch_many(txs) -> dict[int, ConfirmationFacts]:
     """Read what the confirmation handlers of ``txs`` (one cluster) need from the chain:
-    their records in one JSON-RPC batch of getTransaction, and every address the areas ask
+    their records in one JSON-RPC batch of getTransaction, every address the areas ask
     for in one getMultipleAccounts per 100 (a single read, so one ``accounts_slot`` for
-    all). Must run outside any database transaction; raises ChainUnavailable (nothing
+    all), and the order within their slots (one batch of getSignaturesForAddress). Must run outside any database transaction; raises ChainUnavailable (nothing
     claimed yet) when the cluster does not answer. Facts by transaction id."""
     txs = list(txs)
     if not txs:
@@ -168,12 +224,13 @@ def prefetch_many(txs) -> dict[int, ConfirmationFacts]:
             wanted[pk].extend(str(a) for a in asked)
     everything = [a for asked in wanted.values() for a in asked]
     read = rpc.read_accounts(everything) if everything else None
+    order = _slot_order(rpc, records)
     facts = {}
     for tx, record in zip(txs, records):
         if not wanted[tx.pk]:
-            facts[tx.pk] = ConfirmationFacts(transaction=record, addresses=addresses[tx.pk])
+            facts[tx.pk] = ConfirmationFacts(transaction=record, addresses=addresses[tx.pk], order=order)
         else:
-            facts[tx.pk] = ConfirmationFacts(transaction=record, addresses=addresses[tx.pk], accounts={a: read.accounts[a] for a in wanted[tx.pk]}, accounts_slot=read.slot)
+            facts[tx.pk] = ConfirmationFacts(transaction=record, addresses=addresses[tx.pk], accounts={a: read.accounts[a] for a in wanted[tx.pk]}, accounts_slot=read.slot, order=order)
     return facts
 
 

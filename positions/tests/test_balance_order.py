@@ -54,6 +54,10 @@ def funded_positions(api, celery_worker_process):
     return alice_key, rows[uuid.UUID(a_pos["offchainId"])], rows[uuid.UUID(b_pos["offchainId"])]
 
 
+def landed_slot(chain, tx: Transaction) -> int:
+    return chain.get_signature_statuses([Signature.from_string(tx.onchain_id)]).value[0].slot
+
+
 def history(pos: Position) -> list[tuple[int | None, int]]:
     return [(tx_id, int(amount)) for tx_id, amount in PositionBalanceSnapshot.objects.filter(position=pos).order_by("at", "pk").values_list("transaction_id", "amount")]
 
@@ -84,3 +88,44 @@ def test_token_transfers_confirmed_out_of_order_keep_balances_and_history_in_cha
         assert pos.last_transaction_id == pos.account.last_transaction_id == second.pk
         assert history(pos)[-2:] == entries
     assert history(destination)[:-2] == before
+
+
+@pytest.fixture
+def two_owners(api, celery_worker_process):
+    alice_key, bob_key = Keypair(), Keypair()
+    alice = wallet(api, alice_key)
+    bond = instrument(api, authority=alice, decimals=2)
+    a_pos, b_pos = position(api, alice, bond), position(api, wallet(api, bob_key), bond)
+    settled(mint(api, at(a_pos), {"lamports": 10_000}))
+    rows = {p.offchain_id: p for p in Position.unscoped.select_related("instrument").filter(offchain_id__in=[a_pos["offchainId"], b_pos["offchainId"]])}
+    return (alice_key, rows[uuid.UUID(a_pos["offchainId"])]), (bob_key, rows[uuid.UUID(b_pos["offchainId"])])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_round_trip_within_one_slot_confirmed_backwards_leaves_the_chains_balances(api, tenant, chain, two_owners):
+    """Alice pays Bob 200 and Bob pays it back in the same slot: both positions start and end
+    at the same balance, so a balance's own value cannot place the two (the pump holders of
+    two shards may apply them in either order). The order within the slot, read from the
+    chain, does: applied backwards, the balances stay what the chain holds."""
+    (alice, a_pos), (bob, b_pos) = two_owners
+    with paused_workers():  # this test confirms them itself, in the order it chooses
+        for _attempt in range(4):
+            next_slot(chain)  # a fresh slot: 400 ms for both sends
+            there = sent_token_transfer(tenant, chain, alice, a_pos, b_pos, 200)
+            back = sent_token_transfer(tenant, chain, bob, b_pos, a_pos, 200)
+            if landed_slot(chain, there) == landed_slot(chain, back):
+                break
+            for tx in (there, back):  # not one slot: apply in order and try again
+                settlement.transaction_confirm(transaction_id=tx.pk)
+        else:
+            pytest.fail("two sends never landed in one slot")
+        settlement.transaction_confirm(transaction_id=back.pk)
+        settlement.transaction_confirm(transaction_id=there.pk)
+    there.refresh_from_db()
+    back.refresh_from_db()
+    assert there.status == back.status == TransactionStatus.CONFIRMED and there.slot == back.slot
+    for pos, expected in ((a_pos, 10_000), (b_pos, 0)):
+        pos.refresh_from_db()
+        pos.account.refresh_from_db()
+        assert int(pos.account.token_balance) == expected == balance(chain, pos.address)
+        assert history(pos)[-1] == (back.pk, expected)

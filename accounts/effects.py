@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
+from ledger_project.bulk import bulk_set
 from transactions.effects import ConfirmationFacts, effect_handler, failure_handler, lock_first, moves_balance, on_confirmations, records_balances
 from transactions.models import Transaction
 
@@ -108,7 +110,8 @@ def balances_after(confirmed) -> None:
     earlier one only adds its history entry, placed before the later entries.
 
     Set-based for the transactions confirmed together: their accounts are locked in one
-    query (pk order), each account's latest entry is read once, and the balances and new
+    query (pk order, with whether each has history), the latest entry of an account whose
+    balance a transaction moves is read once, and the balances and new
     entries are written in one UPDATE and one INSERT; transactions are taken in the order
     given, each seeing what the ones before it left.
     """
@@ -118,11 +121,12 @@ def balances_after(confirmed) -> None:
         return
     wanted = {(tx.cluster, address) for tx, found in confirmed for address in found.lamports}
     clusters = {cluster for cluster, _ in wanted}
-    locked = Account.unscoped.select_for_update().filter(cluster__in=clusters, address__in=list({a for _, a in wanted})).order_by("pk")
+    locked = (Account.unscoped.select_for_update().filter(cluster__in=clusters, address__in=list({a for _, a in wanted}))
+              .annotate(has_history=Exists(BalanceSnapshot.objects.filter(account=OuterRef("pk")))).order_by("pk"))
     accounts = {(a.cluster, a.address): a for a in locked}
     last_slots = last_transaction_slots(accounts.values())
     latest: dict[int, tuple[int, int, str | None] | None] = {}  # account pk → (transaction id, slot, signature) of its latest entry from a transaction
-    has_history: dict[int, bool] = {}
+    has_history: dict[int, bool] = {a.pk: a.has_history for a in accounts.values()}
     snapshots: list[BalanceSnapshot] = []
     dirty: dict[int, Account] = {}
     now = timezone.now()
@@ -132,6 +136,14 @@ def balances_after(confirmed) -> None:
         for account in named:
             pre, post = found.lamports[account.address]
             current = int(account.lamports_balance)
+            if pre == post == current and has_history[account.pk]:
+                # Most accounts a transaction names keep their lamports (a transfer's owner, its
+                # token accounts, the mint): in whatever order it applies, no balance or entry
+                # changes, so its latest entry is not read; only the last transaction may move.
+                if moves_last_transaction(last_slots, account.pk, found.slot):
+                    account.last_transaction, account.last_transaction_at, account.updated_at = tx, at, now
+                    dirty[account.pk] = account
+                continue
             if account.pk not in latest:
                 latest[account.pk] = BalanceSnapshot.objects.filter(account=account, transaction__slot__isnull=False).order_by("-transaction__slot", "-at", "-pk").values_list("transaction_id", "transaction__slot", "transaction__onchain_id").first()
             last = latest[account.pk]
@@ -144,8 +156,6 @@ def balances_after(confirmed) -> None:
                     account.last_transaction_at = at
                 account.updated_at = now
                 dirty[account.pk] = account
-                if account.pk not in has_history:
-                    has_history[account.pk] = account.balance_history.exists()
                 if current != post or not has_history[account.pk]:
                     snapshots.append(BalanceSnapshot(account=account, lamports=post, transaction=tx, at=at))
                     latest[account.pk] = (tx.pk, found.slot, tx.onchain_id)
@@ -156,7 +166,7 @@ def balances_after(confirmed) -> None:
                 later = BalanceSnapshot.objects.filter(account=account, transaction__slot__gte=found.slot).exclude(transaction=tx).order_by("at", "pk").first()
                 snapshots.append(BalanceSnapshot(account=account, lamports=post, transaction=tx, at=min(at, later.at - timedelta(microseconds=1)) if later else at))
                 has_history[account.pk] = True
-    Account.unscoped.bulk_update(list(dirty.values()), ["lamports_balance", "last_transaction", "last_transaction_at", "updated_at"])
+    bulk_set(Account, dirty.values(), ["lamports_balance", "last_transaction", "last_transaction_at", "updated_at"])
     BalanceSnapshot.objects.bulk_create(snapshots)
 
 

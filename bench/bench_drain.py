@@ -21,7 +21,9 @@ A backlog must be sent before its blockhash expires (150 slots): the node's slot
 stretched to BENCH_DRAIN_SLOT_SECONDS (default 1.0: 150 s) so that the accept phase fits,
 and any EXPIRED transfer is reported. BENCH_DRAIN_OPS (default 5000), BENCH_DRAIN_HOLDERS
 (default 1,2), BENCH_DRAIN_SETUPS (default postgres; embedded: SQLite has one writer),
-BENCH_DRAIN_SHARDS (LEDGER_PUMP_SHARDS, default the setting's).
+BENCH_DRAIN_SHARDS (LEDGER_PUMP_SHARDS, default the setting's). BENCH_DRAIN_PROFILE=1: after
+the accept phase, one holder pumps in process under cProfile (bench/profile_pump.py)
+instead of the workers, and prints where its time goes.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ SETUPS = os.environ.get("BENCH_DRAIN_SETUPS", "postgres").split(",")
 SOURCES = int(os.environ.get("BENCH_DRAIN_SOURCES", "16"))
 SHARDS = os.environ.get("BENCH_DRAIN_SHARDS")
 SLOT_SECONDS = os.environ.get("BENCH_DRAIN_SLOT_SECONDS", "1.0")
+PROFILE = os.environ.get("BENCH_DRAIN_PROFILE") == "1"
 PENDING = {"itemQuery": {"limit": 1, "filter": [{"fieldName": "status", "filterValues": [{"dataType": "TEXT", "filterType": "IN", "valuesString": ["SIGNED", "SUBMITTED"]}]},
                                                  {"fieldName": "operation", "filterValues": [{"dataType": "TEXT", "filterType": "EQUALS", "valueString": "positions.transfer"}]}]}}
 
@@ -142,6 +145,9 @@ def measure(setup: str, holders: int) -> dict:
                                                                               "value": {"lamports": 1 + i % 7}}}, "/api/v1/positions/transfer", 8, OPS)
             accept_cpu = cpu.per_operation(accept_before, cpu.sample(accept_roots), OPS)
             waiting = pending(port, key)
+            if PROFILE:  # one holder in process under cProfile instead of the workers (bench/profile_pump.py)
+                print(subprocess.run([sys.executable, "bench/profile_pump.py"], cwd=ROOT, env=env, check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1], flush=True)
+                return {"bench": "drain", "profiled": True}
             by_name = {"postgres": "postgres"} if setup == "postgres" else {}
             started = time.monotonic()
             workers = [worker(env, tmp, f"w{i + 1}", beat=i == 0) for i in range(holders)]

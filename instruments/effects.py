@@ -11,15 +11,18 @@ Worker code (the effects task, for no tenant): it uses ``Model.unscoped``.
 
 from __future__ import annotations
 
+from django.db.models import F, Value
+from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
 from accounts.models import Account, AccountStatus
-from transactions.effects import ConfirmationFacts, effect_handler, failure_handler, needs_accounts, on_confirmations, on_every_confirmation
+from transactions.effects import ConfirmationFacts, effect_handler, failure_handler, needs_accounts, on_confirmations
+from transactions.models import Transaction
 from transactions.locks import lock_rows
 
 from .allowlist.chain import OPERATIONS as ALLOW_LIST_OPERATIONS
 from .models import FinancialInstrument, InstrumentStatus
-from .onchain import mint_from_account
+from .onchain import chain_state_matches, mint_from_account
 from .services import instrument_sync
 
 
@@ -71,10 +74,6 @@ def instrument_closed(tx, facts: ConfirmationFacts) -> None:
         Account.unscoped.filter(pk=instrument.mint_account_id).update(status=AccountStatus.INACTIVE)
 
 
-def _open_instruments(tx, addresses):
-    return FinancialInstrument.unscoped.filter(cluster=tx.cluster, address__in=list(addresses)).exclude(status=InstrumentStatus.CLOSED)
-
-
 @needs_accounts
 def mints_named(named) -> dict[int, list[str]]:
     """The recorded, open instruments' mints each transaction names (prefetched in one
@@ -85,15 +84,40 @@ def mints_named(named) -> dict[int, list[str]]:
     return {tx.pk: [a for a in dict.fromkeys(addresses) if (tx.cluster, a) in open_mints] for tx, addresses in named}
 
 
-@on_every_confirmation
-def mints_after(tx, facts: ConfirmationFacts) -> None:
-    """Copy every recorded, open instrument whose mint the transaction names from the mint
-    as the prefetch read it (rows locked in pk order, so the read-slot check and the write
-    are one step). Only mints the prefetch read can be copied: a transaction that names
-    none (most of them) costs no query here."""
-    if not facts.accounts:
+@on_confirmations
+def mints_after(confirmed) -> None:
+    """Copy every recorded, open instrument whose mint a transaction of the chunk names from
+    the mint as the prefetch read it. Only mints the prefetch read can be copied: a chunk
+    whose transactions name none costs no query here.
+
+    Most transactions that name a mint leave it as it was (a transfer names it; only
+    supply, authorities or extension state moving change it): for those, when the record
+    already holds the read state (``chain_state_matches``), nothing is resolved or locked
+    per transaction — one UPDATE per instrument at the end of the chunk moves its last
+    transaction (the chunk's latest by slot) and the sync markers. A changed mint is copied
+    as before: its row locked, authorities resolved (``instrument_sync``)."""
+    named = [(tx, facts) for tx, facts in confirmed if facts.accounts]
+    if not named:
         return
-    for instrument in lock_rows(_open_instruments(tx, facts.accounts)):
-        chain = mint_from_account(facts.accounts.get(instrument.address), slot=facts.accounts_slot)
-        if chain is not None:
-            instrument_sync(instrument=instrument, tx=tx, mint=chain)
+    wanted = {(tx.cluster, address) for tx, facts in named for address in facts.accounts}
+    instruments = {(i.cluster, i.address): i for i in FinancialInstrument.unscoped.filter(
+        cluster__in={c for c, _ in wanted}, address__in=list({a for _, a in wanted})).exclude(status=InstrumentStatus.CLOSED)}
+    touched: dict[int, tuple[int, Transaction, int | None]] = {}  # instrument pk → (slot, its latest transaction, read slot)
+    for tx, facts in named:
+        for address, account in facts.accounts.items():
+            instrument = instruments.get((tx.cluster, address))
+            chain = mint_from_account(account, slot=facts.accounts_slot) if instrument is not None else None
+            if chain is None:
+                continue
+            if chain_state_matches(instrument, chain):
+                if instrument.pk not in touched or (tx.slot or 0) >= touched[instrument.pk][0]:
+                    touched[instrument.pk] = (tx.slot or 0, tx, chain.slot)
+                continue
+            locked = lock_rows(FinancialInstrument.unscoped.filter(pk=instrument.pk))
+            if locked:
+                instruments[(tx.cluster, address)] = instrument_sync(instrument=locked[0], tx=tx, mint=chain)
+                touched.pop(instrument.pk, None)
+    now = timezone.now()
+    for pk, (_slot, tx, read_slot) in sorted(touched.items()):
+        synced = Greatest(Coalesce(F("synced_slot"), Value(read_slot)), Value(read_slot)) if read_slot is not None else F("synced_slot")
+        FinancialInstrument.unscoped.filter(pk=pk).update(last_transaction=tx, last_transaction_at=tx.confirmed_at or now, synced_slot=synced, synced_at=now, updated_at=now)

@@ -107,6 +107,24 @@ def chain_fields(chain: ChainMint) -> dict:
     return fields
 
 
+def chain_state_matches(instrument: FinancialInstrument, chain: ChainMint) -> bool:
+    """Whether ``instrument`` already holds what ``chain`` says (every field the chain
+    determines, every authority's address, and a record for each of them): a sync would
+    change nothing but the sync markers. Any difference — a type the comparison does not
+    see through included — answers False, and the caller syncs."""
+    from .models import authority_column
+
+    values = chain_fields(chain)
+    addresses = values.pop("addresses")
+    if any(getattr(instrument, name) != value for name, value in values.items()):
+        return False
+    for role, address in addresses.items():
+        column = authority_column(role)
+        if getattr(instrument, f"{column}_address") != (address or "") or (address and getattr(instrument, f"{column}_id") is None):
+            return False
+    return not (values["transfer_hook_program_address"] and instrument.transfer_hook_program_id is None)
+
+
 def _records_by_address(instrument: FinancialInstrument, addresses: set[str], current_ids: set[int]) -> dict:
     """The account record each address resolves to for ``instrument``'s tenant, the way a
     lookup would have: the record the instrument already points at when it still has that

@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from accounts.effects import last_transaction_slots, moves_last_transaction
 from accounts.models import Account
+from ledger_project.bulk import bulk_set
 from transactions.effects import moves_balance, on_confirmations, records_balances
 
 from .models import Position, PositionBalanceSnapshot, PositionStatus
@@ -100,6 +101,6 @@ def token_balances_after(confirmed) -> None:
                 snapshots = []
                 later = PositionBalanceSnapshot.objects.filter(position=position, slot__gte=found.slot).exclude(transaction=tx).order_by("at", "pk").first()
                 snapshots.append(PositionBalanceSnapshot(position=position, amount=balance.post, transaction=tx, slot=found.slot, at=min(at, later.at - timedelta(microseconds=1)) if later else at))
-    Account.unscoped.bulk_update(list(dirty_accounts.values()), ["token_balance", "last_transaction", "last_transaction_at", "updated_at"])
-    Position.unscoped.bulk_update(list(dirty_positions.values()), ["last_transaction", "last_transaction_at", "updated_at"])
+    bulk_set(Account, dirty_accounts.values(), ["token_balance", "last_transaction", "last_transaction_at", "updated_at"])
+    bulk_set(Position, dirty_positions.values(), ["last_transaction", "last_transaction_at", "updated_at"])
     PositionBalanceSnapshot.objects.bulk_create(snapshots, ignore_conflicts=True)

@@ -139,7 +139,10 @@ TEMPLATES = [
 DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'ledger.sqlite3'}")}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets the web server, the worker and the node's readers work side by side;
-    # IMMEDIATE takes the write lock at BEGIN so two writers queue instead of deadlocking.
+    # IMMEDIATE takes the write lock at BEGIN so two writers queue instead of deadlocking,
+    # and ledger_project.sqlite makes them queue in turn (a file lock before BEGIN) rather
+    # than retry on SQLite's busy handler (docs/performance.md, "SQLite's one writer").
+    DATABASES["default"]["ENGINE"] = "ledger_project.sqlite"
     DATABASES["default"].setdefault("OPTIONS", {}).update(
         {"timeout": 30, "transaction_mode": "IMMEDIATE", "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"}
     )
@@ -478,7 +481,7 @@ LOGGING = {
     },
 }
 
-if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+if DATABASES["default"]["ENGINE"] == "ledger_project.sqlite":
     # A file, not :memory:, so that a real worker process and threads in the tests see
     # the same test database (pytest-xdist appends a per-worker suffix).
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test_ledger.sqlite3")}

@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def database_url() -> str:
     cfg = connection.settings_dict
-    if cfg["ENGINE"].endswith("sqlite3"):
+    if connection.vendor == "sqlite":
         return f"sqlite:///{cfg['NAME']}"
     user = cfg.get("USER") or ""
     password = f":{cfg['PASSWORD']}" if cfg.get("PASSWORD") else ""

@@ -129,3 +129,25 @@ def test_a_round_trip_within_one_slot_confirmed_backwards_leaves_the_chains_bala
         pos.account.refresh_from_db()
         assert int(pos.account.token_balance) == expected == balance(chain, pos.address)
         assert history(pos)[-1] == (back.pk, expected)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_transfer_leaves_its_mint_as_it_was_and_moves_only_the_instruments_markers(api, tenant, chain, funded_positions, monkeypatch):
+    """A transfer names its mint; the mint's read matches the record, so the instrument is not
+    re-resolved or re-saved (instruments/effects.mints_after): only its last transaction and
+    sync markers move."""
+    from instruments import effects as instrument_effects
+    from instruments.models import FinancialInstrument
+
+    owner, source, destination = funded_positions
+    before = FinancialInstrument.unscoped.get(pk=source.instrument_id)
+    synced = []
+    monkeypatch.setattr(instrument_effects, "instrument_sync", lambda **kw: synced.append(kw) or kw["instrument"])
+    with paused_workers():
+        tx = sent_token_transfer(tenant, chain, owner, source, destination, 100)
+        settlement.transaction_confirm(transaction_id=tx.pk)
+    tx.refresh_from_db()
+    after = FinancialInstrument.unscoped.get(pk=source.instrument_id)
+    assert tx.status == TransactionStatus.CONFIRMED and synced == []
+    assert after.last_transaction_id == tx.pk and after.synced_slot >= tx.slot and after.synced_at > before.synced_at
+    assert (after.supply_onchain, after.mint_authority_id, after.decimals) == (before.supply_onchain, before.mint_authority_id, before.decimals)

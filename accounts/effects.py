@@ -12,7 +12,7 @@ from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from ledger_project.bulk import bulk_set
-from transactions.effects import ConfirmationFacts, effect_handler, failure_handler, lock_first, moves_balance, on_confirmations, records_balances
+from transactions.effects import ConfirmationFacts, effect_handler, failure_handler, lock_first, marks_in_flight, moves_balance, on_confirmations, records_balances
 from transactions.models import Transaction
 
 from .models import Account, AccountStatus, BalanceSnapshot
@@ -57,10 +57,7 @@ def account_inactivation_failed(tx) -> None:
     _clear_in_flight(tx)
 
 
-@on_confirmations
-def in_flight_ended(confirmed) -> None:
-    """The in-flight markers of records whose transactions confirmed end (one UPDATE)."""
-    Account.unscoped.filter(pending_transaction__in=[tx.pk for tx, _ in confirmed]).update(pending_transaction=None)
+marks_in_flight(Account)  # their in-flight marks end when the transaction confirms (the engine)
 
 
 @lock_first

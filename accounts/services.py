@@ -8,7 +8,6 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.utils import timezone
 from solders.keypair import Keypair
 from solders.pubkey import Pubkey
 from solders.system_program import CreateAccountParams, TransferParams, create_account, transfer
@@ -27,7 +26,7 @@ from .errors import ManagedKeyExists
 from .limits import network_debit_check, normalize
 from .locks import ensure_no_operation_in_flight, lock_account, lock_visible_account
 from .lookup import OffPlatform, resolve_account
-from .models import Account, AccountStatus, AccountType, BalanceSnapshot, KeyLocation, PrivateKeyDisclosure, SPECIALIZED_TYPES, ThresholdKey, WALLET_TYPES
+from .models import Account, AccountStatus, AccountType, KeyLocation, PrivateKeyDisclosure, SPECIALIZED_TYPES, ThresholdKey, WALLET_TYPES
 from .signers import ensure_usable, signer_for, transaction_config
 
 SYSTEM_PROGRAM = Pubkey.from_string("11111111111111111111111111111111")
@@ -99,14 +98,6 @@ def _managed_key(data: dict, prefix: str, tenant=None):
     if expected:
         raise LedgerError("A managed account with a given onchainId needs its privateKey (or omit onchainId to have a key generated).", field=f"{prefix}.privateKeyDetails.privateKey", code="REQUIRED")
     return custody.managed_key_generate(location=location, save=False)
-
-
-def account_record(*, tenant, cluster: str, api_key, data: dict, prefix: str = "itemData", default_type: str = AccountType.WALLET, allowed_types=None) -> Account:
-    """Validate a New account definition and save its record (no transaction)."""
-    account = account_draft(tenant=tenant, cluster=cluster, api_key=api_key, data=data, prefix=prefix, default_type=default_type, allowed_types=allowed_types)
-    with write_phase():
-        account_save(account, prefix=prefix)
-    return account
 
 
 def account_draft(*, tenant, cluster: str, api_key, data: dict, prefix: str = "itemData", default_type: str = AccountType.WALLET, allowed_types=None,
@@ -476,20 +467,3 @@ def account_private_key_export(*, tenant, api_key, account: Account, request_id:
     return custody.managed_key_export(key=account.managed_key)
 
 
-def balances_record(*, accounts: list[Account], lamports: dict[str, int], transaction_row: Transaction | None, at=None) -> None:
-    """Write offchain balances and their history (one snapshot per change)."""
-    at = at or timezone.now()
-    snapshots = []
-    for account in accounts:
-        value = lamports.get(account.address)
-        if value is None:
-            continue
-        changed = int(account.lamports_balance) != value
-        account.lamports_balance = value
-        if transaction_row is not None:
-            account.last_transaction = transaction_row
-            account.last_transaction_at = at
-        account.save(update_fields=["lamports_balance", "last_transaction", "last_transaction_at", "updated_at"])
-        if changed or not account.balance_history.exists():
-            snapshots.append(BalanceSnapshot(account=account, lamports=value, transaction=transaction_row, at=at))
-    BalanceSnapshot.objects.bulk_create(snapshots)

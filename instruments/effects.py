@@ -16,7 +16,7 @@ from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
 from accounts.models import Account, AccountStatus
-from transactions.effects import ConfirmationFacts, effect_handler, failure_handler, needs_accounts, on_confirmations
+from transactions.effects import ConfirmationFacts, effect_handler, failure_handler, marks_in_flight, needs_accounts, on_confirmations
 from transactions.models import Transaction
 from transactions.locks import lock_rows
 
@@ -55,15 +55,12 @@ def instrument_creation_failed(tx) -> None:
 
 
 # The allow-list lives on chain only: its operations' confirmations change no record
-# beyond the in-flight marker (in_flight_ended); a failure ends the marker too.
+# beyond the in-flight marker (ended by the engine: marks_in_flight); a failure ends the marker too.
 for _operation in ("instruments.update", "instruments.pause", "instruments.unpause", "instruments.close", *ALLOW_LIST_OPERATIONS):
     failure_handler(_operation)(_clear_in_flight)
 
 
-@on_confirmations
-def in_flight_ended(confirmed) -> None:
-    """The in-flight markers of records whose transactions confirmed end (one UPDATE)."""
-    FinancialInstrument.unscoped.filter(pending_transaction__in=[tx.pk for tx, _ in confirmed]).update(pending_transaction=None)
+marks_in_flight(FinancialInstrument)  # their in-flight marks end when the transaction confirms (the engine)
 
 
 @effect_handler("instruments.close")

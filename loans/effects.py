@@ -22,7 +22,7 @@ from ledger_project.api.envelope import canonical_uuid
 from positions.effects import positions_created, positions_not_created
 from positions.models import Position, PositionStatus
 from positions.values import display
-from transactions.effects import ConfirmationFacts, effect_handler, failure_handler, needs_accounts, on_confirmations
+from transactions.effects import ConfirmationFacts, effect_handler, failure_handler, marks_in_flight, needs_accounts
 
 from . import onchain
 from .models import Loan, LoanBorrowedItem, LoanPledgedItem, LoanStatus, LoanStrategy, LoanStrategyMint, MintRole, StrategyStatus
@@ -267,9 +267,4 @@ for _operation in STRATEGY_OPERATIONS[1:]:
     failure_handler(_operation)(_not_changed)
 
 
-@on_confirmations
-def in_flight_ended(confirmed) -> None:
-    """The in-flight markers of loans and strategies whose transactions confirmed end."""
-    done = [tx.pk for tx, _ in confirmed]
-    Loan.unscoped.filter(pending_transaction__in=done).update(pending_transaction=None)
-    LoanStrategy.unscoped.filter(pending_transaction__in=done).update(pending_transaction=None)
+marks_in_flight(Loan, LoanStrategy)  # their in-flight marks end when the transaction confirms (the engine)

@@ -87,10 +87,6 @@ def _chain(cluster: str, loans) -> tuple[dict, int]:
     return {address: onchain.decode_feed(read.accounts.get(address), oracle) for address in feeds}, now
 
 
-def loan_get(*, tenant, cluster: str, lookup: dict, field: str = "itemData.escrow"):
-    return resolve_loan(tenant, cluster, lookup, field=field)
-
-
 def loan_details(*, tenant, cluster: str, lookup: dict, until=None) -> dict:
     """Fetch Loan Details: the loan response; estimatedInterest until ``until`` (a datetime;
     default the chain's clock now)."""

@@ -14,11 +14,14 @@ import uuid
 from django.utils import timezone
 
 from ledger_project.metrics import meters
-from transactions.effects import ConfirmationFacts, effect_handler, failure_handler, needs_accounts
+from transactions.effects import ConfirmationFacts, effect_handler, failure_handler, marks_in_flight, needs_accounts
 
 from . import onchain
 from .models import DataSourceEvaluation, DataSourceStatus, EvaluationStatus, OnchainDataSource
 from .schedule import schedule_switch
+
+# Their own handlers end the mark with the rest of the record's update; the engine ends any left.
+marks_in_flight(OnchainDataSource)
 
 CREATE, UPDATE, SET_JOB_HASH = "marketdata.create", "marketdata.update", "marketdata.set_job_hash"
 OPERATIONS = (CREATE, UPDATE, SET_JOB_HASH)

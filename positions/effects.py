@@ -7,7 +7,7 @@ from __future__ import annotations
 from django.utils import timezone
 
 from accounts.models import Account, AccountStatus
-from transactions.effects import ConfirmationFacts, effect_handler, failure_handler, needs_accounts, on_confirmations
+from transactions.effects import ConfirmationFacts, effect_handler, failure_handler, marks_in_flight, needs_accounts
 
 from .models import Position, PositionStatus
 
@@ -49,10 +49,7 @@ def position_initialization_failed(tx) -> None:
     positions_not_created(tx, [_position(tx)])
 
 
-@on_confirmations
-def in_flight_ended(confirmed) -> None:
-    """The in-flight markers of records whose transactions confirmed end (one UPDATE)."""
-    Position.unscoped.filter(pending_transaction__in=[tx.pk for tx, _ in confirmed]).update(pending_transaction=None)
+marks_in_flight(Position)  # their in-flight marks end when the transaction confirms (the engine)
 
 
 # --- Lifecycle (positions/lifecycle.py): freeze, unfreeze, delegate, inactivate -----------

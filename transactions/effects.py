@@ -41,6 +41,7 @@ _BATCH: list[Callable] = []
 _LOCK_FIRST: list[Callable] = []
 _ACCOUNTS_NEEDED: list[Callable] = []
 _BALANCES_RECORDED: list[Callable] = []
+_IN_FLIGHT_MARKED: list = []
 
 
 @dataclass(frozen=True)
@@ -111,6 +112,22 @@ def on_confirmations(fn: Callable) -> Callable:
     if fn not in _BATCH:
         _BATCH.append(fn)
     return fn
+
+
+def marks_in_flight(*models) -> None:
+    """Register models whose ``pending_transaction`` marks a record while an operation on it
+    is in flight (docs/transactions.md): the engine ends the marks of the transactions that
+    confirmed, with one UPDATE per model and chunk (``apply_batch``). A failure handler ends
+    its own (it may need the record first)."""
+    for model in models:
+        if model not in _IN_FLIGHT_MARKED:
+            _IN_FLIGHT_MARKED.append(model)
+
+
+def _in_flight_ended(confirmed) -> None:
+    done = [tx.pk for tx, _ in confirmed]
+    for model in _IN_FLIGHT_MARKED:
+        model._base_manager.filter(pending_transaction__in=done).update(pending_transaction=None)
 
 
 def lock_first(fn: Callable) -> Callable:
@@ -247,6 +264,7 @@ def apply_batch(confirmed) -> None:
     if confirmed:
         for hook in _BATCH:
             hook(confirmed)
+        _in_flight_ended(confirmed)
 
 
 def apply_failure(tx) -> None:

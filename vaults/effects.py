@@ -15,12 +15,15 @@ from django.utils import timezone
 from accounts.models import Account, AccountStatus
 from positions.effects import positions_created, positions_not_created
 from positions.models import Position, PositionStatus
-from transactions.effects import ConfirmationFacts, effect_handler, failure_handler, needs_accounts
+from transactions.effects import ConfirmationFacts, effect_handler, failure_handler, marks_in_flight, needs_accounts
 
 from . import onchain
 from .models import Vault, VaultDestination, VaultStatus
 
 OPERATIONS = ("vaults.create", "vaults.update_whitelist", "vaults.repayment", "vaults.close")
+
+# Their own handlers end the mark with the rest of the record's update; the engine ends any left.
+marks_in_flight(Vault)
 
 
 def _vault(tx) -> Vault | None:

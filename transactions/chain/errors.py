@@ -128,10 +128,6 @@ class TransactionTooLarge(LedgerError):
     code = "TRANSACTION_TOO_LARGE"
 
 
-class BlockhashExpired(LedgerError):
-    code = "BLOCKHASH_EXPIRED"
-
-
 _FRAME_END = re.compile(r"^Program \S+ (success|failed: )")
 _FRAME_START = re.compile(r"^Program \S+ invoke \[")
 

@@ -16,10 +16,13 @@ from django.utils import timezone
 from tenancy.scoping import worker_only
 
 from ..chain.lookup_tables import table_on_chain
-from ..effects import ConfirmationFacts, effect_handler, failure_handler, needs_accounts
+from ..effects import ConfirmationFacts, effect_handler, failure_handler, marks_in_flight, needs_accounts
 from ..locks import lock_rows
 from ..models import AddressLookupTable, LookupTableState
 from . import CREATE, OPERATIONS
+
+# Their own handlers end the mark with the rest of the record's update; the engine ends any left.
+marks_in_flight(AddressLookupTable)
 
 _STATES = {"ACTIVE": LookupTableState.ACTIVE, "FROZEN": LookupTableState.FROZEN, "DEACTIVATING": LookupTableState.DEACTIVATED, "DEACTIVATED": LookupTableState.DEACTIVATED}
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 from transactions.effects import ConfirmationFacts, effect_handler, failure_handler
 from transactions.models import TransactionStatus
 
-from .batches import NETWORK_CURRENCY_OPERATION, OPERATION, _retry_on_commit
+from . import operations
+from .batches import _retry_on_commit
 from .effects import positions_created, positions_not_created
 from .models import Batch, BatchItem, BatchItemStatus, Position
 
@@ -17,13 +18,13 @@ def _created(tx) -> list[Position]:
     return list(Position.unscoped.filter(offchain_id__in=ids)) if ids else []
 
 
-@effect_handler(OPERATION)
+@effect_handler(operations.TRANSFER_BATCH)
 def batch_transferred(tx, facts: ConfirmationFacts) -> None:
     positions_created(tx, _created(tx))
 
 
-@failure_handler(NETWORK_CURRENCY_OPERATION)
-@failure_handler(OPERATION)
+@failure_handler(operations.TRANSFER_NETWORK_CURRENCY_BATCH)
+@failure_handler(operations.TRANSFER_BATCH)
 def batch_not_transferred(tx) -> None:
     """A packed transaction that FAILED — executed and failed on chain (undoing every
     instruction), or refused by the first send's preflight (final: nothing else was ever

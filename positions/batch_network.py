@@ -35,7 +35,8 @@ from transactions.chain.rpc import rpc_for
 from transactions.models import Transaction
 from transactions.services import SignerSpec, transaction_build, transaction_record
 
-from .batches import MAX_ITEMS_PER_TRANSACTION, NETWORK_CURRENCY_OPERATION, Kind, _Context, _Item, _message_size, _Pack, _Requeue, validated_item
+from . import operations
+from .batches import MAX_ITEMS_PER_TRANSACTION, Kind, _Context, _Item, _message_size, _Pack, _Requeue, validated_item
 from .limits import Decision, debit_decision
 from .models import Batch, BatchItemStatus
 from .transfers import NETWORK_CURRENCY_UNITS, SYSTEM_PROGRAM, _fee_estimate
@@ -43,7 +44,6 @@ from .values import base_units
 
 #: The operation of every transaction a network-currency batch records (its failure
 #: handler is positions/batches.py's).
-OPERATION = NETWORK_CURRENCY_OPERATION
 
 
 @dataclass
@@ -187,7 +187,7 @@ def build(ctx: _Context, pack_: _Pack) -> list[_Pack]:
     pack_.plan = reference
     try:
         pack_.prepared = transaction_build(
-            tenant=ctx.tenant, cluster=ctx.cluster, operation=OPERATION, instructions=_instructions(pack_.items, reference),
+            tenant=ctx.tenant, cluster=ctx.cluster, operation=operations.TRANSFER_NETWORK_CURRENCY_BATCH, instructions=_instructions(pack_.items, reference),
             signers=[pack_.items[0].plan.signer], config=transaction_config(ctx.tenant, ctx.cluster, ctx.svm_config),
         )
         return [pack_]

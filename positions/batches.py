@@ -64,6 +64,7 @@ from transactions.lookup_tables.compression import tenant_tables
 from transactions.models import MessageLifetime, Transaction
 from transactions.services import transaction_record
 
+from . import operations
 from . import movement
 from .limits import TOKEN, Decision, debit_decision
 from .locks import lock_positions
@@ -73,12 +74,6 @@ from .services import position_link_creation, position_save_new
 
 logger = logging.getLogger("ledger.positions")
 
-#: The operation of every transaction a batch records, packed or alone: its effects list
-#: each item (``effects.batch.items``, in the order of ``effects.movement.legs``).
-OPERATION = "positions.transfer_batch"
-#: The network-currency batch's operation (positions/batch_network.py), named here too: its
-#: failures are retried the same way (positions/batch_effects.py).
-NETWORK_CURRENCY_OPERATION = "positions.transfer_network_currency_batch"
 #: Items in one transaction at most, whatever the size: every transfer adds writable
 #: accounts, and the runtime locks at most 64 accounts per transaction.
 MAX_ITEMS_PER_TRANSACTION = 24
@@ -272,7 +267,7 @@ def _build(ctx: _Context, pack: _Pack) -> list[_Pack]:
     """Build ``pack``; the packs built (itself, or its items split when it did not build)."""
     pack.plan = pack.merged_plan()
     try:
-        pack.prepared, pack.funding = movement._build(pack.plan, tenant=ctx.tenant, cluster=ctx.cluster, api_key=ctx.api_key, svm_config=ctx.svm_config, operation=OPERATION)
+        pack.prepared, pack.funding = movement._build(pack.plan, tenant=ctx.tenant, cluster=ctx.cluster, api_key=ctx.api_key, svm_config=ctx.svm_config, operation=operations.TRANSFER_BATCH)  # packed or alone: effects list each item (effects.batch.items, in the order of effects.movement.legs)
         return [pack]
     except LedgerError as exc:
         if exc.status_code >= 500:

@@ -9,6 +9,7 @@ from django.utils import timezone
 from accounts.models import Account, AccountStatus
 from transactions.effects import ConfirmationFacts, effect_handler, failure_handler, marks_in_flight, needs_accounts
 
+from . import operations
 from .models import Position, PositionStatus
 
 
@@ -39,12 +40,12 @@ def positions_not_created(tx, positions) -> None:
     _clear_in_flight(tx)
 
 
-@effect_handler("positions.initialize")
+@effect_handler(operations.INITIALIZE)
 def position_initialized(tx, facts: ConfirmationFacts) -> None:
     positions_created(tx, [_position(tx)])
 
 
-@failure_handler("positions.initialize")
+@failure_handler(operations.INITIALIZE)
 def position_initialization_failed(tx) -> None:
     positions_not_created(tx, [_position(tx)])
 
@@ -61,17 +62,17 @@ def _touch(tx, **fields) -> None:
         Position.unscoped.filter(pk=position.pk).update(last_transaction=tx, last_transaction_at=tx.confirmed_at or timezone.now(), **fields)
 
 
-@effect_handler("positions.freeze")
+@effect_handler(operations.FREEZE)
 def position_frozen(tx, facts: ConfirmationFacts) -> None:
     _touch(tx, frozen=True)
 
 
-@effect_handler("positions.unfreeze")
+@effect_handler(operations.UNFREEZE)
 def position_unfrozen(tx, facts: ConfirmationFacts) -> None:
     _touch(tx, frozen=False)
 
 
-_DELEGATE_OPERATIONS = ("positions.approve", "positions.revoke")
+_DELEGATE_OPERATIONS = (operations.APPROVE, operations.REVOKE)
 
 
 @needs_accounts
@@ -100,17 +101,17 @@ def _delegate_on_chain(tx, facts: ConfirmationFacts) -> dict:
     return {"delegate_address": delegate.get("onchainId") or "", "delegated_amount": int(delegate.get("lamports") or 0)}
 
 
-@effect_handler("positions.approve")
+@effect_handler(operations.APPROVE)
 def position_delegate_approved(tx, facts: ConfirmationFacts) -> None:
     _touch(tx, **_delegate_on_chain(tx, facts))
 
 
-@effect_handler("positions.revoke")
+@effect_handler(operations.REVOKE)
 def position_delegate_revoked(tx, facts: ConfirmationFacts) -> None:
     _touch(tx, **_delegate_on_chain(tx, facts))
 
 
-@effect_handler("positions.inactivate")
+@effect_handler(operations.INACTIVATE)
 def position_inactivated(tx, facts: ConfirmationFacts) -> None:
     """The token account is closed: the position and its account record are INACTIVE
     (initializing the position again reuses both, history kept)."""
@@ -120,5 +121,5 @@ def position_inactivated(tx, facts: ConfirmationFacts) -> None:
         Account.unscoped.filter(pk=position.account_id).update(status=AccountStatus.INACTIVE, token_balance=0, lamports_balance=0)
 
 
-for _operation in ("positions.freeze", "positions.unfreeze", "positions.approve", "positions.revoke", "positions.inactivate"):
+for _operation in (operations.FREEZE, operations.UNFREEZE, operations.APPROVE, operations.REVOKE, operations.INACTIVATE):
     failure_handler(_operation)(_clear_in_flight)

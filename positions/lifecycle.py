@@ -39,6 +39,7 @@ from transactions.chain.rpc import rpc_for
 from transactions.models import Transaction, TransactionEvent
 from transactions.services import Prepared, SignerSpec, transaction_build, transaction_record
 
+from . import operations
 from . import instructions as ix
 from .locks import lock_position
 from .models import Position, PositionStatus
@@ -162,7 +163,7 @@ def position_set_frozen(*, tenant, cluster: str, api_key, position: Position, fr
     signer = _signer(tenant, cluster, authority, record, field)
     accounts = {"program_id": ix.program_of(instrument), "account": Pubkey.from_string(position.address), "mint": Pubkey.from_string(instrument.address), "authority": signer.pubkey}
     instruction = freeze_account(FreezeAccountParams(**accounts)) if frozen else thaw_account(ThawAccountParams(**accounts))
-    prepared = transaction_build(tenant=tenant, cluster=cluster, operation="positions.freeze" if frozen else "positions.unfreeze", instructions=[instruction],
+    prepared = transaction_build(tenant=tenant, cluster=cluster, operation=operations.FREEZE if frozen else operations.UNFREEZE, instructions=[instruction],
                                  signers=[signer], config=transaction_config(tenant, cluster, svm_config))
     with write_phase(on_abort=prepared.release):
         locked = lock_position(position.pk, tenant=tenant)
@@ -228,7 +229,7 @@ def position_inactivate(*, tenant, cluster: str, api_key, position: Position, re
         signer = _owner_signer(tenant, position, state)
     instruction = close_account(CloseAccountParams(program_id=ix.program_of(position.instrument), account=Pubkey.from_string(position.address),
                                                    dest=Pubkey.from_string(destination), owner=signer.pubkey))
-    prepared = transaction_build(tenant=tenant, cluster=cluster, operation="positions.inactivate", instructions=[instruction],
+    prepared = transaction_build(tenant=tenant, cluster=cluster, operation=operations.INACTIVATE, instructions=[instruction],
                                  signers=[signer], config=transaction_config(tenant, cluster, svm_config))
     with write_phase(on_abort=prepared.release):
         locked = lock_position(position.pk, tenant=tenant)
@@ -263,7 +264,7 @@ def _delegate_build(*, tenant, cluster: str, position: Position, delegate: dict 
         if state.delegate is None:
             raise LedgerError("The position has no delegate to revoke.", field=field, code="NO_DELEGATE")
         instruction = revoke(RevokeParams(program_id=program, account=source, owner=owner.pubkey))
-        operation, effects = "positions.revoke", {"delegate": None}
+        operation, effects = operations.REVOKE, {"delegate": None}
     else:
         target = resolve_account(tenant, cluster, delegate["account"], field=f"{field}.account", allow_off_platform=True)
         if not isinstance(target, OffPlatform):
@@ -273,7 +274,7 @@ def _delegate_build(*, tenant, cluster: str, position: Position, delegate: dict 
         amount = base_units(delegate["value"], instrument, field=f"{field}.value")
         instruction = approve_checked(ApproveCheckedParams(program_id=program, source=source, mint=Pubkey.from_string(instrument.address),
                                                            delegate=Pubkey.from_string(target.address), owner=owner.pubkey, amount=amount, decimals=instrument.decimals))
-        operation, effects = "positions.approve", {"delegate": {"onchainId": target.address, "lamports": amount}}
+        operation, effects = operations.APPROVE, {"delegate": {"onchainId": target.address, "lamports": amount}}
     prepared = transaction_build(tenant=tenant, cluster=cluster, operation=operation, instructions=[instruction], signers=[owner],
                                  config=transaction_config(tenant, cluster, svm_config))
     return prepared, effects

@@ -55,6 +55,7 @@ from transactions.chain.rpc import rpc_for
 from transactions.models import Transaction
 from transactions.services import SignerSpec, transaction_build, transaction_record
 
+from . import operations
 from . import instructions as ix
 from .limits import TOKEN, Decision, debit_decision
 from .locks import lock_positions
@@ -352,7 +353,7 @@ def _build(plan: _Plan, *, tenant, cluster: str, api_key, svm_config: dict | Non
     head = instructions[first]
     instructions[first] = Instruction(head.program_id, head.data, [*head.accounts, AccountMeta(plan.reference, is_signer=False, is_writable=False)])
     # ``operation``: a caller packing several requests' legs names its own (positions/batches.py).
-    prepared = transaction_build(tenant=tenant, cluster=cluster, operation=operation or f"positions.{plan.kind.lower()}", instructions=instructions, signers=signers, config=transaction_config(tenant, cluster, svm_config))
+    prepared = transaction_build(tenant=tenant, cluster=cluster, operation=operation or operations.OF_MOVEMENT[plan.kind], instructions=instructions, signers=signers, config=transaction_config(tenant, cluster, svm_config))
     return prepared, funding
 
 

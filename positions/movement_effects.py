@@ -17,10 +17,11 @@ from decimal import Decimal
 from instruments.models import FinancialInstrument
 from transactions.effects import ConfirmationFacts, effect_handler, failure_handler
 
+from . import operations
 from .effects import positions_created, positions_not_created
 from .models import Position
 
-OPERATIONS = ("positions.mint", "positions.burn", "positions.transfer", "positions.trade")
+OPERATIONS = (operations.MINT, operations.BURN, operations.TRANSFER, operations.TRADE)
 
 
 def _created(tx) -> list[Position]:
@@ -38,23 +39,23 @@ def _supply(tx, sign: int) -> None:
             FinancialInstrument.unscoped.filter(pk=pk).update(supply_offchain=Decimal(supply or 0) + sign * Decimal(leg["amount"]))
 
 
-@effect_handler("positions.mint")
+@effect_handler(operations.MINT)
 def minted(tx, facts: ConfirmationFacts) -> None:
     positions_created(tx, _created(tx))
     _supply(tx, +1)
 
 
-@effect_handler("positions.burn")
+@effect_handler(operations.BURN)
 def burned(tx, facts: ConfirmationFacts) -> None:
     _supply(tx, -1)
 
 
-@effect_handler("positions.transfer")
+@effect_handler(operations.TRANSFER)
 def transferred(tx, facts: ConfirmationFacts) -> None:
     positions_created(tx, _created(tx))
 
 
-@effect_handler("positions.trade")
+@effect_handler(operations.TRADE)
 def traded(tx, facts: ConfirmationFacts) -> None:
     positions_created(tx, _created(tx))
 

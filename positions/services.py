@@ -26,6 +26,7 @@ from transactions.chain.rpc import rpc_for
 from transactions.models import Transaction
 from transactions.services import SignerSpec, transaction_build, transaction_record
 
+from . import operations
 from . import instructions as ix
 from .models import Position, PositionStatus
 
@@ -174,7 +175,7 @@ def position_initialize(*, tenant, cluster: str, api_key, owner: Account | OffPl
             initialize_account3(InitializeAccount3Params(program_id=program, account=target, mint=Pubkey.from_string(instrument.address), owner=Pubkey.from_string(owner.address))),
         ]
         signers = [funding.signer, SignerSpec(target, key)]
-    prepared = transaction_build(tenant=tenant, cluster=cluster, operation="positions.initialize", instructions=instructions, signers=signers, config=transaction_config(tenant, cluster, svm_config))
+    prepared = transaction_build(tenant=tenant, cluster=cluster, operation=operations.INITIALIZE, instructions=instructions, signers=signers, config=transaction_config(tenant, cluster, svm_config))
     with write_phase(on_abort=prepared.release):
         funded = funding_effects(funding, tenant=tenant, api_key=api_key)
         position_save_new(account, position, field=p)

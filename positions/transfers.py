@@ -29,6 +29,7 @@ from transactions.chain.rpc import rpc_for
 from transactions.models import MessageLifetime, Transaction
 from transactions.services import TxConfig, transaction_build, transaction_record
 
+from . import operations
 from .limits import debit_decision
 from .values import base_units
 
@@ -36,7 +37,6 @@ SYSTEM_PROGRAM = Pubkey.from_string("11111111111111111111111111111111")
 LAMPORTS_PER_SIGNATURE = 5000
 #: Spec "Value" for network currency: amount in SOL (9 decimals), lamports base units.
 NETWORK_CURRENCY_UNITS = SimpleNamespace(decimals=9, extensions=(), scaled_ui_multiplier=None)
-OPERATION = "positions.transfer_network_currency"
 
 
 @dataclass
@@ -121,7 +121,7 @@ def network_currency_transfer(
     reference = Keypair().pubkey()
     plain = transfer(TransferParams(from_pubkey=source_key, to_pubkey=destination_key, lamports=lamports))
     ix = Instruction(plain.program_id, plain.data, [*plain.accounts, AccountMeta(reference, is_signer=False, is_writable=False)])
-    prepared = transaction_build(tenant=tenant, cluster=cluster, operation=OPERATION, instructions=[ix], signers=[signer], config=config)
+    prepared = transaction_build(tenant=tenant, cluster=cluster, operation=operations.TRANSFER_NETWORK_CURRENCY, instructions=[ix], signers=[signer], config=config)
     with write_phase(on_abort=prepared.release):
         # Under the source's row lock: a concurrent debit committed meanwhile is counted.
         locked = lock_visible_account(source.pk, tenant=tenant)

@@ -12,7 +12,7 @@ from solders.pubkey import Pubkey
 from spl.token.constants import TOKEN_PROGRAM_ID
 from spl.token.instructions import TransferCheckedParams, transfer_checked
 
-from positions import batches
+from positions import batches, operations
 from positions.models import Batch, BatchItem
 from transactions.models import Transaction
 from transactions.tests.chainkit import funded, send
@@ -92,7 +92,7 @@ def test_batch_packs_shared_signers_and_rejects_bad_items_alone(api, celery_work
     assert balance(chain, a["onchainId"]) == 10_000 - moved
     assert balance(chain, b["onchainId"]) + balance(chain, c["onchainId"]) == moved
     tx = Transaction.unscoped.get(offchain_id=sent[0]["svmTransaction"]["offchainId"])
-    assert tx.operation == batches.OPERATION and len(tx.effects["batch"]["items"]) == len(tx.effects["movement"]["legs"]) > 1
+    assert tx.operation == operations.TRANSFER_BATCH and len(tx.effects["batch"]["items"]) == len(tx.effects["movement"]["legs"]) > 1
     assert len(tx.effects["debits"]) == len(tx.effects["batch"]["items"])  # debit windows count every item
 
 
@@ -204,7 +204,7 @@ def test_webhooks_fire_per_batch_item(tenant):
     from transactions.webhooks import webhook_create
 
     webhook_create(tenant=tenant, cluster="CHAIN_LOCALNET", data={"name": "payroll", "endpointUrl": "https://hooks.example/payroll", "eventTypes": ["transaction.pre_submit"]})
-    packed = Transaction.unscoped.create(tenant=tenant, cluster="CHAIN_LOCALNET", operation=batches.OPERATION, status="SIGNED", effects={"batch": {"offchainId": "b-1", "items": [3, 5]}})
+    packed = Transaction.unscoped.create(tenant=tenant, cluster="CHAIN_LOCALNET", operation=operations.TRANSFER_BATCH, status="SIGNED", effects={"batch": {"offchainId": "b-1", "items": [3, 5]}})
     single = Transaction.unscoped.create(tenant=tenant, cluster="CHAIN_LOCALNET", operation="positions.transfer", status="SIGNED", effects={})
     assert outbox.transaction_events([packed, single], WebhookEventType.PRE_SUBMIT) == 3
     bodies = {e.subject: jsonlib.loads(e.body)["data"] for e in WebhookEvent.unscoped.all()}

@@ -14,6 +14,7 @@ from solders.signature import Signature
 
 from conftest import assert_error, make_client
 from instruments.tests.test_races import inject_after_build
+from positions import operations
 from positions import transfers
 from tenancy.roles import Role
 from tenancy.tests.factories import issue_key
@@ -260,7 +261,7 @@ def test_only_listed_keys_may_debit(api, tenant, celery_worker_process, chain):
     source, destination = account(api, SOL), account(api)
     assert keys_admin.call("patch", "/api/v1/accounts", {"itemData": {"account": source, "networkCurrencyDebitApiKeys": ["payments-bot"]}}).status_code == 200
     assert_error(transfer(api, source, destination, {"lamports": RENT}), 403, "DEBIT_NOT_ALLOWED", "itemData.source")
-    assert not Transaction.unscoped.filter(operation=transfers.OPERATION).exists()
+    assert not Transaction.unscoped.filter(operation=operations.TRANSFER_NETWORK_CURRENCY).exists()
     assert result(transfer(make_client(bot.secret), source, destination, {"lamports": RENT}))["status"] in ("CONFIRMED", "FINALIZED")
 
 
@@ -270,7 +271,7 @@ def test_rent_exemption_guard(api, celery_worker_process, chain):
     assert_error(transfer(api, source, destination, {"lamports": 10_000_000 - RENT + 1}), 400, "SOURCE_BELOW_RENT", "itemData.value")
     assert_error(transfer(api, source, destination, {"lamports": 10_000_001}), 400, "INSUFFICIENT_FUNDS", "itemData.value")
     assert_error(transfer(api, source, destination, {"lamports": RENT - 1}), 400, "DESTINATION_BELOW_RENT", "itemData.value")
-    assert not Transaction.unscoped.filter(operation=transfers.OPERATION).exists()
+    assert not Transaction.unscoped.filter(operation=operations.TRANSFER_NETWORK_CURRENCY).exists()
     # Exactly everything: the source is emptied (and then no longer exists on chain).
     assert result(transfer(api, source, destination, {"lamports": 10_000_000}))["status"] in ("CONFIRMED", "FINALIZED")
     assert balance(chain, source) == 0 and balance(chain, destination) == 10_000_000
@@ -290,7 +291,7 @@ def test_value_rules_and_bad_destinations_are_400(api, celery_worker_process, ch
     assert_error(transfer(api, source, account(api), {"lamports": 0}), 400, "INVALID_AMOUNT")
     assert_error(transfer(api, source, source, {"lamports": RENT}), 400, "INVALID", "itemData.destination")
     assert_error(transfer(api, source, {"onchainId": str(Keypair().pubkey())}, {"lamports": RENT}), 404, "NOT_FOUND", "itemData.destination")
-    assert not Transaction.unscoped.filter(operation=transfers.OPERATION).exists()
+    assert not Transaction.unscoped.filter(operation=operations.TRANSFER_NETWORK_CURRENCY).exists()
 
 
 # --- concurrency ---------------------------------------------------------------------------------
@@ -306,7 +307,7 @@ def test_concurrent_transfers_cannot_jointly_exceed_a_duration_limit(api, celery
     first = result(transfer(api, source, destination, {"lamports": 3_000_000}, wait=False))
     assert result(competing[0])["status"] == "SIGNED"
     assert first["status"] == "PENDING_APPROVAL" and "DURATION" in first["errorMessage"]
-    assert Transaction.unscoped.filter(operation=transfers.OPERATION, status=TransactionStatus.PENDING_APPROVAL).count() == 1
+    assert Transaction.unscoped.filter(operation=operations.TRANSFER_NETWORK_CURRENCY, status=TransactionStatus.PENDING_APPROVAL).count() == 1
     monkeypatch.undo()
     assert wait_for(Transaction.unscoped.get(offchain_id=competing[0].json()["svmTransaction"]["offchainId"]), "confirmed").status in ("CONFIRMED", "FINALIZED")
     assert balance(chain, destination) == 3_000_000

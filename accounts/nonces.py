@@ -76,7 +76,7 @@ def named_nonce_config(tenant, cluster: str, data: dict, config: TxConfig) -> Tx
     """svmTransactionConfig.durableNonceAccount (our extension of the spec's SVM
     transaction config): the tenant's nonce account the transaction must use. It goes with
     messageLifetimeStrategy DURABLE_NONCE (else 400 CONFLICTING_FIELDS); whether it is free
-    is decided when it is leased (transactions.fee_payers.nonce_lease)."""
+    is decided when it is leased (transactions.nonce_pool.nonce_lease)."""
     lookup = data.get("durableNonceAccount")
     if not lookup:
         return config

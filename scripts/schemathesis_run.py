@@ -190,7 +190,7 @@ def main(extra: list[str]) -> int:
         # The platform's nonce pool full before the first case (the worker fills it in the
         # background, behind its other tasks): with the tenant's lease quota below the pool's
         # size, a DURABLE_NONCE case then meets 429 at worst, never 503 NONCE_POOL_EMPTY.
-        manage(env, "shell", "-c", "from transactions.fee_payers import nonce_pool_fill; nonce_pool_fill(cluster='CHAIN_LOCALNET')")
+        manage(env, "shell", "-c", "from transactions.nonce_pool import nonce_pool_fill; nonce_pool_fill(cluster='CHAIN_LOCALNET')")
         seed_file.write_text(json.dumps({"organization": TENANT, "apiKey": {"keyId": key["keyId"], "secret": key["secret"]}, "records": records, "platform": platform}, indent=2))
         print(f"== seeded {', '.join(records)} in {time.monotonic() - started:.1f}s", flush=True)
         command = [

@@ -26,7 +26,7 @@ from instruments.tests.test_api_instruments import BOND, create, mint_outside_th
 from instruments.token2022 import instructions as t22
 from instruments.token2022.constants import TOKEN_2022_PROGRAM_ID, ExtensionType
 from tests.workers import paused_workers, wait_for
-from transactions import effects, fee_payers, services, settlement
+from transactions import effects, nonce_pool, services, settlement
 from transactions.chain.errors import ChainUnavailable
 from transactions.chain.rpc import TokenBalance
 from transactions.models import Transaction, TransactionEvent, TransactionStatus
@@ -155,7 +155,7 @@ def test_chain_outage_in_the_prefetch_claims_nothing_and_the_retry_applies_once(
 
 @pytest.mark.django_db(transaction=True)
 def test_failure_effects_read_nothing_from_the_chain_inside_their_transaction(api, chain, monkeypatch):
-    fee_payers.nonce_pool_fill(cluster=CLUSTER, target=3)
+    nonce_pool.nonce_pool_fill(cluster=CLUSTER, target=3)
     payer = funded(chain, 10**9)
     assert api.call("post", "/api/v1/accounts", {"itemData": {"managed": False, "alreadyOnchain": True, "onchainId": str(payer.pubkey())}}).status_code == 201
     account, tx = held_account_create(api, payer, "DURABLE_NONCE", "CANCEL-ME")

@@ -23,7 +23,7 @@ from accounts.models import Account, AccountStatus, AccountType
 from conftest import assert_error, make_client
 from scripts.schemathesis_hooks import lookup_paths
 from tenancy.tests.factories import issue_key
-from transactions import fee_payers, platform_keys
+from transactions import fee_payers, nonce_pool, platform_keys
 from transactions.chain import builder
 from transactions.chain.rpc import rpc_for
 from transactions.models import NonceAccount, Transaction
@@ -53,7 +53,7 @@ def _platform() -> dict[str, str]:
     """name → address of the platform keys a tenant can learn (the fee payer names itself in
     every Fetch Transaction Details; a pool nonce's authority in every durable-nonce message)."""
     payer = fee_payers.platform_fee_payer(CLUSTER)
-    fee_payers.nonce_pool_fill(cluster=CLUSTER, target=1)
+    nonce_pool.nonce_pool_fill(cluster=CLUSTER, target=1)
     pool = NonceAccount.objects.filter(cluster=CLUSTER, tenant__isnull=True).exclude(state="CLOSED").order_by("pk").first()
     return {"fee payer": str(payer.pubkey), "pool nonce authority": pool.authority, "pool nonce account": pool.address}
 

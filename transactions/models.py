@@ -228,14 +228,14 @@ class NonceAccount(models.Model):
     """A durable nonce account, leased to one transaction at a time: of the platform's pool
     (``tenant`` null) or a tenant's own (docs/transactions.md, "Tenant durable nonce accounts").
 
-    Created by the pool task (``fee_payers.nonce_pool_fill``), never by a request: the row,
+    Created by the pool task (``nonce_pool.nonce_pool_fill``), never by a request: the row,
     the account's own key and the authority key are committed (CREATING) before the creation
     is sent, so a crash at any point leaves a row the next fill finishes (READY) and whose
     rent can be recovered. A request leases (``leased_at`` set, ``leased_by`` null) and binds
     the lease to its transaction (``leased_by``) when it commits; an unbound lease older than
     ``LEDGER_NONCE_LEASE_TIMEOUT_SECONDS`` is reclaimed. The lease ends when the transaction
     finalizes or is provably dead. Free accounts above what the pool keeps are closed by the
-    same task (``fee_payers.nonce_pool_trim``): CLOSING is committed before the withdraw is
+    same task (``nonce_pool.nonce_pool_trim``): CLOSING is committed before the withdraw is
     sent (a claim on the same condition a lease takes, so never a leased account), CLOSED
     only once the chain shows the account gone.
 

@@ -27,7 +27,7 @@ from solders.pubkey import Pubkey
 from ledger_project.api.errors import ConflictError, LedgerError
 from ledger_project.request_context import acting_api_key_var
 
-from . import effects, fee_payers, platform_keys, shards
+from . import effects, fee_payers, nonce_pool, platform_keys, shards
 from .chain import builder
 from .chain.errors import SimulationFailed
 from .chain.rpc import rpc_for
@@ -122,7 +122,7 @@ class Prepared:
 
     def release(self) -> None:
         if self.nonce_row is not None:
-            fee_payers.nonce_lease_release(nonce_account_id=self.nonce_row.pk)
+            nonce_pool.nonce_lease_release(nonce_account_id=self.nonce_row.pk)
 
 
 def transaction_build(
@@ -151,7 +151,7 @@ def transaction_build(
     nonce_row = None
     nonce = None
     if config.lifetime == MessageLifetime.DURABLE_NONCE:
-        nonce_row = fee_payers.nonce_lease(cluster=cluster, tenant=tenant, named=config.nonce_account)
+        nonce_row = nonce_pool.nonce_lease(cluster=cluster, tenant=tenant, named=config.nonce_account)
         nonce = builder.NonceLease(address=Pubkey.from_string(nonce_row.address), authority=Pubkey.from_string(nonce_row.authority))
         # An authority key the service does not hold (a tenant's account with an off-platform
         # authority) leaves the transaction PARTIALLY_SIGNED until that signature arrives.
@@ -173,7 +173,7 @@ def transaction_build(
             # A tenant's account may have been initialized in the slot its creation just
             # confirmed in: its nonce is usable once the next blockhash is out (the pool's
             # fill waits the same way before offering an account).
-            fee_payers.nonce_wait_usable(rpc, nonce.address)
+            nonce_pool.nonce_wait_usable(rpc, nonce.address)
         built = builder.build(plan, rpc)
         required = [str(k) for k in built.signers]
         unknown = [k for k in required if k not in by_key]
@@ -204,7 +204,7 @@ def transaction_build(
         signatures = platform_keys.engine_sign(message_bytes, built.message, managed, grants=grants, loaded=built.loaded, fields=fields, api_key=acting_api_key_var.get())
     except BaseException:
         if nonce_row is not None:
-            fee_payers.nonce_lease_release(nonce_account_id=nonce_row.pk)
+            nonce_pool.nonce_lease_release(nonce_account_id=nonce_row.pk)
         raise
     return Prepared(
         tenant=tenant, cluster=cluster, operation=operation, config=config, fee_payer=fee_payer, message=message_bytes,
@@ -446,8 +446,8 @@ def _finish(tx: Transaction, status: str, *, unless_moved: Q | None = None, also
         # be spent, or its bytes could still execute later (no-op when it moved on already).
         # A nonce whose authority signs off platform cannot be advanced by the service: its
         # lease stays with this transaction until the chain shows it moved on
-        # (fee_payers.nonce_leases_sweep).
-        spent = fee_payers.nonce_spend(cluster=tx.cluster, nonce_address=tx.nonce_account, expected=tx.blockhash)
+        # (nonce_pool.nonce_leases_sweep).
+        spent = nonce_pool.nonce_spend(cluster=tx.cluster, nonce_address=tx.nonce_account, expected=tx.blockhash)
     with db_transaction.atomic():
         updated = Transaction.objects.for_tenant(tx.tenant).filter(unless_moved or Q(), pk=tx.pk, status__in=_ENDABLE).update(status=status, updated_at=timezone.now(), **fields)
         if not updated:

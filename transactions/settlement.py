@@ -28,7 +28,7 @@ from ledger_project.api.errors import LedgerError
 from ledger_project.metrics import meters
 from tenancy.scoping import worker_only
 
-from . import effects, fee_payers, landing, outbox
+from . import effects, landing, nonce_pool, outbox
 from .chain import builder
 from .chain.errors import ChainUnavailable, SimulationFailed
 from .chain.rpc import rpc_for
@@ -295,7 +295,7 @@ def _follow_missing(missing: list[Transaction], rpc, rebroadcast_after: float | 
         return set()
     for tx in missing:
         if tx.lifetime == MessageLifetime.DURABLE_NONCE and _window_over(tx.submitted_at):
-            fee_payers.nonce_advance(cluster=tx.cluster, nonce_address=tx.nonce_account, expected=tx.blockhash)
+            nonce_pool.nonce_advance(cluster=tx.cluster, nonce_address=tx.nonce_account, expected=tx.blockhash)
     height = rpc.block_height() if any(tx.lifetime == MessageLifetime.RECENT_BLOCKHASH for tx in missing) else None
     over = [tx for tx in missing if _lifetime_over(tx, rpc, height=height)]
     # Looked up again *after* the lifetime check: one may have landed between the first
@@ -345,7 +345,7 @@ def _lifetime_over(tx: Transaction, rpc, *, height: int | None = None) -> bool:
     moved on."""
     if tx.lifetime == MessageLifetime.DURABLE_NONCE:
         # A nonce account that is gone (a tenant's authority may withdraw it) holds no value.
-        return fee_payers.stored_nonce(rpc, Pubkey.from_string(tx.nonce_account)) != tx.blockhash
+        return nonce_pool.stored_nonce(rpc, Pubkey.from_string(tx.nonce_account)) != tx.blockhash
     if tx.last_valid_block_height is None:
         return False
     return (height if height is not None else rpc.block_height()) > tx.last_valid_block_height
@@ -413,7 +413,7 @@ def _end_held(tx: Transaction) -> str | None:
     if tx.lifetime == MessageLifetime.DURABLE_NONCE and (withdrawn or _window_over(tx.txn_timestamp)):
         # Lands (and is waited for) before the lifetime check below reads the nonce; a
         # no-op when the nonce moved on already or its authority signs off platform.
-        fee_payers.nonce_advance(cluster=tx.cluster, nonce_address=tx.nonce_account, expected=tx.blockhash)
+        nonce_pool.nonce_advance(cluster=tx.cluster, nonce_address=tx.nonce_account, expected=tx.blockhash)
     if not _lifetime_over(tx, rpc):
         Transaction.unscoped.filter(pk=tx.pk).update(updated_at=timezone.now())
         return None

@@ -25,7 +25,7 @@ from django.core.cache import cache
 
 from ledger_project.shutdown import stopping
 
-from . import delivery, fee_payers, network_events, pump as pumping, settlement
+from . import delivery, network_events, nonce_pool, pump as pumping, settlement
 from .chain.errors import ChainUnavailable
 from .models import Transaction, TransactionStatus
 
@@ -92,8 +92,8 @@ def fill_nonce_pool(*, cluster: str) -> int:
     if not cache.add(lock, 1, timeout=300):
         return 0
     try:
-        ready = fee_payers.nonce_pool_fill(cluster=cluster)
-        fee_payers.nonce_pool_trim(cluster=cluster)  # free accounts beyond what is kept: rent back
+        ready = nonce_pool.nonce_pool_fill(cluster=cluster)
+        nonce_pool.nonce_pool_trim(cluster=cluster)  # free accounts beyond what is kept: rent back
         return ready
     finally:
         cache.delete(lock)
@@ -103,16 +103,16 @@ def fill_nonce_pool(*, cluster: str) -> int:
 def sweep_nonce_leases(*, cluster: str) -> int:
     # Leases kept by transactions that ended while their nonce could not be advanced (a
     # tenant's off-platform authority): freed once the chain shows the nonce moved on.
-    return fee_payers.nonce_leases_sweep(cluster=cluster)
+    return nonce_pool.nonce_leases_sweep(cluster=cluster)
 
 
 @shared_task(name="ledger.transactions.fill_nonce_pools", acks_late=True)
 def fill_nonce_pools() -> None:
-    fee_payers.nonce_pool_reclaim()
+    nonce_pool.nonce_pool_reclaim()
     for cluster in settings.LEDGER_NONCE_POOL_CLUSTERS:
         if cluster in settings.LEDGER_CLUSTERS:
             fill_nonce_pool.delay(cluster=cluster)
-    for cluster in fee_payers.clusters_with_kept_leases():
+    for cluster in nonce_pool.clusters_with_kept_leases():
         if cluster in settings.LEDGER_CLUSTERS:
             sweep_nonce_leases.delay(cluster=cluster)
 

@@ -20,7 +20,7 @@ from accounts import nonces
 from accounts.models import Account, AccountStatus, AccountType, ManagedKey
 from conftest import assert_error, make_client
 from instruments.tests.test_races import inject_after_build
-from transactions import fee_payers, services as engine, tasks
+from transactions import fee_payers, nonce_pool, services as engine, tasks
 from transactions.chain import builder
 from transactions.models import NonceAccount, NonceState, PlatformFeePayer, Transaction, TransactionStatus
 from transactions.responses import wait_for
@@ -282,7 +282,7 @@ def test_a_durable_nonce_transfer_picks_the_tenants_own_nonce_first(api, funder,
     assert onchain_nonce(chain, ids["onchainId"])[3] != before  # the transaction advanced it
     leased = fetch(api, ids).json()
     assert leased["state"] == "LEASED" and leased["leasedBy"] == result["offchainId"]
-    assert fee_payers._free(CLUSTER).filter(pk=row(ids).pk).count() == 0  # never in the platform's pool
+    assert nonce_pool._free(CLUSTER).filter(pk=row(ids).pk).count() == 0  # never in the platform's pool
 
     # The lease ends as the pool's do: once the transaction is finalized.
     assert wait_for(tx, "finalized", timeout=40).status == TransactionStatus.FINALIZED
@@ -419,8 +419,8 @@ def test_an_off_platform_authority_leaves_the_transaction_partially_signed(api, 
     assert all(row(ids).authority_key is None and row(ids).authority == str(authority.pubkey()) for ids in lookups)
 
     # Never picked unnamed: the transaction would wait for a signature nobody expects.
-    fee_payers.nonce_pool_fill(cluster=CLUSTER, target=1)
-    monkeypatch.setattr(fee_payers, "_kick_fill", lambda cluster: None)  # the session's worker would fill the pool past this test
+    nonce_pool.nonce_pool_fill(cluster=CLUSTER, target=1)
+    monkeypatch.setattr(nonce_pool, "_kick_fill", lambda cluster: None)  # the session's worker would fill the pool past this test
     unnamed = transfer(api, source)
     assert unnamed.status_code == 200, unnamed.json()
     assert Transaction.unscoped.get(offchain_id=unnamed.json()["svmTransaction"]["offchainId"]).nonce_account not in {i["onchainId"] for i in lookups}
@@ -453,7 +453,7 @@ def test_a_cancelled_transaction_keeps_an_unadvanceable_nonce_until_it_moves(api
     assert row(ids).leased_by_id == tx.pk and tx.events.filter(kind="NONCE_LEASE_KEPT").exists()
     assert fetch(api, ids).json()["state"] == "LEASED"
     assert_error(transfer(api, source, wait=None, durableNonceAccount=ids), 400, "NONCE_ACCOUNT_IN_USE")
-    assert fee_payers.clusters_with_kept_leases() == [CLUSTER]
+    assert nonce_pool.clusters_with_kept_leases() == [CLUSTER]
     assert tasks.sweep_nonce_leases(cluster=CLUSTER) == 0  # the nonce has not moved
 
     # The authority advances it itself; the sweep the pool's beat task queues frees it.
@@ -461,7 +461,7 @@ def test_a_cancelled_transaction_keeps_an_unadvanceable_nonce_until_it_moves(api
     address = Pubkey.from_string(ids["onchainId"])
     send(chain, payer, [advance_nonce_account(AdvanceNonceAccountParams(nonce_pubkey=address, authorized_pubkey=authority.pubkey()))], [authority])
     assert tasks.sweep_nonce_leases(cluster=CLUSTER) == 1
-    assert fetch(api, ids).json()["state"] == "READY" and fee_payers.clusters_with_kept_leases() == []
+    assert fetch(api, ids).json()["state"] == "READY" and nonce_pool.clusters_with_kept_leases() == []
 
 
 # --- the platform's pool is left as it was ---------------------------------------------------
@@ -475,17 +475,17 @@ def test_the_pool_task_never_finishes_trims_or_counts_a_tenants_accounts(api, fu
 
     ready, creating = created(api, 2, funder)
     NonceAccount.objects.filter(account__offchain_id=creating["offchainId"]).update(state=NonceState.CREATING, created_at=timezone.now() - timedelta(minutes=5))
-    assert fee_payers.nonce_pool_fill(cluster=CLUSTER, target=0) == 0  # a tenant's CREATING row is its transaction's to finish
-    fee_payers.nonce_pool_trim(cluster=CLUSTER, keep=0)
+    assert nonce_pool.nonce_pool_fill(cluster=CLUSTER, target=0) == 0  # a tenant's CREATING row is its transaction's to finish
+    nonce_pool.nonce_pool_trim(cluster=CLUSTER, keep=0)
     assert row(ready).state == NonceState.READY and row(creating).state == NonceState.CREATING
     assert onchain_nonce(chain, ready["onchainId"])[1]
-    assert not fee_payers._free(CLUSTER).filter(tenant__isnull=False).exists()
+    assert not nonce_pool._free(CLUSTER).filter(tenant__isnull=False).exists()
 
 
 @pytest.mark.django_db(transaction=True)
 def test_the_admin_lists_pool_and_tenant_accounts_with_their_leases(admin_client, api, funder, chain, celery_worker_process):
     [ids] = created(api, 1, funder)
-    fee_payers.nonce_pool_fill(cluster=CLUSTER, target=1)
+    nonce_pool.nonce_pool_fill(cluster=CLUSTER, target=1)
     pooled = NonceAccount.objects.filter(tenant__isnull=True).first()
     tenants = admin_client.get("/admin/transactions/nonceaccount/?owner=tenant").content.decode()
     assert ids["onchainId"] in tenants and "Acme Bank" in tenants and pooled.address not in tenants

@@ -20,7 +20,7 @@ from conftest import assert_error, make_client
 from positions.tests.test_api_transfer_network_currency import account, off_platform, transfer, watched
 from tenancy.roles import Role
 from tenancy.tests.factories import issue_key
-from transactions import fee_payers, settlement
+from transactions import nonce_pool, settlement
 from transactions.chain import builder
 from transactions.chain.rpc import rpc_for
 from transactions.models import NonceAccount, Transaction, TransactionEvent, TransactionStatus
@@ -133,7 +133,7 @@ def test_three_signers_of_a_durable_nonce_transaction_sign_hours_apart(api, cele
     """Fee payer and source sign off platform, hours apart; the platform's nonce authority
     signed when it was built. A RECENT_BLOCKHASH twin built at the same time is long dead
     by then; the nonce is still valid."""
-    fee_payers.nonce_pool_fill(cluster=CLUSTER, target=4)  # stays above the low-water mark: no fill queued
+    nonce_pool.nonce_pool_fill(cluster=CLUSTER, target=4)  # stays above the low-water mark: no fill queued
     payer, owner = funded(chain, SOL), funded(chain, SOL)
     watched(api, str(payer.pubkey()))
     destination = account(api)

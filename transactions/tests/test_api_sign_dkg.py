@@ -27,7 +27,7 @@ from accounts.threshold import messages as M
 from conftest import assert_error
 from positions.tests.test_api_transfer_network_currency import account, result, transfer
 from tests.workers import WebProcess, WorkerProcess, new_queue_name, route_tasks_to, wait_for as wait_until
-from transactions import fee_payers
+from transactions import nonce_pool
 from transactions.localnet.testing import free_port
 from transactions.models import Transaction, TransactionEvent
 from transactions.responses import wait_for
@@ -233,7 +233,7 @@ def test_a_worker_killed_between_rounds_resumes_without_reusing_a_nonce(api, cel
     try:
         external = ApiPlayer(3, "CLIENT_X", api)
         address = make_account(api, chain, external)
-        fee_payers.nonce_pool_fill(cluster="CHAIN_LOCALNET", target=4)  # stays above the low-water mark: no fill queued
+        nonce_pool.nonce_pool_fill(cluster="CHAIN_LOCALNET", target=4)  # stays above the low-water mark: no fill queued
         held = held_transfer(api, address, svmTransactionConfig={"messageLifetimeStrategy": "DURABLE_NONCE"})
         session_id = open_session(api, held, address, ["BACKEND_A", "CLIENT_X"]).json()["sessionId"]
         until(api, session_id, lambda s: s["players"][0]["committed"], "BACKEND_A's commitment")

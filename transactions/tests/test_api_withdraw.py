@@ -24,7 +24,7 @@ from positions.tests.test_api_transfer_network_currency import account, off_plat
 from tenancy.roles import Role
 from tenancy.tests.factories import issue_key
 from tests.workers import wait_for as wait_until
-from transactions import fee_payers, settlement, signatures, withdrawals
+from transactions import nonce_pool, settlement, signatures, withdrawals
 from transactions.chain.rpc import rpc_for
 from transactions.models import NonceAccount, Transaction, TransactionEvent, TransactionStatus
 from transactions.tests.chainkit import funded, nonce_value, send
@@ -153,7 +153,7 @@ def test_staff_reconcile_ends_a_withdrawn_transaction_once_its_blockhash_expired
 
 @pytest.mark.django_db(transaction=True)
 def test_withdrawing_a_durable_nonce_transaction_advances_its_nonce_so_its_signed_bytes_fail(api, chain, celery_worker_process):
-    fee_payers.nonce_pool_fill(cluster=CLUSTER, target=4)
+    nonce_pool.nonce_pool_fill(cluster=CLUSTER, target=4)
     owner = funded(chain, SOL)
     destination = account(api)
     held = held_transfer(api, owner, destination, svmTransactionConfig={"messageLifetimeStrategy": "DURABLE_NONCE"})
@@ -358,7 +358,7 @@ def test_only_a_partially_signed_transaction_can_be_withdrawn(api, chain, celery
 @pytest.mark.django_db(transaction=True)
 def test_a_withdrawn_account_creation_fails_its_pending_account_once(api, chain, celery_worker_process):
     """Failure effects, as for any cancel: the PENDING account the operation recorded becomes FAILED."""
-    fee_payers.nonce_pool_fill(cluster=CLUSTER, target=4)
+    nonce_pool.nonce_pool_fill(cluster=CLUSTER, target=4)
     payer = funded(chain, SOL)
     assert api.call("post", "/api/v1/accounts", {"itemData": {"managed": False, "alreadyOnchain": True, "onchainId": str(payer.pubkey())}}).status_code == 201
     created = api.call("post", "/api/v1/accounts", {"itemData": {"managed": True, "seed": {"lamports": 1_000_000}, "offchainReferences": {"code": "WITHDRAWN"}},

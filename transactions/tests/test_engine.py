@@ -15,7 +15,7 @@ from accounts.custody import managed_key_import
 from ledger_project.api.errors import LedgerError
 from ledger_project.base58 import b58decode
 from tests.workers import wait_for
-from transactions import fee_payers, services, settlement
+from transactions import nonce_pool, services, settlement
 from transactions.chain.errors import SimulationFailed, TransactionTooLarge
 from transactions.models import Transaction, TransactionEvent, TransactionStatus
 from transactions.services import SignerSpec, TxConfig
@@ -78,7 +78,7 @@ def test_spl_transfer_checked_built_by_engine(celery_worker_process, tenant, cha
 
 @pytest.mark.django_db(transaction=True)
 def test_durable_nonce_transaction_waits_for_an_unmanaged_signature(celery_worker_process, tenant, chain):
-    fee_payers.nonce_pool_fill(cluster=CLUSTER, target=3)
+    nonce_pool.nonce_pool_fill(cluster=CLUSTER, target=3)
     outsider = funded(chain, 10**9)  # its key is not held by the service
     target = Keypair().pubkey()
     ix = transfer(TransferParams(from_pubkey=outsider.pubkey(), to_pubkey=target, lamports=5_000_000))
@@ -96,7 +96,7 @@ def test_durable_nonce_transaction_waits_for_an_unmanaged_signature(celery_worke
 
 @pytest.mark.django_db(transaction=True)
 def test_bad_off_platform_signature_is_refused(celery_worker_process, tenant, chain):
-    fee_payers.nonce_pool_fill(cluster=CLUSTER, target=3)
+    nonce_pool.nonce_pool_fill(cluster=CLUSTER, target=3)
     outsider = funded(chain, 10**9)
     ix = transfer(TransferParams(from_pubkey=outsider.pubkey(), to_pubkey=Keypair().pubkey(), lamports=1))
     tx = prepare(tenant, [ix], [SignerSpec(outsider.pubkey(), None)], config=TxConfig(lifetime="DURABLE_NONCE"))

@@ -15,7 +15,7 @@ from solders.transaction import VersionedTransaction
 
 from accounts.models import AccountStatus
 from tests.workers import wait_for
-from transactions import fee_payers, settlement, tasks
+from transactions import nonce_pool, settlement, tasks
 from transactions.chain.rpc import rpc_for
 from transactions.models import NonceAccount, Transaction, TransactionEvent, TransactionStatus
 from transactions.tests.chainkit import funded, send, wait
@@ -91,7 +91,7 @@ def test_held_transaction_the_client_sent_itself_is_followed_and_one_not_sent_ex
 
 @pytest.mark.django_db(transaction=True)
 def test_held_nonce_transaction_the_client_sent_itself_is_followed_not_expired(api, chain, settings, monkeypatch):
-    fee_payers.nonce_pool_fill(cluster=CLUSTER, target=4)  # stays above the low-water mark: no fill queued
+    nonce_pool.nonce_pool_fill(cluster=CLUSTER, target=4)  # stays above the low-water mark: no fill queued
     payer = tenant_fee_payer(api, chain)
     account, tx = held_account_create(api, payer, "DURABLE_NONCE", "NONCE-SENT-BY-CLIENT")
     lease = NonceAccount.objects.get(leased_by=tx)

@@ -18,7 +18,7 @@ from accounts.custody import managed_key_import
 from accounts.models import Account, AccountStatus
 from ledger_project.api.errors import LedgerError
 from tests.workers import wait_for
-from transactions import fee_payers, pump, services, settlement, tasks
+from transactions import nonce_pool, pump, services, settlement, tasks
 from transactions.chain.rpc import rpc_for
 from transactions.models import NonceAccount, Transaction, TransactionEvent, TransactionStatus
 from transactions.services import SignerSpec, TxConfig
@@ -69,7 +69,7 @@ def held_account_create(api, payer: Keypair, lifetime: str, code: str):
 
 @pytest.mark.django_db(transaction=True)
 def test_partially_signed_account_creation_expires_and_its_account_fails(api, chain, settings):
-    fee_payers.nonce_pool_fill(cluster=CLUSTER, target=4)  # stays above the low-water mark: no fill queued
+    nonce_pool.nonce_pool_fill(cluster=CLUSTER, target=4)  # stays above the low-water mark: no fill queued
     payer = funded(chain, 10**9)
     assert api.call("post", "/api/v1/accounts", {"itemData": {"managed": False, "alreadyOnchain": True, "onchainId": str(payer.pubkey())}}).status_code == 201
     by_blockhash, tx_blockhash = held_account_create(api, payer, "RECENT_BLOCKHASH", "HELD-1")
@@ -108,7 +108,7 @@ def test_partially_signed_account_creation_expires_and_its_account_fails(api, ch
 
 @pytest.mark.django_db(transaction=True)
 def test_cancel_ends_a_held_transaction_once_and_refuses_submitted_ones(api, chain):
-    fee_payers.nonce_pool_fill(cluster=CLUSTER, target=3)
+    nonce_pool.nonce_pool_fill(cluster=CLUSTER, target=3)
     payer = funded(chain, 10**9)
     assert api.call("post", "/api/v1/accounts", {"itemData": {"managed": False, "alreadyOnchain": True, "onchainId": str(payer.pubkey())}}).status_code == 201
     account, tx = held_account_create(api, payer, "DURABLE_NONCE", "CANCEL-ME")

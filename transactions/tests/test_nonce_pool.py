@@ -14,7 +14,7 @@ from solders.pubkey import Pubkey
 
 from accounts.models import Account
 from conftest import assert_error
-from transactions import fee_payers, tasks
+from transactions import nonce_pool, tasks
 from transactions.models import NonceAccount, NonceState, PlatformFeePayer, Transaction
 from transactions.tests.chainkit import SYSTEM_PROGRAM, funded
 
@@ -30,7 +30,7 @@ def private_node(tmp_path, settings, monkeypatch):
     from transactions.localnet.testing import LocalnetProcess
 
     kicked: list[str] = []
-    monkeypatch.setattr(fee_payers, "_kick_fill", kicked.append)
+    monkeypatch.setattr(nonce_pool, "_kick_fill", kicked.append)
     node = LocalnetProcess(tmp_path / "node").start()
     settings.LEDGER_CLUSTERS = {**settings.LEDGER_CLUSTERS, CLUSTER: node.url}
     try:
@@ -79,11 +79,11 @@ def test_failed_request_leaves_no_onchain_nonce_account_without_its_row(api, pri
     # the simulation failure rolled back its row and authority key.
     refused = seeded_create(api, payer, 10**18)
     assert refused.status_code in (400, 503), refused.json()
-    fee_payers.nonce_pool_fill(cluster=CLUSTER, target=1)
-    leased = fee_payers.nonce_lease(cluster=CLUSTER)
+    nonce_pool.nonce_pool_fill(cluster=CLUSTER, target=1)
+    leased = nonce_pool.nonce_lease(cluster=CLUSTER)
     failed = seeded_create(api, payer, 10**18)  # the pool is empty again
     assert_error(failed, 503, "NONCE_POOL_EMPTY")
-    fee_payers.nonce_lease_release(nonce_account_id=leased.pk)
+    nonce_pool.nonce_lease_release(nonce_account_id=leased.pk)
     failed = seeded_create(api, payer, 10**18)  # a free account, then a simulation failure
     assert_error(failed, 400, "TRANSACTION_SIMULATION_FAILED")
     rows = {row.address: bytes(Pubkey.from_string(row.authority_key.public_key)) for row in NonceAccount.objects.select_related("authority_key")}
@@ -96,9 +96,9 @@ def test_failed_request_leaves_no_onchain_nonce_account_without_its_row(api, pri
 def test_pool_fill_creates_initialized_accounts_and_finishes_interrupted_ones(private_node):
     client, _ = private_node
     # A fill that crashed after recording the row and keys, before (or after) sending.
-    interrupted = fee_payers.nonce_account_record(cluster=CLUSTER)
+    interrupted = nonce_pool.nonce_account_record(cluster=CLUSTER)
     NonceAccount.objects.filter(pk=interrupted.pk).update(created_at=timezone.now() - timedelta(minutes=5))
-    assert fee_payers.nonce_pool_fill(cluster=CLUSTER, target=3) == 3
+    assert nonce_pool.nonce_pool_fill(cluster=CLUSTER, target=3) == 3
     rows = list(NonceAccount.objects.select_related("authority_key"))
     assert len(rows) == 3 and {r.state for r in rows} == {NonceState.READY} and interrupted.pk in {r.pk for r in rows}
     onchain = onchain_nonce_accounts(client)
@@ -107,25 +107,25 @@ def test_pool_fill_creates_initialized_accounts_and_finishes_interrupted_ones(pr
         account = client.get_account_info(Pubkey.from_string(row.address)).value
         assert int.from_bytes(bytes(account.data[4:8]), "little") == 1  # State::Initialized
         assert account.lamports == client.get_minimum_balance_for_rent_exemption(80).value
-    assert fee_payers.nonce_pool_fill(cluster=CLUSTER, target=3) == 0  # full: nothing to do
+    assert nonce_pool.nonce_pool_fill(cluster=CLUSTER, target=3) == 0  # full: nothing to do
 
 
 @pytest.mark.django_db(transaction=True)
 def test_unbound_lease_is_reclaimed_after_the_timeout(private_node, settings):
-    fee_payers.nonce_pool_fill(cluster=CLUSTER, target=1)
-    leased = fee_payers.nonce_lease(cluster=CLUSTER)
-    with pytest.raises(fee_payers.NoncePoolEmpty):
-        fee_payers.nonce_lease(cluster=CLUSTER)
-    assert fee_payers.nonce_pool_reclaim(cluster=CLUSTER) == 0  # within the timeout: kept
+    nonce_pool.nonce_pool_fill(cluster=CLUSTER, target=1)
+    leased = nonce_pool.nonce_lease(cluster=CLUSTER)
+    with pytest.raises(nonce_pool.NoncePoolEmpty):
+        nonce_pool.nonce_lease(cluster=CLUSTER)
+    assert nonce_pool.nonce_pool_reclaim(cluster=CLUSTER) == 0  # within the timeout: kept
     NonceAccount.objects.filter(pk=leased.pk).update(leased_at=timezone.now() - timedelta(seconds=settings.LEDGER_NONCE_LEASE_TIMEOUT_SECONDS + 1))
-    assert fee_payers.nonce_pool_reclaim(cluster=CLUSTER) == 1
-    assert fee_payers.nonce_lease(cluster=CLUSTER).pk == leased.pk
+    assert nonce_pool.nonce_pool_reclaim(cluster=CLUSTER) == 1
+    assert nonce_pool.nonce_lease(cluster=CLUSTER).pk == leased.pk
 
 
 @pytest.mark.django_db(transaction=True)
 def test_durable_nonce_request_uses_a_pooled_account(api, private_node):
     client, _ = private_node
-    fee_payers.nonce_pool_fill(cluster=CLUSTER, target=2)
+    nonce_pool.nonce_pool_fill(cluster=CLUSTER, target=2)
     response = seeded_create(api, tenant_payer(api, client), 2_000_000)
     assert response.status_code == 201, response.json()
     tx = Transaction.unscoped.get(offchain_id=response.json()["svmTransaction"]["offchainId"])
@@ -141,7 +141,7 @@ def test_refusal_in_the_write_phase_releases_the_nonce_lease(api, private_node, 
 
     client, _ = private_node
     payer = tenant_payer(api, client)
-    fee_payers.nonce_pool_fill(cluster=CLUSTER, target=1)
+    nonce_pool.nonce_pool_fill(cluster=CLUSTER, target=1)
 
     def refuse(account, *, prefix="itemData"):
         raise ConflictError("injected conflict in the write phase", field=f"{prefix}.onchainId")
@@ -157,13 +157,13 @@ def test_refusal_in_the_write_phase_releases_the_nonce_lease(api, private_node, 
 def test_pool_never_grows_past_its_maximum(private_node, settings):
     client, _ = private_node
     settings.LEDGER_NONCE_POOL_MAX = 2
-    assert fee_payers.nonce_pool_fill(cluster=CLUSTER, target=1) == 1
-    fee_payers.nonce_lease(cluster=CLUSTER)
-    assert fee_payers.nonce_pool_fill(cluster=CLUSTER, target=1) == 1
-    fee_payers.nonce_lease(cluster=CLUSTER)  # both held: the fill may not add a third
-    assert fee_payers.nonce_pool_fill(cluster=CLUSTER, target=1) == 0
-    with pytest.raises(fee_payers.NoncePoolEmpty):
-        fee_payers.nonce_lease(cluster=CLUSTER)
+    assert nonce_pool.nonce_pool_fill(cluster=CLUSTER, target=1) == 1
+    nonce_pool.nonce_lease(cluster=CLUSTER)
+    assert nonce_pool.nonce_pool_fill(cluster=CLUSTER, target=1) == 1
+    nonce_pool.nonce_lease(cluster=CLUSTER)  # both held: the fill may not add a third
+    assert nonce_pool.nonce_pool_fill(cluster=CLUSTER, target=1) == 0
+    with pytest.raises(nonce_pool.NoncePoolEmpty):
+        nonce_pool.nonce_lease(cluster=CLUSTER)
     assert NonceAccount.objects.count() == 2 and len(onchain_nonce_accounts(client)) == 2
 
 
@@ -172,7 +172,7 @@ def test_tenant_nonce_lease_quota_is_429_and_changes_nothing(api, private_node, 
     client, _ = private_node
     settings.LEDGER_NONCE_LEASES_PER_TENANT = 1
     payer = tenant_payer(api, client)
-    fee_payers.nonce_pool_fill(cluster=CLUSTER, target=2)
+    nonce_pool.nonce_pool_fill(cluster=CLUSTER, target=2)
     assert seeded_create(api, payer, 2_000_000).status_code == 201
     accounts = Account.unscoped.count()
     refused = seeded_create(api, payer, 2_000_000)
@@ -204,13 +204,13 @@ def test_trim_closes_free_accounts_above_target_and_returns_their_rent(private_n
     # leave it): the trim must wait itself rather than fail "nonce can only advance once
     # per slot".
     with monkeypatch.context() as patch:
-        patch.setattr(fee_payers, "_next_blockhash", lambda rpc, address: True)
-        assert fee_payers.nonce_pool_fill(cluster=CLUSTER, target=6) == 6  # demand has gone since
-    leased = [fee_payers.nonce_lease(cluster=CLUSTER) for _ in range(2)]  # in use: never touched
+        patch.setattr(nonce_pool, "_next_blockhash", lambda rpc, address: True)
+        assert nonce_pool.nonce_pool_fill(cluster=CLUSTER, target=6) == 6  # demand has gone since
+    leased = [nonce_pool.nonce_lease(cluster=CLUSTER) for _ in range(2)]  # in use: never touched
     rent = client.get_minimum_balance_for_rent_exemption(80).value
     before = platform_payer_balance(client)
 
-    assert fee_payers.nonce_pool_trim(cluster=CLUSTER) == 2  # four free, two kept
+    assert nonce_pool.nonce_pool_trim(cluster=CLUSTER) == 2  # four free, two kept
     closed = list(NonceAccount.objects.filter(state=NonceState.CLOSED))
     assert len(closed) == 2 and all(row.closed_at is not None for row in closed)
     assert all(gone(client, row) for row in closed)
@@ -218,40 +218,40 @@ def test_trim_closes_free_accounts_above_target_and_returns_their_rent(private_n
     for row in leased:
         row.refresh_from_db()
         assert row.state == NonceState.READY and row.leased_at is not None and not gone(client, row)
-    assert fee_payers._free(CLUSTER).count() == 2
+    assert nonce_pool._free(CLUSTER).count() == 2
     kept = NonceAccount.objects.exclude(state=NonceState.CLOSED).select_related("authority_key")
     assert onchain_nonce_accounts(client) == {r.address: bytes(Pubkey.from_string(r.authority_key.public_key)) for r in kept}
-    assert fee_payers.nonce_pool_trim(cluster=CLUSTER) == 0  # at the target: nothing to do
+    assert nonce_pool.nonce_pool_trim(cluster=CLUSTER) == 0  # at the target: nothing to do
     # A lease ends: one free account too many, which the beat's pool task closes.
-    fee_payers.nonce_lease_release(nonce_account_id=leased[0].pk)
+    nonce_pool.nonce_lease_release(nonce_account_id=leased[0].pk)
     assert tasks.fill_nonce_pool(cluster=CLUSTER) == 0
-    assert fee_payers._free(CLUSTER).count() == 2 and NonceAccount.objects.filter(state=NonceState.CLOSED).count() == 3
+    assert nonce_pool._free(CLUSTER).count() == 2 and NonceAccount.objects.filter(state=NonceState.CLOSED).count() == 3
     # Closed accounts no longer count towards LEDGER_NONCE_POOL_MAX.
     settings.LEDGER_NONCE_POOL_MAX = 4
-    assert fee_payers.nonce_pool_fill(cluster=CLUSTER, target=3) == 1
+    assert nonce_pool.nonce_pool_fill(cluster=CLUSTER, target=3) == 1
 
 
 @pytest.mark.django_db(transaction=True)
 def test_trim_interrupted_after_marking_closing_is_finished_by_the_next_run(private_node, monkeypatch):
     client, _ = private_node
-    fee_payers.nonce_pool_fill(cluster=CLUSTER, target=3)
+    nonce_pool.nonce_pool_fill(cluster=CLUSTER, target=3)
     rent = client.get_minimum_balance_for_rent_exemption(80).value
 
     def killed(row):
         raise RuntimeError("worker killed after the withdraw landed")
 
     with monkeypatch.context() as patch:
-        patch.setattr(fee_payers, "_mark_closed", killed)
+        patch.setattr(nonce_pool, "_mark_closed", killed)
         with pytest.raises(RuntimeError):
-            fee_payers.nonce_pool_trim(cluster=CLUSTER, keep=2)
+            nonce_pool.nonce_pool_trim(cluster=CLUSTER, keep=2)
     withdrawn = NonceAccount.objects.get(state=NonceState.CLOSING)
     assert gone(client, withdrawn)  # on chain it is closed; the row still says CLOSING
-    claimed = fee_payers._claim_for_closing(CLUSTER)  # killed after the claim, before sending
+    claimed = nonce_pool._claim_for_closing(CLUSTER)  # killed after the claim, before sending
     assert claimed.state == NonceState.CLOSING and not gone(client, claimed)
-    assert fee_payers.nonce_lease(cluster=CLUSTER).pk not in (withdrawn.pk, claimed.pk)  # CLOSING is never leased
+    assert nonce_pool.nonce_lease(cluster=CLUSTER).pk not in (withdrawn.pk, claimed.pk)  # CLOSING is never leased
     before = platform_payer_balance(client)
 
-    assert fee_payers.nonce_pool_trim(cluster=CLUSTER, keep=0) == 2  # finishes both; the leased one stays
+    assert nonce_pool.nonce_pool_trim(cluster=CLUSTER, keep=0) == 2  # finishes both; the leased one stays
     for row in (withdrawn, claimed):
         row.refresh_from_db()
         assert row.state == NonceState.CLOSED and gone(client, row)
@@ -262,8 +262,8 @@ def test_trim_interrupted_after_marking_closing_is_finished_by_the_next_run(priv
 @pytest.mark.django_db(transaction=True)
 def test_a_lease_and_a_trim_never_take_the_same_account(private_node, monkeypatch):
     client, _ = private_node
-    fee_payers.nonce_pool_fill(cluster=CLUSTER, target=3)
-    real_free = fee_payers._free
+    nonce_pool.nonce_pool_fill(cluster=CLUSTER, target=3)
+    real_free = nonce_pool._free
     calls: list[int] = []
     raced: list[int] = []
 
@@ -278,17 +278,17 @@ def test_a_lease_and_a_trim_never_take_the_same_account(private_node, monkeypatc
         return real_free(cluster)
 
     with monkeypatch.context() as patch:
-        patch.setattr(fee_payers, "_free", lease_wins_the_race)
-        assert fee_payers.nonce_pool_trim(cluster=CLUSTER, keep=1) == 1
+        patch.setattr(nonce_pool, "_free", lease_wins_the_race)
+        assert nonce_pool.nonce_pool_trim(cluster=CLUSTER, keep=1) == 1
     leased = NonceAccount.objects.get(pk=raced[0])
     assert leased.state == NonceState.READY and leased.leased_at is not None and not gone(client, leased)
     assert NonceAccount.objects.filter(state=NonceState.CLOSED).count() == 1
 
     # The other way round: the trim claimed the last free account first; the lease finds none.
-    last = fee_payers._claim_for_closing(CLUSTER)
+    last = nonce_pool._claim_for_closing(CLUSTER)
     assert last is not None and last.pk != leased.pk
-    with pytest.raises(fee_payers.NoncePoolEmpty):
-        fee_payers.nonce_lease(cluster=CLUSTER)
+    with pytest.raises(nonce_pool.NoncePoolEmpty):
+        nonce_pool.nonce_lease(cluster=CLUSTER)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -297,7 +297,7 @@ def test_a_new_pool_account_can_be_used_at_once(private_node):
     can use the account at once (a validator refuses it within that blockhash)."""
     client, _ = private_node
     for _ in range(3):
-        fee_payers.nonce_pool_fill(cluster=CLUSTER, target=NonceAccount.objects.count() + 1)
+        nonce_pool.nonce_pool_fill(cluster=CLUSTER, target=NonceAccount.objects.count() + 1)
         row = NonceAccount.objects.order_by("-pk").first()
         stored = Hash(bytes(client.get_account_info(Pubkey.from_string(row.address)).value.data[40:72]))
-        assert fee_payers.nonce_advance(cluster=CLUSTER, nonce_address=row.address, expected=str(stored)) is True
+        assert nonce_pool.nonce_advance(cluster=CLUSTER, nonce_address=row.address, expected=str(stored)) is True

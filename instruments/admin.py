@@ -1,6 +1,6 @@
 """Back-office for financial instruments: offchain data editable, chain fields read-only.
 Pause and unpause are actions through the same service as ``PATCH
-/api/v1/financial-instruments/pause|unpause`` (``services.instrument_set_paused``: a
+/api/v1/financial-instruments/pause|unpause`` (``changes.instrument_set_paused``: a
 Token-2022 Pause/Resume signed by the mint's pausable authority, held in custody),
 recorded with the staff user; re-reading from the network is ``services.instrument_sync``."""
 
@@ -11,7 +11,8 @@ from ledger_project.staff import staff_action
 
 from .allowlist.admin_view import allow_list_html, has_allow_list
 from .models import AUTHORITY_ROLES, AlIdSequence, FinancialInstrument, authority_column
-from .services import instrument_set_paused, instrument_sync
+from .changes import instrument_set_paused
+from .services import instrument_sync
 
 _AUTHORITY_FIELDS = tuple(f"{authority_column(role)}_address" for role in AUTHORITY_ROLES)
 

@@ -17,7 +17,7 @@ from ledger_project.timestamps import timestamp_text
 from transactions.chain.rpc import rpc_for
 from transactions.responses import mutation_response
 
-from . import extensions, render, selectors, services
+from . import changes as instrument_changes, extensions, render, selectors, services
 from .lookup import resolve_instrument
 from .models import FinancialInstrument
 from .onchain import read_mint
@@ -100,14 +100,14 @@ class FinancialInstrumentViewSet(TenantScopedViewSet):
         raw = request.data.get("itemData") or {}
         changes = {k: v for k, v in data.items() if k in raw and k != "mintAccount"}
         instrument = resolve_instrument(self.tenant, self.cluster, data["mintAccount"], field="itemData.mintAccount", writable=True)
-        result = services.instrument_update(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, instrument=instrument, changes=changes, svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id)
+        result = instrument_changes.instrument_update(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, instrument=instrument, changes=changes, svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id)
         return mutation_response(request, "updatedFinancialInstrument", render.instrument_identifiers(result.instrument), result.transaction)
 
     def _set_paused(self, request, paused: bool):
         body = validated(PauseInput, request)
         data = body["itemData"]
         instrument = resolve_instrument(self.tenant, self.cluster, data["financialInstrument"], field="itemData.financialInstrument", writable=True)
-        result = services.instrument_set_paused(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, instrument=instrument, paused=paused, authority_lookup=data.get("pausableAuthority"), svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id)
+        result = instrument_changes.instrument_set_paused(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, instrument=instrument, paused=paused, authority_lookup=data.get("pausableAuthority"), svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id)
         return mutation_response(request, "pausedFinancialInstrument" if paused else "unpausedFinancialInstrument", render.instrument_identifiers(result.instrument), result.transaction)
 
     @extend_schema(operation_id="pauseFinancialInstrument", summary="Pause Financial Instrument", description="Token-2022 PAUSABLE: transfers, mints and burns stop until unpaused.", request=PauseInput, responses=api_responses({200: PauseInstrumentOutput}, mutation=True), parameters=operation_parameters(wait=True), tags=TAG)
@@ -126,7 +126,7 @@ class FinancialInstrumentViewSet(TenantScopedViewSet):
         body = validated(CloseInput, request)
         data = body["itemData"]
         instrument = resolve_instrument(self.tenant, self.cluster, data["financialInstrumentToClose"], field="itemData.financialInstrumentToClose", writable=True)
-        result = services.instrument_close(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, instrument=instrument, refund_lookup=data.get("refundDestination"), authority_lookup=data.get("closeAuthority"), svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id)
+        result = instrument_changes.instrument_close(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, instrument=instrument, refund_lookup=data.get("refundDestination"), authority_lookup=data.get("closeAuthority"), svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id)
         return mutation_response(request, "closedFinancialInstrument", render.instrument_identifiers(result.instrument), result.transaction)
 
     @extend_schema(operation_id="tokenExtensionsCalculator", summary="Token Extensions Calculator", description="Creates no transaction. The mint account size for extensions and metadata, and its rent.", request=CalculatorInput, responses=api_responses({200: CalculatorOutput}, lookup=False), parameters=operation_parameters(), tags=TAG)

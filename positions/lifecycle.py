@@ -7,7 +7,7 @@ build and sign with no lock held, then one write phase under the position's row 
 re-checks what may have changed meanwhile (status, frozen, the in-flight marker) and
 records the transaction with the marker set. One transaction-backed change of a position
 at a time: a second one gets 409 OPERATION_IN_PROGRESS until the first transaction ends
-(instruments.services.instrument_set_paused does the same for mints). Effects on
+(instruments.changes.instrument_set_paused does the same for mints). Effects on
 confirmation are in positions/effects.py.
 """
 

@@ -76,13 +76,13 @@ def test_create_account_seals_its_key_under_the_key_current_in_the_write_phase(a
 
 @pytest.mark.django_db
 def test_webhook_secrets_are_sealed_under_the_key_current_in_the_write_phase(tenant, localnet_url, monkeypatch):
-    from instruments import services as instrument_services, webhooks
+    from instruments import changes as instrument_changes, webhooks
     from instruments.tests.factories import FinancialInstrumentFactory
 
     instrument = FinancialInstrumentFactory(tenant=tenant)
-    rotated = _rotate_and_retire_before_write_phase(monkeypatch, instrument_services)
+    rotated = _rotate_and_retire_before_write_phase(monkeypatch, instrument_changes)
     hook = {"endpointUrl": "https://hooks.example/tx", "name": "ops", "apiKeyAuthConfig": {"httpHeaderName": "X-Key", "keyValue": "hook-secret"}}
-    instrument_services.instrument_update(tenant=tenant, cluster=CLUSTER, api_key=None, instrument=instrument, changes={"postTransactionSubmitWebhooks": [hook]})
+    instrument_changes.instrument_update(tenant=tenant, cluster=CLUSTER, api_key=None, instrument=instrument, changes={"postTransactionSubmitWebhooks": [hook]})
     instrument.refresh_from_db()
     stored = instrument.post_transaction_submit_webhooks[0]
     assert stored["apiKeyAuthConfig"]["keyValue"]["sealed"]["kid"] == rotated["master_key_id"]

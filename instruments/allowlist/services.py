@@ -22,7 +22,8 @@ from transactions.models import Transaction
 from transactions.services import transaction_build, transaction_record
 
 from ..models import AUTHORITY_ROLES, FinancialInstrument, authority_column
-from ..services import Authority, _authority, _current, _in_flight_check, _locked_again, _require_extension, _signer, _usable_instrument
+from ..changes import _current, _in_flight_check, _locked_again, _require_extension, _usable_instrument
+from ..services import Authority, _authority, _signer
 from . import chain
 from .chain import OPERATION_ADD, OPERATION_INITIALIZE, OPERATION_REMOVE, ChainAllowList
 

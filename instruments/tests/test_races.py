@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import assert_error
-from instruments import services
+from instruments import changes
 from instruments.models import FinancialInstrument
 from instruments.tests.test_api_instruments import BASE, BOND, created, localnet_airdrop_funding, wallet  # noqa: F401 (autouse fixture)
 from transactions.models import Transaction
@@ -45,7 +45,7 @@ def pausable(api, celery_worker_process):
 
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_pause_runs_once_and_the_second_is_409_until_the_first_ends(api, pausable, monkeypatch):
-    competing = inject_after_build(monkeypatch, services, lambda: pause(api, pausable))
+    competing = inject_after_build(monkeypatch, changes, lambda: pause(api, pausable))
     first = pause(api, pausable)
     assert competing[0].status_code == 200, competing[0].json()
     assert_error(first, 409, "OPERATION_IN_PROGRESS", "itemData.financialInstrument")
@@ -66,7 +66,7 @@ def test_concurrent_pause_runs_once_and_the_second_is_409_until_the_first_ends(a
 def test_pause_rechecks_what_a_confirmation_changed_while_it_was_being_built(api, pausable, monkeypatch):
     # apply vs confirm: the competing pause lands and its effects apply (paused, marker
     # cleared) between the first request's read and its write phase.
-    competing = inject_after_build(monkeypatch, services, lambda: pause(api, pausable, wait=True))
+    competing = inject_after_build(monkeypatch, changes, lambda: pause(api, pausable, wait=True))
     first = pause(api, pausable)
     assert competing[0].json()["svmTransaction"]["status"] in ("CONFIRMED", "FINALIZED"), competing[0].json()
     assert_error(first, 400, "ALREADY_PAUSED", "itemData.financialInstrument")
@@ -76,7 +76,7 @@ def test_pause_rechecks_what_a_confirmation_changed_while_it_was_being_built(api
 
 @pytest.mark.django_db(transaction=True)
 def test_update_after_a_concurrent_transaction_is_409(api, pausable, monkeypatch):
-    competing = inject_after_build(monkeypatch, services, lambda: pause(api, pausable))
+    competing = inject_after_build(monkeypatch, changes, lambda: pause(api, pausable))
     first = api.call("patch", BASE, {"itemData": {"mintAccount": pausable, "paused": True}})
     assert competing[0].status_code == 200
     assert_error(first, 409, "OPERATION_IN_PROGRESS", "itemData.mintAccount")

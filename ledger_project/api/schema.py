@@ -378,14 +378,6 @@ def _walk(node):
             yield from _walk(value)
 
 
-def al_id_pattern() -> str:
-    """The given alIds the service accepts (empty: none given), from the one table."""
-    from instruments.alid import CATEGORIES
-
-    kinds = "|".join(f"{code}(?:{'|'.join(sorted(types.values(), key=len, reverse=True))})" for code, types in CATEGORIES.values())
-    return f"^(?:AL(?:{kinds})[0-9]{{8}})?$"
-
-
 def postprocess(result, generator, request, public):
     schemas = result.get("components", {}).get("schemas", {})
     # Every address states its pattern and lengths, whatever declared it (address_schema).
@@ -426,14 +418,6 @@ def postprocess(result, generator, request, public):
                 "type": "string", "nullable": True, "enum": [None],
                 "description": "Null or absent: records of another organization cannot be changed or used to sign (400 NOT_WRITABLE).",
             }
-    # Positive normal multipliers only (OUT_OF_RANGE; Token-2022 refuses subnormals), in Create
-    # and Update alike.
-    from instruments.extensions import MIN_MULTIPLIER
-
-    for name in ("CreateInstrumentItemRequest", "UpdateInstrumentItemRequest"):
-        multiplier = schemas.get(name, {}).get("properties", {}).get("scaledUiAmountMultiplier")
-        if multiplier is not None:
-            multiplier.update({"minimum": MIN_MULTIPLIER, "description": "A positive normal double (at least the smallest normal, 2.2250738585072014e-308)."})
     # A transaction, a loan (by its escrow) and a loan strategy are named by onchainId or offchainId.
     for name in ("TransactionIdentifierRequest", "EscrowLookupRequest", "StrategyLookupRequest"):
         identifier = schemas.get(name)
@@ -486,72 +470,6 @@ def postprocess(result, generator, request, public):
                                                                                    "location": {"type": "array", "nullable": True, "maxItems": 0}}},
         }}
         create_account["properties"]["itemData"]["allOf"].append({"anyOf": [no_dkg, with_dkg]})
-    create_instrument = schemas.get("CreateInstrumentItemRequest")
-    if create_instrument is not None:
-        create_instrument["anyOf"] = [
-            {"required": ["offchainReferences"], "properties": {"offchainReferences": {"type": "object", "required": ["newAlId"], "properties": {"newAlId": {"type": "object"}}}}},
-            {"required": ["mintAccount"], "properties": {"mintAccount": {"type": "object", "required": ["offchainReferences"], "properties": {"offchainReferences": {"type": "object", "required": ["alId"], "properties": {"alId": {"type": "string", "minLength": 1}}}}}}},
-        ]
-        _null = {"nullable": True, "enum": [None]}
-        create_instrument["allOf"] = [
-            # A new mint account or an existing one, not both (CONFLICTING_FIELDS).
-            {"anyOf": [{"properties": {"mintAccount": _null}}, {"properties": {"existingMintAccount": _null}}]},
-            # (Both spellings of alreadyOnchain may be given only with one value, CONFLICTING_FIELDS:
-            # stated in their descriptions and the schemathesis filter_case hook. With the address
-            # patterns, one anyOf fewer keeps the object within what schemathesis's canonicalizer
-            # expands; docs/api.md.)
-        ]
-        # Creating a new mint (not onboarding one: alreadyOnchain) — instruments/services.py
-        # instrument_create, requested_extensions.
-        _given_object = lambda name: {"required": [name], "properties": {name: {"type": "object"}}}  # noqa: E731
-        from instruments.extensions import EXTENSION_FIELDS
-
-        spl_no_extensions = {"properties": {
-            **{name: _null for name in [*EXTENSION_FIELDS, "defaultPositionState"]},
-            "onchainData": {"type": "object", "nullable": True, "properties": {"simpleCustomMetadata": {"type": "object", "nullable": True, "maxProperties": 0}}},
-        }}
-        new_mint = {"allOf": [
-            # A new mint needs its mintAuthority (REQUIRED).
-            _given_object("mintAuthority"),
-            # SPL mints have no extensions (SPL_NO_EXTENSIONS).
-            {"anyOf": [{"properties": {"version": {"type": "string", "nullable": True, "enum": [None, "TOKEN_2022"]}}}, spl_no_extensions]},
-            # Confidential mint and burn needs its keys and confidential transfers (EXTENSION_REQUIRES, INVALID).
-            {"anyOf": [{"properties": {"confidentialMintBurn": _null, "confidentialMintBurnAuthority": _null}},
-                       {"allOf": [_given_object("confidentialMintBurn"), {"anyOf": [_given_object("confidentialTransfer"), _given_object("confidentialTransferAuthority")]}]}]},
-            # (Positions start FROZEN only with a freezeAuthority, REQUIRES_FREEZE_AUTHORITY: stated in
-            # defaultPositionState's description and the schemathesis filter_case hook — one more
-            # anyOf here is past what schemathesis's canonicalizer expands; docs/api.md.)
-            # A new mint account is managed; its size and rent follow from the extensions (INVALID).
-            {"properties": {"mintAccount": {"type": "object", "nullable": True, "properties": {
-                "dataLength": {"type": "integer", "enum": [0]}, "seed": _null, "managed": {"type": "boolean", "enum": [True]}}}}},
-        ]}
-        onboarding = {"anyOf": [{"required": ["alreadyOnchain"], "properties": {"alreadyOnchain": {"type": "boolean", "enum": [True]}}},
-                                {"required": ["alreadyOnChain"], "properties": {"alreadyOnChain": {"type": "boolean", "enum": [True]}}}]}
-        # (Onboarding names the mint, mintAccount.onchainId or existingMintAccount: REQUIRED; stated in
-        # alreadyOnchain's description and the schemathesis filter_case hook, like FROZEN below.)
-        create_instrument["allOf"].append({"anyOf": [onboarding, new_mint]})
-        for name in ("alreadyOnchain", "alreadyOnChain"):
-            if name in create_instrument["properties"]:
-                create_instrument["properties"][name]["description"] = (
-                    "true: record a mint that exists, named by mintAccount.onchainId or existingMintAccount (400 REQUIRED). "
-                    "alreadyOnchain and alreadyOnChain are one field: given both, they must agree (400 CONFLICTING_FIELDS)."
-                )
-        state = create_instrument["properties"].get("defaultPositionState")
-        if state is not None:
-            state["description"] = "FROZEN needs a freezeAuthority when a new mint is created (400 REQUIRES_FREEZE_AUTHORITY)."
-        # A given alId follows AL{category}{type of that category}{8 digits} (instruments/alid.py).
-        mint_account = create_instrument["properties"].get("mintAccount")
-        if mint_account is not None:
-            mint_account.setdefault("allOf", []).append({"properties": {"offchainReferences": {"type": "object", "nullable": True, "properties": {
-                "alId": {"type": "string", "nullable": True, "pattern": al_id_pattern(), "description": "AL{category code}{type code of that category}{8 digits}, e.g. ALFICBD00000001."}}}}})
-    update_instrument = schemas.get("UpdateInstrumentItemRequest")
-    if update_instrument is not None:
-        # A current authority is named only to replace it: current… goes with new… (REQUIRED).
-        update_instrument.setdefault("allOf", []).extend(
-            {"anyOf": [{"properties": {f"current{role}Authority": {"nullable": True, "enum": [None]}}},
-                       {"required": [f"new{role}Authority"], "properties": {f"new{role}Authority": {"type": "object"}}}]}
-            for role in ("Closing", "Pausable", "ScaledUiAmount", "TransferHook")
-        )
     initialize_position = schemas.get("InitializePositionItemRequest")
     if initialize_position is not None:
         # Onboarding (alreadyOnchain) takes the owner's associated token account (CONFLICTING_FIELDS).
@@ -563,16 +481,6 @@ def postprocess(result, generator, request, public):
             # One way to authenticate to the endpoint, not both (CONFLICTING_FIELDS).
             _none = {"nullable": True, "enum": [None]}
             webhook.setdefault("allOf", []).append({"anyOf": [{"properties": {"apiKeyAuthConfig": _none}}, {"properties": {"oauth2AuthConfig": _none}}]})
-    # A webhook's API key header is an HTTP field name (RFC 9110 token; INVALID otherwise) and
-    # its key an HTTP field value (INVALID_HEADER_VALUE): the validators' patterns, which the
-    # text extension's NUL pattern would hide. The registry's and an instrument's alike.
-    from transactions.webhook_serializers import HEADER_NAME, HEADER_VALUE
-
-    for name in ("WebhookApiKeyAuthInputRequest", "WebhookApiKeyRequest"):
-        key = schemas.get(name)
-        if key is not None:
-            key["properties"]["httpHeaderName"]["pattern"] = HEADER_NAME
-            key["properties"]["keyValue"]["pattern"] = HEADER_VALUE
     # The payloads the service sends (SPECTACULAR_SETTINGS["WEBHOOKS"]): OpenAPI 3.0 has no
     # webhooks section (3.1 does), so they are published as the x-webhooks extension.
     if "webhooks" in result and not str(result.get("openapi", "")).startswith(("3.1", "3.2")):

@@ -1,12 +1,32 @@
 """What the instrument serializers cannot say in the OpenAPI (a postprocessing hook next to
 ledger_project.api.schema.postprocess, as vaults and marketdata have): the rules between
 fields of Create and Update Financial Instrument that instruments/services.py and
-instruments/changes.py check, and the alId pattern (instruments/alid.py)."""
+instruments/changes.py check, the alId pattern (instruments/alid.py), and the schema of
+simpleCustomMetadata (an extension of drf-spectacular)."""
 
 from __future__ import annotations
 
+from drf_spectacular.extensions import OpenApiSerializerFieldExtension
+
 from .alid import CATEGORIES
 from .extensions import EXTENSION_FIELDS, MIN_MULTIPLIER
+
+
+class MetadataMapExtension(OpenApiSerializerFieldExtension):
+    """simpleCustomMetadata: at most 32 keys of 1 to 64 characters (instruments/serializers.py;
+    registered when the app is ready: instruments/apps.py)."""
+
+    target_class = "instruments.serializers.MetadataMap"
+
+    def map_serializer_field(self, auto_schema, direction):
+        schema = auto_schema._map_serializer_field(self.target, direction, bypass_extensions=True)
+        if direction == "request":
+            schema["maxProperties"] = 32
+            # OpenAPI 3.0 has no propertyNames: the key rule is stated in an extension (the
+            # schemathesis hooks honour it) and in words.
+            schema["x-propertyNames"] = {"minLength": 1, "maxLength": 64}
+            schema["description"] = "Keys of 1 to 64 characters, at most 32 keys."
+        return schema
 
 
 def al_id_pattern() -> str:

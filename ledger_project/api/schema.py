@@ -153,22 +153,6 @@ class RequestTextExtension(OpenApiSerializerFieldExtension):
         return schema
 
 
-class MetadataMapExtension(OpenApiSerializerFieldExtension):
-    """simpleCustomMetadata: at most 32 keys of 1 to 64 characters (instruments/serializers.py)."""
-
-    target_class = "instruments.serializers.MetadataMap"
-
-    def map_serializer_field(self, auto_schema, direction):
-        schema = auto_schema._map_serializer_field(self.target, direction, bypass_extensions=True)
-        if direction == "request":
-            schema["maxProperties"] = 32
-            # OpenAPI 3.0 has no propertyNames: the key rule is stated in an extension (the
-            # schemathesis hooks honour it) and in words.
-            schema["x-propertyNames"] = {"minLength": 1, "maxLength": 64}
-            schema["description"] = "Keys of 1 to 64 characters, at most 32 keys."
-        return schema
-
-
 class RequestDecimalExtension(OpenApiSerializerFieldExtension):
     """A decimal in a request body: a string of digits (``1``, ``1.``, ``.5``), no more whole
     digits and decimals than the field keeps, no sign where the minimum is 0."""

@@ -104,7 +104,7 @@ def celery_worker_process(django_db_setup, django_db_blocker, localnet_url):
 
 
 def _answers(url: str) -> bool:
-    from transactions.localnet.testing import rpc_call
+    from localnet.testing import rpc_call
 
     try:
         return rpc_call(url, "getHealth", timeout=1).get("result") == "ok"
@@ -124,7 +124,7 @@ def localnet_url(tmp_path_factory):
 
     from django.conf import settings
 
-    from transactions.localnet.testing import LocalnetProcess
+    from localnet.testing import LocalnetProcess
 
     url = os.environ.get("LEDGER_TEST_LOCALNET_URL", "")
     process = None

@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT))
 from bench.common import gunicorn, manage, orm_page_ms, throwaway_database, vacuum_analyze, wrk_load  # noqa: E402
 from bench.loadgen import closed_loop as load  # noqa: E402
 from bench.loadgen import wait_until_up  # noqa: E402
-from transactions.localnet.testing import free_port  # noqa: E402
+from localnet.testing import free_port  # noqa: E402
 
 ACCOUNTS = int(os.environ.get("BENCH_ACCOUNTS", "200000"))
 TENANTS = 20

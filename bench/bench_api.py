@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from bench.common import gunicorn, manage  # noqa: E402
 from bench.loadgen import closed_loop, wait_until_up  # noqa: E402
-from transactions.localnet.testing import free_port  # noqa: E402
+from localnet.testing import free_port  # noqa: E402
 
 CONCURRENCY = 16
 DURATION = 8.0

@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 from bench.bench_e2e import call, confirmed, ok, raw_node_rate, stack  # noqa: E402
 from bench.common import gunicorn, manage, stop_processes, throwaway_database  # noqa: E402
 from bench.loadgen import wait_until_up  # noqa: E402
-from transactions.localnet.testing import free_port  # noqa: E402
+from localnet.testing import free_port  # noqa: E402
 
 HOLDERS = int(os.environ.get("BENCH_BATCH_HOLDERS", "100"))
 REQUESTS = int(os.environ.get("BENCH_BATCH_REQUESTS", "10"))

@@ -42,7 +42,7 @@ from bench import cpu  # noqa: E402
 from bench.bench_e2e import call, confirmed, ok, run_load, stack  # noqa: E402
 from bench.common import gunicorn, manage, stop_processes, throwaway_database  # noqa: E402
 from bench.loadgen import wait_until_up  # noqa: E402
-from transactions.localnet.testing import free_port  # noqa: E402
+from localnet.testing import free_port  # noqa: E402
 
 OPS = int(os.environ.get("BENCH_DRAIN_OPS", "5000"))
 HOLDERS = [int(h) for h in os.environ.get("BENCH_DRAIN_HOLDERS", "1,2").split(",")]

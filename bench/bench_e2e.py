@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 from bench import cpu  # noqa: E402
 from bench.common import gunicorn, manage, stop_processes, throwaway_database  # noqa: E402
 from bench.loadgen import wait_until_up  # noqa: E402
-from transactions.localnet.testing import LocalnetProcess, free_port  # noqa: E402
+from localnet.testing import LocalnetProcess, free_port  # noqa: E402
 
 OPS = int(os.environ.get("BENCH_E2E_OPS", "200"))
 SETUPS = os.environ.get("BENCH_E2E_SETUPS", "embedded,postgres").split(",")

@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from bench.common import gunicorn, manage, orm_page_ms, stop_processes, throwaway_database, vacuum_analyze, wrk_load  # noqa: E402
 from bench.loadgen import closed_loop, wait_until_up  # noqa: E402
-from transactions.localnet.testing import LocalnetProcess, free_port  # noqa: E402
+from localnet.testing import LocalnetProcess, free_port  # noqa: E402
 
 INSTRUMENTS = int(os.environ.get("BENCH_INSTRUMENTS", "200000"))
 TENANTS = 20

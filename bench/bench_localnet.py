@@ -31,7 +31,7 @@ from solders.transaction import VersionedTransaction  # noqa: E402
 from spl.token.constants import TOKEN_PROGRAM_ID  # noqa: E402
 from spl.token.instructions import TransferCheckedParams, transfer_checked  # noqa: E402
 
-from transactions.localnet.testing import LocalnetProcess  # noqa: E402
+from localnet.testing import LocalnetProcess  # noqa: E402
 
 N = 2000
 THREADS = 4

@@ -35,7 +35,7 @@ from bench import cpu  # noqa: E402
 from bench.bench_e2e import ok, pct, run_load, stack  # noqa: E402
 from bench.common import gunicorn, manage, stop_processes, throwaway_database  # noqa: E402
 from bench.loadgen import wait_until_up  # noqa: E402
-from transactions.localnet.testing import free_port  # noqa: E402
+from localnet.testing import free_port  # noqa: E402
 from transactions.tests.webhookkit import Receiver  # noqa: E402
 
 EVENTS = int(os.environ.get("BENCH_WEBHOOKS_EVENTS", "5000"))

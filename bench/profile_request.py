@@ -77,7 +77,7 @@ def run_setup(setup: str) -> None:
     import contextlib
 
     from bench.common import manage, throwaway_database
-    from transactions.localnet.testing import LocalnetProcess
+    from localnet.testing import LocalnetProcess
 
     with (throwaway_database() if setup == "postgres" else contextlib.nullcontext(None)) as db_url, tempfile.TemporaryDirectory(prefix="ledger-profile-") as tmp:
         node = LocalnetProcess(Path(tmp) / "localnet").start()

@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parent
 #: settings.LEDGER_PROGRAM_IDS).
 NAMES = ("allowlist_hook", "loan_vault", "price_feed", "lending")
 
-#: Where the embedded node loads them at genesis (transactions/localnet/programs.py) and
+#: Where the embedded node loads them at genesis (localnet/programs.py) and
 #: the default ids of CHAIN_LOCALNET in settings.LEDGER_PROGRAM_IDS. Readable, off the
 #: Ed25519 curve (no private key exists for them), fixed so that every local node, test
 #: node and configuration agrees without a deployment (docs/programs.md, "Program ids").

@@ -45,7 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from scripts.schemathesis_seed import platform_addresses, seed  # noqa: E402
-from transactions.localnet.testing import LocalnetProcess, free_port  # noqa: E402
+from localnet.testing import LocalnetProcess, free_port  # noqa: E402
 
 MAX_EXAMPLES = int(os.environ.get("SCHEMATHESIS_MAX_EXAMPLES", "25"))
 TENANT = "SCHEMATHESIS"

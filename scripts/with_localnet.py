@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from transactions.localnet.testing import LocalnetProcess  # noqa: E402
+from localnet.testing import LocalnetProcess  # noqa: E402
 
 
 def main() -> int:

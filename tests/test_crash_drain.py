@@ -31,7 +31,7 @@ from solders.pubkey import Pubkey
 from tenancy.tests.factories import TenantFactory, issue_key
 from tests.crashkit import ENDED, LANDED, MINTED, Api, Findings, build_world, describe, explain_drift, node_transactions, wait_until_settled, wire_bytes
 from tests.workers import WebProcess, WorkerProcess, new_queue_name, paused_workers
-from transactions.localnet.testing import LocalnetProcess, free_port
+from localnet.testing import LocalnetProcess, free_port
 from transactions.models import PumpLease, Transaction, TransactionEvent
 
 pytestmark = [pytest.mark.chain, pytest.mark.worker]

@@ -63,7 +63,7 @@ from accounts.models import Account
 from tenancy.tests.factories import TenantFactory, issue_key
 from tests.crashkit import ENDED, HOLDERS, LANDED, MINTED, Answer, Api, Findings, World, build_world, describe, explain_drift, latency, node_transactions, server_errors, wait_until_settled, wire_bytes
 from tests.workers import WebProcess, WorkerProcess, new_queue_name, paused_workers
-from transactions.localnet.testing import LocalnetProcess, free_port
+from localnet.testing import LocalnetProcess, free_port
 from transactions.models import Transaction, TransactionEvent
 
 pytestmark = [pytest.mark.chain, pytest.mark.worker]

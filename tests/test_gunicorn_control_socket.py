@@ -11,7 +11,7 @@ import socket
 import pytest
 
 from tests.workers import WebProcess, new_queue_name
-from transactions.localnet.testing import free_port
+from localnet.testing import free_port
 
 
 def _answers(path) -> bool:

@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 from tests.workers import ROOT, children_of, database_url, group_alive, new_queue_name, paused_workers, wait_for
-from transactions.localnet.testing import free_port, free_port_pair
+from localnet.testing import free_port, free_port_pair
 
 pytestmark = [pytest.mark.chain, pytest.mark.worker]
 

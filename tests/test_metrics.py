@@ -153,7 +153,7 @@ def test_routes_are_url_patterns_never_paths(client):
 def test_an_rpc_endpoint_that_does_not_answer_counts_as_unavailable(client):
     from transactions.chain.errors import ChainUnavailable
     from transactions.chain.rpc import ChainRpc
-    from transactions.localnet.testing import free_port
+    from localnet.testing import free_port
 
     rpc = ChainRpc("CHAIN_NOWHERE", f"http://127.0.0.1:{free_port()}/?api-key=secret", 2)
     before = scrape(client)

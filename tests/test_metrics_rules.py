@@ -103,7 +103,7 @@ def test_a_stock_prometheus_scrapes_the_service_and_loads_the_rules_and_the_dash
     embedded mode) with alerts.yml loaded; every rule is healthy, every dashboard query
     runs, and every metric named has a series."""
     assert shutil.which("prometheus"), "prometheus missing: `make promtool` (run by make test) installs Debian's prometheus"
-    from transactions.localnet.testing import free_port
+    from localnet.testing import free_port
 
     _seen_once()
     port = free_port()

@@ -20,7 +20,7 @@ from pathlib import Path
 from django.conf import settings
 from django.db import connection
 
-from transactions.localnet.testing import ChildProcess
+from localnet.testing import ChildProcess
 
 ROOT = Path(__file__).resolve().parent.parent
 

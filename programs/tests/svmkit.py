@@ -36,7 +36,7 @@ def program_bytes(name: str) -> bytes:
 
 
 def new_svm():
-    """The runtime the local node assembles (transactions/localnet/node.py): LiteSVM 0.27.1's
+    """The runtime the local node assembles (localnet/node.py): LiteSVM 0.27.1's
     full configuration cannot reallocate Token-2022 mints, this one runs Token-2022 right."""
     from solders.litesvm import LiteSVM
 

@@ -15,7 +15,7 @@ from solana.rpc.commitment import Confirmed
 from instruments.token2022.constants import TOKEN_2022_PROGRAM_ID
 from programs.lending import client as lend
 from programs.tests.lendkit import PROGRAM, World, ok
-from transactions.localnet.testing import LocalnetProcess, rpc_call
+from localnet.testing import LocalnetProcess, rpc_call
 
 pytestmark = pytest.mark.chain
 

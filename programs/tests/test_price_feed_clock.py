@@ -13,7 +13,7 @@ from solana.rpc.api import Client
 from solana.rpc.commitment import Confirmed
 
 from programs.tests.feedkit import FeedWorld, landed_slot, node_clock
-from transactions.localnet.testing import LocalnetProcess, rpc_call
+from localnet.testing import LocalnetProcess, rpc_call
 
 pytestmark = pytest.mark.chain
 

@@ -324,7 +324,7 @@ def warped_node(request, tmp_path, settings):
     from transactions import pump
     from transactions.chain import builder
     from transactions.chain.rpc import rpc_for
-    from transactions.localnet.testing import LocalnetProcess
+    from localnet.testing import LocalnetProcess
 
     node = LocalnetProcess(tmp_path / "node", extra_args=getattr(request, "param", ())).start()
     settings.LEDGER_CLUSTERS = {**settings.LEDGER_CLUSTERS, WARPED: node.url}
@@ -342,7 +342,7 @@ def warped_node(request, tmp_path, settings):
 
 def _airdrop(url: str, address: str, lamports: int) -> None:
     from tests.workers import wait_for
-    from transactions.localnet.testing import rpc_call
+    from localnet.testing import rpc_call
 
     rpc_call(url, "requestAirdrop", [address, lamports])
     wait_for(lambda: rpc_call(url, "getBalance", [address, {"commitment": "confirmed"}])["result"]["value"] >= lamports, what="the airdrop")
@@ -371,7 +371,7 @@ def test_close_is_accepted_once_the_cool_down_is_over(api, warped_node):
     from solana.rpc.api import Client
     from solana.rpc.commitment import Confirmed
 
-    from transactions.localnet.testing import rpc_call
+    from localnet.testing import rpc_call
 
     chain = Client(warped_node.url, commitment=Confirmed)
     on = f"?svmCluster={WARPED}"

@@ -28,7 +28,7 @@ from conftest import assert_error
 from positions.tests.test_api_transfer_network_currency import account, result, transfer
 from tests.workers import WebProcess, WorkerProcess, new_queue_name, route_tasks_to, wait_for as wait_until
 from transactions import nonce_pool
-from transactions.localnet.testing import free_port
+from localnet.testing import free_port
 from transactions.models import Transaction, TransactionEvent
 from transactions.responses import wait_for
 from transactions.tests.chainkit import wait

@@ -19,7 +19,7 @@ from solders.pubkey import Pubkey
 import programs
 from transactions import fee_payers
 from transactions.chain import loader
-from transactions.localnet.testing import LocalnetProcess
+from localnet.testing import LocalnetProcess
 from transactions.models import ProgramDeployment, ProgramDeploymentState
 from transactions.programs import program_id
 from transactions.tests.chainkit import funded, next_slot, wait

@@ -213,7 +213,7 @@ def test_inflight_transaction_survives_restart_of_node_and_worker(tmp_path, sett
     from solana.rpc.commitment import Confirmed
 
     from tests.workers import WorkerProcess, new_queue_name, route_tasks_to
-    from transactions.localnet.testing import LocalnetProcess
+    from localnet.testing import LocalnetProcess
 
     node = LocalnetProcess(tmp_path / "node").start()
     queue = new_queue_name()

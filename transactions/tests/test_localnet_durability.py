@@ -11,7 +11,7 @@ from solders.message import Message
 from solders.system_program import TransferParams, transfer
 from solders.transaction import VersionedTransaction
 
-from transactions.localnet.testing import LocalnetProcess
+from localnet.testing import LocalnetProcess
 from transactions.tests.chainkit import create_ata, create_mint, create_nonce, funded, mint_to, next_slot, nonce_value, send
 
 pytestmark = pytest.mark.chain

@@ -23,7 +23,7 @@ from solders.system_program import TransferParams, transfer
 from spl.token.constants import TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID
 from spl.token.instructions import ApproveCheckedParams, approve_checked
 
-from transactions.localnet.testing import rpc_call
+from localnet.testing import rpc_call
 from transactions.tests.chainkit import create_ata, create_mint, create_nonce, funded, mint_to, next_slot, send
 
 pytestmark = pytest.mark.chain
@@ -341,7 +341,7 @@ def test_token_2022_mint_extensions_parsed(localnet_url, chain):
 # --- a node of the test's own: restarts, samples, an older data directory -----------------------
 @pytest.fixture()
 def own_node(tmp_path):
-    from transactions.localnet.testing import LocalnetProcess
+    from localnet.testing import LocalnetProcess
 
     node = LocalnetProcess(tmp_path / "data", extra_args=("--sample-seconds", "1"))
     yield node

@@ -1,4 +1,4 @@
-"""The local node's programs (transactions/localnet/programs.py): the project's programs at
+"""The local node's programs (localnet/programs.py): the project's programs at
 their fixed ids from genesis, and programs deployed with ordinary BPFLoaderUpgradeable
 transactions, both runnable after a restart and after kill -9. Checked with an unmodified
 solana-py client on a node of the test's own."""
@@ -20,7 +20,7 @@ from solders.transaction_status import InstructionErrorCustom, TransactionErrorI
 
 import programs
 from transactions.chain import loader
-from transactions.localnet.testing import LocalnetProcess
+from localnet.testing import LocalnetProcess
 from transactions.tests.chainkit import funded, next_slot, wait
 
 pytestmark = pytest.mark.chain

@@ -28,7 +28,7 @@ from spl.token.constants import TOKEN_PROGRAM_ID
 from spl.token.instructions import BurnCheckedParams, CloseAccountParams, burn_checked, close_account
 from websockets.exceptions import ConnectionClosed
 
-from transactions.localnet.testing import LocalnetProcess, rpc_call
+from localnet.testing import LocalnetProcess, rpc_call
 from transactions.tests.chainkit import create_ata, create_mint, funded, mint_to, send, wait
 from transactions.tests.jskit import JS_DIR, npm_installed
 from transactions.tests.wskit import PubSub, ws_url_of

@@ -27,7 +27,7 @@ NONCE = {"messageLifetimeStrategy": "DURABLE_NONCE"}
 def private_node(tmp_path, settings, monkeypatch):
     """A node of this test alone, so every nonce account on it can be accounted for; the
     pool task is not queued (the session worker would fill another node's pool)."""
-    from transactions.localnet.testing import LocalnetProcess
+    from localnet.testing import LocalnetProcess
 
     kicked: list[str] = []
     monkeypatch.setattr(nonce_pool, "_kick_fill", kicked.append)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs
 
-from transactions.localnet.testing import free_port
+from localnet.testing import free_port
 
 
 @dataclass

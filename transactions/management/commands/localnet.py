@@ -13,6 +13,6 @@ class Command(BaseCommand):
         parser.add_argument("--data-dir", type=Path, default=Path(settings.LEDGER_LOCALNET_DATA_DIR))
 
     def handle(self, *args, host, port, data_dir, **options):
-        from transactions.localnet.__main__ import serve
+        from localnet.__main__ import serve
 
         serve(host, port, data_dir, out=self.stdout)

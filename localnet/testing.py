@@ -12,7 +12,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def free_port() -> int:
@@ -75,7 +75,7 @@ class LocalnetProcess(ChildProcess):
         self.data_dir.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "transactions.localnet", "--port", str(self.port), "--data-dir", str(self.data_dir), *self.extra_args],
+            [sys.executable, "-m", "localnet", "--port", str(self.port), "--data-dir", str(self.data_dir), *self.extra_args],
             cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )
         deadline = time.monotonic() + timeout

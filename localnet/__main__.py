@@ -1,4 +1,4 @@
-"""python -m transactions.localnet [--host H] [--port P] [--data-dir D] [...]: run the node.
+"""python -m localnet [--host H] [--port P] [--data-dir D] [...]: run the node.
 
 JSON-RPC on --port, PubSub on --ws-port (default: port + 1, the Solana convention).
 Settings: docs/localnet.md.
@@ -46,7 +46,7 @@ def _positive(text: str) -> float:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m transactions.localnet")
+    parser = argparse.ArgumentParser(prog="python -m localnet")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8899)
     parser.add_argument("--ws-port", type=int, default=None, help="PubSub websocket port (default: --port + 1)")

@@ -1,25 +1,23 @@
-"""Bitcoin-alphabet base58, as Solana uses for keys and signatures (no checksum)."""
+"""Bitcoin-alphabet base58, as Solana uses for keys and signatures (no checksum): the
+``base58`` library, held to what an address or a signature may be.
 
-_ALPHABET = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
-_INDEX = {c: i for i, c in enumerate(_ALPHABET)}
+The library's decoder strips trailing whitespace before decoding, so "abc " would decode as
+"abc": an address with a stray space would be taken for another spelling of a valid one.
+Here every character must be of the alphabet (ValueError otherwise), as before."""
+
+from __future__ import annotations
+
+import base58 as _base58
 
 
 def b58encode(data: bytes) -> str:
-    number = int.from_bytes(data, "big")
-    out = []
-    while number:
-        number, rem = divmod(number, 58)
-        out.append(_ALPHABET[rem])
-    pad = len(data) - len(data.lstrip(b"\0"))
-    return "1" * pad + "".join(reversed(out))
+    return _base58.b58encode(data).decode("ascii")
 
 
 def b58decode(text: str) -> bytes:
-    number = 0
-    for char in text:
-        if char not in _INDEX:
-            raise ValueError(f"invalid base58 character {char!r}")
-        number = number * 58 + _INDEX[char]
-    body = number.to_bytes((number.bit_length() + 7) // 8, "big") if number else b""
-    pad = len(text) - len(text.lstrip("1"))
-    return b"\0" * pad + body
+    if text != text.rstrip():  # the library would strip it (above)
+        raise ValueError(f"invalid base58 character {text[len(text.rstrip()):][:1]!r}")
+    try:
+        return _base58.b58decode(text)
+    except UnicodeEncodeError as exc:  # a character outside ASCII: not of the alphabet either
+        raise ValueError(f"invalid base58 character {text[exc.start]!r}") from None

@@ -1,6 +1,6 @@
 """Decode a Token-2022 mint account: the base mint and every extension's state.
 
-Layout: 82-byte base mint, zero padding to 165, one account-type byte (1 = mint), then
+Layout: 82-byte base mint (read by solders), zero padding to 165, one account-type byte (1 = mint), then
 TLV entries (u16 type, u16 length, value) until the data ends or a zero type appears.
 """
 
@@ -10,16 +10,13 @@ import struct
 from dataclasses import dataclass, field
 
 from solders.pubkey import Pubkey
+from solders.token.state import Mint
 
 from .constants import ACCOUNT_SIZE, ACCOUNT_TYPE_MINT, MINT_SIZE, TLV_HEADER, AccountState, ExtensionType
 
 
 def _pk(raw: bytes) -> str | None:
     return None if raw == bytes(32) else str(Pubkey(raw))
-
-
-def _coption(raw: bytes) -> str | None:
-    return str(Pubkey(raw[4:36])) if struct.unpack_from("<I", raw)[0] else None
 
 
 def _borsh_str(data: bytes, offset: int) -> tuple[str, int]:
@@ -74,15 +71,19 @@ _DECODERS = {
 
 
 def decode_mint(data: bytes) -> DecodedMint:
+    """The mint and its extensions; ValueError when the data is not an initialized mint. The
+    base mint is SPL Token's own layout, read by solders (``solders.token.state.Mint``: the
+    same for both programs); the extensions' TLV entries, which solders does not read, here."""
     data = bytes(data)
     if len(data) < MINT_SIZE:
         raise ValueError(f"not a mint: {len(data)} bytes")
+    base = Mint.from_bytes(data[:MINT_SIZE])  # ValueError: not initialized, or not a mint
     mint = DecodedMint(
-        mint_authority=_coption(data[0:36]),
-        supply=struct.unpack_from("<Q", data, 36)[0],
-        decimals=data[44],
-        is_initialized=bool(data[45]),
-        freeze_authority=_coption(data[46:82]),
+        mint_authority=str(base.mint_authority) if base.mint_authority is not None else None,
+        supply=base.supply,
+        decimals=base.decimals,
+        is_initialized=base.is_initialized,
+        freeze_authority=str(base.freeze_authority) if base.freeze_authority is not None else None,
         data_length=len(data),
     )
     if len(data) <= MINT_SIZE:

@@ -20,6 +20,7 @@ from ledger_project.api.envelope import (
     StrictSerializer,
     TransactionEnvelopeSerializer,
 )
+from ledger_project.api.outputs import bulk_output
 from ledger_project.api.query import ItemQuerySerializer
 from ledger_project.api.renderers import display_amount
 from ledger_project.timestamps import timestamp_text
@@ -361,21 +362,9 @@ class TenantInfoOutput(serializers.Serializer):
     isOwnOrganization = serializers.BooleanField()
 
 
-class BulkAccountsOutput(serializers.Serializer):
-    """Detail level `detailed`."""
-
-    count = serializers.IntegerField()
-    items = AccountOutput(many=True)
-
-
-class BulkAccountsCompactOutput(serializers.Serializer):
-    count = serializers.IntegerField()
-    items = AccountCompactOutput(many=True)
-
-
-class BulkAccountsIdentifiersOutput(serializers.Serializer):
-    count = serializers.IntegerField()
-    items = AccountIdentifiersOutput(many=True)
+BulkAccountsOutput = bulk_output("BulkAccountsOutput", AccountOutput, "Detail level `detailed`.")
+BulkAccountsCompactOutput = bulk_output("BulkAccountsCompactOutput", AccountCompactOutput)
+BulkAccountsIdentifiersOutput = bulk_output("BulkAccountsIdentifiersOutput", AccountIdentifiersOutput)
 
 
 # --- durable nonce accounts (accounts/nonces.py; docs/transactions.md) ---------------------
@@ -445,16 +434,6 @@ class DurableNonceAccountOutput(DurableNonceAccountCompactOutput):
         return str(uuid.UUID(str(row.creation_transaction_offchain_id))) if row.creation_transaction_offchain_id else None
 
 
-class BulkDurableNonceAccountsOutput(serializers.Serializer):
-    count = serializers.IntegerField()
-    items = DurableNonceAccountOutput(many=True)
-
-
-class BulkDurableNonceAccountsCompactOutput(serializers.Serializer):
-    count = serializers.IntegerField()
-    items = DurableNonceAccountCompactOutput(many=True)
-
-
-class BulkDurableNonceAccountsIdentifiersOutput(serializers.Serializer):
-    count = serializers.IntegerField()
-    items = DurableNonceAccountIdentifiersOutput(many=True)
+BulkDurableNonceAccountsOutput = bulk_output("BulkDurableNonceAccountsOutput", DurableNonceAccountOutput)
+BulkDurableNonceAccountsCompactOutput = bulk_output("BulkDurableNonceAccountsCompactOutput", DurableNonceAccountCompactOutput)
+BulkDurableNonceAccountsIdentifiersOutput = bulk_output("BulkDurableNonceAccountsIdentifiersOutput", DurableNonceAccountIdentifiersOutput)

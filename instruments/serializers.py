@@ -26,6 +26,7 @@ from ledger_project.api.envelope import (
     StrictSerializer,
     TransactionEnvelopeSerializer,
 )
+from ledger_project.api.outputs import bulk_output
 from transactions.serializers import TransactionResultOutput
 from transactions.webhook_serializers import HEADER_NAME, header_name, header_value
 
@@ -327,11 +328,7 @@ class InstrumentOutput(serializers.Serializer):
     mintAccountSize = serializers.IntegerField()
 
 
-class BulkInstrumentsOutput(serializers.Serializer):
-    """Detail level `detailed`."""
-
-    count = serializers.IntegerField()
-    items = InstrumentOutput(many=True)
+BulkInstrumentsOutput = bulk_output("BulkInstrumentsOutput", InstrumentOutput, "Detail level `detailed`.")
 
 
 class InstrumentCompactOnchainOutput(serializers.Serializer):
@@ -362,14 +359,8 @@ class InstrumentCompactOutput(serializers.Serializer):
     tenantOrganizationId = serializers.CharField()
 
 
-class BulkInstrumentsCompactOutput(serializers.Serializer):
-    count = serializers.IntegerField()
-    items = InstrumentCompactOutput(many=True)
-
-
-class BulkInstrumentsIdentifiersOutput(serializers.Serializer):
-    count = serializers.IntegerField()
-    items = IdentifiersOut(many=True)
+BulkInstrumentsCompactOutput = bulk_output("BulkInstrumentsCompactOutput", InstrumentCompactOutput)
+BulkInstrumentsIdentifiersOutput = bulk_output("BulkInstrumentsIdentifiersOutput", IdentifiersOut)
 
 
 class CreateInstrumentOutput(serializers.Serializer):

@@ -27,6 +27,7 @@ from ledger_project.api.envelope import (
     StrictUUIDField,
     TransactionEnvelopeSerializer,
 )
+from ledger_project.api.outputs import bulk_output
 from ledger_project.api.query import ItemQuerySerializer
 from positions.serializers import TokenValueSerializer
 from programs.lending import abi
@@ -376,9 +377,7 @@ class LoanOutput(serializers.Serializer):
     lastTransaction = TransactionIdsOutput(allow_null=True)
 
 
-class BulkLoansOutput(serializers.Serializer):
-    count = serializers.IntegerField()
-    items = LoanOutput(many=True)
+BulkLoansOutput = bulk_output("BulkLoansOutput", LoanOutput)
 
 
 class StrategyMintOutput(serializers.Serializer):

@@ -25,6 +25,7 @@ from ledger_project.api.envelope import (
     StrictUUIDField,
     TransactionEnvelopeSerializer,
 )
+from ledger_project.api.outputs import bulk_output
 from ledger_project.api.query import ItemQuerySerializer
 from marketdata.jobs.limits import MAX_DEFINITION_BYTES
 from programs.price_feed.abi import MAX_STALENESS_LIMIT
@@ -287,19 +288,9 @@ class DataSourceCompactOutput(serializers.Serializer):
     lastEvaluationStatus = serializers.ChoiceField(choices=EvaluationStatus.choices, allow_null=True)
 
 
-class BulkDataSourcesOutput(serializers.Serializer):
-    count = serializers.IntegerField()
-    items = DataSourceOutput(many=True)
-
-
-class BulkDataSourcesCompactOutput(serializers.Serializer):
-    count = serializers.IntegerField()
-    items = DataSourceCompactOutput(many=True)
-
-
-class BulkDataSourcesIdentifiersOutput(serializers.Serializer):
-    count = serializers.IntegerField()
-    items = DataSourceIdentifiersOutput(many=True)
+BulkDataSourcesOutput = bulk_output("BulkDataSourcesOutput", DataSourceOutput)
+BulkDataSourcesCompactOutput = bulk_output("BulkDataSourcesCompactOutput", DataSourceCompactOutput)
+BulkDataSourcesIdentifiersOutput = bulk_output("BulkDataSourcesIdentifiersOutput", DataSourceIdentifiersOutput)
 
 
 def _mutation_output(component: str, **fields):

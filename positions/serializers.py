@@ -25,6 +25,7 @@ from ledger_project.api.envelope import (
     StrictSerializer,
     TransactionEnvelopeSerializer,
 )
+from ledger_project.api.outputs import bulk_output
 from ledger_project.api.query import ItemQuerySerializer
 from transactions.serializers import TransactionResultOutput
 
@@ -258,21 +259,9 @@ class PositionIdentifiersOutput(serializers.Serializer):
     offchainId = serializers.UUIDField()
 
 
-class BulkPositionsOutput(serializers.Serializer):
-    """Detail level `detailed`."""
-
-    count = serializers.IntegerField()
-    items = PositionOutput(many=True)
-
-
-class BulkPositionsCompactOutput(serializers.Serializer):
-    count = serializers.IntegerField()
-    items = PositionCompactOutput(many=True)
-
-
-class BulkPositionsIdentifiersOutput(serializers.Serializer):
-    count = serializers.IntegerField()
-    items = PositionIdentifiersOutput(many=True)
+BulkPositionsOutput = bulk_output("BulkPositionsOutput", PositionOutput, "Detail level `detailed`.")
+BulkPositionsCompactOutput = bulk_output("BulkPositionsCompactOutput", PositionCompactOutput)
+BulkPositionsIdentifiersOutput = bulk_output("BulkPositionsIdentifiersOutput", PositionIdentifiersOutput)
 # --- Mint, Burn, Transfer Financial Instrument, Trade (positions/movement.py) -------------
 
 

@@ -2,6 +2,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from ledger_project.api.envelope import EnvelopeSerializer, LookupSerializer, StrictBooleanField, StrictCharField, StrictSerializer, StrictUUIDField
+from ledger_project.api.outputs import bulk_output
 from ledger_project.api.query import ItemQuerySerializer
 from ledger_project.timestamps import timestamp_text
 
@@ -225,18 +226,6 @@ class TransactionBulkInput(EnvelopeSerializer):
     itemQuery = ItemQuerySerializer(required=False, allow_null=True)
 
 
-class BulkTransactionsOutput(serializers.Serializer):
-    """Detail level `detailed`."""
-
-    count = serializers.IntegerField()
-    items = TransactionDetailsOutput(many=True)
-
-
-class BulkTransactionsCompactOutput(serializers.Serializer):
-    count = serializers.IntegerField()
-    items = TransactionResultOutput(many=True)
-
-
-class BulkTransactionsIdentifiersOutput(serializers.Serializer):
-    count = serializers.IntegerField()
-    items = TransactionIdentifiersOutput(many=True)
+BulkTransactionsOutput = bulk_output("BulkTransactionsOutput", TransactionDetailsOutput, "Detail level `detailed`.")
+BulkTransactionsCompactOutput = bulk_output("BulkTransactionsCompactOutput", TransactionResultOutput)
+BulkTransactionsIdentifiersOutput = bulk_output("BulkTransactionsIdentifiersOutput", TransactionIdentifiersOutput)

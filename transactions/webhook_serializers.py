@@ -13,6 +13,7 @@ from django.core.validators import RegexValidator, URLValidator
 from rest_framework import serializers
 
 from ledger_project.api.envelope import EnvelopeSerializer, StrictBooleanField, StrictCharField, StrictIntegerField, StrictSerializer, StrictUUIDField
+from ledger_project.api.outputs import bulk_output
 from ledger_project.api.query import ItemQuerySerializer
 from ledger_project.timestamps import timestamp_text
 
@@ -191,19 +192,9 @@ class WebhookIdentifiersOutput(serializers.Serializer):
     offchainId = serializers.UUIDField()
 
 
-class BulkWebhooksOutput(serializers.Serializer):
-    count = serializers.IntegerField()
-    items = WebhookOutput(many=True)
-
-
-class BulkWebhooksCompactOutput(serializers.Serializer):
-    count = serializers.IntegerField()
-    items = WebhookCompactOutput(many=True)
-
-
-class BulkWebhooksIdentifiersOutput(serializers.Serializer):
-    count = serializers.IntegerField()
-    items = WebhookIdentifiersOutput(many=True)
+BulkWebhooksOutput = bulk_output("BulkWebhooksOutput", WebhookOutput)
+BulkWebhooksCompactOutput = bulk_output("BulkWebhooksCompactOutput", WebhookCompactOutput)
+BulkWebhooksIdentifiersOutput = bulk_output("BulkWebhooksIdentifiersOutput", WebhookIdentifiersOutput)
 
 
 class CreateWebhookOutput(serializers.Serializer):

@@ -13,6 +13,7 @@ from ledger_project.api.envelope import (
     StrictUUIDField,
     TransactionEnvelopeSerializer,
 )
+from ledger_project.api.outputs import bulk_output
 from ledger_project.api.query import ItemQuerySerializer
 
 from ..chain.lookup_tables import MAX_ADDRESSES
@@ -128,19 +129,9 @@ class LookupTableCompactOutput(serializers.Serializer):
     addressesCount = serializers.IntegerField()
 
 
-class BulkLookupTablesOutput(serializers.Serializer):
-    count = serializers.IntegerField()
-    items = LookupTableOutput(many=True)
-
-
-class BulkLookupTablesCompactOutput(serializers.Serializer):
-    count = serializers.IntegerField()
-    items = LookupTableCompactOutput(many=True)
-
-
-class BulkLookupTablesIdentifiersOutput(serializers.Serializer):
-    count = serializers.IntegerField()
-    items = LookupTableIdentifiersOutput(many=True)
+BulkLookupTablesOutput = bulk_output("BulkLookupTablesOutput", LookupTableOutput)
+BulkLookupTablesCompactOutput = bulk_output("BulkLookupTablesCompactOutput", LookupTableCompactOutput)
+BulkLookupTablesIdentifiersOutput = bulk_output("BulkLookupTablesIdentifiersOutput", LookupTableIdentifiersOutput)
 
 
 def _mutation_output(name: str, component: str):

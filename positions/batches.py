@@ -64,7 +64,7 @@ from transactions.lookup_tables.compression import tenant_tables
 from transactions.models import MessageLifetime, Transaction
 from transactions.services import transaction_record
 
-from . import operations
+from . import checks, operations
 from . import movement
 from .limits import TOKEN, Decision, debit_decision
 from .locks import lock_positions
@@ -288,11 +288,11 @@ def _build(ctx: _Context, pack: _Pack) -> list[_Pack]:
 
 def _recheck(pack: _Pack, sources: dict[int, Position], destinations: dict[int, Position], instruments: dict) -> None:
     for leg in pack.plan.legs:
-        movement.live_position(sources[leg.source.position.pk], f"{leg.field}.source", "send")
+        checks.live_position(sources[leg.source.position.pk], f"{leg.field}.source", "send")
         receiving = leg.destination.position
         if receiving is not None and leg.destination.draft is None and receiving.pk in destinations:
-            movement.live_position(destinations[receiving.pk], f"{leg.field}.destination", "receive")
-        movement.movable_instrument(instruments.get(leg.instrument.pk, leg.instrument), leg.field)
+            checks.live_position(destinations[receiving.pk], f"{leg.field}.destination", "receive")
+        checks.movable_instrument(instruments.get(leg.instrument.pk, leg.instrument), leg.field)
 
 
 class _Requeue(Exception):

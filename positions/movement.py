@@ -60,10 +60,11 @@ from . import instructions as ix
 from .limits import TOKEN, Decision, debit_decision
 from .locks import lock_positions
 from .lookup import OwnerTarget, resolve_position
-from .models import Position, PositionStatus
+from .models import Position
+from .checks import live_position, movable_instrument
 from .onchain import decode_token_account
 from .render import position_identifiers
-from .services import associated_draft, associated_rent, position_link_creation, position_save_new, usable_instrument
+from .services import associated_draft, associated_rent, position_link_creation, position_save_new
 from .values import base_units
 
 MINT, BURN, TRANSFER, TRADE = "MINT", "BURN", "TRANSFER", "TRADE"
@@ -125,39 +126,7 @@ class _Plan:
     reference: Pubkey = dc_field(default_factory=lambda: Keypair().pubkey())
 
 
-# --- read phase: checks -------------------------------------------------------------------
-
-
-def movable_instrument(instrument: FinancialInstrument, field: str) -> FinancialInstrument:
-    """An instrument whose tokens can move through this service (docs/positions.md)."""
-    usable_instrument(instrument, field)
-    if "CONFIDENTIAL_MINT_BURN" in (instrument.extensions or []):
-        raise LedgerError(
-            "This instrument has Confidential Mint and Burn: its mints, burns and transfers need zero-knowledge proofs "
-            "(and the holders' ElGamal keys), which this service cannot produce. Move it with a wallet that builds the proofs; "
-            "the service does not fall back to a non-confidential movement.",
-            field=field, code="CONFIDENTIAL_PROOFS_REQUIRED",
-        )
-    if instrument.paused:
-        raise LedgerError("The financial instrument is paused: the token program refuses its mints, burns and transfers until it is unpaused.", field=field, code="INSTRUMENT_PAUSED")
-    return instrument
-
-
-_NOT_LIVE = {
-    PositionStatus.PENDING: ("POSITION_PENDING", "The position's initialization has not been confirmed yet"),
-    PositionStatus.FAILED: ("POSITION_NOT_ONCHAIN", "The position's initialization failed: it does not exist on the network"),
-    PositionStatus.INACTIVE: ("POSITION_INACTIVE", "The position is inactive: its token account is closed"),
-}
-
-
-def live_position(position: Position, field: str, role: str) -> Position:
-    """A position that can send or receive (``role``): ACTIVE and not frozen."""
-    if position.status in _NOT_LIVE:
-        code, text = _NOT_LIVE[position.status]
-        raise LedgerError(f"{text}; it can neither send nor receive.", field=field, code=code)
-    if position.frozen:
-        raise LedgerError(f"The position is frozen: it cannot {role} until it is unfrozen.", field=field, code="POSITION_FROZEN")
-    return position
+# --- read phase: checks (shared ones: positions/checks.py) -------------------------------
 
 
 def _no_authority_fields(lookup: dict, field: str, allowed: tuple[str, ...] = ()) -> None:

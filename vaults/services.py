@@ -34,7 +34,7 @@ from ledger_project.api.idempotency import write_phase
 from ledger_project.api.permissions import require_role
 from positions import instructions as ix
 from positions.limits import TOKEN, debit_decision
-from positions.movement import movable_instrument
+from positions.checks import movable_instrument
 from positions.models import Position
 from positions.services import associated_draft, associated_rent, position_link_creation, position_save_new, usable_instrument
 from positions.values import base_units

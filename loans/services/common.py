@@ -31,7 +31,7 @@ from positions import instructions as ix
 from positions.limits import TOKEN, Decision, debit_decision
 from positions.lookup import OwnerTarget, resolve_position
 from positions.models import Position
-from positions.movement import live_position, movable_instrument
+from positions.checks import live_position, movable_instrument
 from positions.onchain import decode_token_account
 from positions.services import associated_draft, associated_rent, position_link_creation, position_save_new
 from positions.values import base_units

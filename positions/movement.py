@@ -26,10 +26,8 @@ debit no one's holdings to another party and have no limits.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field as dc_field
 
 from solders.instruction import AccountMeta, Instruction
-from solders.keypair import Keypair
 from solders.pubkey import Pubkey
 from spl.token.instructions import (
     BurnCheckedParams,
@@ -63,67 +61,14 @@ from .lookup import OwnerTarget, resolve_position
 from .models import Position
 from .checks import live_position, movable_instrument
 from .onchain import decode_token_account
+from .plan import BURN, MINT, TRADE, TRANSFER, Leg, MovementResult, Party, _Plan
 from .render import position_identifiers
 from .services import associated_draft, associated_rent, position_link_creation, position_save_new
 from .values import base_units
 
-MINT, BURN, TRANSFER, TRADE = "MINT", "BURN", "TRANSFER", "TRADE"
 #: Funding destination types, strictest first (accounts/limits.py): rent of a token
 #: account created for an off-platform owner leaves the organization's control.
 _STRICTNESS = ("OFF_PLATFORM", "NON_MANAGED", "MANAGED")
-
-
-@dataclass
-class Party:
-    """One end of a leg: a token account, recorded as a position or not.
-
-    ``draft``: records to store in the write phase (a position created by this
-    transaction — ``create`` — or onboarded from the chain); ``position`` is then the
-    drafted one. Off-platform owners' token accounts have no records at all."""
-
-    address: str
-    owner_address: str
-    position: Position | None = None
-    draft: tuple[Account, Position] | None = None
-    create: bool = False
-    funding_type: str = "MANAGED"
-
-    @property
-    def identifiers(self) -> dict:
-        if self.position is not None:
-            return position_identifiers(self.position)
-        return {"onchainId": self.address, "offchainId": None}
-
-    def describe(self) -> dict:
-        return {"position": str(self.position.offchain_id) if self.position is not None else None, "address": self.address}
-
-
-@dataclass
-class Leg:
-    kind: str
-    instrument: FinancialInstrument
-    amount: int
-    authority: SignerSpec
-    source: Party | None = None  # None: minted
-    destination: Party | None = None  # None: burned
-    field: str = "itemData"
-
-
-@dataclass
-class MovementResult:
-    identifiers: dict
-    transaction: Transaction
-    created: bool  # the request recorded a new position (201)
-
-
-@dataclass
-class _Plan:
-    """What the read phase decided, for the network and write phases."""
-
-    kind: str
-    legs: list[Leg]
-    parties: dict[str, Party] = dc_field(default_factory=dict)  # by token account address
-    reference: Pubkey = dc_field(default_factory=lambda: Keypair().pubkey())
 
 
 # --- read phase: checks (shared ones: positions/checks.py) -------------------------------

@@ -5,6 +5,7 @@ its checks and its failure messages."""
 from __future__ import annotations
 
 import http.client
+import io
 import itertools
 import json
 import re
@@ -19,7 +20,8 @@ from pathlib import Path
 
 from solders.signature import Signature
 
-from tests.workers import ROOT
+from localnet.testing import LocalnetProcess
+from tests.workers import ROOT, WebProcess, WorkerProcess
 from transactions.models import Transaction, TransactionEvent
 
 HOLDERS = 4
@@ -196,6 +198,20 @@ def describe(rows: list[tuple], data_dir: Path) -> str:
 
 
 @dataclass
+class Stack:
+    node: LocalnetProcess
+    worker: WorkerProcess
+    web: WebProcess
+    logs: Path
+
+    def kill(self, what: str) -> None:
+        getattr(self, what).kill()
+
+    def start(self, what: str) -> None:
+        getattr(self, what).start()
+
+
+@dataclass
 class World:
     funder: dict  # {offchainId, onchainId}
     mint: str
@@ -244,3 +260,16 @@ def wait_until_settled(tenant, timeout: float) -> list[tuple]:
         if not open_rows or time.monotonic() > deadline:
             return open_rows
         time.sleep(0.5)
+
+
+def reconcile_localnet() -> tuple[dict, int]:
+    """``manage.py reconcile`` of the local cluster: its JSON summary and its exit code."""
+    from django.core.management import call_command
+
+    out = io.StringIO()
+    try:
+        call_command("reconcile", "--cluster", "CHAIN_LOCALNET", stdout=out)
+        code = 0
+    except SystemExit as exc:
+        code = exc.code
+    return json.loads(out.getvalue().strip().splitlines()[-1]), code

@@ -14,7 +14,6 @@ which are what the landed transfers add up to, and ``reconcile`` reports no drif
 from __future__ import annotations
 
 import base64
-import io
 import json
 import random
 import secrets
@@ -25,11 +24,10 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from django.core.management import call_command
 from solders.pubkey import Pubkey
 
 from tenancy.tests.factories import TenantFactory, issue_key
-from tests.crashkit import ENDED, LANDED, MINTED, Api, Findings, build_world, describe, explain_drift, node_transactions, wait_until_settled, wire_bytes
+from tests.crashkit import ENDED, LANDED, MINTED, Api, Findings, build_world, describe, explain_drift, node_transactions, reconcile_localnet, wait_until_settled, wire_bytes
 from tests.workers import WebProcess, WorkerProcess, new_queue_name, paused_workers
 from localnet.testing import LocalnetProcess, free_port
 from transactions.models import PumpLease, Transaction, TransactionEvent
@@ -227,12 +225,6 @@ def test_two_holder_drain_survives_sigkill_of_a_holder_node_and_web(drain_stack,
     answered = [int(api.ok("POST", "/api/v1/positions/single/balance", {"itemData": {"position": {"offchainId": h["offchainId"]}}})["offchain"]["lamports"]) for h in world.holders]
     found.expect(answered == onchain, f"the API answers balances {answered}, the chain holds {onchain}")
 
-    out = io.StringIO()
-    try:
-        call_command("reconcile", "--cluster", "CHAIN_LOCALNET", stdout=out)
-        exit_code = 0
-    except SystemExit as exc:
-        exit_code = exc.code
-    result = json.loads(out.getvalue().strip().splitlines()[-1])
+    result, exit_code = reconcile_localnet()
     found.expect(result["drift"] == [] and result["inFlight"] == 0 and exit_code == 0, lambda: "reconcile: " + json.dumps(result) + "\n" + explain_drift(result["drift"], stack.node.data_dir))
     assert not found.items, "\n".join(found.items[:40]) + f"\n(logs of the stack: {stack.tmp})"

@@ -43,7 +43,6 @@ in the test's tmp_path.
 from __future__ import annotations
 
 import base64
-import io
 import json
 import random
 import secrets
@@ -53,15 +52,13 @@ import uuid
 from collections import Counter, defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
-from django.core.management import call_command
 from solders.pubkey import Pubkey
 
 from accounts.models import Account
 from tenancy.tests.factories import TenantFactory, issue_key
-from tests.crashkit import ENDED, HOLDERS, LANDED, MINTED, Answer, Api, Findings, World, build_world, describe, explain_drift, latency, node_transactions, server_errors, wait_until_settled, wire_bytes
+from tests.crashkit import ENDED, HOLDERS, LANDED, MINTED, Answer, Api, Findings, Stack, World, build_world, describe, explain_drift, latency, node_transactions, reconcile_localnet, server_errors, wait_until_settled, wire_bytes
 from tests.workers import WebProcess, WorkerProcess, new_queue_name, paused_workers
 from localnet.testing import LocalnetProcess, free_port
 from transactions.models import Transaction, TransactionEvent
@@ -82,20 +79,6 @@ SETTLE_TIMEOUT = 60.0
 
 
 # --- The stack ---------------------------------------------------------------------------
-
-
-@dataclass
-class Stack:
-    node: LocalnetProcess
-    worker: WorkerProcess
-    web: WebProcess
-    logs: Path
-
-    def kill(self, what: str) -> None:
-        getattr(self, what).kill()
-
-    def start(self, what: str) -> None:
-        getattr(self, what).start()
 
 
 @pytest.fixture
@@ -371,13 +354,7 @@ def test_operations_survive_sigkill_of_worker_node_and_web(stack, record_propert
     found.expect(not wrong, f"new accounts with other lamports than their one seed (or none): {list(wrong.items())[:5]}")
 
     # reconcile: the database and the chain agree.
-    out = io.StringIO()
-    try:
-        call_command("reconcile", "--cluster", "CHAIN_LOCALNET", stdout=out)
-        exit_code = 0
-    except SystemExit as exc:
-        exit_code = exc.code
-    result = json.loads(out.getvalue().strip().splitlines()[-1])
+    result, exit_code = reconcile_localnet()
     found.expect(result["drift"] == [] and result["inFlight"] == 0 and exit_code == 0, lambda: "reconcile: " + json.dumps(result) + "\n" + explain_drift(result["drift"], stack.node.data_dir))
     found.expect(result["positionsChecked"] == HOLDERS and result["accountsChecked"] >= len(landed_ops & set(created)) + 2 * HOLDERS + 2, lambda: f"reconcile checked too little: {result}")
 
@@ -508,12 +485,6 @@ def test_batch_of_1000_survives_sigkill_of_worker_node_and_web(stack, record_pro
         expected[destination] += index + 1
     onchain = [int(chain.get_token_account_balance(Pubkey.from_string(h["onchainId"])).value.amount) for h in world.holders]
     found.expect(onchain == expected, f"holders' token balances on chain {onchain}, landed items add up to {expected}")
-    out = io.StringIO()
-    try:
-        call_command("reconcile", "--cluster", "CHAIN_LOCALNET", stdout=out)
-        exit_code = 0
-    except SystemExit as exc:
-        exit_code = exc.code
-    result = json.loads(out.getvalue().strip().splitlines()[-1])
+    result, exit_code = reconcile_localnet()
     found.expect(result["drift"] == [] and exit_code == 0, lambda: "reconcile: " + json.dumps(result) + "\n" + explain_drift(result["drift"], stack.node.data_dir))
     assert not found.items, "\n".join(found.items[:40]) + f"\n(logs of the stack: {stack.logs})"

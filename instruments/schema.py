@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from drf_spectacular.extensions import OpenApiSerializerFieldExtension
 
+from ledger_project.api.schema import given
+
 from .alid import CATEGORIES
 from .extensions import EXTENSION_FIELDS, MIN_MULTIPLIER
 
@@ -60,19 +62,18 @@ def postprocess(result, generator, request, public):
         ]
         # Creating a new mint (not onboarding one: alreadyOnchain) — instruments/services.py
         # instrument_create, requested_extensions.
-        _given_object = lambda name: {"required": [name], "properties": {name: {"type": "object"}}}  # noqa: E731
         spl_no_extensions = {"properties": {
             **{name: _null for name in [*EXTENSION_FIELDS, "defaultPositionState"]},
             "onchainData": {"type": "object", "nullable": True, "properties": {"simpleCustomMetadata": {"type": "object", "nullable": True, "maxProperties": 0}}},
         }}
         new_mint = {"allOf": [
             # A new mint needs its mintAuthority (REQUIRED).
-            _given_object("mintAuthority"),
+            given("mintAuthority", "object"),
             # SPL mints have no extensions (SPL_NO_EXTENSIONS).
             {"anyOf": [{"properties": {"version": {"type": "string", "nullable": True, "enum": [None, "TOKEN_2022"]}}}, spl_no_extensions]},
             # Confidential mint and burn needs its keys and confidential transfers (EXTENSION_REQUIRES, INVALID).
             {"anyOf": [{"properties": {"confidentialMintBurn": _null, "confidentialMintBurnAuthority": _null}},
-                       {"allOf": [_given_object("confidentialMintBurn"), {"anyOf": [_given_object("confidentialTransfer"), _given_object("confidentialTransferAuthority")]}]}]},
+                       {"allOf": [given("confidentialMintBurn", "object"), {"anyOf": [given("confidentialTransfer", "object"), given("confidentialTransferAuthority", "object")]}]}]},
             # (Positions start FROZEN only with a freezeAuthority, REQUIRES_FREEZE_AUTHORITY: stated in
             # defaultPositionState's description and the schemathesis filter_case hook — one more
             # anyOf here is past what schemathesis's canonicalizer expands; docs/api.md.)

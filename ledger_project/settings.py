@@ -255,7 +255,7 @@ SPECTACULAR_SETTINGS = {
     },
     # PATCH bodies are whole envelopes (itemData required), not partial records.
     "COMPONENT_SPLIT_PATCH": False,
-    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "ledger_project.api.schema.postprocess", "instruments.schema.postprocess", "transactions.webhook_schema.postprocess", "transactions.lookup_tables.schema.postprocess", "vaults.schema.postprocess", "marketdata.schema.postprocess"],
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "ledger_project.api.schema.postprocess", "accounts.schema.postprocess", "positions.schema.postprocess", "instruments.schema.postprocess", "transactions.webhook_schema.postprocess", "transactions.lookup_tables.schema.postprocess", "vaults.schema.postprocess", "marketdata.schema.postprocess"],
     # The payloads the service sends (docs/webhooks.md); an OpenAPI 3.0 document carries them
     # as x-webhooks (ledger_project/api/schema.py).
     "WEBHOOKS": [

@@ -4,9 +4,7 @@ by position or by owner, not both."""
 
 from __future__ import annotations
 
-
-def _given(name: str) -> dict:
-    return {"required": [name], "properties": {name: {"type": "object"}}}
+from ledger_project.api.schema import given
 
 
 _NULL = {"type": "object", "nullable": True, "enum": [None]}
@@ -19,17 +17,17 @@ def postprocess(result, generator, request, public):
         lookup["anyOf"] = [
             {"required": ["onchainId"], "properties": {"onchainId": {"type": "string"}}},
             {"required": ["offchainId"], "properties": {"offchainId": {"type": "string"}}},
-            {"allOf": [_given("loanFinancialInstrument"), _given("paymentFinancialInstrument")]},
+            {"allOf": [given("loanFinancialInstrument", "object"), given("paymentFinancialInstrument", "object")]},
         ]
         # One instrument alone names no pair (400 REQUIRED).
         lookup["allOf"] = [{"anyOf": [
             {"properties": {"loanFinancialInstrument": _NULL, "paymentFinancialInstrument": _NULL}},
-            {"allOf": [_given("loanFinancialInstrument"), _given("paymentFinancialInstrument")]},
+            {"allOf": [given("loanFinancialInstrument", "object"), given("paymentFinancialInstrument", "object")]},
         ]}]
     destination = schemas.get("VaultDestinationRequest")
     if destination is not None:  # position or owner (REQUIRED), not both (CONFLICTING_FIELDS)
         destination["anyOf"] = [
-            {"allOf": [_given("position"), {"properties": {"owner": _NULL}}]},
-            {"allOf": [_given("owner"), {"properties": {"position": _NULL}}]},
+            {"allOf": [given("position", "object"), {"properties": {"owner": _NULL}}]},
+            {"allOf": [given("owner", "object"), {"properties": {"position": _NULL}}]},
         ]
     return result

@@ -217,7 +217,7 @@ def address_schema() -> dict:
 # --- postprocessing ------------------------------------------------------------------------
 
 
-def _given(name: str, type_: str) -> dict:
+def given(name: str, type_: str) -> dict:
     """``name`` is present and not null (OpenAPI 3.0: a type without nullable)."""
     return {"required": [name], "properties": {name: {"type": type_}}}
 
@@ -340,7 +340,7 @@ LOOKUP_REFERENCES = {
 }
 
 
-_NULL_STRING = {"type": "string", "nullable": True, "enum": [None]}
+NULL_STRING = {"type": "string", "nullable": True, "enum": [None]}
 
 
 def _lacks(item: str) -> dict:
@@ -391,8 +391,8 @@ def postprocess(result, generator, request, public):
         if name not in schemas:
             continue
         lookup = schemas[name]
-        names_record = {"type": "object", "anyOf": [_given(ref, "string") for ref in refs]}
-        lookup["anyOf"] = [_given("onchainId", "string"), _given("offchainId", "string"), {"required": ["offchainReferences"], "properties": {"offchainReferences": names_record}}]
+        names_record = {"type": "object", "anyOf": [given(ref, "string") for ref in refs]}
+        lookup["anyOf"] = [given("onchainId", "string"), given("offchainId", "string"), {"required": ["offchainReferences"], "properties": {"offchainReferences": names_record}}]
         if "accountNumber" in refs:
             lookup["properties"]["offchainReferences"]["anyOf"] = [{"maxProperties": 0}, *names_record["anyOf"]]
         # A record the request changes or signs with is the acting organization's own (the
@@ -406,14 +406,14 @@ def postprocess(result, generator, request, public):
     for name in ("TransactionIdentifierRequest", "EscrowLookupRequest", "StrategyLookupRequest"):
         identifier = schemas.get(name)
         if identifier is not None:
-            identifier["anyOf"] = [_given("onchainId", "string"), _given("offchainId", "string")]
+            identifier["anyOf"] = [given("onchainId", "string"), given("offchainId", "string")]
     # Sign Transaction: an off-platform signature is given as signature or as dkgSigning (a
     # DKG account's partial signatures): REQUIRED without either, CONFLICTING_FIELDS with both.
     off_platform_signature = schemas.get("OffPlatformSignatureRequest")
     if off_platform_signature is not None:
         off_platform_signature["anyOf"] = [
-            {**_given("signature", "string"), "properties": {"signature": {"type": "string", "minLength": 1}, "dkgSigning": {"type": "object", "nullable": True, "enum": [None]}}},
-            {**_given("dkgSigning", "object"), "properties": {"dkgSigning": {"type": "object"}, "signature": _NULL_STRING}},
+            {**given("signature", "string"), "properties": {"signature": {"type": "string", "minLength": 1}, "dkgSigning": {"type": "object", "nullable": True, "enum": [None]}}},
+            {**given("dkgSigning", "object"), "properties": {"dkgSigning": {"type": "object"}, "signature": NULL_STRING}},
         ]
     # Bulk answers: one of the detail levels' shapes, any of them for an empty page;
     # compact and identifiers items carry exactly their fields.
@@ -425,40 +425,7 @@ def postprocess(result, generator, request, public):
                  "PositionCompactOutput", "PositionOwnerIdentifiersOutput", "PositionCompactInstrumentOutput", "PositionIdentifiersOutput"):
         if name in schemas:
             schemas[name]["additionalProperties"] = False
-    # Rules between fields the services check (accounts/services.py, instruments/services.py).
-    create_account = schemas.get("CreateAccountInputRequest")
-    if create_account is not None:
-        create_account["properties"]["itemData"] = {"allOf": [create_account["properties"]["itemData"]], "anyOf": [
-            {"properties": {"tokenVersion": {"type": "string", "nullable": True, "enum": [None]}}},
-            {"required": ["offchainReferences"], "properties": {"offchainReferences": {"type": "object", "required": ["type"], "properties": {"type": {"type": "string", "enum": ["FUNDS_TOKEN", "ASSET_TOKEN", "CURRENCY_TOKEN"]}}}}},
-        ], "description": "tokenVersion applies to mint accounts (offchainReferences.type FUNDS_TOKEN, ASSET_TOKEN or CURRENCY_TOKEN); "
-           "seed and dataLength only describe a new onchain account; a not-managed account gives its onchainId, no private key and no dataLength."}
-        create_account["properties"]["itemData"]["allOf"] += [
-            {"anyOf": [{"properties": {"alreadyOnchain": {"type": "boolean", "enum": [False]}}},
-                       {"properties": {"seed": {"type": "object", "nullable": True, "enum": [None]}, "dataLength": {"type": "integer", "enum": [0]}}}]},
-            # A managed account's key is generated or imported: its address follows from it.
-            {"anyOf": [{"properties": {"managed": {"type": "boolean", "enum": [True]}, "onchainId": _NULL_STRING,
-                                       "privateKeyDetails": {"type": "object", "nullable": True, "properties": {"publickKey": _NULL_STRING}}}},
-                       {"required": ["managed", "onchainId"], "properties": {"managed": {"type": "boolean", "enum": [False]}, "onchainId": {"type": "string"}, "dataLength": {"type": "integer", "enum": [0]},
-                                                                  "privateKeyDetails": {"type": "object", "nullable": True, "properties": {"privateKey": {"type": "string", "nullable": True, "enum": [None]}}}}}]},
-        ]
-    if create_account is not None:
-        # A threshold key (dkgKeys) is generated by its players: no key, address, onboarding or
-        # funding of another kind goes with it (CONFLICTING_FIELDS, accounts/mpc/keygen.py).
-        no_dkg = {"properties": {"privateKeyDetails": {"type": "object", "nullable": True, "properties": {"dkgKeys": {"type": "array", "nullable": True, "maxItems": 0}}}}}
-        with_dkg = {"properties": {
-            "managed": {"type": "boolean", "enum": [True]}, "onchainId": _NULL_STRING, "alreadyOnchain": {"type": "boolean", "enum": [False]},
-            "seed": {"type": "object", "nullable": True, "enum": [None]}, "dataLength": {"type": "integer", "enum": [0]},
-            "orgsAllowedToSignWithPrivateKey": {"type": "array", "maxItems": 0},
-            "privateKeyDetails": {"type": "object", "nullable": True, "properties": {"privateKey": _NULL_STRING, "publickKey": _NULL_STRING,
-                                                                                   "location": {"type": "array", "nullable": True, "maxItems": 0}}},
-        }}
-        create_account["properties"]["itemData"]["allOf"].append({"anyOf": [no_dkg, with_dkg]})
-    initialize_position = schemas.get("InitializePositionItemRequest")
-    if initialize_position is not None:
-        # Onboarding (alreadyOnchain) takes the owner's associated token account (CONFLICTING_FIELDS).
-        initialize_position.setdefault("allOf", []).append({"anyOf": [{"properties": {"alreadyOnchain": {"type": "boolean", "enum": [False]}}},
-                                                                      {"properties": {"associated": {"type": "boolean", "enum": [True]}}}]})
+    # Rules between the fields of one area's bodies: that area's schema.py (accounts, positions, instruments, …).
     for name in ("WebhookRequest", "CreateWebhookItemRequest", "UpdateWebhookItemRequest"):
         webhook = schemas.get(name)
         if webhook is not None:
@@ -498,19 +465,7 @@ def postprocess(result, generator, request, public):
         ]
     # A value names lamports or amount.
     if "ValueRequest" in schemas:
-        schemas["ValueRequest"]["anyOf"] = [_given("lamports", "integer"), {"required": ["amount"], "properties": {"amount": {"type": "string", "minLength": 1}}}]
-    # A token value too (positions/values.py): amount a decimal string or integer.
-    for name in ("TokenValueRequest", "NetworkValueRequest"):
-        if name in schemas:
-            schemas[name]["anyOf"] = [_given("lamports", "integer"), {"required": ["amount"], "properties": {"amount": {"anyOf": [{"type": "string", "minLength": 1}, {"type": "integer"}]}}}]
-    # A position lookup names the position, or an owner and an instrument (positions/lookup.py:
-    # 400 INVALID_LOOKUP / REQUIRED otherwise).
-    inapplicable = {"MintPositionLookupRequest": ("freezeAuthority",), "MovingPositionLookupRequest": ("mintAuthority", "freezeAuthority")}
-    for name in ("PositionLookupRequest", "PositionBalanceItemRequest", *inapplicable):
-        if name in schemas:
-            schemas[name]["anyOf"] = [_given("position", "object"), {"allOf": [_given("owner", "object"), _given("financialInstrument", "object")]}]
-            for field in inapplicable.get(name, ()):
-                schemas[name]["properties"][field] = {"type": "object", "nullable": True, "enum": [None], "description": "Does not apply to this operation (400 NOT_APPLICABLE)."}
+        schemas["ValueRequest"]["anyOf"] = [given("lamports", "integer"), {"required": ["amount"], "properties": {"amount": {"type": "string", "minLength": 1}}}]
     # A named durable nonce account goes with messageLifetimeStrategy DURABLE_NONCE
     # (CONFLICTING_FIELDS, accounts/nonces.py).
     svm_config = schemas.get("SvmTransactionConfigRequest")

@@ -99,3 +99,23 @@ class JsonFormatter(logging.Formatter):
         elif record.exc_info:
             payload["exception"] = self.formatException(record.exc_info)
         return json.dumps(payload, default=str)
+
+
+def logging_config(*, level: str, http_client_level: str) -> dict:
+    """The LOGGING setting: JSON lines carrying the request id, URLs redacted."""
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "filters": {"request_id": {"()": "ledger_project.logging.RequestIdFilter"}, "redact_urls": {"()": "ledger_project.logging.RedactUrlsFilter"}},
+        "formatters": {"json": {"()": "ledger_project.logging.JsonFormatter"}},
+        "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "json", "filters": ["request_id", "redact_urls"]}},
+        "root": {"handlers": ["console"], "level": level},
+        "loggers": {
+            "django.request": {"level": "ERROR"},
+            "django.server": {"level": "WARNING"},
+            # httpx logs every request's full URL at INFO ("HTTP Request: POST https://…?api-key=…"),
+            # httpcore its connection details at DEBUG: provider URLs carry API keys.
+            "httpx": {"level": http_client_level},
+            "httpcore": {"level": http_client_level},
+        },
+    }

@@ -229,41 +229,8 @@ REST_FRAMEWORK = {
     "UNAUTHENTICATED_USER": None,
 }
 
-SPECTACULAR_SETTINGS = {
-    "TITLE": "Tokenized Asset Ledger Service",
-    "DESCRIPTION": "Multi-tenant HTTP/JSON service managing tokenized assets on an SVM network. "
-    "Authenticate with `Authorization: Bearer <api key secret or access token>`.",
-    "VERSION": "1.0.0",
-    "SERVE_INCLUDE_SCHEMA": False,
-    "COMPONENT_SPLIT_REQUEST": True,
-    "APPEND_COMPONENTS": {"securitySchemes": {"bearerAuth": {"type": "http", "scheme": "bearer"}}},
-    "ENUM_NAME_OVERRIDES": {
-        "AccountStatusEnum": "accounts.models.AccountStatus.choices",
-        "InstrumentStatusEnum": "instruments.models.InstrumentStatus.choices",
-        "AccountTypeEnum": "accounts.models.AccountType.choices",
-        "PositionStateEnum": "instruments.models.PositionState.choices",
-        "LookupTableStateEnum": "transactions.models.LookupTableState.choices",
-        "WebhookStatusEnum": "transactions.webhook_models.WebhookStatus.choices",
-        "WebhookSettableStatusEnum": "transactions.webhook_models.SETTABLE_STATUSES",
-        "OracleKindEnum": "marketdata.models.ORACLE_KINDS",
-        "DataKindEnum": "marketdata.models.DATA_KINDS",
-        "DataSourceSettableStatusEnum": "marketdata.models.SETTABLE_STATUSES",
-        "EvaluationStatusEnum": "marketdata.models.EvaluationStatus.choices",
-        # defiProtocol takes one value per area (spec: PARTNER_ORACLE, PARTNER_LENDING).
-        "OracleProtocolEnum": [("PARTNER_ORACLE", "PARTNER_ORACLE")],
-        "LendingProtocolEnum": [("PARTNER_LENDING", "PARTNER_LENDING")],
-    },
-    # PATCH bodies are whole envelopes (itemData required), not partial records.
-    "COMPONENT_SPLIT_PATCH": False,
-    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "ledger_project.api.schema.postprocess", "accounts.schema.postprocess", "positions.schema.postprocess", "instruments.schema.postprocess", "transactions.webhook_schema.postprocess", "transactions.lookup_tables.schema.postprocess", "vaults.schema.postprocess", "marketdata.schema.postprocess"],
-    # The payloads the service sends (docs/webhooks.md); an OpenAPI 3.0 document carries them
-    # as x-webhooks (ledger_project/api/schema.py).
-    "WEBHOOKS": [
-        "transactions.webhook_serializers.OPENAPI_PRE_SUBMIT",
-        "transactions.webhook_serializers.OPENAPI_POST_SUBMIT",
-        "transactions.webhook_serializers.OPENAPI_NETWORK_EVENT",
-    ],
-}
+# The OpenAPI document's settings (drf-spectacular): ledger_project/api/openapi_settings.py.
+from ledger_project.api.openapi_settings import SPECTACULAR_SETTINGS  # noqa: E402, F401  (a setting)
 
 # Requests per minute per API key unless the key carries its own limit (docs/api.md).
 LEDGER_RATE_LIMIT_PER_MINUTE = env.int("LEDGER_RATE_LIMIT_PER_MINUTE", default=1200)
@@ -463,23 +430,10 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
 
 # --- Logging: JSON lines carrying the request id; secrets and URLs are never logged -----
+from ledger_project.logging import logging_config  # noqa: E402
+
 LOG_LEVEL = env("LOG_LEVEL", default="INFO")
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "filters": {"request_id": {"()": "ledger_project.logging.RequestIdFilter"}, "redact_urls": {"()": "ledger_project.logging.RedactUrlsFilter"}},
-    "formatters": {"json": {"()": "ledger_project.logging.JsonFormatter"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "json", "filters": ["request_id", "redact_urls"]}},
-    "root": {"handlers": ["console"], "level": LOG_LEVEL},
-    "loggers": {
-        "django.request": {"level": "ERROR"},
-        "django.server": {"level": "WARNING"},
-        # httpx logs every request's full URL at INFO ("HTTP Request: POST https://…?api-key=…"),
-        # httpcore its connection details at DEBUG: provider URLs carry API keys.
-        "httpx": {"level": env("LEDGER_HTTP_CLIENT_LOG_LEVEL", default="WARNING")},
-        "httpcore": {"level": env("LEDGER_HTTP_CLIENT_LOG_LEVEL", default="WARNING")},
-    },
-}
+LOGGING = logging_config(level=LOG_LEVEL, http_client_level=env("LEDGER_HTTP_CLIENT_LOG_LEVEL", default="WARNING"))
 
 if DATABASES["default"]["ENGINE"] == "ledger_project.sqlite":
     # A file, not :memory:, so that a real worker process and threads in the tests see

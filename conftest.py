@@ -76,7 +76,7 @@ def process_caches_reset():
     which lookup tables tenants have (docs/lookup-tables.md)."""
     from transactions import fee_payers, platform_keys
     from transactions.chain import builder
-    from transactions.lookup_tables.compression import tenant_tables_forget
+    from lookup_tables.compression import tenant_tables_forget
 
     fee_payers.fee_payer_cache_clear()
     platform_keys.platform_addresses_forget()

@@ -15,7 +15,7 @@ from ledger_project.staff import staff_action
 
 from . import services
 from .lookup import resolve_account
-from .models import Account, BalanceSnapshot, ManagedKey, PrivateKeyDisclosure
+from .models import Account, BalanceSnapshot, PrivateKeyDisclosure
 
 
 class BalanceInline(admin.TabularInline):
@@ -101,21 +101,5 @@ class PrivateKeyDisclosureAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request, obj=None):
         return False
 
-
-@admin.register(ManagedKey)
-class ManagedKeyAdmin(admin.ModelAdmin):
-    """Public facts only: the encrypted material is never a field here."""
-
-    list_display = ("public_key", "location", "master_key_id", "created_at", "rotated_at")
-    list_filter = ("location", "master_key_id")
-    search_fields = ("public_key",)
-    fields = ("public_key", "location", "master_key_id", "created_at", "rotated_at")
-    readonly_fields = fields
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 from . import admin_threshold  # noqa: E402,F401  (threshold keys' back-office)

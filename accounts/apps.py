@@ -6,16 +6,20 @@ class AccountsConfig(AppConfig):
     name = "accounts"
 
     def ready(self) -> None:
+        from transactions.chain.errors import register_own_addresses
         from transactions.signatures import register_account_signer, register_dkg_signer
 
         from . import effects  # noqa: F401  (registers the area's transaction effects)
         from .mpc import keyring
         from .mpc.sessions import DkgSigner
+        from .selectors import tenant_own_addresses
         from .signers import sign_transaction_signer
 
         # Sign Transaction resolves the accounts it names through this area (transactions/signatures.py).
         register_account_signer(sign_transaction_signer)
         # ... and its dkgSigning entries (threshold signing, accounts/mpc/sessions.py).
         register_dkg_signer(DkgSigner())
+        # A failed simulation names an account to its caller only when the caller owns it.
+        register_own_addresses(tenant_own_addresses)
         # Each backend player's key is its own: refuse to start otherwise (docs/threshold-signing.md).
         keyring.check_keyrings()

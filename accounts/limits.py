@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import timedelta
 
+from tenancy.roles import api_key_may_debit
 from tenancy.scoping import cross_tenant_aggregate
 
 from .models import WALLET_TYPES
@@ -66,14 +67,6 @@ def effective_limits(account, kind: str) -> list[dict] | None:
     if configured is not None:
         return list(configured)
     return [dict(e) for e in DEFAULT_NETWORK_CURRENCY_LIMITS] if kind == NETWORK_CURRENCY else None
-
-
-def api_key_may_debit(allowed: list[str] | None, api_key) -> bool:
-    """``networkCurrencyDebitApiKeys`` / ``tokenDebitApiKeys``: when not empty, only the API
-    keys listed (by key id or name) may debit. No key (admin, workers) is not restricted."""
-    if not allowed or api_key is None:
-        return True
-    return api_key.key_id in allowed or bool(api_key.name and api_key.name in allowed)
 
 
 def first_exceeded(entries, *, destination_type: str, amount: int, spent: Callable[[int], int]) -> dict | None:

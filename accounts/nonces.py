@@ -31,6 +31,7 @@ from solders.system_program import (
     initialize_nonce_account,
 )
 
+from custody import services as custody
 from ledger_project.api.errors import LedgerError, NotFoundError
 from ledger_project.api.idempotency import write_phase
 from ledger_project.api.query import QueryField, QuerySpec, apply_item_query
@@ -40,7 +41,6 @@ from transactions.chain.rpc import rpc_for
 from transactions.models import MessageLifetime, NonceAccount, NonceState, Transaction
 from transactions.services import SignerSpec, TxConfig, transaction_build, transaction_record
 
-from . import custody
 from .lookup import resolve_account
 from .models import Account, AccountStatus, AccountType
 from .services import account_save, funding_effects, funding_signer

@@ -8,6 +8,7 @@ from django.db.models import F, QuerySet
 
 from ledger_project.api.query import QueryField, QuerySpec, apply_item_query
 from tenancy.scoping import scoped_tenant
+from transactions.models import PlatformFeePayer
 
 from .lookup import display_account
 from .models import Account, BalanceSnapshot
@@ -87,3 +88,11 @@ def account_list(*, queryset: QuerySet, cluster: str, item_query: dict | None) -
 def balance_at(*, account: Account, at) -> int:
     snapshot = BalanceSnapshot.objects.filter(account=account, at__lte=at).order_by("-at", "-pk").first()
     return int(snapshot.lamports) if snapshot is not None else 0
+
+
+def tenant_own_addresses(*, tenant, cluster: str, candidates: set[str]) -> set[str]:
+    """Which of ``candidates`` are addresses of ``tenant``'s account records on
+    ``cluster``, never a platform fee payer: what a failed simulation may name to its
+    caller (transactions/chain/errors.py, ``caller_accounts``)."""
+    own = set(Account.objects.for_tenant(tenant).filter(cluster=cluster, address__in=candidates).values_list("address", flat=True))
+    return own - set(PlatformFeePayer.objects.values_list("managed_key__public_key", flat=True))

@@ -26,7 +26,9 @@ from ledger_project.api.renderers import display_amount
 from ledger_project.timestamps import timestamp_text
 from transactions.serializers import TransactionResultOutput
 
-from .models import AccountType, KeyLocation
+from custody.models import KeyLocation
+
+from .models import AccountType
 from .mpc.serializers import DkgSessionConfigSerializer, DkgSessionOutput, MpcPlayerCodeField
 
 LAMPORTS_PER_SOL = 10**9
@@ -87,7 +89,7 @@ class DkgKeySerializer(StrictSerializer):
 
 @extend_schema_field({"type": "string", "format": "base58-secret-key", "description": "A private key: base58 of the 64-byte secret key or the 32-byte seed, or a JSON array of its bytes."})
 class PrivateKeyField(StrictCharField):
-    """Schema only: accounts/custody.py parses and checks the key (400 INVALID_PRIVATE_KEY)."""
+    """Schema only: custody/services.py parses and checks the key (400 INVALID_PRIVATE_KEY)."""
 
 
 class PrivateKeyDetailsSerializer(StrictSerializer):

@@ -12,6 +12,9 @@ from solders.keypair import Keypair
 from solders.pubkey import Pubkey
 from solders.system_program import CreateAccountParams, TransferParams, create_account, transfer
 
+from custody import services as custody
+from custody.errors import ManagedKeyExists
+from custody.models import KeyLocation
 from ledger_project.api.errors import ConflictError, LedgerError, NotFoundError
 from ledger_project.api.idempotency import write_phase
 from ledger_project.api.permissions import require_role
@@ -21,12 +24,10 @@ from transactions.models import Transaction, TransactionEvent
 from transactions.platform_keys import refuse_platform_address
 from transactions.services import SignerSpec, transaction_build, transaction_record
 
-from . import custody
-from .errors import ManagedKeyExists
 from .limits import network_debit_check, normalize
 from .locks import ensure_no_operation_in_flight, lock_account, lock_visible_account
 from .lookup import OffPlatform, resolve_account
-from .models import Account, AccountStatus, AccountType, KeyLocation, PrivateKeyDisclosure, SPECIALIZED_TYPES, ThresholdKey, WALLET_TYPES
+from .models import Account, AccountStatus, AccountType, PrivateKeyDisclosure, SPECIALIZED_TYPES, ThresholdKey, WALLET_TYPES
 from .signers import ensure_usable, signer_for, transaction_config
 
 SYSTEM_PROGRAM = Pubkey.from_string("11111111111111111111111111111111")

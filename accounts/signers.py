@@ -60,7 +60,7 @@ def sign_transaction_signer(*, tenant, cluster: str, api_key, lookup: dict, fiel
     set, name the calling key: a signature authorizes whatever the message debits, and
     Sign Transaction does not read the message, so a key the account's networkCurrencyDebitApiKeys
     or tokenDebitApiKeys leave out may not sign with it. Otherwise 403 SIGNER_NOT_ALLOWED."""
-    from .limits import api_key_may_debit
+    from tenancy.roles import api_key_may_debit
 
     resolved = resolve_account(tenant, cluster, lookup, field=field, allow_off_platform=not on_platform)
     if isinstance(resolved, OffPlatform):

@@ -38,12 +38,12 @@ class ChainRecord:
 
 CHAIN_RECORDS: dict[str, ChainRecord] = {
     "accounts.account": ChainRecord("account", lambda a: a.address),
-    "accounts.managedkey": ChainRecord("account", lambda k: k.public_key, lambda k: settings.LEDGER_DEFAULT_CLUSTER),
+    "custody.managedkey": ChainRecord("account", lambda k: k.public_key, lambda k: settings.LEDGER_DEFAULT_CLUSTER),
     "instruments.financialinstrument": ChainRecord("account", lambda i: i.address),
     "positions.position": ChainRecord("account", lambda p: p.address),
     "transactions.transaction": ChainRecord("transaction", lambda t: t.onchain_id or ""),
     "transactions.nonceaccount": ChainRecord("account", lambda n: n.address),
-    "transactions.addresslookuptable": ChainRecord("account", lambda t: t.address),
+    "lookup_tables.addresslookuptable": ChainRecord("account", lambda t: t.address),
     "transactions.programdeployment": ChainRecord("account", lambda p: p.program_id),
     # A vault's state account (its whitelist and sequence, docs/vaults.md); its token
     # account is its position's page.

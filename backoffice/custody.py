@@ -1,6 +1,6 @@
 """Master-key rotation for the security officer (docs/admin.md, "Roles"; docs/custody.md,
 "Rotation"): what each master key still seals, and a button that runs the same service as
-``manage.py rotate_master_key`` (``accounts.custody.master_key_rotate``) after a
+``manage.py rotate_master_key`` (``custody.services.master_key_rotate``) after a
 confirmation. Retiring an old key stays a command (it edits the key file or the
 environment), shown here as the next step."""
 
@@ -18,7 +18,7 @@ PERMISSION = "backoffice.rotate_master_key"
 
 
 def _status() -> dict:
-    from accounts.custody import current_master_key_id, keyring, master_key_id, sealed_references
+    from custody.services import current_master_key_id, keyring, master_key_id, sealed_references
 
     references = sealed_references()
     current = current_master_key_id()
@@ -30,8 +30,8 @@ def _status() -> dict:
 
 
 def master_key_view(request):
-    from accounts.custody import master_key_rotate
-    from accounts.errors import CustodyError
+    from custody.services import master_key_rotate
+    from custody.errors import CustodyError
 
     if not request.user.has_perm(PERMISSION):
         raise PermissionDenied

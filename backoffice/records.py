@@ -27,7 +27,7 @@ ADDRESS_FIELDS = (
     ("accounts.account", "address"),
     ("positions.position", "address"),
     ("instruments.financialinstrument", "address"),
-    ("transactions.addresslookuptable", "address"),
+    ("lookup_tables.addresslookuptable", "address"),
     ("transactions.nonceaccount", "address"),
     ("transactions.programdeployment", "program_id"),
 )

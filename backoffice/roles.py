@@ -27,10 +27,10 @@ VIEWER, OPERATOR, APPROVER, SECURITY_OFFICER = "viewer", "operator", "approver",
 ROLE_NAMES = (VIEWER, OPERATOR, APPROVER, SECURITY_OFFICER)
 
 #: apps whose every model staff may look at (their view permissions)
-AREA_APPS = ("tenancy", "accounts", "instruments", "positions", "loans", "marketdata", "transactions", "vaults", "django_celery_beat", "django_celery_results")
+AREA_APPS = ("tenancy", "custody", "accounts", "instruments", "positions", "loans", "marketdata", "transactions", "lookup_tables", "vaults", "django_celery_beat", "django_celery_results")
 #: models only the security officer sees (key material facts, audits, request bodies)
 SENSITIVE = frozenset({
-    "tenancy.idempotencyrecord", "accounts.managedkey", "accounts.privatekeydisclosure",
+    "tenancy.idempotencyrecord", "custody.managedkey", "accounts.privatekeydisclosure",
     "backoffice.staffauditentry", "backoffice.loginfailure", "auth.user", "auth.group",
 })
 

@@ -117,7 +117,7 @@ def seed() -> dict:
 def seed_nonce_accounts(address, now, txs, accounts) -> list:
     """The platform's pool (POOL accounts, a tenth leased) and tenants' own nonce accounts,
     one per account record (``accounts``)."""
-    from accounts.custody import managed_key_generate
+    from custody.services import managed_key_generate
     from transactions.models import NonceAccount
 
     pool_key = managed_key_generate()
@@ -141,7 +141,8 @@ def seed_phase_b(rnd, now, address, tenants, txs, wallets, positions, instrument
     from solders.system_program import TransferParams, transfer
 
     from accounts.models import Account
-    from transactions.models import AddressLookupTable, Transaction
+    from lookup_tables.models import AddressLookupTable
+    from transactions.models import Transaction
     from transactions.webhook_models import WebhookAttempt, WebhookEvent, WebhookSubscription
     from vaults.models import Vault
 
@@ -226,9 +227,9 @@ def measure(found: dict) -> None:
         ("nonce_accounts", "/admin/transactions/nonceaccount/"),
         ("nonce_accounts_of_tenants", "/admin/transactions/nonceaccount/?owner=tenant"),
         ("nonce_accounts_by_address", f"/admin/transactions/nonceaccount/?q={found['nonce']}"),
-        ("lookup_tables", "/admin/transactions/addresslookuptable/"),
-        ("lookup_tables_frozen", "/admin/transactions/addresslookuptable/?state__exact=FROZEN"),
-        ("lookup_tables_by_address", f"/admin/transactions/addresslookuptable/?q={found['lookup_table']}"),
+        ("lookup_tables", "/admin/lookup_tables/addresslookuptable/"),
+        ("lookup_tables_frozen", "/admin/lookup_tables/addresslookuptable/?state__exact=FROZEN"),
+        ("lookup_tables_by_address", f"/admin/lookup_tables/addresslookuptable/?q={found['lookup_table']}"),
         ("vaults", "/admin/vaults/vault/"),
         ("vaults_closed", "/admin/vaults/vault/?status__exact=CLOSED"),
         ("vaults_by_token_address", f"/admin/vaults/vault/?q={found['vault_token']}"),

@@ -1,6 +1,6 @@
 """postTransactionSubmitWebhooks of an instrument: stored with their credentials sealed.
 
-The delivery worker (the webhooks issue) opens them with ``accounts.custody.secret_open``;
+The delivery worker (the webhooks issue) opens them with ``custody.services.secret_open``;
 responses never show a credential, only that one is set. The stored credentials are a
 sealed store of custody's (registered below), so master-key rotation re-seals them and
 retirement counts them (docs/custody.md, Rotation).
@@ -12,7 +12,7 @@ from collections import Counter
 
 from django.db import transaction
 
-from accounts.custody import SealedStore, master_key_id, register_sealed_store, secret_key_id, secret_open, secret_reseal, secret_seal
+from custody.services import SealedStore, master_key_id, register_sealed_store, secret_key_id, secret_open, secret_reseal, secret_seal
 from tenancy.scoping import worker_only
 
 #: (config object, secret field) pairs in a webhook definition.

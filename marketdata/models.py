@@ -55,7 +55,7 @@ class OnchainDataSource(TenantOwnedModel):
     mint_address = models.CharField(max_length=44, help_text="The mint the feed prices (recorded on chain).")
     authority_address = models.CharField(max_length=44, help_text="Signs Update, SetJobHash, SetAuthority and Close.")
     authority_account = models.ForeignKey("accounts.Account", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
-    authority_key = models.ForeignKey("accounts.ManagedKey", null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+    authority_key = models.ForeignKey("custody.ManagedKey", null=True, blank=True, on_delete=models.PROTECT, related_name="+",
                                       help_text="The authority's key when the service generated it (no account record).")
     oracle_kind = models.CharField(max_length=20, default="QUOTES")
     data_kind = models.CharField(max_length=20, default="PRICE")

@@ -21,7 +21,7 @@ from django.db import transaction as db_transaction
 from solders.keypair import Keypair
 from solders.pubkey import Pubkey
 
-from accounts import custody
+from custody import services as custody
 from accounts.locks import ensure_no_operation_in_flight
 from accounts.lookup import resolve_account, resolve_own_account
 from accounts.models import Account

@@ -60,7 +60,7 @@ from ledger_project.api.idempotency import write_phase
 from transactions import fee_payers
 from transactions.chain.builder import MAX_TRANSACTION_SIZE
 from transactions.chain.errors import TransactionTooLarge
-from transactions.lookup_tables.compression import tenant_tables
+from transactions.compression import compression_tables
 from transactions.models import MessageLifetime, Transaction
 from transactions.services import transaction_record
 
@@ -218,7 +218,7 @@ def _pack(ctx: _Context, items: list[_Item]) -> list[_Pack]:
     grouped by signer and packed greedily while the compiled message fits."""
     config = transaction_config(ctx.tenant, ctx.cluster, ctx.svm_config)
     payer = (config.fee_payer or fee_payers.platform_fee_payer(ctx.cluster)).pubkey
-    tables = [] if config.version == "LEGACY" else [AddressLookupTableAccount(c.address, sorted(c.addresses, key=bytes)) for c in tenant_tables(ctx.tenant, ctx.cluster)]
+    tables = [] if config.version == "LEGACY" else [AddressLookupTableAccount(c.address, sorted(c.addresses, key=bytes)) for c in compression_tables(ctx.tenant, ctx.cluster)]
     # What the builder adds besides the movements: compute-budget instructions, a nonce advance.
     margin = (80 if config.compute is not None else 0) + (180 if config.lifetime == MessageLifetime.DURABLE_NONCE else 0)
     reference = AccountMeta(Keypair().pubkey(), is_signer=False, is_writable=False)

@@ -50,7 +50,6 @@ from accounts.limits import (
     DEFAULT_NETWORK_CURRENCY_LIMITS,
     NETWORK_CURRENCY,
     TOKEN,
-    api_key_may_debit,
     debited_within,
     first_exceeded,
 )
@@ -58,6 +57,7 @@ from accounts.locks import lock_visible_account
 from accounts.lookup import OffPlatform
 from accounts.models import Account, AccountType, WALLET_TYPES
 from ledger_project.api.errors import ForbiddenError
+from tenancy.roles import api_key_may_debit
 
 from .models import Position
 

@@ -10,7 +10,7 @@ from solders.pubkey import Pubkey
 from solders.system_program import CreateAccountParams, create_account
 from spl.token.instructions import InitializeAccount3Params, initialize_account3
 
-from accounts import custody
+from custody import services as custody
 from accounts.limits import normalize
 from accounts.lookup import OffPlatform
 from accounts.models import WALLET_TYPES, Account, AccountStatus, AccountType

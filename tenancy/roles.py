@@ -20,3 +20,11 @@ class Role(models.TextChoices):
 
 
 ALL_ROLES: frozenset[str] = frozenset(Role.values)
+
+
+def api_key_may_debit(allowed: list[str] | None, api_key) -> bool:
+    """``networkCurrencyDebitApiKeys`` / ``tokenDebitApiKeys``: when not empty, only the API
+    keys listed (by key id or name) may debit. No key (admin, workers) is not restricted."""
+    if not allowed or api_key is None:
+        return True
+    return api_key.key_id in allowed or bool(api_key.name and api_key.name in allowed)

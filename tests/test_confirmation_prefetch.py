@@ -17,7 +17,7 @@ from solders.signature import Signature
 from solders.system_program import TransferParams, transfer
 from spl.token.instructions import MintToCheckedParams, create_associated_token_account, get_associated_token_address, mint_to_checked
 
-from accounts.custody import managed_key_import
+from custody.services import managed_key_import
 from accounts.models import Account, AccountStatus, BalanceSnapshot
 from instruments.models import FinancialInstrument
 from instruments.onchain import read_mint

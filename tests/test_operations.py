@@ -112,11 +112,12 @@ def test_bootstrap_demo_creates_key_once():
 @pytest.mark.django_db
 def test_admin_account_pages_show_no_key_material(admin_client, api, localnet_url):
     created = api.call("post", "/api/v1/accounts", {"itemData": {"managed": True}}).json()["newAccount"]
-    from accounts.models import Account, ManagedKey
+    from accounts.models import Account
+    from custody.models import ManagedKey
 
     account = Account.unscoped.get(offchain_id=created["offchainId"])
     key = ManagedKey.objects.get(public_key=account.address)
-    for url in ("/admin/accounts/account/", f"/admin/accounts/account/{account.pk}/change/", "/admin/accounts/managedkey/", f"/admin/accounts/managedkey/{key.pk}/change/",
+    for url in ("/admin/accounts/account/", f"/admin/accounts/account/{account.pk}/change/", "/admin/custody/managedkey/", f"/admin/custody/managedkey/{key.pk}/change/",
                 "/admin/transactions/transaction/", "/admin/accounts/privatekeydisclosure/", "/admin/accounts/account/?q=" + account.address[:10]):
         response = admin_client.get(url)
         assert response.status_code == 200, url

@@ -14,7 +14,7 @@ from solders.keypair import Keypair
 from solders.pubkey import Pubkey
 from solders.system_program import TransferParams, transfer
 
-from accounts.custody import managed_key_import
+from custody.services import managed_key_import
 from accounts.tests.factories import AccountFactory
 from conftest import assert_error
 from transactions import services

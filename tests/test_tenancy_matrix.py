@@ -169,8 +169,8 @@ def test_other_tenants_record_is_like_missing_and_unchanged(api, other_tenant, l
         theirs = Transaction.unscoped.create(tenant=other_tenant, cluster="CHAIN_LOCALNET", operation="test", status="PARTIALLY_SIGNED", message=b"m",
                                              blockhash="11111111111111111111111111111111", fee_payer=str(Keypair().pubkey()))
     elif "/address-lookup-tables/" in path or method == "patch" and path.endswith("/address-lookup-tables"):
-        from transactions.models import AddressLookupTable
-        from transactions.tests.factories import AddressLookupTableFactory
+        from lookup_tables.models import AddressLookupTable
+        from lookup_tables.tests.factories import AddressLookupTableFactory
 
         theirs, model = AddressLookupTableFactory(tenant=other_tenant), AddressLookupTable
     elif "/webhooks" in path:

@@ -275,7 +275,7 @@ def test_row_locks_and_writes_take_the_tenant(tenant, other_tenant):
 REQUEST_PATH_MODULES = [
     "ledger_project/api/*.py", "*/views.py", "*/selectors.py", "*/lookup.py", "*/serializers.py", "*/render.py",
     "*/services.py", "*/lifecycle.py", "*/limits.py", "*/locks.py", "*/webhooks.py", "*/movement.py", "*/transfers.py",
-    "transactions/lookup_tables/*.py",
+    "lookup_tables/*.py",
     "loans/services/*.py",
     "*/nonces.py",
     "transactions/withdrawals.py",

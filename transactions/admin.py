@@ -18,7 +18,7 @@ from ledger_project.api.idempotency import write_phase
 from ledger_project.staff import staff_action
 
 from . import approvals, services, settlement
-from .models import TERMINAL, AddressLookupTable, NonceAccount, PlatformFeePayer, Transaction, TransactionApproval, TransactionEvent, TransactionStatus
+from .models import TERMINAL, NonceAccount, PlatformFeePayer, Transaction, TransactionApproval, TransactionEvent, TransactionStatus
 
 
 class EventInline(admin.TabularInline):
@@ -239,20 +239,6 @@ class TransactionApprovalAdmin(admin.ModelAdmin):
         return False
 
     def has_delete_permission(self, request, obj=None):
-        return False
-
-
-@admin.register(AddressLookupTable)
-class AddressLookupTableAdmin(admin.ModelAdmin):
-    """Tenants' lookup tables (docs/lookup-tables.md): read-only; they change through the API."""
-
-    list_display = ("created_at", "address", "state", "addresses_count", "tenant", "cluster", "authority", "last_extended_slot")
-    list_filter = ("state", "cluster", "tenant")
-    search_fields = ("address", "offchain_id", "authority")
-    list_select_related = ("tenant",)
-    readonly_fields = [f.name for f in AddressLookupTable._meta.fields]
-
-    def has_add_permission(self, request) -> bool:
         return False
 
 

@@ -6,5 +6,4 @@ class TransactionsConfig(AppConfig):
     name = "transactions"
 
     def ready(self) -> None:
-        from .lookup_tables import effects  # noqa: F401  (registers the lookup tables' transaction effects)
         from . import webhooks  # noqa: F401  (registers the webhook secrets with custody's rotation)

@@ -301,7 +301,7 @@ def send(event: WebhookEvent, *, not_after: float | None = None) -> Outcome:
     and so does ``not_after`` (monotonic: the claim's lapse, which no attempt outlives)."""
     import httpx
 
-    from accounts.custody import CustodyError
+    from custody.services import CustodyError
     from ledger_project.outbound import OutboundUrlRefused, outbound_send
 
     sub = event.subscription

@@ -41,7 +41,7 @@ def fee_payer_cache_clear() -> None:
 
 
 def _fee_payer_row(cluster: str) -> PlatformFeePayer:
-    from accounts.custody import current_master_key_id
+    from custody.services import current_master_key_id
 
     hit = _rows.get(cluster)
     if hit is not None and time.monotonic() - hit[0] < FEE_PAYER_CACHE_SECONDS and hit[1].managed_key.master_key_id == current_master_key_id():
@@ -55,7 +55,7 @@ def _fee_payer_row(cluster: str) -> PlatformFeePayer:
 
 
 def _load_fee_payer_row(cluster: str) -> PlatformFeePayer:
-    from accounts.custody import managed_key_generate
+    from custody.services import managed_key_generate
 
     query = PlatformFeePayer.objects.select_related("managed_key").filter(cluster=cluster).order_by()  # unique: no ORDER BY
     row = next(iter(query[:1]), None)

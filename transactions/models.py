@@ -209,7 +209,7 @@ class PlatformFeePayer(models.Model):
     """The service's own fee payer on a cluster: a managed key (auto-funded on localnet)."""
 
     cluster = models.CharField(max_length=40, unique=True)
-    managed_key = models.ForeignKey("accounts.ManagedKey", on_delete=models.PROTECT, related_name="+")
+    managed_key = models.ForeignKey("custody.ManagedKey", on_delete=models.PROTECT, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:
@@ -253,9 +253,9 @@ class NonceAccount(models.Model):
     #: null: the platform's pool; else the tenant that owns it (and ``account`` its record)
     tenant = models.ForeignKey("tenancy.TenantOrganization", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
     account = models.OneToOneField("accounts.Account", null=True, blank=True, on_delete=models.PROTECT, related_name="nonce", help_text="The tenant's Account record (type NONCE).")
-    account_key = models.ForeignKey("accounts.ManagedKey", null=True, blank=True, on_delete=models.PROTECT, related_name="+", help_text="The nonce account's own key (signs its creation).")
+    account_key = models.ForeignKey("custody.ManagedKey", null=True, blank=True, on_delete=models.PROTECT, related_name="+", help_text="The nonce account's own key (signs its creation).")
     authority = models.CharField(max_length=44, help_text="The nonce authority's address (it signs every AdvanceNonceAccount).")
-    authority_key = models.ForeignKey("accounts.ManagedKey", null=True, blank=True, on_delete=models.PROTECT, related_name="+", help_text="The authority's key when the service holds it.")
+    authority_key = models.ForeignKey("custody.ManagedKey", null=True, blank=True, on_delete=models.PROTECT, related_name="+", help_text="The authority's key when the service holds it.")
     authority_account = models.ForeignKey("accounts.Account", null=True, blank=True, on_delete=models.PROTECT, related_name="+", help_text="The tenant's account named as nonceAuthority, if any.")
     leased_by = models.OneToOneField("transactions.Transaction", null=True, blank=True, on_delete=models.SET_NULL, related_name="nonce_lease")
     leased_at = models.DateTimeField(null=True, blank=True)
@@ -315,66 +315,6 @@ class PumpMember(models.Model):
         return f"{self.cluster} pump member {self.holder}"
 
 
-class LookupTableState(models.TextChoices):
-    """An address lookup table's life (docs/lookup-tables.md)."""
-
-    CREATING = "CREATING"  # creation transaction recorded, not yet confirmed
-    ACTIVE = "ACTIVE"  # on chain, extendable; V0 messages of its tenant compress through it
-    FROZEN = "FROZEN"  # authority removed on chain: never changes again; still used for compression
-    DEACTIVATED = "DEACTIVATED"  # deactivation confirmed: no new transaction uses it; closable after the cool-down
-    CLOSED = "CLOSED"  # closed on chain, its rent with the recipient (kept as a record)
-    FAILED = "FAILED"  # the creation transaction never executed: nothing exists on chain
-
-
-#: States in which a table exists on chain and is not deactivated: usable in V0 messages.
-LOOKUP_TABLE_USABLE = (LookupTableState.ACTIVE, LookupTableState.FROZEN)
-
-
-class AddressLookupTable(TenantOwnedModel):
-    """An address lookup table a tenant created through the service (Create Address Lookup Table).
-
-    Invariants: one row per (cluster, address); ``addresses`` is the table's content as the
-    chain stored it, copied from a read made after a transaction of the table confirmed
-    (``synced_slot``: a read older than the one the row reflects never overwrites it), so
-    it never lists an address a pending extension only asks for; at most one transaction
-    changes the table at a time (``pending_transaction``, the in-flight marker); the
-    authority signs every change: the service holds its key (``authority_key``), or it is a
-    tenant account that signs off platform.
-    """
-
-    address = models.CharField(max_length=44)
-    state = models.CharField(max_length=12, choices=LookupTableState.choices, default=LookupTableState.CREATING)
-    authority = models.CharField(max_length=44, help_text="The table's authority (signs extend, freeze, deactivate, close).")
-    authority_key = models.ForeignKey("accounts.ManagedKey", null=True, blank=True, on_delete=models.PROTECT, related_name="+", help_text="Its key, when the service holds it.")
-    authority_account = models.ForeignKey("accounts.Account", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", help_text="The tenant account named as authority, if any.")
-    addresses = models.JSONField(default=list, blank=True, help_text="The addresses stored on chain, in table order.")
-    addresses_count = models.PositiveSmallIntegerField(default=0)
-    last_extended_slot = models.BigIntegerField(null=True, blank=True)
-    # Addresses from this index on were added in last_extended_slot: the runtime lets a
-    # message load them only from the next slot on.
-    last_extended_start_index = models.PositiveSmallIntegerField(default=0)
-    deactivation_slot = models.BigIntegerField(null=True, blank=True)
-    synced_slot = models.BigIntegerField(null=True, blank=True, help_text="Slot of the chain read the row reflects.")
-    creation_transaction = models.ForeignKey("transactions.Transaction", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
-    last_transaction = models.ForeignKey("transactions.Transaction", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
-    pending_transaction = models.ForeignKey("transactions.Transaction", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
-    closed_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["-pk"]
-        indexes = [
-            models.Index(fields=["tenant", "cluster", "state"], name="alt_tenant_state"),
-            models.Index(fields=["authority"], name="alt_authority"),  # the admin's search by address (docs/admin.md)
-        ]
-        constraints = [
-            models.UniqueConstraint(fields=["cluster", "address"], name="alt_unique_address_per_cluster", violation_error_message="This lookup table is already recorded."),
-            models.CheckConstraint(condition=Q(addresses_count__lte=256), name="alt_at_most_256_addresses", violation_error_message="A lookup table holds at most 256 addresses."),
-        ]
-
-    def __str__(self) -> str:
-        return f"lookup table {self.address} [{self.state}]"
-
-
 class ProgramDeploymentState(models.TextChoices):
     DEPLOYING = "DEPLOYING"  # the program's key is recorded; its first deployment may or may not have landed
     DEPLOYED = "DEPLOYED"  # executable on the cluster with the recorded bytes
@@ -396,8 +336,8 @@ class ProgramDeployment(models.Model):
     cluster = models.CharField(max_length=40)
     name = models.CharField(max_length=40, help_text="The program's folder under programs/ (allowlist_hook, loan_vault).")
     program_id = models.CharField(max_length=44)
-    program_key = models.ForeignKey("accounts.ManagedKey", null=True, blank=True, on_delete=models.PROTECT, related_name="+", help_text="The program account's key (it signs the account's creation).")
-    upgrade_authority_key = models.ForeignKey("accounts.ManagedKey", on_delete=models.PROTECT, related_name="+")
+    program_key = models.ForeignKey("custody.ManagedKey", null=True, blank=True, on_delete=models.PROTECT, related_name="+", help_text="The program account's key (it signs the account's creation).")
+    upgrade_authority_key = models.ForeignKey("custody.ManagedKey", on_delete=models.PROTECT, related_name="+")
     state = models.CharField(max_length=10, choices=ProgramDeploymentState.choices, default=ProgramDeploymentState.DEPLOYING)
     sha256 = models.CharField(max_length=64, blank=True, help_text="SHA-256 of the program bytes last deployed or upgraded.")
     size = models.PositiveIntegerField(default=0)

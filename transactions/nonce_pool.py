@@ -210,7 +210,7 @@ def nonce_pool_fill(*, cluster: str, target: int | None = None) -> int:
 def nonce_account_record(*, cluster: str) -> NonceAccount:
     """Record a new pool entry (state CREATING) with its keys: committed before anything is
     sent, so no account can exist on chain without its row."""
-    from accounts.custody import managed_key_generate
+    from custody.services import managed_key_generate
 
     if transaction.get_connection().in_atomic_block:
         raise RuntimeError("nonce accounts are recorded in their own committed transaction, never inside a request's")

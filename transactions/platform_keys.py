@@ -33,6 +33,7 @@ from solders.message import Message, MessageV0
 from solders.pubkey import Pubkey
 
 from ledger_project.api.errors import ForbiddenError, LedgerError
+from tenancy.roles import api_key_may_debit
 
 from .chain.signing import sign_all
 
@@ -212,7 +213,6 @@ def shared_key_check(message: Message | MessageV0, specs: Sequence[object], api_
     the owner's debit API-key lists: a signature authorizes every role the key has in the
     message (fee payer, source, owner, authority), so the rule holds whatever the role —
     the rule Sign Transaction's onPlatformSigning applies (accounts/signers.py)."""
-    from accounts.limits import api_key_may_debit  # noqa: PLC0415 - custody's rules live with the accounts
 
     if api_key is None:
         return
@@ -244,7 +244,7 @@ def engine_sign(
     each spec's key. ``specs``: SignerSpec-like objects (``pubkey``, ``managed_key`` or
     ``keypair``, ``platform``); ``signed``: signers whose signatures the transaction holds
     already (each passed this check when it was made)."""
-    from accounts.custody import managed_key_signer  # noqa: PLC0415 - custody decrypts at signing time only
+    from custody.services import managed_key_signer  # noqa: PLC0415 - custody decrypts at signing time only
 
     signing = {**{a: None for a in signed}, **{str(s.pubkey): s for s in specs}}
     platform_signers = [a for a, s in signing.items() if getattr(s, "platform", False)]

@@ -182,14 +182,14 @@ def _check_funds(rpc: ChainRpc, payer, lamports: int) -> None:
 
 def _authority_key(cluster: str):
     """The cluster's upgrade authority: the key its recorded programs use, else a new one."""
-    from accounts.custody import managed_key_generate
+    from custody.services import managed_key_generate
 
     row = ProgramDeployment.objects.filter(cluster=cluster).select_related("upgrade_authority_key").order_by("pk").first()
     return row.upgrade_authority_key if row is not None else managed_key_generate()
 
 
 def _held_key(pubkey: Pubkey):
-    from accounts.models import ManagedKey
+    from custody.models import ManagedKey
 
     return ManagedKey.objects.filter(public_key=str(pubkey)).first()
 
@@ -229,7 +229,7 @@ def _upgrade(rpc, sender_for, cluster: str, name: str, program: Pubkey, onchain:
 
 def _first_deployment(rpc, sender_for, cluster: str, name: str, elf: bytes) -> tuple[Pubkey, list[str]]:
     """Deploy at a new id (or the id a run cut short recorded)."""
-    from accounts.custody import managed_key_generate
+    from custody.services import managed_key_generate
 
     with transaction.atomic():
         row = ProgramDeployment.objects.select_for_update(of=("self",)).filter(cluster=cluster, name=name).select_related("program_key", "upgrade_authority_key").first()

@@ -28,11 +28,11 @@ from ledger_project.api.errors import ConflictError, LedgerError
 from ledger_project.request_context import acting_api_key_var
 
 from . import effects, fee_payers, nonce_pool, platform_keys, shards
+from .compression import compression_tables
 from .chain import builder
 from .chain.errors import SimulationFailed
 from .chain.rpc import rpc_for
 from .chain.signing import signature_valid
-from .lookup_tables.compression import tenant_tables
 from .models import Commitment, MessageLifetime, NonceAccount, Transaction, TransactionEvent, TransactionSigner, TransactionStatus
 
 logger = logging.getLogger("ledger.transactions")
@@ -163,7 +163,7 @@ def transaction_build(
     if config.version == "V0" and tenant is not None and not any(ix.program_id == builder.ADDRESS_LOOKUP_TABLE_PROGRAM for ix in instructions):
         # V0 messages compress through the tenant's own lookup tables (docs/lookup-tables.md,
         # "Compression"); one that changes a table names too few accounts to gain anything.
-        auto_tables = tenant_tables(tenant, cluster)
+        auto_tables = compression_tables(tenant, cluster)
     plan = builder.BuildPlan(
         instructions=instructions, fee_payer=fee_payer.pubkey, version=config.version, compute=config.compute, nonce=nonce,
         lookup_tables=config.lookup_tables, auto_lookup_tables=auto_tables, blockhash_reuse_seconds=settings.LEDGER_BLOCKHASH_REUSE_SECONDS,

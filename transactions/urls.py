@@ -19,8 +19,3 @@ urlpatterns = [
     path("webhooks/bulk/<str:detail_level>", WebhookViewSet.as_view({"post": "bulk"}), name="webhooks-bulk"),
     path("webhooks/replay", WebhookViewSet.as_view({"post": "replay"}), name="webhook-replay"),
 ]
-
-# Address lookup tables (transactions/lookup_tables/, docs/lookup-tables.md).
-from .lookup_tables.urls import urlpatterns as _lookup_tables  # noqa: E402
-
-urlpatterns += _lookup_tables

@@ -52,7 +52,7 @@ class WebhookSubscription(TenantOwnedModel):
     list by ``webhooks.webhook_sync_instrument``): they receive the transaction events of
     transactions whose message names the instrument's mint (``instrument_address``).
 
-    Invariants: credentials and signing secrets are stored sealed (accounts.custody,
+    Invariants: credentials and signing secrets are stored sealed (custody.services,
     purpose-bound to this row) and never rendered; a subscription is never deleted while
     events reference it (REMOVED instead).
     """

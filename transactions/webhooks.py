@@ -2,7 +2,7 @@
 (docs/webhooks.md).
 
 Writes run in the caller's write phase. Credentials (``keyValue``, ``clientSecret``,
-``password``) and signing secrets are sealed with ``accounts.custody.secret_seal``, bound to
+``password``) and signing secrets are sealed with ``custody.services.secret_seal``, bound to
 the subscription row (its offchainId) and never rendered: responses show ``REDACTED``. The
 stored secrets are a sealed store of custody's (registered below), so master-key rotation
 re-seals them and retirement counts them (docs/custody.md, Rotation).
@@ -40,13 +40,13 @@ def _purpose(subscription: WebhookSubscription, name: str) -> str:
 
 
 def _seal(subscription: WebhookSubscription, name: str, value: str) -> dict:
-    from accounts.custody import secret_seal
+    from custody.services import secret_seal
 
     return {"sealed": secret_seal(value=value, purpose=_purpose(subscription, name))}
 
 
 def _open(subscription: WebhookSubscription, name: str, stored: dict | None) -> str | None:
-    from accounts.custody import secret_open
+    from custody.services import secret_open
 
     if not stored or "sealed" not in stored:
         return None
@@ -324,7 +324,7 @@ def _sealed_values(sub_fields):
 
 @worker_only  # master-key rotation (management command): every tenant
 def _references() -> Counter:
-    from accounts.custody import secret_key_id
+    from custody.services import secret_key_id
 
     counts: Counter = Counter()
     for fields in WebhookSubscription.unscoped.values_list("auth", "signing_secret", "previous_signing_secret").iterator():
@@ -336,7 +336,7 @@ def _references() -> Counter:
 def _reseal(current: bytes) -> int:
     """Re-seal every secret not under ``current``, each row locked and re-read while it is
     rewritten (a concurrent update is not lost)."""
-    from accounts.custody import master_key_id, secret_key_id, secret_reseal
+    from custody.services import master_key_id, secret_key_id, secret_reseal
 
     current_id, count = master_key_id(current), 0
     for pk in list(WebhookSubscription.unscoped.values_list("pk", flat=True)):
@@ -367,7 +367,7 @@ def _reseal(current: bytes) -> int:
 
 
 def _register() -> None:
-    from accounts.custody import SealedStore, register_sealed_store
+    from custody.services import SealedStore, register_sealed_store
 
     register_sealed_store(SealedStore("transactions.webhooks", references=_references, reseal=_reseal))
 

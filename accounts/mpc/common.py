@@ -10,10 +10,10 @@ import logging
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
 
+from custody.errors import CustodyError
 from ledger_project.api.errors import ForbiddenError, LedgerError
+from tenancy.roles import api_key_may_debit
 
-from ..errors import CustodyError
-from ..limits import api_key_may_debit
 from ..threshold import messages as M
 from ..threshold.keys import KeyPackage
 from . import keyring

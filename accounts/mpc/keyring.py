@@ -29,8 +29,9 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 from django.utils import timezone
 
-from .. import custody
-from ..errors import CustodyError
+from custody import services as custody
+from custody.errors import CustodyError
+
 
 _DEK_AAD = b"ledger/threshold/dek-wrap/v1:"
 _VALUE_AAD = b"ledger/threshold/value/v1:"

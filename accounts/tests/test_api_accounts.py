@@ -122,7 +122,7 @@ def test_importing_a_held_key_again_is_409_naming_the_record(api, other_api, loc
     assert Account.unscoped.count() == 1
     account = Account.unscoped.get()
     assert account.managed_key.public_key == str(keypair.pubkey())
-    from accounts.custody import managed_key_export
+    from custody.services import managed_key_export
 
     assert managed_key_export(key=account.managed_key) == str(keypair)  # the held key still opens
 

@@ -66,7 +66,7 @@ def test_backend_players_make_the_key_in_the_request_and_the_address_is_the_grou
 def test_a_share_opens_only_under_its_own_player_account_and_generation(api):
     body = create(api, dkg_item(("BACKEND_A", "BACKEND_B"))).json()
     a, b = shares_of(body["newAccount"]["onchainId"])
-    from accounts.errors import CustodyError
+    from custody.errors import CustodyError
 
     with pytest.raises(CustodyError):  # B's key cannot open A's share
         unseal_key_package("BACKEND_B", a.sealed, share_purpose(a))
@@ -331,7 +331,7 @@ def test_refresh_refusals(api):
 def test_two_players_sharing_a_key_or_the_master_key_refuse_to_start(settings, tmp_path):
     from django.core.exceptions import ImproperlyConfigured
 
-    from accounts.custody import encode_master_key
+    from custody.services import encode_master_key
 
     one, two = encode_master_key(b"\x01" * 32), encode_master_key(b"\x02" * 32)
     settings.LEDGER_MPC_BACKEND_PLAYERS = ["P1", "P2"]

@@ -9,7 +9,7 @@ from solders.pubkey import Pubkey
 from solders.signature import Signature
 from solders.system_program import TransferParams, transfer
 
-from accounts.custody import managed_key_import
+from custody.services import managed_key_import
 from accounts.models import Account, BalanceSnapshot
 from tests.workers import paused_workers, wait_for
 from transactions import services, settlement

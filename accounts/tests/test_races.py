@@ -72,7 +72,7 @@ def test_concurrent_creates_with_one_request_id_create_one_account(api_key, loca
 def test_crash_in_the_write_phase_leaves_no_key_account_transaction_or_record(api, localnet_url, monkeypatch):
     import uuid
 
-    from accounts.models import ManagedKey
+    from custody.models import ManagedKey
     from tenancy.models import IdempotencyRecord
 
     def crash(*args, **kwargs):

@@ -30,11 +30,15 @@ class Migration(migrations.Migration):
         ("backoffice", "0050_admin_initial"),
         ("auth", "__latest__"),
         ("contenttypes", "__latest__"),
-        ("tenancy", "__latest__"),
-        ("accounts", "__latest__"),
-        ("instruments", "__latest__"),
-        ("positions", "__latest__"),
-        ("transactions", "__latest__"),
+        # Pinned to the migrations of the day: "__latest__" here would make every later
+        # migration of these apps a dependency of an applied one, and an upgraded database
+        # would refuse to migrate (InconsistentMigrationHistory). Models added later get
+        # their roles from the post_migrate sync.
+        ("tenancy", "0002_a_idempotency_response_bytes"),
+        ("accounts", "0007_unscoped_manager"),
+        ("instruments", "0005_prefetch_synced_slot"),
+        ("positions", "0002_balance_slot_index"),
+        ("transactions", "0007_pump_lease"),
         ("django_celery_beat", "__latest__"),
         ("django_celery_results", "__latest__"),
     ]

@@ -16,7 +16,7 @@ from backoffice.records import records_at
 from instruments.tests.factories import FinancialInstrumentFactory
 from transactions import delivery
 from transactions.models import NonceAccount, NonceState
-from transactions.tests.factories import AddressLookupTableFactory
+from lookup_tables.tests.factories import AddressLookupTableFactory
 from transactions.tests.webhookkit import Receiver, emit, recorded_transaction, subscribe
 from transactions.webhook_models import DeliveryStatus, WebhookEvent, WebhookStatus
 from vaults.tests.factories import make_vault
@@ -123,8 +123,8 @@ def test_nonce_accounts_lookup_tables_and_vaults_have_pages_linked_both_ways(cli
     assert nonce.address in viewer.get(f"/admin/transactions/nonceaccount/?q={nonce.address}").content.decode()
 
     table = AddressLookupTableFactory(tenant=tenant)
-    table_page = viewer.get(f"/admin/transactions/addresslookuptable/{table.pk}/change/").content.decode()
-    assert "Open on the chain" in table_page and f"/admin/chain/transactions/addresslookuptable/{table.pk}/" in table_page
+    table_page = viewer.get(f"/admin/lookup_tables/addresslookuptable/{table.pk}/change/").content.decode()
+    assert "Open on the chain" in table_page and f"/admin/chain/lookup_tables/addresslookuptable/{table.pk}/" in table_page
     assert 'name="_save"' not in table_page
 
     vault = make_vault(tenant)

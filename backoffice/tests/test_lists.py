@@ -18,7 +18,7 @@ from instruments.tests.factories import FinancialInstrumentFactory
 from positions.tests.test_api_bulk import make_position
 from tenancy.tests.factories import issue_key
 from transactions.models import NonceAccount, Transaction, TransactionStatus
-from transactions.tests.factories import AddressLookupTableFactory
+from lookup_tables.tests.factories import AddressLookupTableFactory
 from transactions.webhook_models import WebhookAttempt, WebhookEvent
 from vaults.tests.factories import make_vault
 
@@ -39,7 +39,7 @@ LISTS = {
                                                                                   account=AccountFactory(tenant=t, type="NONCE"), authority=str(Keypair().pubkey()),
                                                                                   leased_by=Transaction.unscoped.create(tenant=t, cluster="CHAIN_LOCALNET", operation="test.op",
                                                                                                                         message=b"", blockhash="x", fee_payer="x")),
-    "/admin/transactions/addresslookuptable/": lambda t, i: AddressLookupTableFactory(tenant=t),
+    "/admin/lookup_tables/addresslookuptable/": lambda t, i: AddressLookupTableFactory(tenant=t),
     "/admin/vaults/vault/": lambda t, i: make_vault(t),
 }
 

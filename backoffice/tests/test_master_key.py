@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from accounts import custody
-from accounts.models import ManagedKey
+from custody import services as custody
+from custody.models import ManagedKey
 from backoffice.models import AuditKind, StaffAuditEntry
 
 from .staff import client_for, staff_user

@@ -13,7 +13,7 @@ SPECTACULAR_SETTINGS = {
         "InstrumentStatusEnum": "instruments.models.InstrumentStatus.choices",
         "AccountTypeEnum": "accounts.models.AccountType.choices",
         "PositionStateEnum": "instruments.models.PositionState.choices",
-        "LookupTableStateEnum": "transactions.models.LookupTableState.choices",
+        "LookupTableStateEnum": "lookup_tables.models.LookupTableState.choices",
         "WebhookStatusEnum": "transactions.webhook_models.WebhookStatus.choices",
         "WebhookSettableStatusEnum": "transactions.webhook_models.SETTABLE_STATUSES",
         "OracleKindEnum": "marketdata.models.ORACLE_KINDS",
@@ -30,7 +30,7 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums", "ledger_project.api.schema.postprocess", "accounts.schema.postprocess",
         "positions.schema.postprocess", "instruments.schema.postprocess", "transactions.webhook_schema.postprocess",
-        "transactions.lookup_tables.schema.postprocess", "vaults.schema.postprocess", "marketdata.schema.postprocess",
+        "lookup_tables.schema.postprocess", "vaults.schema.postprocess", "marketdata.schema.postprocess",
     ],
     # The payloads the service sends (docs/webhooks.md); an OpenAPI 3.0 document carries them
     # as x-webhooks (ledger_project/api/schema.py).

@@ -13,7 +13,7 @@ from solders.signature import Signature
 from spl.token.constants import TOKEN_PROGRAM_ID
 from spl.token.instructions import TransferCheckedParams, transfer_checked
 
-from accounts.models import ManagedKey
+from custody.models import ManagedKey
 from positions.models import Position, PositionBalanceSnapshot
 from tests.workers import paused_workers, wait_for
 from transactions import services, settlement

@@ -10,7 +10,7 @@ import pytest
 from django.utils import timezone
 from solders.keypair import Keypair
 
-from accounts import custody
+from custody import services as custody
 from accounts.limits import NETWORK_CURRENCY, TOKEN, effective_limits
 from accounts.lookup import OffPlatform
 from accounts.tests.factories import AccountFactory

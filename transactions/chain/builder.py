@@ -3,7 +3,7 @@
 Pure with respect to the database: reads the chain only for the blockhash, nonce value,
 lookup tables and fee estimates it needs (through ``rpc.ChainRpc``). The tenant's own
 lookup tables come in as candidates (``TableCandidate``, from the database: see
-transactions/lookup_tables/compression.py); the chain decides which of them a message
+lookup_tables/compression.py); the chain decides which of them a message
 may load from (docs/lookup-tables.md, "Compression").
 """
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Callable
 
 from ledger_project.api.errors import LedgerError, ServiceUnavailableError
 
@@ -108,20 +109,27 @@ def failing_account(transaction, err: object) -> str | None:
         return None
 
 
+_OwnAddresses = Callable[..., set[str]]
+_own_addresses: _OwnAddresses | None = None
+
+
+def register_own_addresses(finder: _OwnAddresses) -> None:
+    """The accounts area says which addresses are the acting tenant's own
+    (accounts/apps.py): the chain client stands below every area and asks through this."""
+    global _own_addresses
+    _own_addresses = finder
+
+
 def caller_accounts(*, tenant, cluster: str, candidates) -> set[str]:
     """Which of ``candidates`` are the acting tenant's own: addresses of its account
-    records on ``cluster`` (``Account.objects.for_tenant``; its feePayer is one when it is
-    the tenant's account), never a platform fee payer. A signer of the request is not
-    enough: an off-platform signer whose key the service does not hold, or another
-    organization's shared account, is not the caller's to read about."""
-    from accounts.models import Account
-    from transactions.models import PlatformFeePayer
-
+    records on ``cluster`` (its feePayer is one when it is the tenant's account), never a
+    platform fee payer. A signer of the request is not enough: an off-platform signer whose
+    key the service does not hold, or another organization's shared account, is not the
+    caller's to read about. With no finder registered nothing is the caller's."""
     candidates = {str(c) for c in candidates if c}
-    if tenant is None or not candidates:
+    if tenant is None or not candidates or _own_addresses is None:
         return set()
-    own = set(Account.objects.for_tenant(tenant).filter(cluster=cluster, address__in=candidates).values_list("address", flat=True))
-    return own - set(PlatformFeePayer.objects.values_list("managed_key__public_key", flat=True))
+    return _own_addresses(tenant=tenant, cluster=cluster, candidates=candidates)
 
 
 class TransactionTooLarge(LedgerError):

@@ -17,7 +17,8 @@ from solders.pubkey import Pubkey
 from solders.system_program import AdvanceNonceAccountParams, advance_nonce_account
 
 from accounts import nonces
-from accounts.models import Account, AccountStatus, AccountType, ManagedKey
+from accounts.models import Account, AccountStatus, AccountType
+from custody.models import ManagedKey
 from conftest import assert_error, make_client
 from instruments.tests.test_races import inject_after_build
 from transactions import fee_payers, nonce_pool, services as engine, tasks

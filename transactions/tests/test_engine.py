@@ -11,7 +11,7 @@ from solders.signature import Signature
 from solders.system_program import TransferParams, transfer
 from spl.token.instructions import TransferCheckedParams, transfer_checked
 
-from accounts.custody import managed_key_import
+from custody.services import managed_key_import
 from ledger_project.api.errors import LedgerError
 from ledger_project.base58 import b58decode
 from tests.workers import wait_for

@@ -14,7 +14,7 @@ from solders.system_program import TransferParams, transfer
 from solders.transaction_status import TransactionConfirmationStatus
 from solders.transaction_status import TransactionStatus as ChainStatus
 
-from accounts.custody import managed_key_import
+from custody.services import managed_key_import
 from accounts.models import Account, AccountStatus
 from ledger_project.api.errors import LedgerError
 from tests.workers import wait_for

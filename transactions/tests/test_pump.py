@@ -16,7 +16,7 @@ from solders.keypair import Keypair
 from solders.signature import Signature
 from solders.system_program import TransferParams, transfer
 
-from accounts.custody import managed_key_import
+from custody.services import managed_key_import
 from tests.workers import wait_for
 from transactions import effects, pump, services, shards
 from transactions.chain.rpc import rpc_for

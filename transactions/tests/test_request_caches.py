@@ -14,7 +14,7 @@ from solders.hash import Hash
 from solders.keypair import Keypair
 from solders.system_program import TransferParams, transfer
 
-from accounts import custody
+from custody import services as custody
 from transactions import fee_payers
 from transactions.chain import builder
 from transactions.chain.rpc import ChainRpc, LatestBlockhash, rpc_for

@@ -32,7 +32,7 @@ def test_admin_lists_searches_and_filters_vaults_and_changes_nothing(admin_clien
 
 @pytest.mark.django_db
 def test_admin_lists_program_deployments_read_only(admin_client):
-    from accounts.custody import managed_key_generate
+    from custody.services import managed_key_generate
     from transactions.models import ProgramDeployment
 
     key = managed_key_generate()

@@ -3,7 +3,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from accounts.errors import CustodyError
+from custody.errors import CustodyError
 from accounts.mpc.keyring import player_key_retire, player_key_rotate
 
 

@@ -15,11 +15,12 @@ from django.utils import timezone
 
 from tenancy.scoping import worker_only
 
-from ..chain.lookup_tables import table_on_chain
-from ..effects import ConfirmationFacts, effect_handler, failure_handler, marks_in_flight, needs_accounts
-from ..locks import lock_rows
-from ..models import AddressLookupTable, LookupTableState
+from transactions.chain.lookup_tables import table_on_chain
+from transactions.effects import ConfirmationFacts, effect_handler, failure_handler, marks_in_flight, needs_accounts
+from transactions.locks import lock_rows
+
 from . import CREATE, OPERATIONS
+from .models import AddressLookupTable, LookupTableState
 
 # Their own handlers end the mark with the rest of the record's update; the engine ends any left.
 marks_in_flight(AddressLookupTable)

@@ -2,7 +2,7 @@ import factory
 from solders.keypair import Keypair
 
 from tenancy.tests.factories import TenantFactory, TenantOwnedFactory
-from transactions.models import AddressLookupTable, LookupTableState
+from lookup_tables.models import AddressLookupTable, LookupTableState
 
 
 def _addresses(count: int) -> list[str]:

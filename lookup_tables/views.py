@@ -12,9 +12,10 @@ from ledger_project.api.idempotency import idempotent
 from ledger_project.api.schema import DETAIL_LEVEL, api_responses, bulk_responses, item_query, operation_parameters
 from ledger_project.api.viewsets import TenantScopedViewSet
 
-from ..models import AddressLookupTable
-from ..responses import attach_wait, transaction_result
+from transactions.responses import attach_wait, transaction_result
+
 from . import selectors, services
+from .models import AddressLookupTable
 from .serializers import (
     BulkLookupTablesCompactOutput,
     BulkLookupTablesIdentifiersOutput,

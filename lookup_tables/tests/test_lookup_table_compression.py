@@ -20,11 +20,11 @@ from positions.tests.kit import instrument, position, wallet
 from positions.tests.movekit import at, mint, settled, trade
 from transactions.chain import builder
 from transactions.chain.builder import TableCandidate, _loadable, choose_tables
-from transactions.lookup_tables.compression import tenant_tables, tenant_tables_forget
+from lookup_tables.compression import tenant_tables, tenant_tables_forget
 from transactions.models import Transaction
 from transactions.tests.chainkit import next_slot
-from transactions.tests.factories import AddressLookupTableFactory
-from transactions.tests.test_api_lookup_tables import address_of, create, extend, landed, raw
+from lookup_tables.tests.factories import AddressLookupTableFactory
+from lookup_tables.tests.test_api_lookup_tables import address_of, create, extend, landed, raw
 
 PROGRAM = Pubkey.from_string("TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA")
 
@@ -146,7 +146,7 @@ def test_the_chain_decides_a_table_deactivated_outside_the_service_is_left_out(a
 
     from transactions.chain import lookup_tables as alt
     from transactions.chain.builder import message_from_bytes
-    from transactions.models import AddressLookupTable as Table
+    from lookup_tables.models import AddressLookupTable as Table
     from transactions.services import SignerSpec, TxConfig, transaction_build
     from transactions.tests.chainkit import funded, send
 

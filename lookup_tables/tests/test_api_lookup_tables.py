@@ -12,15 +12,15 @@ from solders.keypair import Keypair
 from solders.pubkey import Pubkey
 from solders.signature import Signature
 
-from accounts.models import ManagedKey
+from custody.models import ManagedKey
 from conftest import assert_error
 from positions.tests.kit import wallet
 from transactions.chain.builder import ADDRESS_LOOKUP_TABLE_PROGRAM
 from transactions.fee_payers import platform_fee_payer
-from transactions.models import AddressLookupTable as Table
+from lookup_tables.models import AddressLookupTable as Table
 from transactions.models import Transaction
 from transactions.tests.chainkit import hold_pump
-from transactions.tests.factories import AddressLookupTableFactory
+from lookup_tables.tests.factories import AddressLookupTableFactory
 
 pytestmark = pytest.mark.chain
 BASE = "/api/v1/address-lookup-tables"
@@ -303,12 +303,12 @@ def test_more_addresses_than_one_transaction_holds_is_400(api, localnet_url, air
 @pytest.mark.django_db
 def test_admin_lists_lookup_tables_read_only(admin_client, tenant):
     table = AddressLookupTableFactory(tenant=tenant, state="FROZEN")
-    listing = admin_client.get("/admin/transactions/addresslookuptable/?state__exact=FROZEN").content.decode()
+    listing = admin_client.get("/admin/lookup_tables/addresslookuptable/?state__exact=FROZEN").content.decode()
     assert table.address in listing
-    assert table.address in admin_client.get(f"/admin/transactions/addresslookuptable/?q={table.authority}").content.decode()
-    page = admin_client.get(f"/admin/transactions/addresslookuptable/{table.pk}/change/").content.decode()
+    assert table.address in admin_client.get(f"/admin/lookup_tables/addresslookuptable/?q={table.authority}").content.decode()
+    page = admin_client.get(f"/admin/lookup_tables/addresslookuptable/{table.pk}/change/").content.decode()
     assert table.addresses[0] in page and 'name="state"' not in page and 'name="addresses"' not in page
-    assert admin_client.get("/admin/transactions/addresslookuptable/add/").status_code == 403
+    assert admin_client.get("/admin/lookup_tables/addresslookuptable/add/").status_code == 403
 
 
 # --- close after the cool-down: a node of its own, warped ----------------------------------------

@@ -10,11 +10,13 @@ import contextlib
 import pytest
 from solders.keypair import Keypair
 
-from accounts import custody, services
-from accounts.models import Account, KeyLocation, ManagedKey
+from accounts import services
+from accounts.models import Account
 from accounts.tests.test_api_accounts import ACCOUNTS, create
-from accounts.tests.test_custody import _verify, isolated_keys  # noqa: F401 (autouse fixture)
 from conftest import assert_error
+from custody import services as custody
+from custody.models import KeyLocation, ManagedKey
+from custody.tests.test_custody import _verify, isolated_keys  # noqa: F401 (autouse fixture)
 from ledger_project.api.errors import ConflictError
 from ledger_project.api.idempotency import write_phase
 

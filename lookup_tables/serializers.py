@@ -16,9 +16,10 @@ from ledger_project.api.envelope import (
 from ledger_project.api.outputs import bulk_output
 from ledger_project.api.query import ItemQuerySerializer
 
-from ..chain.lookup_tables import MAX_ADDRESSES
-from ..models import LookupTableState
-from ..serializers import TransactionResultOutput
+from transactions.chain.lookup_tables import MAX_ADDRESSES
+from transactions.serializers import TransactionResultOutput
+
+from .models import LookupTableState
 
 ACTIONS = ("FREEZE", "DEACTIVATE", "CLOSE")
 

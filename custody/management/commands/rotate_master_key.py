@@ -3,8 +3,8 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from accounts.custody import master_key_retire, master_key_rotate
-from accounts.errors import CustodyError
+from custody.services import master_key_retire, master_key_rotate
+from custody.errors import CustodyError
 
 
 class Command(BaseCommand):

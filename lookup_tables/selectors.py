@@ -9,7 +9,7 @@ from ledger_project.api.query import QueryField, QuerySpec, apply_item_query
 from ledger_project.timestamps import timestamp_text
 from tenancy.scoping import scoped_tenant
 
-from ..models import AddressLookupTable, LookupTableState
+from .models import AddressLookupTable, LookupTableState
 
 #: Fetch Address Lookup Tables fieldNames (docs/lookup-tables.md): every one filters and sorts.
 LOOKUP_TABLE_QUERY = QuerySpec(

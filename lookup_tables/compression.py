@@ -17,8 +17,9 @@ import time
 from django.conf import settings
 from solders.pubkey import Pubkey
 
-from ..chain.builder import MIN_KEYS_PER_TABLE, TableCandidate
-from ..models import LOOKUP_TABLE_USABLE, AddressLookupTable
+from transactions.chain.builder import MIN_KEYS_PER_TABLE, TableCandidate
+
+from .models import LOOKUP_TABLE_USABLE, AddressLookupTable
 
 #: The newest tables of a tenant the builder chooses from.
 MAX_CANDIDATES = 64

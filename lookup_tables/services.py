@@ -22,7 +22,7 @@ from django.db import IntegrityError
 from django.db import transaction as db_transaction
 from solders.pubkey import Pubkey
 
-from accounts import custody
+from custody import services as custody
 from accounts.locks import ensure_no_operation_in_flight
 from accounts.lookup import OffPlatform, resolve_account, resolve_own_account
 from accounts.services import funding_effects, funding_signer
@@ -30,13 +30,15 @@ from accounts.signers import ensure_usable, signer_for, transaction_config
 from ledger_project.api.errors import ConflictError, LedgerError
 from ledger_project.api.idempotency import write_phase
 
-from ..chain import lookup_tables as chain
-from ..chain.errors import TransactionTooLarge
-from ..chain.rpc import rpc_for
-from ..locks import lock_rows
-from ..models import AddressLookupTable, LookupTableState, Transaction
-from ..services import SignerSpec, transaction_build, transaction_record
+from transactions.chain import lookup_tables as chain
+from transactions.chain.errors import TransactionTooLarge
+from transactions.chain.rpc import rpc_for
+from transactions.locks import lock_rows
+from transactions.models import Transaction
+from transactions.services import SignerSpec, transaction_build, transaction_record
+
 from . import CLOSE, CREATE, DEACTIVATE, EXTEND, FREEZE
+from .models import AddressLookupTable, LookupTableState
 COMPONENTS = "itemData.componentAddresses"
 TABLE = "itemData.addressLookupTable"
 

@@ -10,9 +10,9 @@ from django.core import serializers
 from django.core.management import call_command
 from solders.keypair import Keypair
 
-from accounts import custody
-from accounts.errors import CustodyError, InvalidPrivateKey
-from accounts.models import KeyLocation, ManagedKey
+from custody import services as custody
+from custody.errors import CustodyError, InvalidPrivateKey
+from custody.models import KeyLocation, ManagedKey
 from ledger_project import base58
 
 pytestmark = pytest.mark.django_db

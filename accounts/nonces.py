@@ -33,7 +33,7 @@ from solders.system_program import (
 
 from custody import services as custody
 from ledger_project.api.errors import LedgerError, NotFoundError
-from ledger_project.api.idempotency import write_phase
+from tenancy.idempotency import write_phase
 from ledger_project.api.query import QueryField, QuerySpec, apply_item_query
 from tenancy.scoping import scoped_tenant
 from transactions.chain import builder

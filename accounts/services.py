@@ -16,8 +16,8 @@ from custody import services as custody
 from custody.errors import ManagedKeyExists
 from custody.models import KeyLocation
 from ledger_project.api.errors import ConflictError, LedgerError, NotFoundError
-from ledger_project.api.idempotency import write_phase
-from ledger_project.api.permissions import require_role
+from tenancy.idempotency import write_phase
+from tenancy.permissions import require_role
 from tenancy.roles import Role
 from transactions.chain.rpc import is_localnet, rpc_for
 from transactions.models import Transaction, TransactionEvent

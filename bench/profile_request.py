@@ -43,11 +43,11 @@ TOP = int(os.environ.get("PROFILE_TOP", "0"))
 #: innermost stage running (exclusive); database statements, RPC calls and the broker
 #: publish inside a stage are charged to that stage's waits, apart from its Python time.
 STAGES = {
-    "auth: key lookup, throttle, tenant": ["ledger_project.api.authentication:BearerTokenAuthentication.authenticate", "ledger_project.api.throttling:ApiKeyRateThrottle.allow_request",
-                                           "ledger_project.api.viewsets:tenant_from_request", "ledger_project.api.clusters:cluster_from_request"],
+    "auth: key lookup, throttle, tenant": ["tenancy.authentication:BearerTokenAuthentication.authenticate", "tenancy.throttling:ApiKeyRateThrottle.allow_request",
+                                           "tenancy.viewsets:tenant_from_request", "ledger_project.api.clusters:cluster_from_request"],
     "middleware: request id, JSON parse": ["ledger_project.middleware:guard_api_request", "ledger_project.middleware:parse_request_id"],
-    "idempotency: fingerprint, lookup": ["ledger_project.api.idempotency:request_fingerprint", "ledger_project.api.idempotency:_run_once"],
-    "idempotency: record insert (opens the write phase)": ["ledger_project.api.idempotency:_Pending.begin"],
+    "idempotency: fingerprint, lookup": ["tenancy.idempotency:request_fingerprint", "tenancy.idempotency:_run_once"],
+    "idempotency: record insert (opens the write phase)": ["tenancy.idempotency:_Pending.begin"],
     "body validation": ["ledger_project.api.envelope:validated"],
     "read phase: lookups, checks": ["positions.movement:_transfer_leg", "accounts.services:account_draft"],
     "service body (the rest of it)": ["accounts.services:account_create", "positions.movement:position_transfer"],
@@ -63,7 +63,7 @@ STAGES = {
     "key sealing": ["custody.services:managed_key_store"],
     "Transaction row, events": ["transactions.services:transaction_record"],
     "response: serialize": ["transactions.responses:mutation_response"],
-    "response: render, store, commit": ["ledger_project.api.idempotency:_Pending.commit"],
+    "response: render, store, commit": ["tenancy.idempotency:_Pending.commit"],
 }
 
 def log(*args) -> None:

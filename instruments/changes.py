@@ -13,7 +13,7 @@ from accounts.models import Account, AccountStatus
 from accounts.services import account_update, funding_effects, funding_signer
 from accounts.signers import transaction_config
 from ledger_project.api.errors import ConflictError, LedgerError
-from ledger_project.api.idempotency import write_phase
+from tenancy.idempotency import write_phase
 from transactions.chain.rpc import rpc_for
 from transactions.models import Transaction, TransactionEvent
 from transactions.services import Prepared, SignerSpec, transaction_build, transaction_record

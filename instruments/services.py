@@ -17,7 +17,7 @@ from accounts.models import Account, AccountStatus
 from accounts.services import account_draft, account_save, funding_effects, funding_signer
 from accounts.signers import ensure_usable, signer_for, transaction_config
 from ledger_project.api.errors import ConflictError, LedgerError
-from ledger_project.api.idempotency import write_phase
+from tenancy.idempotency import write_phase
 from transactions.chain.errors import TransactionTooLarge
 from transactions.chain.rpc import rpc_for
 from transactions.models import Transaction

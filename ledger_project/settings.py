@@ -221,9 +221,9 @@ CELERY_RESULT_EXPIRES = env.int("LEDGER_TASK_RESULT_EXPIRES_SECONDS", default=24
 
 # --- API ------------------------------------------------------------------------------
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["ledger_project.api.authentication.BearerTokenAuthentication"],
-    "DEFAULT_PERMISSION_CLASSES": ["ledger_project.api.permissions.HasApiKey"],
-    "DEFAULT_THROTTLE_CLASSES": ["ledger_project.api.throttling.ApiKeyRateThrottle"],
+    "DEFAULT_AUTHENTICATION_CLASSES": ["tenancy.authentication.BearerTokenAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["tenancy.permissions.HasApiKey"],
+    "DEFAULT_THROTTLE_CLASSES": ["tenancy.throttling.ApiKeyRateThrottle"],
     "DEFAULT_PARSER_CLASSES": ["ledger_project.api.parsers.LedgerJSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["ledger_project.api.renderers.LedgerJSONRenderer"],
     "EXCEPTION_HANDLER": "ledger_project.api.errors.exception_handler",

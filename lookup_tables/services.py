@@ -28,7 +28,7 @@ from accounts.lookup import OffPlatform, resolve_account, resolve_own_account
 from accounts.services import funding_effects, funding_signer
 from accounts.signers import ensure_usable, signer_for, transaction_config
 from ledger_project.api.errors import ConflictError, LedgerError
-from ledger_project.api.idempotency import write_phase
+from tenancy.idempotency import write_phase
 
 from transactions.chain import lookup_tables as chain
 from transactions.chain.errors import TransactionTooLarge

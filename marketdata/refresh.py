@@ -42,7 +42,7 @@ from solders.pubkey import Pubkey
 
 from accounts.locks import ensure_no_operation_in_flight
 from ledger_project.api.errors import ConflictError, LedgerError
-from ledger_project.api.idempotency import write_phase
+from tenancy.idempotency import write_phase
 from ledger_project.metrics import meters
 from marketdata.jobs import MantissaError, evaluate, parse_job, to_mantissa
 from programs.price_feed import client

@@ -29,7 +29,7 @@ from accounts.services import funding_effects, funding_signer
 from accounts.signers import can_sign_on_platform, ensure_usable, signer_for, transaction_config
 from instruments.lookup import resolve_instrument
 from ledger_project.api.errors import ConflictError, LedgerError
-from ledger_project.api.idempotency import write_phase
+from tenancy.idempotency import write_phase
 from marketdata.jobs import job_hash, parse_job
 from positions.services import usable_instrument
 from programs.price_feed import client

@@ -56,7 +56,7 @@ from accounts.services import funding_effects
 from accounts.signers import transaction_config
 from ledger_project.api.envelope import validated
 from ledger_project.api.errors import LedgerError, ValidationFailed
-from ledger_project.api.idempotency import write_phase
+from tenancy.idempotency import write_phase
 from transactions import fee_payers
 from transactions.chain.builder import MAX_TRANSACTION_SIZE
 from transactions.chain.errors import TransactionTooLarge

@@ -47,7 +47,7 @@ from instruments.allowlist.chain import ensure_owner_allowed
 from instruments.models import FinancialInstrument, PositionState
 from instruments.token2022.transfer_hook import HookAccountsError, transfer_hook_accounts
 from ledger_project.api.errors import LedgerError
-from ledger_project.api.idempotency import write_phase
+from tenancy.idempotency import write_phase
 from ledger_project.statements import Statement
 from transactions.chain.rpc import rpc_for
 from transactions.models import Transaction

@@ -19,8 +19,8 @@ from accounts.signers import ensure_usable, transaction_config
 from instruments.allowlist.chain import ensure_owner_allowed
 from instruments.models import FinancialInstrument, InstrumentStatus, PositionState
 from ledger_project.api.errors import ConflictError, LedgerError, NotFoundError
-from ledger_project.api.idempotency import write_phase
-from ledger_project.api.permissions import require_role
+from tenancy.idempotency import write_phase
+from tenancy.permissions import require_role
 from tenancy.roles import Role
 from transactions.chain.rpc import rpc_for
 from transactions.models import Transaction

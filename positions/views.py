@@ -10,9 +10,9 @@ from accounts.lookup import resolve_account
 from instruments.lookup import resolve_instrument
 from ledger_project.api.envelope import validated
 from ledger_project.api.errors import LedgerError
-from ledger_project.api.idempotency import idempotent
+from tenancy.idempotency import idempotent
 from ledger_project.api.schema import DETAIL_LEVEL, api_responses, bulk_responses, item_query, operation_parameters
-from ledger_project.api.viewsets import TenantScopedViewSet
+from tenancy.viewsets import TenantScopedViewSet
 from transactions.responses import mutation_response
 
 from . import batch_render, batches, lifecycle, movement, render, selectors, services, transfers

@@ -6,5 +6,8 @@ class TenancyConfig(AppConfig):
     name = "tenancy"
 
     def ready(self) -> None:
-        # Registers the OpenAPI description of bearer authentication.
+        # Registers the OpenAPI description of bearer authentication, and the shared
+        # extensions (strict bodies, base58 fields) of ledger_project/api/schema.py.
         from ledger_project.api import schema  # noqa: F401
+
+        from . import authentication  # noqa: F401

@@ -17,7 +17,7 @@ from ledger_project.api.envelope import validated
 from ledger_project.api.errors import LedgerError
 from ledger_project.api.parsers import LedgerJSONParser
 from ledger_project.api.schema import api_responses, operation_parameters
-from ledger_project.api.viewsets import TenantScopedViewSet
+from tenancy.viewsets import TenantScopedViewSet
 
 from . import services
 from .serializers import AccessTokenInput, AccessTokenOutput, WhoAmIInput, WhoAmIOutput

@@ -241,7 +241,7 @@ def test_rate_limit_is_429_everywhere(tenant, localnet_url, method, path, body):
 @pytest.mark.django_db
 @pytest.mark.parametrize("method, path, body", ENDPOINTS, ids=[f"{m} {p}" for m, p, _ in ENDPOINTS])
 def test_unexpected_failure_is_500_in_error_shape(api, localnet_url, monkeypatch, method, path, body):
-    import ledger_project.api.viewsets as viewsets
+    import tenancy.viewsets as viewsets
 
     def broken(request):
         raise RuntimeError("database exploded: secret detail")

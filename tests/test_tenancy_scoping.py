@@ -18,7 +18,7 @@ from accounts.selectors import account_list
 from accounts.tests.factories import AccountFactory
 from instruments.models import FinancialInstrument
 from instruments.selectors import instrument_list
-from ledger_project.api.viewsets import TenantScopedViewSet
+from tenancy.viewsets import TenantScopedViewSet
 from tenancy.scoping import TenantOwnedModel, UnscopedQueryError
 from tenancy.tests.factories import issue_key
 from transactions.models import Transaction
@@ -276,6 +276,7 @@ REQUEST_PATH_MODULES = [
     "ledger_project/api/*.py", "*/views.py", "*/selectors.py", "*/lookup.py", "*/serializers.py", "*/render.py",
     "*/services.py", "*/lifecycle.py", "*/limits.py", "*/locks.py", "*/webhooks.py", "*/movement.py", "*/transfers.py",
     "lookup_tables/*.py",
+    "tenancy/idempotency.py", "tenancy/viewsets.py", "tenancy/permissions.py", "tenancy/authentication.py", "tenancy/throttling.py",
     "loans/services/*.py",
     "*/nonces.py",
     "transactions/withdrawals.py",

@@ -14,7 +14,7 @@ from django.contrib import admin, messages
 from django.utils import timezone
 
 from ledger_project.api.errors import LedgerError
-from ledger_project.api.idempotency import write_phase
+from tenancy.idempotency import write_phase
 from ledger_project.staff import staff_action
 
 from . import approvals, services, settlement

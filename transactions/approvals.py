@@ -32,7 +32,7 @@ def _decider_checks(tx: Transaction, *, api_key, staff_user, decision: str) -> N
     it requested itself (four eyes); a staff user decides in the admin (its permission is
     checked there). Rejecting one's own request is withdrawing it, which moves nothing."""
     from ledger_project.api.errors import ForbiddenError
-    from ledger_project.api.permissions import require_role
+    from tenancy.permissions import require_role
     from tenancy.roles import Role
 
     if (api_key is None) == (staff_user is None):

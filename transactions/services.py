@@ -300,7 +300,7 @@ def transaction_prepare(
 ) -> Transaction:
     """Build and record in one call, for callers without domain rows of their own to
     write (network phase, then a write phase of its own)."""
-    from ledger_project.api.idempotency import write_phase
+    from tenancy.idempotency import write_phase
 
     prepared = transaction_build(tenant=tenant, cluster=cluster, operation=operation, instructions=instructions, signers=signers, config=config, simulate=simulate)
     with write_phase(on_abort=prepared.release):

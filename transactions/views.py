@@ -6,11 +6,11 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
 from ledger_project.api.envelope import validated
-from ledger_project.api.idempotency import idempotent, write_phase
-from ledger_project.api.permissions import require_role
+from tenancy.idempotency import idempotent, write_phase
+from tenancy.permissions import require_role
 from ledger_project.api.schema import api_responses, operation_parameters
 from ledger_project.api.schema import DETAIL_LEVEL, bulk_responses, item_query  # Fetch Transactions
-from ledger_project.api.viewsets import TenantScopedViewSet
+from tenancy.viewsets import TenantScopedViewSet
 from tenancy.roles import Role
 
 from . import approvals, details, selectors, services, signatures, withdrawals

@@ -10,10 +10,10 @@ from rest_framework.response import Response
 
 from ledger_project.api.envelope import validated
 from ledger_project.api.errors import LedgerError
-from ledger_project.api.idempotency import idempotent, write_phase
-from ledger_project.api.permissions import require_role
+from tenancy.idempotency import idempotent, write_phase
+from tenancy.permissions import require_role
 from ledger_project.api.schema import DETAIL_LEVEL, api_responses, bulk_responses, item_query, operation_parameters
-from ledger_project.api.viewsets import TenantScopedViewSet
+from tenancy.viewsets import TenantScopedViewSet
 from ledger_project.timestamps import timestamp_text
 from tenancy.roles import Role
 

@@ -30,8 +30,8 @@ from accounts.services import account_save, funding_effects, funding_signer
 from accounts.signers import ensure_usable, signer_for, transaction_config
 from instruments.lookup import resolve_instrument
 from ledger_project.api.errors import ConflictError, LedgerError
-from ledger_project.api.idempotency import write_phase
-from ledger_project.api.permissions import require_role
+from tenancy.idempotency import write_phase
+from tenancy.permissions import require_role
 from positions import instructions as ix
 from positions.limits import TOKEN, debit_decision
 from positions.checks import movable_instrument

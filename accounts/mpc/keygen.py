@@ -27,7 +27,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from ledger_project.api.errors import ConflictError, LedgerError
-from ledger_project.api.idempotency import write_phase
+from tenancy.idempotency import write_phase
 from tenancy.scoping import worker_only
 
 from ..threshold import dkg as D

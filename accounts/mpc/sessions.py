@@ -25,7 +25,7 @@ from solders.pubkey import Pubkey
 
 from ledger_project.api.envelope import canonical_uuid
 from ledger_project.api.errors import ConflictError, LedgerError, NotFoundError
-from ledger_project.api.idempotency import write_phase
+from tenancy.idempotency import write_phase
 from tenancy.scoping import worker_only
 from transactions.models import Transaction, TransactionStatus
 from transactions.services import not_signable, signer_check, takes_signatures, transaction_add_signatures

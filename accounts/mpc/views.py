@@ -11,9 +11,9 @@ from rest_framework.response import Response
 
 from ledger_project.api.envelope import validated
 from ledger_project.api.errors import NotFoundError
-from ledger_project.api.idempotency import idempotent
+from tenancy.idempotency import idempotent
 from ledger_project.api.schema import api_responses, operation_parameters
-from ledger_project.api.viewsets import TenantScopedViewSet
+from tenancy.viewsets import TenantScopedViewSet
 from transactions import selectors as transaction_selectors
 from transactions.models import Transaction
 

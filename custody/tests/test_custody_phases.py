@@ -18,7 +18,7 @@ from custody import services as custody
 from custody.models import KeyLocation, ManagedKey
 from custody.tests.test_custody import _verify, isolated_keys  # noqa: F401 (autouse fixture)
 from ledger_project.api.errors import ConflictError
-from ledger_project.api.idempotency import write_phase
+from tenancy.idempotency import write_phase
 
 CLUSTER = "CHAIN_LOCALNET"
 

@@ -16,7 +16,7 @@ from accounts.nonces import transaction_fits
 from accounts.services import funding_effects, funding_signer
 from accounts.signers import ensure_usable, transaction_config
 from ledger_project.api.errors import ConflictError, LedgerError
-from ledger_project.api.idempotency import write_phase
+from tenancy.idempotency import write_phase
 from programs.allowlist_hook import client as hook
 from transactions.models import Transaction
 from transactions.services import transaction_build, transaction_record

@@ -16,7 +16,7 @@ tests/test_openapi.py checks that every operation documents its error statuses.
 from __future__ import annotations
 
 from django.conf import settings
-from drf_spectacular.extensions import OpenApiAuthenticationExtension, OpenApiSerializerExtension, OpenApiSerializerFieldExtension
+from drf_spectacular.extensions import OpenApiSerializerExtension, OpenApiSerializerFieldExtension
 from drf_spectacular.plumbing import build_basic_type
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
@@ -25,14 +25,6 @@ from rest_framework import serializers
 BASE58_ADDRESS = "^[1-9A-HJ-NP-Za-km-z]{32,44}$"
 OUTBOUND_URL_PATTERN = "^https?://[^/?#@]+(?:[/?#].*)?$"
 UUID_PATTERN = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
-
-
-class BearerTokenScheme(OpenApiAuthenticationExtension):
-    target_class = "ledger_project.api.authentication.BearerTokenAuthentication"
-    name = "bearerAuth"
-
-    def get_security_definition(self, auto_schema):
-        return {"type": "http", "scheme": "bearer", "description": "An API key secret, or an access token from POST /api/v1/auth/token."}
 
 
 # --- errors --------------------------------------------------------------------------------

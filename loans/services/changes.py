@@ -17,7 +17,7 @@ from solders.pubkey import Pubkey
 from accounts.lookup import OffPlatform, resolve_account
 from accounts.signers import ensure_usable
 from ledger_project.api.errors import LedgerError
-from ledger_project.api.idempotency import write_phase
+from tenancy.idempotency import write_phase
 from positions import instructions as ix
 from programs.lending import abi, client
 

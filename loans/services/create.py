@@ -21,7 +21,7 @@ from accounts.services import account_save
 from accounts.signers import ensure_usable
 from instruments.models import PositionState
 from ledger_project.api.errors import LedgerError
-from ledger_project.api.idempotency import write_phase
+from tenancy.idempotency import write_phase
 from programs.lending import abi, client
 from transactions.chain.rpc import rpc_for
 from transactions.models import Transaction

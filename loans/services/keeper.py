@@ -26,7 +26,7 @@ from django.utils import timezone
 from solders.pubkey import Pubkey
 
 from ledger_project.api.errors import LedgerError
-from ledger_project.api.idempotency import write_phase
+from tenancy.idempotency import write_phase
 from programs.lending import abi, client
 from tenancy.scoping import worker_only
 from transactions.chain.errors import ChainUnavailable

@@ -27,7 +27,7 @@ from accounts.services import account_save, funding_signer
 from accounts.signers import ensure_usable
 from instruments.lookup import resolve_instrument
 from ledger_project.api.errors import ConflictError, LedgerError
-from ledger_project.api.idempotency import write_phase
+from tenancy.idempotency import write_phase
 from positions import instructions as ix
 from positions.models import Position
 from programs.lending import abi, client

@@ -11,9 +11,9 @@ from rest_framework.response import Response
 
 from ledger_project.api.envelope import EnvelopeSerializer, StrictCharField, StrictIntegerField, StrictSerializer, validated
 from ledger_project.api.errors import ConflictError
-from ledger_project.api.idempotency import idempotent, write_phase
+from tenancy.idempotency import idempotent, write_phase
 from ledger_project.api.renderers import display_amount
-from ledger_project.api.viewsets import TenantScopedViewSet
+from tenancy.viewsets import TenantScopedViewSet
 from ledger_project.urls import urlpatterns as real_urlpatterns
 from tenancy.models import TenantOrganization
 

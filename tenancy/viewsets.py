@@ -16,7 +16,7 @@ from rest_framework import viewsets
 
 from ledger_project.api.clusters import cluster_from_request
 from ledger_project.api.errors import LedgerError
-from ledger_project.api.permissions import require_role
+from tenancy.permissions import require_role
 from ledger_project.request_context import acting_api_key_var
 
 

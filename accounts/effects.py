@@ -196,9 +196,9 @@ def nonce_accounts_not_created(tx) -> None:
     _clear_in_flight(tx)
 
 
-# --- account.network_event (transactions/network_events.py, docs/webhooks.md) ---------------
+# --- account.network_event (webhooks/network_events.py, docs/webhooks.md) ---------------
 
-from transactions.network_events import WatchedAccount, watched_accounts  # noqa: E402
+from webhooks.network_events import WatchedAccount, watched_accounts  # noqa: E402
 
 
 @watched_accounts

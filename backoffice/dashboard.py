@@ -127,16 +127,16 @@ def webhook_backlog() -> dict:
     late), dead letters; disabled subscriptions; whether the delivery loop runs. One
     grouped read over the (status, next_attempt_at) index (``metrics.webhook_figures``,
     the same figures /metrics reports)."""
-    from transactions.delivery import LEASE
-    from transactions.webhook_models import DeliveryStatus, WebhookStatus, WebhookSubscription
+    from webhooks.delivery import LEASE
+    from webhooks.models import DeliveryStatus, WebhookStatus, WebhookSubscription
 
     from .metrics import webhook_figures
 
     now = timezone.now()
     figures = webhook_figures(now)
     lease = PumpLease.objects.filter(cluster=LEASE).first()
-    changelist = reverse("admin:transactions_webhookevent_changelist")
-    subscriptions = reverse("admin:transactions_webhooksubscription_changelist")
+    changelist = reverse("admin:webhooks_webhookevent_changelist")
+    subscriptions = reverse("admin:webhooks_webhooksubscription_changelist")
     return {
         "pending": figures["due"] + figures["scheduled"], "due": figures["due"], "scheduled": figures["scheduled"], "lag_seconds": figures["lag_seconds"],
         "delivering": figures["delivering"], "paused": figures["paused"], "dead": figures["dead"], "last_dead": figures["last_dead"],

@@ -79,7 +79,7 @@ def transactions_state():
 
 
 def webhooks_state():
-    from transactions.delivery import LEASE
+    from webhooks.delivery import LEASE
 
     now = timezone.now()
     backlog = GaugeMetricFamily("ledger_webhook_backlog", "Webhook events waiting, by state: due (enabled webhook, due now), scheduled "
@@ -102,7 +102,7 @@ def webhook_figures(now) -> dict:
     """The outbox in one grouped read over the (status, next_attempt_at) index, joined to
     the subscription's status: only events of enabled (ACTIVE) webhooks will be sent, the
     others are paused, counted apart (the dashboard and /metrics read the same figures)."""
-    from transactions.webhook_models import DeliveryStatus, WebhookEvent, WebhookStatus
+    from webhooks.models import DeliveryStatus, WebhookEvent, WebhookStatus
 
     out = {"due": 0, "scheduled": 0, "delivering": 0, "paused": 0, "dead": 0, "lag_seconds": 0.0, "first_due": None, "last_dead": None}
     rows = (WebhookEvent.unscoped.filter(status__in=[DeliveryStatus.PENDING, DeliveryStatus.DELIVERING, DeliveryStatus.DEAD]).order_by()

@@ -84,7 +84,7 @@ def confirmations(start: datetime) -> tuple[Series, Series, Series]:
 
 
 def deliveries(start: datetime) -> tuple[Series, Series]:
-    from transactions.webhook_models import WebhookAttempt
+    from webhooks.models import WebhookAttempt
 
     ok, failed = Series("delivered", kind="bars"), Series("failed", kind="bars")
     delivered = Q(status_code__gte=200, status_code__lt=300)

@@ -135,12 +135,12 @@ def extra_related_links(request, obj) -> list[dict]:
 
     if label == "accounts.account" and obj.address:
         add("transactions.transaction", "transactions (signed by this account)", signer=obj.address)
-        add("transactions.webhookevent", "webhook events (network events of this account)", subject__exact=f"account:{obj.address}", cluster__exact=obj.cluster)
+        add("webhooks.webhookevent", "webhook events (network events of this account)", subject__exact=f"account:{obj.address}", cluster__exact=obj.cluster)
     elif label == "transactions.transaction":
-        add("transactions.webhookevent", "webhook events (about this transaction)", subject__exact=f"transaction:{obj.offchain_id}")
+        add("webhooks.webhookevent", "webhook events (about this transaction)", subject__exact=f"transaction:{obj.offchain_id}")
     elif label == "instruments.financialinstrument":
-        add("transactions.webhooksubscription", "webhook subscriptions (of this instrument)", instrument_offchain_id__exact=str(obj.offchain_id))
-    elif label == "transactions.webhooksubscription" and obj.instrument_offchain_id:
+        add("webhooks.webhooksubscription", "webhook subscriptions (of this instrument)", instrument_offchain_id__exact=str(obj.offchain_id))
+    elif label == "webhooks.webhooksubscription" and obj.instrument_offchain_id:
         add("instruments.financialinstrument", "financial instruments (this webhook's)", offchain_id__exact=str(obj.instrument_offchain_id))
     for registered in RELATED_LINKS.get(label, ()):
         for target, text, query in registered(obj):

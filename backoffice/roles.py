@@ -27,7 +27,7 @@ VIEWER, OPERATOR, APPROVER, SECURITY_OFFICER = "viewer", "operator", "approver",
 ROLE_NAMES = (VIEWER, OPERATOR, APPROVER, SECURITY_OFFICER)
 
 #: apps whose every model staff may look at (their view permissions)
-AREA_APPS = ("tenancy", "custody", "accounts", "instruments", "positions", "loans", "marketdata", "transactions", "lookup_tables", "vaults", "django_celery_beat", "django_celery_results")
+AREA_APPS = ("tenancy", "custody", "accounts", "instruments", "positions", "loans", "marketdata", "transactions", "webhooks", "lookup_tables", "vaults", "django_celery_beat", "django_celery_results")
 #: models only the security officer sees (key material facts, audits, request bodies)
 SENSITIVE = frozenset({
     "tenancy.idempotencyrecord", "custody.managedkey", "accounts.privatekeydisclosure",

@@ -143,7 +143,7 @@ def seed_phase_b(rnd, now, address, tenants, txs, wallets, positions, instrument
     from accounts.models import Account
     from lookup_tables.models import AddressLookupTable
     from transactions.models import Transaction
-    from transactions.webhook_models import WebhookAttempt, WebhookEvent, WebhookSubscription
+    from webhooks.models import WebhookAttempt, WebhookEvent, WebhookSubscription
     from vaults.models import Vault
 
     subs = WebhookSubscription.unscoped.bulk_create([WebhookSubscription(tenant=tenants[i % TENANTS], cluster="CHAIN_LOCALNET", name=f"hook {i}",
@@ -217,13 +217,13 @@ def measure(found: dict) -> None:
         ("transactions_by_signer", f"/admin/transactions/transaction/?signer={found['payer']}"),
         ("transactions_stuck", "/admin/transactions/transaction/?stuck=60"),
         ("transaction_page", f"/admin/transactions/transaction/{found['transaction_pk']}/change/"),
-        ("webhook_events", "/admin/transactions/webhookevent/"),
-        ("webhook_events_dead", "/admin/transactions/webhookevent/?status__exact=DEAD"),
-        ("webhook_events_by_id", f"/admin/transactions/webhookevent/?q={found['event_id']}"),
-        ("webhook_events_of_transaction", f"/admin/transactions/webhookevent/?subject__exact=transaction:{found['transaction_offchain_id']}"),
-        ("webhook_events_this_month", f"/admin/transactions/webhookevent/?created_at__year={found['year']}&created_at__month={found['month']}"),
-        ("webhook_attempts", "/admin/transactions/webhookattempt/"),
-        ("webhook_subscriptions", "/admin/transactions/webhooksubscription/"),
+        ("webhook_events", "/admin/webhooks/webhookevent/"),
+        ("webhook_events_dead", "/admin/webhooks/webhookevent/?status__exact=DEAD"),
+        ("webhook_events_by_id", f"/admin/webhooks/webhookevent/?q={found['event_id']}"),
+        ("webhook_events_of_transaction", f"/admin/webhooks/webhookevent/?subject__exact=transaction:{found['transaction_offchain_id']}"),
+        ("webhook_events_this_month", f"/admin/webhooks/webhookevent/?created_at__year={found['year']}&created_at__month={found['month']}"),
+        ("webhook_attempts", "/admin/webhooks/webhookattempt/"),
+        ("webhook_subscriptions", "/admin/webhooks/webhooksubscription/"),
         ("nonce_accounts", "/admin/transactions/nonceaccount/"),
         ("nonce_accounts_of_tenants", "/admin/transactions/nonceaccount/?owner=tenant"),
         ("nonce_accounts_by_address", f"/admin/transactions/nonceaccount/?q={found['nonce']}"),

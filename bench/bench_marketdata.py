@@ -40,7 +40,7 @@ from bench.bench_e2e import call, ok, pct, settle_times, stack  # noqa: E402
 from bench.common import gunicorn, manage, stop_processes, throwaway_database  # noqa: E402
 from bench.loadgen import wait_until_up  # noqa: E402
 from localnet.testing import free_port  # noqa: E402
-from transactions.tests.webhookkit import JsonSource  # noqa: E402
+from webhooks.tests.webhookkit import JsonSource  # noqa: E402
 
 FEEDS = int(os.environ.get("BENCH_MARKETDATA_FEEDS", "100"))
 SERVERS = int(os.environ.get("BENCH_MARKETDATA_SERVERS", "4"))

@@ -36,7 +36,7 @@ from bench.bench_e2e import ok, pct, run_load, stack  # noqa: E402
 from bench.common import gunicorn, manage, stop_processes, throwaway_database  # noqa: E402
 from bench.loadgen import wait_until_up  # noqa: E402
 from localnet.testing import free_port  # noqa: E402
-from transactions.tests.webhookkit import Receiver  # noqa: E402
+from webhooks.tests.webhookkit import Receiver  # noqa: E402
 
 EVENTS = int(os.environ.get("BENCH_WEBHOOKS_EVENTS", "5000"))
 OPS = int(os.environ.get("BENCH_WEBHOOKS_OPS", "100"))
@@ -51,8 +51,9 @@ from solders.keypair import Keypair
 from solders.message import Message
 from solders.system_program import TransferParams, transfer
 from tenancy.models import TenantOrganization
-from transactions import outbox
-from transactions.models import Transaction, TransactionStatus, WebhookEventType
+from webhooks import outbox
+from transactions.models import Transaction, TransactionStatus
+from webhooks.models import WebhookEventType
 tenant = TenantOrganization.objects.get(external_id="BENCH")
 payer = Keypair()
 message = bytes(Message([transfer(TransferParams(from_pubkey=payer.pubkey(), to_pubkey=Keypair().pubkey(), lamports=1))], payer.pubkey()))
@@ -116,7 +117,7 @@ def latency(env: dict, port: int, key: str, receiver: Receiver) -> dict:
 STAGES = """
 import json, sys
 import django; django.setup()
-from transactions.models import WebhookAttempt
+from webhooks.models import WebhookAttempt
 ids = json.load(sys.stdin)
 rows = WebhookAttempt.objects.filter(event__event_id__in=ids, number=1).values_list("started_at", "event__created_at")
 print(json.dumps([(started - written).total_seconds() for started, written in rows]))

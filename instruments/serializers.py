@@ -28,7 +28,7 @@ from ledger_project.api.envelope import (
 )
 from ledger_project.api.outputs import bulk_output
 from transactions.serializers import TransactionResultOutput
-from transactions.webhook_serializers import HEADER_NAME, header_name, header_value
+from webhooks.serializers import HEADER_NAME, header_name, header_value
 
 from .models import InstrumentStatus, PositionState, TokenVersion
 from .token2022.constants import API_EXTENSIONS
@@ -141,7 +141,7 @@ class InstrumentLookupInput(LookupInput):
 
 
 class WebhookApiKeySerializer(StrictSerializer):
-    """The registry's rules (transactions/webhook_serializers.py): these become webhook
+    """The registry's rules (webhooks/serializers.py): these become webhook
     subscriptions, delivered by the same code."""
 
     httpHeaderName = serializers.RegexField(HEADER_NAME, max_length=100, validators=[header_name])

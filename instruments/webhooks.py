@@ -41,9 +41,9 @@ def sealed(hooks: list[dict]) -> list[dict]:
 
 def subscriptions_sync(instrument, hooks: list[dict]) -> None:
     """The instrument's webhooks (validated, clear) as subscriptions of the webhook registry
-    (transactions/webhooks.py), through which their events are delivered. In the write
+    (webhooks/services.py), through which their events are delivered. In the write
     phase that stores the list, after the instrument row is saved."""
-    from transactions.webhooks import webhook_sync_instrument
+    from webhooks.services import webhook_sync_instrument
 
     webhook_sync_instrument(tenant=instrument.tenant, cluster=instrument.cluster, instrument_offchain_id=instrument.offchain_id,
                             instrument_address=instrument.address, hooks=hooks)

@@ -95,6 +95,7 @@ INSTALLED_APPS = [
     "loans",
     "marketdata",
     "transactions",
+    "webhooks",
     "lookup_tables",
     "vaults",
     "django_celery_beat",

@@ -8,6 +8,7 @@ from ledger_project.metrics.views import metrics
 api_v1 = [
     path("", include("tenancy.urls")),
     path("", include("transactions.urls")),
+    path("", include("webhooks.urls")),
     path("", include("lookup_tables.urls")),
     path("", include("accounts.urls")),
     path("", include("instruments.urls")),

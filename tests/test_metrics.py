@@ -15,8 +15,8 @@ from django.utils import timezone
 from positions.tests.kit import instrument, position, wallet
 from positions.tests.movekit import at, mint, settled, transfer
 from tests.metricskit import moved, scrape, value
-from transactions import delivery
-from transactions.tests.webhookkit import Receiver, emit, recorded_transaction, subscribe
+from webhooks import delivery
+from webhooks.tests.webhookkit import Receiver, emit, recorded_transaction, subscribe
 
 CLUSTER = "CHAIN_LOCALNET"
 
@@ -79,7 +79,7 @@ def test_state_is_read_from_the_database_when_scraped(client, tenant, settings):
     from backoffice.heartbeat import heartbeat_stamp
     from backoffice.models import BalanceSample
     from transactions.models import Transaction, TransactionStatus
-    from transactions.webhook_models import WebhookStatus, WebhookSubscription
+    from webhooks.models import WebhookStatus, WebhookSubscription
 
     settings.LEDGER_OUTBOUND_ALLOW_HTTP = True
     settings.LEDGER_OUTBOUND_ALLOWED_NETWORKS = ["127.0.0.0/8"]

@@ -149,7 +149,7 @@ def test_every_address_states_its_alphabet_and_lengths(openapi):
 def test_outbound_urls_admit_http_where_the_server_may_take_it(openapi):
     """README's `make run` example registers http://127.0.0.1:… (the embedded mode takes it);
     the document said https only. The schema admits both schemes; the server still refuses
-    plain http outside the embedded mode or DEBUG (transactions/tests/test_webhooks_api.py,
+    plain http outside the embedded mode or DEBUG (webhooks/tests/test_webhooks_api.py,
     test_loopback_and_http_are_refused_unless_the_settings_allow_them)."""
     import re
 

@@ -29,7 +29,7 @@ pytestmark = pytest.mark.chain
 #: commit, one read of the cluster's pump lease (transactions/pump.py pump_kick); one insert
 #: of the transaction's signer rows (TransactionSigner: Fetch Transactions' signer filter);
 #: in the write phase, one read of the webhook subscriptions that want the transaction's
-#: pre_submit event (transactions/outbox.py; an INSERT more when there are some).
+#: pre_submit event (webhooks/outbox.py; an INSERT more when there are some).
 TRANSFER_STATEMENTS = {"postgresql": 19, "sqlite": 19}
 SEEDED_ACCOUNT_STATEMENTS = {"postgresql": 17, "sqlite": 16}
 

@@ -274,7 +274,7 @@ def test_webhook_api_keys_state_the_header_rules_the_server_applies(openapi):
     admitted (only "no NUL") and the server refused (INVALID, INVALID_HEADER_VALUE)."""
     import re
 
-    from transactions.webhook_serializers import header_name, header_value
+    from webhooks.serializers import header_name, header_value
 
     schemas = openapi["components"]["schemas"]
     for name in ("WebhookApiKeyAuthInputRequest", "WebhookApiKeyRequest"):

@@ -174,8 +174,8 @@ def test_other_tenants_record_is_like_missing_and_unchanged(api, other_tenant, l
 
         theirs, model = AddressLookupTableFactory(tenant=other_tenant), AddressLookupTable
     elif "/webhooks" in path:
-        from transactions.models import WebhookSubscription
-        from transactions.webhooks import webhook_create
+        from webhooks.models import WebhookSubscription
+        from webhooks.services import webhook_create
 
         theirs = webhook_create(tenant=other_tenant, cluster="CHAIN_LOCALNET", data={"name": "theirs", "endpointUrl": "https://hooks.example/theirs", "eventTypes": ["transaction.post_submit"]})
         model = WebhookSubscription

@@ -16,8 +16,8 @@ import pytest
 
 from conftest import LOCAL_WEBHOOK_ENV
 from tests.workers import WorkerProcess, new_queue_name, paused_workers, route_tasks_to, wait_for
-from transactions.tests.webhookkit import API_KEY, Receiver, emit, recorded_transaction, subscribe
-from transactions.webhook_models import DeliveryStatus, WebhookAttempt, WebhookEvent
+from webhooks.tests.webhookkit import API_KEY, Receiver, emit, recorded_transaction, subscribe
+from webhooks.models import DeliveryStatus, WebhookAttempt, WebhookEvent
 
 pytestmark = pytest.mark.worker
 

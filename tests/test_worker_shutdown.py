@@ -28,7 +28,7 @@ import time
 import pytest
 
 from tests.workers import WorkerProcess, children_of, group_alive, new_queue_name, paused_workers, wait_for
-from transactions.delivery import LEASE as DELIVERY_LEASE
+from webhooks.delivery import LEASE as DELIVERY_LEASE
 from transactions.pump import lease_live
 
 pytestmark = [pytest.mark.worker]

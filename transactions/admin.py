@@ -260,6 +260,3 @@ class ProgramDeploymentAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False
-
-
-from . import webhook_admin  # noqa: E402,F401  (webhook subscriptions, events, attempts)

@@ -355,9 +355,3 @@ class ProgramDeployment(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} on {self.cluster} at {self.program_id} [{self.state}]"
-
-
-# Webhooks (docs/webhooks.md): a module of their own, imported here so Django registers them.
-from .webhook_models import (  # noqa: E402,F401
-    DeliveryStatus, NetworkEventCursor, WebhookAttempt, WebhookEvent, WebhookEventType, WebhookSource, WebhookStatus, WebhookSubscription,
-)

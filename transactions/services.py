@@ -27,7 +27,7 @@ from solders.pubkey import Pubkey
 from ledger_project.api.errors import ConflictError, LedgerError
 from ledger_project.request_context import acting_api_key_var
 
-from . import effects, fee_payers, nonce_pool, platform_keys, shards
+from . import effects, fee_payers, nonce_pool, notify, platform_keys, shards
 from .compression import compression_tables
 from .chain import builder
 from .chain.errors import SimulationFailed
@@ -311,10 +311,9 @@ def _submit_on_commit(tx: Transaction) -> None:
     """``tx`` is now due for submission (SIGNED, to be submitted): in the database
     transaction that made it so, its transaction.pre_submit events (built and signed, before
     any node sees it: docs/webhooks.md); after the commit, the pump."""
-    from . import outbox
     from .pump import pump_kick
 
-    outbox.transaction_events([tx], outbox.WebhookEventType.PRE_SUBMIT)
+    notify.transactions_reached([tx], notify.PRE_SUBMIT)
     cluster, shard = tx.cluster, shards.shard_of(tx.shard_key)
 
     def kick() -> None:
@@ -459,11 +458,9 @@ def _finish(tx: Transaction, status: str, *, unless_moved: Q | None = None, also
         _event(tx, status, **{k: v for k, v in fields.items() if k in ("error_message",)})
         if tx.status == TransactionStatus.SUBMITTED or tx.submitted_at is not None:
             # It was handed to the network: its post_submit events say how it ended (webhooks).
-            from . import outbox
-
             for name, value in {"status": status, **fields}.items():
                 setattr(tx, name, value)
-            outbox.transaction_events([tx], outbox.WebhookEventType.POST_SUBMIT)
+            notify.transactions_reached([tx], notify.POST_SUBMIT)
         if also is not None:
             also(tx)
         # Undo what the operation recorded ahead (e.g. a PENDING account): once.

@@ -28,7 +28,7 @@ from ledger_project.api.errors import LedgerError
 from ledger_project.metrics import meters
 from tenancy.scoping import worker_only
 
-from . import effects, landing, nonce_pool, outbox
+from . import effects, landing, nonce_pool, notify
 from .chain import builder
 from .chain.errors import ChainUnavailable, SimulationFailed
 from .chain.rpc import rpc_for
@@ -65,7 +65,7 @@ def transactions_submit(*, cluster: str | None = None, ids: Sequence[int] | None
         Transaction.unscoped.filter(pk__in=claimed).update(status=TransactionStatus.SUBMITTED, submitted_at=now, updated_at=now, submit_attempts=F("submit_attempts") + 1)
         TransactionEvent.objects.bulk_create([TransactionEvent(transaction_id=pk, kind="SUBMITTED", detail={}) for pk in claimed])
         txs = list(Transaction.unscoped.filter(pk__in=claimed).order_by("pk"))
-        outbox.transaction_events(txs, outbox.WebhookEventType.POST_SUBMIT, now=now)  # handed to the network (webhooks)
+        notify.transactions_reached(txs, notify.POST_SUBMIT, now=now)  # handed to the network (webhooks)
     for tx in txs:
         meters.transaction_submissions.labels(tx.cluster).inc()
     _broadcast(txs, first=True)
@@ -225,7 +225,7 @@ def _settle_chunk(settled: list[tuple[Transaction, object]], facts: dict, now) -
 def _landed_events(settled: list[tuple[Transaction, object]], now) -> None:
     """The post_submit events of the chunk's transactions that landed in it (confirmed_at
     set by this chunk: CONFIRMED, or FINALIZED when first seen so), in one INSERT."""
-    outbox.transaction_events([tx for tx, _ in settled if tx.confirmed_at == now], outbox.WebhookEventType.POST_SUBMIT, now=now)
+    notify.transactions_reached([tx for tx, _ in settled if tx.confirmed_at == now], notify.POST_SUBMIT, now=now)
 
 
 def _effects_applied(applied: list[Transaction]) -> None:

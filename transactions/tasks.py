@@ -9,8 +9,8 @@ submitted) end once their lifetime is over, and clusters with work get a pump.
 ``fill_nonce_pools`` (beat) and ``fill_nonce_pool`` (kicked by a lease that leaves the pool
 low) create durable nonce accounts ahead of demand and close free ones beyond what the pool
 keeps; ``sweep_nonce_leases`` frees tenants' nonce accounts whose lease was kept until their
-nonce moved on. ``ledger.webhooks.*``: the webhook delivery loop, its watch, the
-network-event poller and the outbox's retention (docs/webhooks.md).
+nonce moved on. The webhook tasks are the webhooks app's
+(webhooks/tasks.py).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from django.core.cache import cache
 
 from ledger_project.shutdown import stopping
 
-from . import delivery, network_events, nonce_pool, pump as pumping, settlement
+from . import nonce_pool, pump as pumping, settlement
 from .chain.errors import ChainUnavailable
 from .models import Transaction, TransactionStatus
 
@@ -123,41 +123,3 @@ def _reconcile_on_start(sender=None, **kwargs) -> None:
     # and once more when a pump lease its killed predecessor held has lapsed.
     reconcile_inflight.delay(stale_seconds=0)
     pump_watch.apply_async(countdown=settings.LEDGER_PUMP_LEASE_SECONDS + 0.5)
-    deliver_watch.apply_async(countdown=settings.LEDGER_PUMP_LEASE_SECONDS + 0.5)
-
-
-# --- webhooks (docs/webhooks.md) -------------------------------------------------------------
-
-
-@shared_task(name="ledger.webhooks.deliver", acks_late=True)
-def deliver_webhooks() -> None:
-    """The delivery loop (transactions/delivery.py), while it holds its lease."""
-    if delivery.delivery_run(holder=pumping.new_holder()) and not stopping():
-        deliver_webhooks.delay()  # run over, or work committed as it stopped: a fresh task carries on
-
-
-@shared_task(name="ledger.webhooks.deliver_watch", acks_late=True)
-def deliver_watch() -> bool:
-    """Beat: retries that fell due, or a loop whose worker died (its lease lapsed)."""
-    if settings.LEDGER_WEBHOOK_DELIVERY_ENABLED and not pumping.lease_live(delivery.LEASE) and delivery.delivery_needed():
-        deliver_webhooks.delay()
-        return True
-    return False
-
-
-@shared_task(name="ledger.webhooks.poll_network_events", acks_late=True)
-def poll_network_events() -> int:
-    # One poll at a time (beat runs overlap when a poll is slow); the cursors' compare-and-set
-    # keeps a second one from writing twice anyway.
-    lock = "ledger:network-events-poll"
-    if not cache.add(lock, 1, timeout=300):
-        return 0
-    try:
-        return network_events.poll()
-    finally:
-        cache.delete(lock)
-
-
-@shared_task(name="ledger.webhooks.purge", acks_late=True)
-def purge_webhook_events() -> int:
-    return delivery.purge()

@@ -14,17 +14,17 @@ from accounts.tests.factories import AccountFactory
 from backoffice.models import AuditKind, StaffAuditEntry
 from backoffice.records import records_at
 from instruments.tests.factories import FinancialInstrumentFactory
-from transactions import delivery
+from webhooks import delivery
 from transactions.models import NonceAccount, NonceState
 from lookup_tables.tests.factories import AddressLookupTableFactory
-from transactions.tests.webhookkit import Receiver, emit, recorded_transaction, subscribe
-from transactions.webhook_models import DeliveryStatus, WebhookEvent, WebhookStatus
+from webhooks.tests.webhookkit import Receiver, emit, recorded_transaction, subscribe
+from webhooks.models import DeliveryStatus, WebhookEvent, WebhookStatus
 from vaults.tests.factories import make_vault
 
 from .staff import client_for, staff_user
 from .test_transactions_admin import run
 
-EVENTS, SUBSCRIPTIONS = "/admin/transactions/webhookevent/", "/admin/transactions/webhooksubscription/"
+EVENTS, SUBSCRIPTIONS = "/admin/webhooks/webhookevent/", "/admin/webhooks/webhooksubscription/"
 
 
 @pytest.fixture

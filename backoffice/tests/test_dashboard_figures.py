@@ -13,8 +13,8 @@ from django.utils import timezone
 from backoffice.models import BalanceSample
 from backoffice.plots import _percentile, confirmations, plots
 from transactions.models import Transaction, TransactionStatus
-from transactions.tests.webhookkit import emit, recorded_transaction, subscribe
-from transactions.webhook_models import DeliveryStatus, WebhookAttempt, WebhookEvent, WebhookStatus, WebhookSubscription
+from webhooks.tests.webhookkit import emit, recorded_transaction, subscribe
+from webhooks.models import DeliveryStatus, WebhookAttempt, WebhookEvent, WebhookStatus, WebhookSubscription
 
 from .staff import client_for, staff_user
 

@@ -19,7 +19,7 @@ from positions.tests.test_api_bulk import make_position
 from tenancy.tests.factories import issue_key
 from transactions.models import NonceAccount, Transaction, TransactionStatus
 from lookup_tables.tests.factories import AddressLookupTableFactory
-from transactions.webhook_models import WebhookAttempt, WebhookEvent
+from webhooks.models import WebhookAttempt, WebhookEvent
 from vaults.tests.factories import make_vault
 
 from .staff import client_for, staff_user
@@ -32,9 +32,9 @@ LISTS = {
                                                                                    message=b"", blockhash="x", fee_payer="x", onchain_id=f"sig{i}"),
     "/admin/tenancy/apikey/": lambda t, i: issue_key(t),
     "/admin/backoffice/staffauditentry/": lambda t, i: __import__("backoffice.models", fromlist=["x"]).StaffAuditEntry.objects.create(kind="ACTION", actor=f"u{i}"),
-    "/admin/transactions/webhookevent/": lambda t, i: make_event(t),
-    "/admin/transactions/webhookattempt/": lambda t, i: WebhookAttempt.objects.create(event=make_event(t), number=1, started_at=timezone.now(), latency_ms=5, status_code=503),
-    "/admin/transactions/webhooksubscription/": lambda t, i: subscription(t),
+    "/admin/webhooks/webhookevent/": lambda t, i: make_event(t),
+    "/admin/webhooks/webhookattempt/": lambda t, i: WebhookAttempt.objects.create(event=make_event(t), number=1, started_at=timezone.now(), latency_ms=5, status_code=503),
+    "/admin/webhooks/webhooksubscription/": lambda t, i: subscription(t),
     "/admin/transactions/nonceaccount/": lambda t, i: NonceAccount.objects.create(cluster="CHAIN_LOCALNET", address=str(Keypair().pubkey()), tenant=t,
                                                                                   account=AccountFactory(tenant=t, type="NONCE"), authority=str(Keypair().pubkey()),
                                                                                   leased_by=Transaction.unscoped.create(tenant=t, cluster="CHAIN_LOCALNET", operation="test.op",
@@ -45,7 +45,7 @@ LISTS = {
 
 
 def subscription(tenant):
-    from transactions.webhook_models import WebhookSubscription
+    from webhooks.models import WebhookSubscription
 
     return WebhookSubscription.unscoped.create(tenant=tenant, cluster="CHAIN_LOCALNET", name="hook", endpoint_url="https://hooks.example/x", post_submit=True)
 

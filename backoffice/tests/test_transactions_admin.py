@@ -25,7 +25,7 @@ from tests.workers import paused_workers
 from transactions import services
 from transactions.models import Transaction, TransactionSigner, TransactionStatus
 from transactions.services import SignerSpec
-from transactions.tests.webhookkit import recorded_transaction
+from webhooks.tests.webhookkit import recorded_transaction
 
 from .staff import client_for, staff_user
 
@@ -155,7 +155,7 @@ def test_the_page_decodes_the_message_and_links_every_address_to_its_record(clie
     assert payer_signature in page and source_signature in page and 'class="signed"' in page
     assert "Program 11111111111111111111111111111111 success" in page and ">5000<" in page
     assert f"{created} <span class=\"mini quiet\">(not found)</span>" in page  # a record the effects name that is gone
-    assert f"/admin/transactions/webhookevent/?subject__exact=transaction%3A{tx.offchain_id}" in page
+    assert f"/admin/webhooks/webhookevent/?subject__exact=transaction%3A{tx.offchain_id}" in page
     assert "Open on the chain" in page and 'name="_save"' not in page
     # Both ways: the account's page links to the transactions it signs, which list this one.
     account_page = viewer.get(f"/admin/accounts/account/{source.pk}/change/").content.decode()

@@ -14,8 +14,8 @@ SPECTACULAR_SETTINGS = {
         "AccountTypeEnum": "accounts.models.AccountType.choices",
         "PositionStateEnum": "instruments.models.PositionState.choices",
         "LookupTableStateEnum": "lookup_tables.models.LookupTableState.choices",
-        "WebhookStatusEnum": "transactions.webhook_models.WebhookStatus.choices",
-        "WebhookSettableStatusEnum": "transactions.webhook_models.SETTABLE_STATUSES",
+        "WebhookStatusEnum": "webhooks.models.WebhookStatus.choices",
+        "WebhookSettableStatusEnum": "webhooks.models.SETTABLE_STATUSES",
         "OracleKindEnum": "marketdata.models.ORACLE_KINDS",
         "DataKindEnum": "marketdata.models.DATA_KINDS",
         "DataSourceSettableStatusEnum": "marketdata.models.SETTABLE_STATUSES",
@@ -29,14 +29,14 @@ SPECTACULAR_SETTINGS = {
     # The rules common to every area first, then each area's own (its schema.py).
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums", "ledger_project.api.schema.postprocess", "accounts.schema.postprocess",
-        "positions.schema.postprocess", "instruments.schema.postprocess", "transactions.webhook_schema.postprocess",
+        "positions.schema.postprocess", "instruments.schema.postprocess", "webhooks.schema.postprocess",
         "lookup_tables.schema.postprocess", "vaults.schema.postprocess", "marketdata.schema.postprocess",
     ],
     # The payloads the service sends (docs/webhooks.md); an OpenAPI 3.0 document carries them
     # as x-webhooks (ledger_project/api/schema.py).
     "WEBHOOKS": [
-        "transactions.webhook_serializers.OPENAPI_PRE_SUBMIT",
-        "transactions.webhook_serializers.OPENAPI_POST_SUBMIT",
-        "transactions.webhook_serializers.OPENAPI_NETWORK_EVENT",
+        "webhooks.serializers.OPENAPI_PRE_SUBMIT",
+        "webhooks.serializers.OPENAPI_POST_SUBMIT",
+        "webhooks.serializers.OPENAPI_NETWORK_EVENT",
     ],
 }

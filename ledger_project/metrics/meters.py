@@ -40,7 +40,7 @@ rpc_calls = Counter("ledger_rpc_calls", "JSON-RPC HTTP calls to a cluster, by me
                     "JSON-RPC error), unavailable (no answer or an HTTP error). A batch is one call.", ["cluster", "method", "outcome"])
 rpc_duration = Histogram("ledger_rpc_duration_seconds", "Time of one JSON-RPC HTTP call.", ["cluster", "method"], buckets=FAST)
 
-# --- webhooks (transactions/delivery.py) -------------------------------------------------------
+# --- webhooks (webhooks/delivery.py) -------------------------------------------------------
 webhook_deliveries = Counter("ledger_webhook_deliveries", "Webhook delivery attempts, by outcome: delivered (2xx), failed (retried later), "
                              "dead_lettered (failed past the retry window).", ["outcome"])
 webhook_attempt_duration = Histogram("ledger_webhook_attempt_duration_seconds", "Time of one delivery attempt (the HTTP call).", buckets=FAST)

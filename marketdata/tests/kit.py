@@ -18,7 +18,7 @@ from solders.pubkey import Pubkey
 from marketdata.tests.jobkit import definition, median, source
 from positions.tests.kit import instrument, wallet
 from transactions.tests.chainkit import wait
-from transactions.tests.webhookkit import JsonSource
+from webhooks.tests.webhookkit import JsonSource
 from vaults.tests.kit import address_of
 
 BASE = "/api/v1/market-data/onchain-data-source"

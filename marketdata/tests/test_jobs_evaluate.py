@@ -1,5 +1,5 @@
 """Evaluating jobs against real HTTP sources on this machine (docs/marketdata.md,
-"Evaluation"): the servers are the webhook tests' kit (transactions/tests/webhookkit.py)."""
+"Evaluation"): the servers are the webhook tests' kit (webhooks/tests/webhookkit.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from marketdata.jobs import JobDefinitionError, evaluate, parse_job
 from marketdata.jobs.evaluate import GRACE_SECONDS
 from marketdata.tests.jobkit import definition, mean, median, source, value
-from transactions.tests.webhookkit import JsonSource
+from webhooks.tests.webhookkit import JsonSource
 
 SECRET = "sk-live-never-recorded-5d1e"
 

@@ -199,9 +199,9 @@ def test_webhooks_fire_per_batch_item(tenant):
     item, as a transfer of its own would have had (docs/webhooks.md)."""
     import json as jsonlib
 
-    from transactions import outbox
-    from transactions.webhook_models import WebhookEvent, WebhookEventType
-    from transactions.webhooks import webhook_create
+    from webhooks import outbox
+    from webhooks.models import WebhookEvent, WebhookEventType
+    from webhooks.services import webhook_create
 
     webhook_create(tenant=tenant, cluster="CHAIN_LOCALNET", data={"name": "payroll", "endpointUrl": "https://hooks.example/payroll", "eventTypes": ["transaction.pre_submit"]})
     packed = Transaction.unscoped.create(tenant=tenant, cluster="CHAIN_LOCALNET", operation=operations.TRANSFER_BATCH, status="SIGNED", effects={"batch": {"offchainId": "b-1", "items": [3, 5]}})

@@ -15,8 +15,8 @@ from backoffice.models import AuditKind, StaffAuditEntry
 from backoffice.tests.staff import PASSWORD, staff_user
 from tests.workers import paused_workers
 from transactions.models import Transaction, TransactionStatus
-from transactions.tests.webhookkit import Receiver, emit, recorded_transaction, subscribe
-from transactions.webhook_models import DeliveryStatus, WebhookEvent
+from webhooks.tests.webhookkit import Receiver, emit, recorded_transaction, subscribe
+from webhooks.models import DeliveryStatus, WebhookEvent
 
 
 @pytest.mark.chain
@@ -103,7 +103,7 @@ def test_an_operator_redelivers_a_dead_lettered_webhook_and_sees_it_delivered(pa
         page.click("#confirm-action")
         assert "1 event(s) due again." in page.find(".messagelist").text
 
-        page.open(f"/admin/transactions/webhookevent/{dead.pk}/change/")
+        page.open(f"/admin/webhooks/webhookevent/{dead.pk}/change/")
         page.wait_text("DELIVERED", timeout=60)  # the worker's delivery loop, to the receiver
         attempts = page.find("#attempt_log-group")
         assert "200" in attempts.text

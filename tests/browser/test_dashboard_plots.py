@@ -12,8 +12,8 @@ from backoffice.balances import balances_sample
 from backoffice.tests.staff import PASSWORD, staff_user
 from positions.tests.kit import instrument, position, wallet
 from positions.tests.movekit import at, mint, settled, transfer
-from transactions import delivery
-from transactions.tests.webhookkit import Receiver, emit, recorded_transaction, subscribe
+from webhooks import delivery
+from webhooks.tests.webhookkit import Receiver, emit, recorded_transaction, subscribe
 
 
 @pytest.mark.django_db(transaction=True)

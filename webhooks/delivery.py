@@ -47,8 +47,8 @@ from ledger_project.logging import redact_urls
 from ledger_project.shutdown import stopping
 from tenancy.scoping import worker_only
 
-from . import webhooks
-from .webhook_models import DeliveryStatus, WebhookAttempt, WebhookEvent, WebhookStatus, WebhookSubscription
+from . import services
+from .models import DeliveryStatus, WebhookAttempt, WebhookEvent, WebhookStatus, WebhookSubscription
 
 logger = logging.getLogger("ledger.webhooks")
 
@@ -153,8 +153,8 @@ def _material(sub: WebhookSubscription) -> Material:
     cached = _materials.get(sub.pk)
     if cached is not None and cached.version == sub.updated_at:
         return cached
-    auth = webhooks.opened_auth(sub)
-    current, previous = webhooks.signing_secrets(sub)  # both: whether the previous one signs is judged per send
+    auth = services.opened_auth(sub)
+    current, previous = services.signing_secrets(sub)  # both: whether the previous one signs is judged per send
     api_key = auth.get("apiKeyAuthConfig")
     material = Material(
         version=sub.updated_at, current_key=current.encode(), previous_key=previous.encode() if previous else None, previous_until=sub.previous_valid_until,
@@ -193,7 +193,7 @@ def without_secrets(text: str, secrets: list[str]) -> str:
     if not text:
         return text
     for form in sorted({form for secret in secrets if secret for form in _quoted_forms(secret)}, key=len, reverse=True):
-        text = text.replace(form, webhooks.REDACTED)
+        text = text.replace(form, services.REDACTED)
     return text
 
 
@@ -428,7 +428,8 @@ def delivery_needed() -> bool:
 
 def delivery_kick() -> None:
     """After a commit that wrote events: start the loop unless one runs."""
-    from .pump import lease_live
+    from transactions.pump import lease_live
+
     from .tasks import deliver_webhooks
 
     if settings.LEDGER_WEBHOOK_DELIVERY_ENABLED and not lease_live(LEASE):
@@ -475,7 +476,7 @@ def delivery_run(*, holder: str, run_seconds: float | None = None) -> bool:
     under way finish — each bounded by its webhook's timeout — and gives back the claims of
     those not started). Returns whether work is left for another run (looked for
     after the lease is released, so a commit that saw the lease live is never missed)."""
-    from .pump import lease_release, lease_take
+    from transactions.pump import lease_release, lease_take
 
     if not settings.LEDGER_WEBHOOK_DELIVERY_ENABLED or not lease_take(LEASE, holder):
         return False

@@ -17,8 +17,9 @@ from ledger_project.api.outputs import bulk_output
 from ledger_project.api.query import ItemQuerySerializer
 from ledger_project.timestamps import timestamp_text
 
-from .serializers import TransactionResultOutput
-from .webhook_models import SETTABLE_STATUSES, WebhookEventType, WebhookSource, WebhookStatus
+from transactions.serializers import TransactionResultOutput
+
+from .models import SETTABLE_STATUSES, WebhookEventType, WebhookSource, WebhookStatus
 
 HTTP_URL = URLValidator(schemes=["http", "https"])
 #: an HTTP header field name (RFC 9110 token)
@@ -221,7 +222,7 @@ class ReplayWebhookOutput(serializers.Serializer):
 
 
 def render_webhook(sub, level: str = "detailed") -> dict:
-    from .webhooks import redacted_auth
+    from .services import redacted_auth
 
     if level == "identifiers":
         return {"offchainId": str(sub.offchain_id)}

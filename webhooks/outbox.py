@@ -29,7 +29,7 @@ from django.utils import timezone
 
 from ledger_project.timestamps import timestamp_text
 
-from .webhook_models import EVENT_FLAGS, WebhookEvent, WebhookEventType, WebhookSource, WebhookStatus, WebhookSubscription
+from .models import EVENT_FLAGS, WebhookEvent, WebhookEventType, WebhookSource, WebhookStatus, WebhookSubscription
 
 logger = logging.getLogger("ledger.webhooks")
 
@@ -61,7 +61,7 @@ def _subscribers(pairs: set[tuple[int, str]], event_type: str) -> dict[tuple[int
 
 
 def _account_keys(tx) -> set[str]:
-    from .chain import builder
+    from transactions.chain import builder
 
     try:
         return {str(key) for key in builder.message_from_bytes(bytes(tx.message)).account_keys}
@@ -73,7 +73,7 @@ def _account_keys(tx) -> set[str]:
 def transaction_data(tx) -> dict:
     """``data`` of a transaction event: the transaction result (as the API renders it), the
     operation that built it and the slot it landed in."""
-    from .serializers import TransactionResultOutput
+    from transactions.serializers import TransactionResultOutput
 
     return {"transaction": dict(TransactionResultOutput(tx).data), "operation": tx.operation, "slot": tx.slot}
 

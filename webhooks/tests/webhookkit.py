@@ -258,7 +258,7 @@ def subscribe(tenant, url: str, **data):
     """A registry subscription (the service, in its own write phase)."""
     from django.db import transaction
 
-    from transactions import webhooks
+    from webhooks import services as webhooks
 
     data = {"name": "receiver", "endpointUrl": url, "eventTypes": ["transaction.post_submit"], "timeout": 5,
             "apiKeyAuthConfig": {"httpHeaderName": "X-Api-Key", "keyValue": API_KEY}, **data}
@@ -287,8 +287,8 @@ def emit(txs, event_type=None) -> list:
     """The engine's writer, as a state change calls it (in its database transaction)."""
     from django.db import transaction
 
-    from transactions import outbox
-    from transactions.webhook_models import WebhookEvent, WebhookEventType
+    from webhooks import outbox
+    from webhooks.models import WebhookEvent, WebhookEventType
 
     with transaction.atomic():
         before = WebhookEvent.unscoped.order_by("-pk").values_list("pk", flat=True).first() or 0

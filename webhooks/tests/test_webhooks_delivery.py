@@ -19,9 +19,9 @@ from django.db import connection, transaction
 from django.utils import timezone
 from solders.message import Message
 
-from transactions import delivery, webhooks
-from transactions.tests.webhookkit import API_KEY, Receiver, TokenServer, emit, recorded_transaction, subscribe, verify_signature
-from transactions.webhook_models import DeliveryStatus, WebhookAttempt, WebhookEvent, WebhookEventType, WebhookSubscription
+from webhooks import delivery, services as webhooks
+from webhooks.tests.webhookkit import API_KEY, Receiver, TokenServer, emit, recorded_transaction, subscribe, verify_signature
+from webhooks.models import DeliveryStatus, WebhookAttempt, WebhookEvent, WebhookEventType, WebhookSubscription
 
 HOURS = 3600
 
@@ -205,12 +205,12 @@ def test_past_the_retry_window_events_are_dead_lettered_and_the_admin_redelivers
         last = WebhookEvent.unscoped.get(pk=events[0].pk)
         assert (last.dead_at - last.retry_from).total_seconds() >= 24 * HOURS  # at least 24 h of retries
         receiver.status = 200
-        response = admin_client.post("/admin/transactions/webhookevent/", {"action": "redeliver", "_selected_action": [events[0].pk], "_staff_confirmed": "yes"}, follow=True)
+        response = admin_client.post("/admin/webhooks/webhookevent/", {"action": "redeliver", "_selected_action": [events[0].pk], "_staff_confirmed": "yes"}, follow=True)
         assert response.status_code == 200
         delivery.deliver_due()
         assert receiver.delivered_ids() == [str(events[0].event_id)]
         # The rest of the dead letters, by subscription (a range: every dead one of it).
-        response = admin_client.post("/admin/transactions/webhooksubscription/", {"action": "redeliver_dead", "_selected_action": [sub.pk], "_staff_confirmed": "yes"}, follow=True)
+        response = admin_client.post("/admin/webhooks/webhooksubscription/", {"action": "redeliver_dead", "_selected_action": [sub.pk], "_staff_confirmed": "yes"}, follow=True)
         assert response.status_code == 200
         delivery.deliver_due()
         assert sorted(receiver.delivered_ids()) == sorted(str(e.event_id) for e in events)
@@ -228,10 +228,10 @@ def test_a_disabled_webhook_gets_nothing_until_it_is_enabled_again(tenant, clock
     with Receiver() as receiver:
         sub = subscribe(tenant, receiver.url("/hook"))
         [waiting] = emit([recorded_transaction(tenant)])
-        admin_client.post("/admin/transactions/webhooksubscription/", {"action": "disable", "_selected_action": [sub.pk], "_staff_confirmed": "yes"})
+        admin_client.post("/admin/webhooks/webhooksubscription/", {"action": "disable", "_selected_action": [sub.pk], "_staff_confirmed": "yes"})
         assert emit([recorded_transaction(tenant)]) == []  # no new events while disabled
         assert delivery.deliver_due() == [] and receiver.received == []
-        admin_client.post("/admin/transactions/webhooksubscription/", {"action": "enable", "_selected_action": [sub.pk], "_staff_confirmed": "yes"})
+        admin_client.post("/admin/webhooks/webhooksubscription/", {"action": "enable", "_selected_action": [sub.pk], "_staff_confirmed": "yes"})
         delivery.deliver_due()
     assert receiver.delivered_ids() == [str(waiting.event_id)]
 
@@ -386,7 +386,7 @@ def test_one_change_to_two_webhooks_of_one_receiver_is_kept_twice_by_the_documen
     (X-Ledger-Webhook-Id, id)."""
     from pathlib import Path
 
-    from transactions.webhook_serializers import PostSubmitEvent
+    from webhooks.serializers import PostSubmitEvent
 
     with Receiver() as receiver:
         first, second = subscribe(tenant, receiver.url("/hook"), name="first"), subscribe(tenant, receiver.url("/hook"), name="second")

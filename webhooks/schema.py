@@ -4,7 +4,7 @@ its key an HTTP field value — the registry's and an instrument's alike."""
 
 from __future__ import annotations
 
-from .webhook_serializers import HEADER_NAME, HEADER_VALUE
+from .serializers import HEADER_NAME, HEADER_VALUE
 
 
 def postprocess(result, generator, request, public):

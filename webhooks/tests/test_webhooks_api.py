@@ -16,9 +16,9 @@ from django.utils import timezone
 from conftest import assert_error, make_client
 from instruments.tests.factories import FinancialInstrumentFactory
 from tenancy.tests.factories import issue_key
-from transactions.models import WebhookEvent, WebhookSubscription
-from transactions.tests.webhookkit import verify_signature
-from transactions.webhooks import opened_auth
+from webhooks.models import WebhookEvent, WebhookSubscription
+from webhooks.tests.webhookkit import verify_signature
+from webhooks.services import opened_auth
 
 BASE = "/api/v1/webhooks"
 API_KEY_SECRET = "key-value-never-shown-1f3a"
@@ -84,7 +84,7 @@ def test_create_answers_the_webhook_without_its_secrets_and_stores_them_sealed(a
         assert secret not in answers and secret not in stored and secret not in logged
     sub = WebhookSubscription.unscoped.get(offchain_id=body["offchainId"])
     assert set(sub.signing_secret) == {"sealed"} and "whsec_" not in stored
-    from transactions.webhooks import opened_auth
+    from webhooks.services import opened_auth
 
     assert opened_auth(sub)["oauth2AuthConfig"]["clientSecret"] == CLIENT_SECRET  # sealed, not lost
 
@@ -157,7 +157,7 @@ def test_update_is_a_patch_and_disables_rotates_and_replaces_auth(api, tenant):
     updated = response.json()["updatedWebhook"]
     assert updated["timeout"] == 9 and updated["status"] == "DISABLED" and updated["name"] == "ops" and updated["apiKeyAuthConfig"]["keyValue"] == "********"
     sub = WebhookSubscription.unscoped.get(offchain_id=body["offchainId"])
-    from transactions.webhooks import opened_auth, signing_secrets
+    from webhooks.services import opened_auth, signing_secrets
 
     assert opened_auth(sub)["apiKeyAuthConfig"]["keyValue"] == API_KEY_SECRET  # untouched by a patch that does not name it
     first, _ = signing_secrets(sub)
@@ -186,7 +186,7 @@ def test_the_signing_secret_needs_the_sensitive_data_role_and_shows_both_during_
     second = sensitive.call("post", f"{BASE}/single/signing-secret", {"itemData": ident}).json()
     assert second["previousSigningSecret"] == first["signingSecret"] != second["signingSecret"] and second["previousValidUntil"]
     # What the test's own receiver code verifies with: the secret signs X-Ledger-Signature.
-    from transactions.delivery import signature_header
+    from webhooks.delivery import signature_header
 
     headers = {"x-ledger-signature": signature_header([second["signingSecret"].encode(), first["signingSecret"].encode()], 1_700_000_000, b"{}")}
     assert verify_signature(second["signingSecret"], headers, b"{}", tolerance=None) and verify_signature(first["signingSecret"], headers, b"{}", tolerance=None)
@@ -220,7 +220,7 @@ def test_bulk_fetch_pages_filters_and_trims_by_detail_level(api):
 
 @pytest.mark.django_db
 def test_replay_makes_a_time_range_of_events_due_again_in_order(api, tenant):
-    from transactions.webhook_models import DeliveryStatus
+    from webhooks.models import DeliveryStatus
 
     body = created(api)
     sub = WebhookSubscription.unscoped.get(offchain_id=body["offchainId"])
@@ -240,7 +240,7 @@ def test_replay_makes_a_time_range_of_events_due_again_in_order(api, tenant):
 
 @pytest.mark.django_db
 def test_an_instruments_webhooks_are_subscriptions_kept_in_step_with_its_list(api, tenant, localnet_url):
-    from transactions.webhook_models import DeliveryStatus
+    from webhooks.models import DeliveryStatus
 
     instrument = FinancialInstrumentFactory(tenant=tenant)
     lookup = {"offchainId": str(instrument.offchain_id)}
@@ -253,7 +253,7 @@ def test_an_instruments_webhooks_are_subscriptions_kept_in_step_with_its_list(ap
         (name, "FINANCIAL_INSTRUMENT", ["transaction.pre_submit", "transaction.post_submit"], {"onchainId": instrument.address, "offchainId": str(instrument.offchain_id)})
         for name in ("a", "b")]
     a = WebhookSubscription.unscoped.get(name="a")
-    from transactions.webhooks import signing_secrets
+    from webhooks.services import signing_secrets
 
     secret = signing_secrets(a)[0]
     assert_error(api.call("patch", BASE, {"itemData": {"webhook": {"offchainId": str(a.offchain_id)}, "endpointUrl": "http://127.0.0.1:9/x"}}), 400, "MANAGED_BY_INSTRUMENT", "itemData.endpointUrl")

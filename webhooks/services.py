@@ -27,7 +27,7 @@ from ledger_project.api.errors import LedgerError, NotFoundError
 from ledger_project.api.query import QueryField, QuerySpec, apply_item_query
 from tenancy.scoping import scoped_tenant, worker_only
 
-from .webhook_models import EVENT_FLAGS, DeliveryStatus, WebhookEvent, WebhookSource, WebhookStatus, WebhookSubscription
+from .models import EVENT_FLAGS, DeliveryStatus, WebhookEvent, WebhookSource, WebhookStatus, WebhookSubscription
 
 #: (config object, secret field) pairs of a webhook's auth
 SECRET_FIELDS = (("apiKeyAuthConfig", "keyValue"), ("oauth2AuthConfig", "clientSecret"), ("oauth2AuthConfig", "password"))
@@ -369,7 +369,7 @@ def _reseal(current: bytes) -> int:
 def _register() -> None:
     from custody.services import SealedStore, register_sealed_store
 
-    register_sealed_store(SealedStore("transactions.webhooks", references=_references, reseal=_reseal))
+    register_sealed_store(SealedStore("webhooks.services", references=_references, reseal=_reseal))
 
 
 _register()

@@ -19,9 +19,9 @@ from positions.tests.kit import instrument, position, wallet
 from positions.tests.movekit import at, mint, settled, transfer
 from tenancy.tests.factories import issue_key
 from tests.workers import WorkerProcess, new_queue_name, paused_workers, route_tasks_to, wait_for
-from transactions.models import NetworkEventCursor
+from webhooks.models import NetworkEventCursor
 from transactions.tests.chainkit import funded, send
-from transactions.tests.webhookkit import Receiver, verify_signature
+from webhooks.tests.webhookkit import Receiver, verify_signature
 
 pytestmark = [pytest.mark.chain, pytest.mark.worker]
 

@@ -17,9 +17,9 @@ from tenancy.viewsets import TenantScopedViewSet
 from ledger_project.timestamps import timestamp_text
 from tenancy.roles import Role
 
-from . import webhooks
-from .webhook_models import WebhookSubscription
-from .webhook_serializers import (
+from . import services
+from .models import WebhookSubscription
+from .serializers import (
     BulkWebhooksCompactOutput,
     BulkWebhooksIdentifiersOutput,
     BulkWebhooksOutput,
@@ -44,7 +44,7 @@ class WebhookViewSet(TenantScopedViewSet):
     model = WebhookSubscription
 
     def _subscription(self, ident: dict, field: str) -> WebhookSubscription:
-        return webhooks.webhook_get(queryset=self.get_queryset().select_related("tenant"), offchain_id=ident["offchainId"], field=field)
+        return services.webhook_get(queryset=self.get_queryset().select_related("tenant"), offchain_id=ident["offchainId"], field=field)
 
     @extend_schema(
         operation_id="createWebhook", summary="Create Webhook",
@@ -56,7 +56,7 @@ class WebhookViewSet(TenantScopedViewSet):
     def create(self, request):
         data = validated(CreateWebhookInput, request)["itemData"]
         with write_phase():
-            sub = webhooks.webhook_create(tenant=self.tenant, cluster=self.cluster, data=data)
+            sub = services.webhook_create(tenant=self.tenant, cluster=self.cluster, data=data)
         sub.tenant = self.tenant
         return Response({"newWebhook": render_webhook(sub)}, status=status.HTTP_201_CREATED)
 
@@ -73,7 +73,7 @@ class WebhookViewSet(TenantScopedViewSet):
         changes = {k: v for k, v in data.items() if k in raw and k != "webhook"}
         sub = self._subscription(data["webhook"], "itemData.webhook")
         with write_phase():
-            sub = webhooks.webhook_update(tenant=self.tenant, subscription=sub, changes=changes)
+            sub = services.webhook_update(tenant=self.tenant, subscription=sub, changes=changes)
         sub.tenant = self.tenant
         return Response({"updatedWebhook": render_webhook(sub)})
 
@@ -92,13 +92,13 @@ class WebhookViewSet(TenantScopedViewSet):
         require_role(self.api_key, Role.PLATFORM_SENSITIVE_DATA_ACCESS, why="read a webhook's signing secret")
         ident = validated(WebhookLookupInput, request)["itemData"]
         sub = self._subscription(ident, "itemData")
-        secret = webhooks.webhook_signing_secret(subscription=sub)
+        secret = services.webhook_signing_secret(subscription=sub)
         response = Response({"webhook": {"offchainId": str(sub.offchain_id)}, **secret, "previousValidUntil": timestamp_text(secret["previousValidUntil"])})
         response["Cache-Control"] = "no-store"
         return response
 
     @extend_schema(
-        operation_id=item_query("fetchWebhooks", webhooks.WEBHOOK_QUERY), summary="Fetch Webhooks",
+        operation_id=item_query("fetchWebhooks", services.WEBHOOK_QUERY), summary="Fetch Webhooks",
         description="Creates no transaction. The organization's webhooks on the cluster, registry and financial instruments' alike. detail-level: detailed, compact, identifiers.",
         request=WebhookBulkInput, responses=bulk_responses("BulkWebhooksPage", BulkWebhooksOutput, BulkWebhooksCompactOutput, BulkWebhooksIdentifiersOutput),
         parameters=[DETAIL_LEVEL, *operation_parameters()], tags=TAG,
@@ -107,7 +107,7 @@ class WebhookViewSet(TenantScopedViewSet):
         if detail_level not in LEVELS:
             raise LedgerError("detail-level must be detailed, compact or identifiers.", field="detail-level", code="INVALID_ENUM")
         body = validated(WebhookBulkInput, request)
-        items, count = webhooks.webhook_list(queryset=self.get_queryset().filter(cluster=self.cluster).select_related("tenant"), item_query=body.get("itemQuery"))
+        items, count = services.webhook_list(queryset=self.get_queryset().filter(cluster=self.cluster).select_related("tenant"), item_query=body.get("itemQuery"))
         return Response({"count": count, "items": [render_webhook(sub, detail_level) for sub in items]})
 
     @extend_schema(
@@ -121,5 +121,5 @@ class WebhookViewSet(TenantScopedViewSet):
         data = validated(ReplayWebhookInput, request)["itemData"]
         sub = self._subscription(data["webhook"], "itemData.webhook")
         with write_phase():
-            count = webhooks.webhook_replay(tenant=self.tenant, subscription=sub, since=data["fromTime"], until=data["toTime"], event_types=data.get("eventTypes"))
+            count = services.webhook_replay(tenant=self.tenant, subscription=sub, since=data["fromTime"], until=data["toTime"], event_types=data.get("eventTypes"))
         return Response({"webhook": {"offchainId": str(sub.offchain_id)}, "scheduled": count})

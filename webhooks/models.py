@@ -1,9 +1,11 @@
 """Webhooks: subscriptions, the outbox of events, every delivery attempt, and the cursors of
 the network-event poller (docs/webhooks.md).
 
-Imported at the end of transactions/models.py so Django registers them with the app. The
-engine writes events in the database transaction of the change they describe
-(transactions/outbox.py); the delivery worker (transactions/delivery.py) sends them.
+The tables keep the names they had when webhooks lived in the transactions app
+(``transactions_webhook*``, ``transactions_networkeventcursor``): moving the models moved no
+data. Events are written in the database transaction of the change they describe
+(webhooks/outbox.py, called by the engine through transactions/notify.py); the delivery
+worker (webhooks/delivery.py) sends them.
 """
 
 from __future__ import annotations
@@ -69,7 +71,7 @@ class WebhookSubscription(TenantOwnedModel):
     pre_submit = models.BooleanField(default=False)
     post_submit = models.BooleanField(default=False)
     network_event = models.BooleanField(default=False)
-    auth = models.JSONField(default=dict, blank=True, help_text="apiKeyAuthConfig / oauth2AuthConfig; secrets sealed (transactions/webhooks.py).")
+    auth = models.JSONField(default=dict, blank=True, help_text="apiKeyAuthConfig / oauth2AuthConfig; secrets sealed (webhooks/services.py).")
     timeout_seconds = models.PositiveIntegerField(null=True, blank=True)
     signing_secret = models.JSONField(default=dict, help_text="Sealed HMAC key.")
     previous_signing_secret = models.JSONField(null=True, blank=True, help_text="Sealed; also signs until previous_valid_until (rotation).")
@@ -77,6 +79,7 @@ class WebhookSubscription(TenantOwnedModel):
     signing_secret_rotated_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        db_table = "transactions_webhooksubscription"
         indexes = [
             models.Index(fields=["tenant", "cluster", "status"], name="whk_sub_tenant"),
             models.Index(fields=["instrument_offchain_id"], name="whk_sub_instrument"),
@@ -115,7 +118,7 @@ class WebhookEvent(TenantOwnedModel):
     """
 
     event_id = models.UUIDField()
-    subscription = models.ForeignKey("transactions.WebhookSubscription", on_delete=models.PROTECT, related_name="events")
+    subscription = models.ForeignKey("webhooks.WebhookSubscription", on_delete=models.PROTECT, related_name="events")
     event_type = models.CharField(max_length=40, choices=WebhookEventType.choices)
     subject = models.CharField(max_length=120)
     body = models.TextField()
@@ -132,6 +135,7 @@ class WebhookEvent(TenantOwnedModel):
     replays = models.PositiveIntegerField(default=0)
 
     class Meta:
+        db_table = "transactions_webhookevent"
         indexes = [
             models.Index(fields=["status", "next_attempt_at"], name="whk_event_due"),
             models.Index(fields=["subscription", "subject", "id"], name="whk_event_order"),
@@ -150,7 +154,7 @@ class WebhookAttempt(models.Model):
     """One delivery attempt of an event (append-only): when, how long, what the endpoint
     answered (status code, the first bytes of its body) or why no answer came."""
 
-    event = models.ForeignKey("transactions.WebhookEvent", on_delete=models.CASCADE, related_name="attempt_log")
+    event = models.ForeignKey("webhooks.WebhookEvent", on_delete=models.CASCADE, related_name="attempt_log")
     number = models.PositiveIntegerField()
     started_at = models.DateTimeField()
     latency_ms = models.PositiveIntegerField()
@@ -159,6 +163,7 @@ class WebhookAttempt(models.Model):
     response_excerpt = models.TextField(blank=True)
 
     class Meta:
+        db_table = "transactions_webhookattempt"
         ordering = ["event", "number"]
         # started_at: the dashboard's 24-hour plot of deliveries reads a time range (docs/admin.md).
         indexes = [models.Index(fields=["event", "number"], name="whk_attempt_event"), models.Index(fields=["started_at"], name="whk_attempt_started")]
@@ -181,6 +186,7 @@ class NetworkEventCursor(models.Model):
     polled_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        db_table = "transactions_networkeventcursor"
         constraints = [models.UniqueConstraint(fields=["cluster", "address"], name="whk_cursor_address")]
 
     def __str__(self) -> str:

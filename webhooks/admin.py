@@ -1,8 +1,8 @@
 """Back-office for webhooks (docs/webhooks.md, "Operations"; docs/admin.md): subscriptions,
 events (the outbox; DEAD are the dead letters) and attempts; redeliver one event, a
 selection or a subscription's dead letters (in a time range), disable and enable
-subscriptions — through the services the API uses (``webhooks.webhook_redeliver``, which
-Replay Webhook Events shares; ``webhooks.webhook_set_status``, Update Webhook's). The
+subscriptions — through the services the API uses (``services.webhook_redeliver``, which
+Replay Webhook Events shares; ``services.webhook_set_status``, Update Webhook's). The
 actions need ``backoffice.redeliver_webhook`` (the operator's). Secrets are never a field:
 credentials show redacted."""
 
@@ -18,8 +18,8 @@ from django.utils.html import format_html
 
 from ledger_project.staff import staff_action
 
-from . import webhooks
-from .webhook_models import DeliveryStatus, WebhookAttempt, WebhookEvent, WebhookStatus, WebhookSubscription
+from . import services
+from .models import DeliveryStatus, WebhookAttempt, WebhookEvent, WebhookStatus, WebhookSubscription
 
 
 class AttemptInline(admin.TabularInline):
@@ -60,7 +60,7 @@ class WebhookSubscriptionAdmin(_RedeliverPermission, admin.ModelAdmin):
 
     @admin.display(description="Credentials (redacted)")
     def credentials(self, obj) -> dict:
-        return webhooks.redacted_auth(obj)
+        return services.redacted_auth(obj)
 
     def has_add_permission(self, request):
         return False
@@ -73,7 +73,7 @@ class WebhookSubscriptionAdmin(_RedeliverPermission, admin.ModelAdmin):
     def disable(self, request, queryset):
         done = 0
         for sub in queryset.exclude(status=WebhookStatus.REMOVED):
-            webhooks.webhook_set_status(subscription=sub, status=WebhookStatus.DISABLED, reason=f"Disabled in the admin by {request.user}.")
+            services.webhook_set_status(subscription=sub, status=WebhookStatus.DISABLED, reason=f"Disabled in the admin by {request.user}.")
             done += 1
         self.message_user(request, f"{done} webhook(s) disabled.", messages.SUCCESS)
 
@@ -81,7 +81,7 @@ class WebhookSubscriptionAdmin(_RedeliverPermission, admin.ModelAdmin):
     def enable(self, request, queryset):
         done = 0
         for sub in queryset.exclude(status=WebhookStatus.REMOVED):
-            webhooks.webhook_set_status(subscription=sub, status=WebhookStatus.ACTIVE)
+            services.webhook_set_status(subscription=sub, status=WebhookStatus.ACTIVE)
             done += 1
         self.message_user(request, f"{done} webhook(s) enabled.", messages.SUCCESS)
 
@@ -89,7 +89,7 @@ class WebhookSubscriptionAdmin(_RedeliverPermission, admin.ModelAdmin):
                   confirm_note="Every DEAD event of these webhooks (in the range, if given) is due again now: same event id and body, a new retry window.")
     def redeliver_dead(self, request, queryset, options=None):
         options = options or {}
-        count = webhooks.webhook_redeliver_dead(subscription_ids=list(queryset.values_list("pk", flat=True)), since=options.get("since"), until=options.get("until"))
+        count = services.webhook_redeliver_dead(subscription_ids=list(queryset.values_list("pk", flat=True)), since=options.get("since"), until=options.get("until"))
         self.message_user(request, f"{count} dead-lettered event(s) due again.", messages.SUCCESS)
 
 
@@ -144,7 +144,7 @@ class WebhookEventAdmin(_RedeliverPermission, admin.ModelAdmin):
                   confirm_note="Each event is due again now with the same event id and body (receivers deduplicate on the webhook and the id); its attempts so far "
                                "stay recorded. An event being delivered at this moment is left alone.")
     def redeliver(self, request, queryset):
-        count = webhooks.webhook_redeliver(event_ids=list(queryset.exclude(status=DeliveryStatus.DELIVERING).values_list("pk", flat=True)))
+        count = services.webhook_redeliver(event_ids=list(queryset.exclude(status=DeliveryStatus.DELIVERING).values_list("pk", flat=True)))
         self.message_user(request, f"{count} event(s) due again.", messages.SUCCESS)
 
 

@@ -75,7 +75,7 @@ def process_caches_reset():
     or truncated with the test's database), the reused blockhash (docs/performance.md) and
     which lookup tables tenants have (docs/lookup-tables.md)."""
     from transactions import fee_payers, platform_keys
-    from transactions.chain import builder
+    from chain import builder
     from lookup_tables.compression import tenant_tables_forget
 
     fee_payers.fee_payer_cache_clear()

@@ -6,7 +6,7 @@ class AccountsConfig(AppConfig):
     name = "accounts"
 
     def ready(self) -> None:
-        from transactions.chain.errors import register_own_addresses
+        from chain.errors import register_own_addresses
         from transactions.signatures import register_account_signer, register_dkg_signer
 
         from . import effects  # noqa: F401  (registers the area's transaction effects)

@@ -15,6 +15,7 @@ from ledger_project.bulk import bulk_set
 from transactions.effects import ConfirmationFacts, effect_handler, failure_handler, lock_first, marks_in_flight, moves_balance, on_confirmations, records_balances
 from transactions.models import Transaction
 
+from . import operations
 from .models import Account, AccountStatus, BalanceSnapshot
 
 
@@ -23,14 +24,14 @@ def _account(tx) -> Account | None:
     return Account.unscoped.filter(offchain_id=tx.effects.get("account")).first()
 
 
-@effect_handler("accounts.create")
+@effect_handler(operations.CREATE)
 def account_created(tx, facts: ConfirmationFacts) -> None:
     now = timezone.now()
     Account.unscoped.filter(offchain_id=tx.effects.get("account"), status=AccountStatus.PENDING).update(
         status=AccountStatus.ACTIVE, creation_transaction_at=tx.confirmed_at or now, updated_at=now)
 
 
-@failure_handler("accounts.create")
+@failure_handler(operations.CREATE)
 def account_creation_failed(tx) -> None:
     account = _account(tx)
     if account is not None and account.status == AccountStatus.PENDING:
@@ -39,7 +40,7 @@ def account_creation_failed(tx) -> None:
     _clear_in_flight(tx)
 
 
-@effect_handler("accounts.inactivate")
+@effect_handler(operations.INACTIVATE)
 def account_inactivated(tx, facts: ConfirmationFacts) -> None:
     account = _account(tx)
     if account is not None:
@@ -52,7 +53,7 @@ def _clear_in_flight(tx) -> None:
     Account.unscoped.filter(pending_transaction=tx).update(pending_transaction=None)
 
 
-@failure_handler("accounts.inactivate")
+@failure_handler(operations.INACTIVATE)
 def account_inactivation_failed(tx) -> None:
     _clear_in_flight(tx)
 
@@ -174,7 +175,7 @@ def _nonce_accounts(tx) -> list[str]:
     return list(tx.effects.get("nonceAccounts") or ())
 
 
-@effect_handler("nonces.create")
+@effect_handler(operations.NONCE_CREATE)
 def nonce_accounts_created(tx, facts: ConfirmationFacts) -> None:
     """Created and initialized on chain: the accounts are ACTIVE and their nonces READY to
     lease (the transaction did both or neither)."""
@@ -185,7 +186,7 @@ def nonce_accounts_created(tx, facts: ConfirmationFacts) -> None:
     NonceAccount.objects.filter(account__offchain_id__in=ids, state=NonceState.CREATING).update(state=NonceState.READY)
 
 
-@failure_handler("nonces.create")
+@failure_handler(operations.NONCE_CREATE)
 def nonce_accounts_not_created(tx) -> None:
     """The creation did not land: nothing exists on chain; the records stay, FAILED."""
     from transactions.models import NonceAccount, NonceState

@@ -36,11 +36,12 @@ from ledger_project.api.errors import LedgerError, NotFoundError
 from tenancy.idempotency import write_phase
 from ledger_project.api.query import QueryField, QuerySpec, apply_item_query
 from tenancy.scoping import scoped_tenant
-from transactions.chain import builder
-from transactions.chain.rpc import rpc_for
+from chain import builder
+from chain.rpc import rpc_for
 from transactions.models import MessageLifetime, NonceAccount, NonceState, Transaction
 from transactions.services import SignerSpec, TxConfig, transaction_build, transaction_record
 
+from . import operations
 from .lookup import resolve_account
 from .models import Account, AccountStatus, AccountType
 from .services import account_save, funding_effects, funding_signer
@@ -48,7 +49,6 @@ from .signers import can_sign_on_platform, ensure_usable, transaction_config
 
 #: At most this many accounts per Create Durable Nonce Accounts request (itemData.count).
 MAX_NONCE_ACCOUNTS_PER_REQUEST = 20
-OPERATION = "nonces.create"
 NONCE_SIZE = builder.NONCE_ACCOUNT_SIZE
 SYSTEM_PROGRAM = Pubkey.from_string("11111111111111111111111111111111")
 NAMED_FIELD = "svmTransactionConfig.durableNonceAccount"
@@ -193,7 +193,7 @@ def durable_nonce_accounts_create(*, tenant, cluster: str, api_key, data: dict, 
         for batch in batches:
             instructions = [ix for draft in batch for ix in _instructions(draft, funding.pubkey, rent)]
             signers = [funding.signer, *(SignerSpec(Pubkey.from_string(d.account.address), d.account.managed_key) for d in batch)]
-            prepared.append(transaction_build(tenant=tenant, cluster=cluster, operation=OPERATION, instructions=instructions, signers=signers, config=config))
+            prepared.append(transaction_build(tenant=tenant, cluster=cluster, operation=operations.NONCE_CREATE, instructions=instructions, signers=signers, config=config))
     except BaseException:
         for built in prepared:  # the nonce leases of the transactions built so far
             built.release()

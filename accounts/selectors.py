@@ -93,6 +93,6 @@ def balance_at(*, account: Account, at) -> int:
 def tenant_own_addresses(*, tenant, cluster: str, candidates: set[str]) -> set[str]:
     """Which of ``candidates`` are addresses of ``tenant``'s account records on
     ``cluster``, never a platform fee payer: what a failed simulation may name to its
-    caller (transactions/chain/errors.py, ``caller_accounts``)."""
+    caller (chain/errors.py, ``caller_accounts``)."""
     own = set(Account.objects.for_tenant(tenant).filter(cluster=cluster, address__in=candidates).values_list("address", flat=True))
     return own - set(PlatformFeePayer.objects.values_list("managed_key__public_key", flat=True))

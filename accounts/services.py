@@ -19,11 +19,12 @@ from ledger_project.api.errors import ConflictError, LedgerError, NotFoundError
 from tenancy.idempotency import write_phase
 from tenancy.permissions import require_role
 from tenancy.roles import Role
-from transactions.chain.rpc import is_localnet, rpc_for
+from chain.rpc import is_localnet, rpc_for
 from transactions.models import Transaction, TransactionEvent
 from transactions.platform_keys import refuse_platform_address
 from transactions.services import SignerSpec, transaction_build, transaction_record
 
+from . import operations
 from .limits import network_debit_check, normalize
 from .locks import ensure_no_operation_in_flight, lock_account, lock_visible_account
 from .lookup import OffPlatform, resolve_account
@@ -314,7 +315,7 @@ def account_create(*, tenant, cluster: str, api_key, data: dict, svm_config: dic
         else:
             ix = transfer(TransferParams(from_pubkey=funding.pubkey, to_pubkey=target, lamports=lamports))
             signers = [funding.signer]
-        prepared = transaction_build(tenant=tenant, cluster=cluster, operation="accounts.create", instructions=[ix], signers=signers, config=config)
+        prepared = transaction_build(tenant=tenant, cluster=cluster, operation=operations.CREATE, instructions=[ix], signers=signers, config=config)
 
     tx = None
     with write_phase(on_abort=prepared.release if prepared else None):
@@ -432,7 +433,7 @@ def account_inactivate(*, tenant, cluster: str, api_key, account: Account, refun
         raise LedgerError("The account being closed cannot pay the fee for its own closing.", field="svmTransactionConfig.feePayer", code="INVALID")
     ix = transfer(TransferParams(from_pubkey=Pubkey.from_string(account.address), to_pubkey=Pubkey.from_string(destination), lamports=lamports))
     prepared = transaction_build(
-        tenant=tenant, cluster=cluster, operation="accounts.inactivate", instructions=[ix],
+        tenant=tenant, cluster=cluster, operation=operations.INACTIVATE, instructions=[ix],
         signers=[signer_for(account, tenant, field="itemData.account", require_platform=True)], config=config,
     )
     with write_phase(on_abort=prepared.release):

@@ -13,13 +13,13 @@ from tenancy.idempotency import idempotent
 from ledger_project.api.schema import DETAIL_LEVEL, api_responses, bulk_responses, item_query, operation_parameters
 from tenancy.viewsets import TenantScopedViewSet
 from ledger_project.timestamps import timestamp_text
-from transactions.chain.rpc import rpc_for
+from chain.rpc import rpc_for
 from transactions.responses import attach_wait_all, mutation_response, transaction_result
 
 from . import nonces, render, selectors, services
 from .lookup import resolve_account, resolve_own_account
 from .models import Account, AccountType
-from .mpc.keygen import has_dkg_keys
+from .mpc.keygen_plan import has_dkg_keys
 from .mpc.views import create_account_response
 from .serializers import (
     AccountOutput,

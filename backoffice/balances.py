@@ -29,7 +29,7 @@ def balances_sample() -> int:
     /metrics shows). Returns how many samples were stored."""
     from solders.pubkey import Pubkey
 
-    from transactions.chain.rpc import rpc_for
+    from chain.rpc import rpc_for
 
     now = timezone.now()
     payers = {row.cluster: row.managed_key.public_key for row in PlatformFeePayer.objects.select_related("managed_key")}

@@ -1,5 +1,5 @@
 """"Open on the chain": the raw account or transaction as the cluster answers it
-(docs/admin.md, "Open on the chain"), read through transactions/chain/rpc.py.
+(docs/admin.md, "Open on the chain"), read through chain/rpc.py.
 
 A model shows the link when it is listed in ``CHAIN_RECORDS`` (its label → how to find
 what to read). Areas added later register theirs with ``chain_record_register``. The page
@@ -68,8 +68,8 @@ def chain_url(obj, site_name: str = "admin") -> str | None:
 
 def chain_read(record: ChainRecord, obj) -> dict:
     """What the cluster answers for ``obj``: {cluster, kind, locator, answer | error}."""
-    from transactions.chain.errors import ChainRpcError, ChainUnavailable
-    from transactions.chain.rpc import rpc_for
+    from chain.errors import ChainRpcError, ChainUnavailable
+    from chain.rpc import rpc_for
 
     cluster, locator = record.cluster(obj), record.locate(obj)
     out = {"cluster": cluster, "kind": record.kind, "locator": locator, "answer": None, "error": ""}

@@ -1,5 +1,5 @@
 """The operations dashboard on the admin index (docs/admin.md, "Dashboard"): figures read
-from the database and, through transactions/chain/rpc.py, from each cluster — nothing
+from the database and, through chain/rpc.py, from each cluster — nothing
 made up. A cluster that does not answer within LEDGER_ADMIN_NODE_TIMEOUT_SECONDS is shown
 as not answering; the page never waits longer for it.
 """
@@ -64,7 +64,7 @@ def _cluster_figures(cluster: str, fee_payer: str | None, nonce_addresses: list[
     reads only (run in a thread; the database was read before)."""
     from solders.pubkey import Pubkey
 
-    from transactions.chain.rpc import rpc_for
+    from chain.rpc import rpc_for
 
     out = {"node": None, "error": "", "fee_payer_lamports": None, "nonce_lamports": None}
     try:

@@ -55,10 +55,10 @@ STAGES = {
     "key generation": ["custody.services:managed_key_generate"],
     "funding (localnet airdrop)": ["accounts.services:funding_signer"],
     "fee payer, svmTransactionConfig": ["accounts.signers:transaction_config"],
-    "build: blockhash, compile": ["transactions.chain.builder:build", "transactions.services:transaction_build"],
-    "simulation": ["transactions.chain.rpc:ChainRpc.simulate"],
+    "build: blockhash, compile": ["chain.builder:build", "transactions.services:transaction_build"],
+    "simulation": ["chain.rpc:ChainRpc.simulate"],
     "key decryption (signers)": ["custody.services:managed_key_signer"],
-    "signing": ["transactions.chain.signing:sign_all"],
+    "signing": ["chain.signing:sign_all"],
     "write phase: locks, re-checks, rows": ["positions.movement:_write", "accounts.services:funding_effects", "accounts.services:account_save"],
     "key sealing": ["custody.services:managed_key_store"],
     "Transaction row, events": ["transactions.services:transaction_record"],
@@ -194,7 +194,7 @@ class StageClock:
         from django.db.backends.base.base import BaseDatabaseWrapper
         from django.db.backends.utils import CursorWrapper
 
-        from transactions.chain.rpc import ChainRpc
+        from chain.rpc import ChainRpc
 
         clock = self
         for stage, targets in STAGES.items():

@@ -14,11 +14,11 @@ from accounts.services import account_update, funding_effects, funding_signer
 from accounts.signers import transaction_config
 from ledger_project.api.errors import ConflictError, LedgerError
 from tenancy.idempotency import write_phase
-from transactions.chain.rpc import rpc_for
+from chain.rpc import rpc_for
 from transactions.models import Transaction, TransactionEvent
 from transactions.services import Prepared, SignerSpec, transaction_build, transaction_record
 
-from . import webhooks
+from . import operations, webhooks
 from .extensions import multiplier_of
 from .locks import lock_instrument
 from .models import FinancialInstrument, InstrumentStatus, PositionState, TokenVersion, authority_column
@@ -206,7 +206,7 @@ def instrument_update(*, tenant, cluster: str, api_key, instrument: FinancialIns
     prepared = None
     if ixs:
         _in_flight_check(instrument, f"{p}.mintAccount")
-        prepared = transaction_build(tenant=tenant, cluster=cluster, operation="instruments.update", instructions=ixs, signers=list(signers.values()), config=config)
+        prepared = transaction_build(tenant=tenant, cluster=cluster, operation=operations.UPDATE, instructions=ixs, signers=list(signers.values()), config=config)
     tx = None
     with write_phase(on_abort=prepared.release if prepared else None):
         instrument = _locked_again(read, f"{p}.mintAccount") if prepared else lock_instrument(read.pk, tenant=tenant)
@@ -248,7 +248,7 @@ def instrument_set_paused(*, tenant, cluster: str, api_key, instrument: Financia
     current = _current(instrument, "pausable", given, f"{p}.pausableAuthority")
     mint = Pubkey.from_string(instrument.address)
     ix = t22.pause(mint=mint, authority=current.pubkey) if paused else t22.resume(mint=mint, authority=current.pubkey)
-    prepared = transaction_build(tenant=tenant, cluster=cluster, operation="instruments.pause" if paused else "instruments.unpause", instructions=[ix],
+    prepared = transaction_build(tenant=tenant, cluster=cluster, operation=operations.PAUSE if paused else operations.UNPAUSE, instructions=[ix],
                                  signers=[_signer(current, tenant, f"{p}.pausableAuthority")], config=transaction_config(tenant, cluster, svm_config))
     with write_phase(on_abort=prepared.release):
         locked = lock_instrument(instrument.pk, tenant=tenant)
@@ -292,7 +292,7 @@ def instrument_close(*, tenant, cluster: str, api_key, instrument: FinancialInst
         raise LedgerError("The refund destination is inactive.", field=f"{p}.refundDestination", code="ACCOUNT_INACTIVE")
     authority = given or Authority(close_authority, Account.objects.for_tenant(tenant).filter(cluster=cluster, address=close_authority).first())
     ix = t22.close_account(account=Pubkey.from_string(instrument.address), destination=refund.pubkey, authority=authority.pubkey)
-    prepared = transaction_build(tenant=tenant, cluster=cluster, operation="instruments.close", instructions=[ix],
+    prepared = transaction_build(tenant=tenant, cluster=cluster, operation=operations.CLOSE, instructions=[ix],
                                  signers=[_signer(authority, tenant, f"{p}.closeAuthority")], config=transaction_config(tenant, cluster, svm_config))
     with write_phase(on_abort=prepared.release):
         locked = _locked_again(instrument, field)

@@ -20,7 +20,7 @@ from transactions.effects import ConfirmationFacts, effect_handler, failure_hand
 from transactions.models import Transaction
 from transactions.locks import lock_rows
 
-from .allowlist.chain import OPERATIONS as ALLOW_LIST_OPERATIONS
+from . import operations
 from .models import FinancialInstrument, InstrumentStatus
 from .onchain import chain_state_matches, mint_from_account
 from .services import instrument_sync
@@ -31,7 +31,7 @@ def _instrument(tx) -> FinancialInstrument | None:
     return FinancialInstrument.unscoped.filter(offchain_id=tx.effects.get("instrument")).first()
 
 
-@effect_handler("instruments.create")
+@effect_handler(operations.CREATE)
 def instrument_created(tx, facts: ConfirmationFacts) -> None:
     instrument = _instrument(tx)
     if instrument is not None and instrument.status == InstrumentStatus.PENDING:
@@ -45,7 +45,7 @@ def _clear_in_flight(tx) -> None:
     FinancialInstrument.unscoped.filter(pending_transaction=tx).update(pending_transaction=None)
 
 
-@failure_handler("instruments.create")
+@failure_handler(operations.CREATE)
 def instrument_creation_failed(tx) -> None:
     instrument = _instrument(tx)
     if instrument is not None and instrument.status == InstrumentStatus.PENDING:
@@ -56,14 +56,14 @@ def instrument_creation_failed(tx) -> None:
 
 # The allow-list lives on chain only: its operations' confirmations change no record
 # beyond the in-flight marker (ended by the engine: marks_in_flight); a failure ends the marker too.
-for _operation in ("instruments.update", "instruments.pause", "instruments.unpause", "instruments.close", *ALLOW_LIST_OPERATIONS):
+for _operation in (*operations.ON_CHAIN_ONLY, operations.CLOSE):
     failure_handler(_operation)(_clear_in_flight)
 
 
 marks_in_flight(FinancialInstrument)  # their in-flight marks end when the transaction confirms (the engine)
 
 
-@effect_handler("instruments.close")
+@effect_handler(operations.CLOSE)
 def instrument_closed(tx, facts: ConfirmationFacts) -> None:
     instrument = _instrument(tx)
     if instrument is not None:

@@ -15,7 +15,7 @@ from django.utils import timezone
 from solders.account import Account as ChainAccount
 from solders.pubkey import Pubkey
 
-from transactions.chain.rpc import rpc_for
+from chain.rpc import rpc_for
 
 from .models import FinancialInstrument, PositionState, TokenVersion
 from .token2022.constants import TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID, API_EXTENSIONS

@@ -18,12 +18,12 @@ from accounts.services import account_draft, account_save, funding_effects, fund
 from accounts.signers import ensure_usable, signer_for, transaction_config
 from ledger_project.api.errors import ConflictError, LedgerError
 from tenancy.idempotency import write_phase
-from transactions.chain.errors import TransactionTooLarge
-from transactions.chain.rpc import rpc_for
+from chain.errors import TransactionTooLarge
+from chain.rpc import rpc_for
 from transactions.models import Transaction
 from transactions.services import SignerSpec, transaction_build, transaction_record
 
-from . import alid, webhooks
+from . import alid, operations, webhooks
 from .allowlist import chain as allowlist_chain
 from .extensions import b64_of, metadata_of, multiplier_of, requested_extensions
 from .models import FinancialInstrument, InstrumentStatus, PositionState, TokenVersion, authority_column
@@ -281,7 +281,7 @@ def instrument_create(*, tenant, cluster: str, api_key, data: dict, svm_config: 
             setattr(instrument, authority_column(role), authority.account)
             setattr(instrument, f"{authority_column(role)}_address", authority.address)
     try:
-        prepared = transaction_build(tenant=tenant, cluster=cluster, operation="instruments.create", instructions=ixs, signers=signers, config=config)
+        prepared = transaction_build(tenant=tenant, cluster=cluster, operation=operations.CREATE, instructions=ixs, signers=signers, config=config)
     except TransactionTooLarge as exc:
         raise LedgerError(f"{TOO_LARGE} ({exc})", field=prefix, code="TRANSACTION_TOO_LARGE") from exc
 

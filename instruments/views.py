@@ -14,7 +14,7 @@ from tenancy.idempotency import idempotent
 from ledger_project.api.schema import DETAIL_LEVEL, api_responses, bulk_responses, item_query, operation_parameters
 from tenancy.viewsets import TenantScopedViewSet
 from ledger_project.timestamps import timestamp_text
-from transactions.chain.rpc import rpc_for
+from chain.rpc import rpc_for
 from transactions.responses import mutation_response
 
 from . import changes as instrument_changes, extensions, render, selectors, services

@@ -87,17 +87,8 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
-    "tenancy",
-    "custody",
-    "accounts",
-    "instruments",
-    "positions",
-    "loans",
-    "marketdata",
-    "transactions",
-    "webhooks",
-    "lookup_tables",
-    "vaults",
+    # The project's apps (docs/architecture.md has which stands on which).
+    "tenancy", "custody", "accounts", "instruments", "positions", "loans", "marketdata", "transactions", "webhooks", "lookup_tables", "vaults",
     "django_celery_beat",
     "django_celery_results",
     # Last: its post_migrate syncs the staff roles over every app's permissions.
@@ -208,6 +199,8 @@ CELERY_BEAT_SCHEDULE = {
     # Batch payouts (docs/positions.md): items of a packed transaction that failed on chain
     # whose retry was not queued (a broker down) or not finished (a worker killed).
     "batch-retry-sweep": {"task": "ledger.positions.batch_retry_sweep", "schedule": 15.0},
+    # Threshold keys (docs/threshold-signing.md): sessions past their time end.
+    "threshold-sessions": {"task": "ledger.accounts.mpc_sweep", "schedule": 10.0},
 }
 # Beat reads the schedule from the database (django-celery-beat): operators change it in the
 # admin; the entries above are seeded into it when missing and never written over
@@ -489,7 +482,6 @@ LEDGER_MPC_MAX_PLAYERS = env.int("LEDGER_MPC_MAX_PLAYERS", default=16)
 # long after it opened — as long as a durable nonce keeps a transaction signable.
 LEDGER_MPC_DKG_SESSION_SECONDS = env.int("LEDGER_MPC_DKG_SESSION_SECONDS", default=24 * 3600)
 LEDGER_MPC_SIGNING_SESSION_SECONDS = env.int("LEDGER_MPC_SIGNING_SESSION_SECONDS", default=LEDGER_DURABLE_NONCE_WINDOW_SECONDS)
-CELERY_BEAT_SCHEDULE["threshold-sessions"] = {"task": "ledger.accounts.mpc_sweep", "schedule": 10.0}
 
 # --- Market data: onchain data sources (docs/marketdata.md) ---------------------------------
 # One evaluation of a job (every source's call, the combining) ends this long after it

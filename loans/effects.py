@@ -24,11 +24,9 @@ from positions.models import Position, PositionStatus
 from positions.values import display
 from transactions.effects import ConfirmationFacts, effect_handler, failure_handler, marks_in_flight, needs_accounts
 
-from . import onchain
+from . import onchain, operations
 from .models import Loan, LoanBorrowedItem, LoanPledgedItem, LoanStatus, LoanStrategy, LoanStrategyMint, MintRole, StrategyStatus
 
-LOAN_OPERATIONS = ("loans.create", "loans.swap_collateral", "loans.repay", "loans.refinance", "loans.close", "loans.liquidate")
-STRATEGY_OPERATIONS = ("loans.strategy_create", "loans.strategy_update", "loans.strategy_liquidity")
 
 
 def _loan(tx) -> Loan | None:
@@ -44,8 +42,8 @@ def loan_accounts(named) -> dict[int, list[str]]:
     """The escrow and the strategies a loan transaction names; a strategy transaction's
     strategy."""
     out: dict[int, list[str]] = {}
-    loans = {tx.pk: tx.effects.get("loan") for tx, _ in named if tx.operation in LOAN_OPERATIONS}
-    strategies = {tx.pk: tx.effects.get("strategy") for tx, _ in named if tx.operation in STRATEGY_OPERATIONS}
+    loans = {tx.pk: tx.effects.get("loan") for tx, _ in named if tx.operation in operations.LOAN}
+    strategies = {tx.pk: tx.effects.get("strategy") for tx, _ in named if tx.operation in operations.STRATEGY}
     escrows = dict(Loan.unscoped.filter(offchain_id__in=[v for v in loans.values() if v]).values_list("offchain_id", "escrow_address"))
     addresses = dict(LoanStrategy.unscoped.filter(offchain_id__in=[v for v in strategies.values() if v]).values_list("offchain_id", "address"))
     for tx, _ in named:
@@ -175,7 +173,7 @@ def _created(tx) -> list[Position]:
     return list(Position.unscoped.filter(offchain_id__in=[canonical_uuid(v) for v in tx.effects.get("created") or []]))
 
 
-@effect_handler("loans.create")
+@effect_handler(operations.CREATE)
 def loan_created(tx, facts: ConfirmationFacts) -> None:
     loan = _loan(tx)
     if loan is None:
@@ -187,7 +185,7 @@ def loan_created(tx, facts: ConfirmationFacts) -> None:
     _sync_from(tx, facts)
 
 
-@failure_handler("loans.create")
+@failure_handler(operations.CREATE)
 def loan_not_created(tx) -> None:
     loan = _loan(tx)
     positions_not_created(tx, _created(tx))
@@ -208,7 +206,7 @@ def _not_changed(tx) -> None:
     LoanStrategy.unscoped.filter(pending_transaction=tx).update(pending_transaction=None)
 
 
-for _operation in LOAN_OPERATIONS[1:]:
+for _operation in operations.LOAN[1:]:
     effect_handler(_operation)(_changed)
     failure_handler(_operation)(_not_changed)
 
@@ -244,7 +242,7 @@ def _strategy_changed(tx, facts: ConfirmationFacts) -> None:
     if strategy is None:
         return
     positions_created(tx, _created(tx))
-    if tx.operation == "loans.strategy_create":
+    if tx.operation == operations.STRATEGY_CREATE:
         at = tx.confirmed_at or timezone.now()
         LoanStrategy.unscoped.filter(pk=strategy.pk, status=StrategyStatus.PENDING).update(status=StrategyStatus.ACTIVE)
         Account.unscoped.filter(pk=strategy.account_id, status=AccountStatus.PENDING).update(status=AccountStatus.ACTIVE, creation_transaction_at=at)
@@ -252,7 +250,7 @@ def _strategy_changed(tx, facts: ConfirmationFacts) -> None:
         sync_strategy(strategy, onchain.decode_strategy(facts.accounts[strategy.address], strategy.program_address), slot=facts.accounts_slot, tx=tx)
 
 
-@failure_handler("loans.strategy_create")
+@failure_handler(operations.STRATEGY_CREATE)
 def strategy_not_created(tx) -> None:
     strategy = _strategy(tx)
     positions_not_created(tx, _created(tx))
@@ -261,9 +259,9 @@ def strategy_not_created(tx) -> None:
         Account.unscoped.filter(pk=strategy.account_id, status=AccountStatus.PENDING).update(status=AccountStatus.FAILED)
 
 
-for _operation in STRATEGY_OPERATIONS:
+for _operation in operations.STRATEGY:
     effect_handler(_operation)(_strategy_changed)
-for _operation in STRATEGY_OPERATIONS[1:]:
+for _operation in operations.STRATEGY[1:]:
     failure_handler(_operation)(_not_changed)
 
 

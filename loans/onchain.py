@@ -16,7 +16,7 @@ from ledger_project.api.errors import LedgerError
 from programs.lending import abi, client
 from positions import instructions as ix
 from programs.price_feed import client as feed_client
-from transactions.chain.rpc import rpc_for
+from chain.rpc import rpc_for
 from transactions.programs import require_program_id
 
 PROGRAM = client.PROGRAM_NAME

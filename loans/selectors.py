@@ -15,7 +15,7 @@ from accounts.models import Account
 from accounts.selectors import for_display
 from ledger_project.api.query import QueryField, QuerySpec, apply_item_query
 from tenancy.scoping import scoped_tenant
-from transactions.chain.rpc import rpc_for
+from chain.rpc import rpc_for
 
 from . import onchain, render
 from .lookup import resolve_loan, resolve_strategy

@@ -6,7 +6,7 @@ import logging
 
 from celery import shared_task
 
-from transactions.chain.errors import ChainUnavailable
+from chain.errors import ChainUnavailable
 
 from .services.keeper import keeper_clusters, loans_watch
 

@@ -20,7 +20,7 @@ from solders.transaction import VersionedTransaction
 from ledger_project.base58 import b58encode
 
 from .instructions import parse_instruction
-from .node import RpcError
+from .errors import RpcError
 from .parsing import parse_account
 
 MAX_BASE58_BYTES = 128

@@ -17,7 +17,8 @@ from ledger_project.base58 import b58decode
 
 from .methods_accounts import AccountMethods
 from .methods_history import HistoryMethods
-from .node import Node, RpcError
+from .errors import RpcError
+from .node import Node
 from .rpcutil import bad, commitment, config, min_context, param, pubkey, slot_number
 
 VERSION = {"solana-core": "2.2.0", "feature-set": 3294202862}
@@ -135,9 +136,9 @@ class Methods(AccountMethods, HistoryMethods):
         level = self._level(config(params, 1))
         message = from_bytes_versioned(base64.b64decode(params[0]))
         blockhash = str(message.recent_blockhash)
-        if not self.node.blockhash_valid(blockhash, level) and not self.node._nonce_ok(message, blockhash):
+        if not self.node.blockhash_valid(blockhash, level) and not self.node.nonce_ok(message, blockhash):
             return self._ctx(None, self.node.view_slot(level))
-        return self._ctx(self.node._fee(message)[0], self.node.view_slot(level))
+        return self._ctx(self.node.fee(message)[0], self.node.view_slot(level))
 
     def rpc_getRecentPrioritizationFees(self, params):
         addresses = param(params, 0, [])

@@ -12,7 +12,7 @@ from . import tokens
 from .encoding import check_encoding, data_slice, encode_account
 from .parsing import NATIVE_MINT, mint_decimals
 from .rpcutil import bad, config, param, pubkey
-from .node import RpcError
+from .errors import RpcError
 
 MAX_MULTIPLE_ACCOUNTS = 100
 MAX_FILTERS = 4

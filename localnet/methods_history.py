@@ -10,7 +10,7 @@ the newest is the root, FINALIZED_DEPTH slots behind. docs/localnet.md, Blocks.
 from __future__ import annotations
 
 from .encoding import TRANSACTION_ENCODINGS, encode_transaction, memo_of
-from .node import RpcError
+from .errors import RpcError
 from .rpcutil import NotYet, at_least_confirmed, bad, commitment, config, min_context, param, pubkey, signature, slot_number
 
 MAX_SIGNATURES_FOR_ADDRESS = 1000  # a validator's MAX_GET_CONFIRMED_SIGNATURES_FOR_ADDRESS2_LIMIT

@@ -9,7 +9,6 @@ refusal, and persistence of every executed transaction and the accounts it wrote
 
 from __future__ import annotations
 
-import hashlib
 import secrets
 import threading
 import time
@@ -18,7 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from solders.account import Account
-from solders.address_lookup_table_account import AddressLookupTable
 from solders.clock import Clock
 from solders.epoch_schedule import EpochSchedule
 from solders.hash import Hash
@@ -30,35 +28,18 @@ from solders.system_program import TransferParams, transfer
 from solders.transaction import VersionedTransaction
 from solders.transaction_metadata import FailedTransactionMetadata
 
-from . import programs, tokens
+from . import admission, programs, tokens
+from .errors import RpcError
 from .store import GroupCommit, PendingWrite, Store, StoredAccount, StoredBlock, StoredTransaction
 
 SLOT_SECONDS = 0.4
 MAX_PROCESSING_AGE = 150  # slots a blockhash stays valid
 FINALIZED_DEPTH = 32
-LAMPORTS_PER_SIGNATURE = 5000
 FAUCET_LAMPORTS = 500_000_000 * 10**9
-SYSTEM_PROGRAM = Pubkey.from_string("11111111111111111111111111111111")
-COMPUTE_BUDGET = Pubkey.from_string("ComputeBudget111111111111111111111111111111")
 ADDRESS_LOOKUP_TABLE_PROGRAM = Pubkey.from_string("AddressLookupTab1e1111111111111111111111111")
-ADVANCE_NONCE = (4).to_bytes(4, "little")
 COMMITMENTS = ("processed", "confirmed", "finalized")
 SAMPLE_SECONDS = 60  # a validator's performance sample period
 MAX_SAMPLES = 720  # samples kept (12 hours of 60 s samples, as a validator keeps)
-
-
-def durable_nonce_of(blockhash: Hash) -> bytes:
-    """What a nonce account stores when advanced under ``blockhash`` (the runtime's
-    DurableNonce::from_blockhash)."""
-    return hashlib.sha256(b"DURABLE_NONCE" + bytes(blockhash)).digest()
-
-
-class RpcError(Exception):
-    """A JSON-RPC error answer (code, message, data)."""
-
-    def __init__(self, code: int, message: str, data: object = None):
-        super().__init__(message)
-        self.code, self.message, self.data = code, message, data
 
 
 @dataclass
@@ -69,15 +50,6 @@ class Outcome:
     logs: list[str]
     units: int
     return_data: object = None
-
-
-def err_json(err) -> object:
-    """A solders TransactionError in the RPC's JSON form."""
-    from solders.transaction_status import TransactionStatus
-
-    import json
-
-    return json.loads(TransactionStatus(0, None, err, err, None).to_json())["err"]
 
 
 class Node:
@@ -130,8 +102,8 @@ class Node:
             store.meta_set("faucet", str(faucet))
             store.meta_set("blockhash_generation", "0")
             for runtime in self.runtimes:
-                runtime.set_account(faucet.pubkey(), Account(FAUCET_LAMPORTS, b"", SYSTEM_PROGRAM, False, 0))
-            store.commit_transaction(accounts=[StoredAccount(str(faucet.pubkey()), FAUCET_LAMPORTS, str(SYSTEM_PROGRAM), False, 0, b"")], deleted=[], tx=None, addresses=[])
+                runtime.set_account(faucet.pubkey(), Account(FAUCET_LAMPORTS, b"", admission.SYSTEM_PROGRAM, False, 0))
+            store.commit_transaction(accounts=[StoredAccount(str(faucet.pubkey()), FAUCET_LAMPORTS, str(admission.SYSTEM_PROGRAM), False, 0, b"")], deleted=[], tx=None, addresses=[])
         self.genesis_hash = genesis
         self.faucet = Keypair.from_base58_string(store.meta_get("faucet"))
         if store.meta_get("identity") is None:  # data directories from before getIdentity
@@ -324,59 +296,11 @@ class Node:
         return self.svm.minimum_balance_for_rent_exemption(size)
 
     # --- execution ------------------------------------------------------------------------
-    def _account_keys(self, message: Message | MessageV0) -> tuple[list[Pubkey], list[bool], dict]:
-        """All account keys (static + loaded from lookup tables) and which are writable."""
-        keys = list(message.account_keys)
-        header = message.header
-        signed, n = header.num_required_signatures, len(keys)
-        writable = [i < signed - header.num_readonly_signed_accounts or signed <= i < n - header.num_readonly_unsigned_accounts for i in range(n)]
-        loaded = {"writable": [], "readonly": []}
-        if isinstance(message, MessageV0):
-            for lookup in message.address_table_lookups:
-                table = self.svm.get_account(lookup.account_key)
-                if table is None:
-                    raise RpcError(-32002, "Transaction simulation failed: Transaction loads an address table account that doesn't exist", {"err": "AddressLookupTableNotFound", "logs": []})
-                addresses = AddressLookupTable.deserialize(bytes(table.data)).addresses
-                try:
-                    loaded["writable"] += [addresses[i] for i in lookup.writable_indexes]
-                    loaded["readonly"] += [addresses[i] for i in lookup.readonly_indexes]
-                except IndexError:
-                    raise RpcError(-32002, "Transaction simulation failed: Transaction address table lookup uses an invalid index", {"err": "InvalidAddressLookupTableIndex", "logs": []})
-            keys += loaded["writable"] + loaded["readonly"]
-            writable += [True] * len(loaded["writable"]) + [False] * len(loaded["readonly"])
-        return keys, writable, {k: [str(a) for a in v] for k, v in loaded.items()}
+    def nonce_ok(self, message, blockhash: str) -> bool:
+        return admission.nonce_ok(self.svm, message, blockhash)
 
-    def _nonce_ok(self, message, blockhash: str) -> bool:
-        """A durable-nonce transaction's age check, as a validator's: the nonce account
-        holds ``blockhash`` and can be advanced now. It cannot while the latest blockhash
-        is the one the nonce was stored under (the stored value is derived from it): a
-        validator answers BlockhashNotFound. LiteSVM would judge that by the transaction's
-        own blockhash, the nonce itself, and let it through."""
-        if not message.instructions:
-            return False
-        first = message.instructions[0]
-        keys = message.account_keys
-        if keys[first.program_id_index] != SYSTEM_PROGRAM or bytes(first.data)[:4] != ADVANCE_NONCE or not first.accounts:
-            return False
-        nonce = self.svm.get_account(keys[first.accounts[0]])
-        if nonce is None or len(nonce.data) < 72:
-            return False
-        stored = bytes(nonce.data[40:72])
-        return str(Hash(stored)) == blockhash and stored != durable_nonce_of(self.svm.latest_blockhash())
-
-    def _fee(self, message) -> tuple[int, int]:
-        """(fee charged in lamports, compute unit price requested).
-
-        LiteSVM charges the signature fee only: a compute unit price is accepted and
-        reported (getRecentPrioritizationFees) but not charged (docs/localnet.md)."""
-        price = 0
-        keys = message.account_keys
-        for ix in message.instructions:
-            data = bytes(ix.data)
-            if keys[ix.program_id_index] == COMPUTE_BUDGET and data:
-                if data[0] == 3 and len(data) >= 9:
-                    price = int.from_bytes(data[1:9], "little")
-        return LAMPORTS_PER_SIGNATURE * message.header.num_required_signatures, price
+    def fee(self, message) -> tuple[int, int]:
+        return admission.fee(message)
 
     def execute(self, raw: bytes, *, preflight: bool) -> Outcome:
         """Run one transaction. With preflight a failing transaction changes nothing and
@@ -391,9 +315,9 @@ class Node:
         with self.lock:
             if self.commits.is_pending(signature) or self.store.has_signature(signature):
                 return self._refuse("AlreadyProcessed", "This transaction has already been processed", preflight, signature)
-            if not self.blockhash_valid(blockhash) and not self._nonce_ok(message, blockhash):
+            if not self.blockhash_valid(blockhash) and not self.nonce_ok(message, blockhash):
                 return self._refuse("BlockhashNotFound", "Blockhash not found", preflight, signature)
-            keys, writable, loaded = self._account_keys(message)
+            keys, writable, loaded = admission.account_keys(self.svm, message)
             runtime = self._runtime_for(message)
             before = {k: runtime.get_account(k) for k in keys}
             result = runtime.send_transaction(tx)
@@ -401,14 +325,14 @@ class Node:
             meta = result.meta() if failed else result
             logs = list(meta.logs())
             units = meta.compute_units_consumed()
-            err = err_json(result.err()) if failed else None
+            err = admission.err_json(result.err()) if failed else None
             if failed and (preflight or err == "SignatureFailure"):
                 for key, acc in before.items():  # undo the fee (and any nonce advance)
                     if acc is not None and writable[keys.index(key)]:
                         runtime.set_account(key, acc)
                 if err == "SignatureFailure":
                     raise RpcError(-32003, "Transaction signature verification failure")
-                raise RpcError(-32002, f"Transaction simulation failed: {_describe(err)}", {"err": err, "logs": logs, "accounts": None, "unitsConsumed": units, "returnData": None})
+                raise RpcError(-32002, f"Transaction simulation failed: {admission.describe(err)}", {"err": err, "logs": logs, "accounts": None, "unitsConsumed": units, "returnData": None})
             outcome = self._record(runtime, tx, raw, signature, keys, writable, loaded, before, err, logs, units, meta)
             if not self.defer_commits:
                 self.commits.flush()
@@ -429,7 +353,7 @@ class Node:
         other = self.svm_alt if runtime is self.svm else self.svm
         for key in programs.executable_last(writable_keys, after):
             acc = after[key]
-            other.set_account(key, acc if acc is not None else Account(0, b"", SYSTEM_PROGRAM, False, 0))
+            other.set_account(key, acc if acc is not None else Account(0, b"", admission.SYSTEM_PROGRAM, False, 0))
 
     def _record(self, runtime, tx, raw, signature, keys, writable, loaded, before, err, logs, units, meta) -> Outcome:
         after = {k: runtime.get_account(k) for k in keys}
@@ -450,7 +374,7 @@ class Node:
                 deleted.append(skey)
             else:  # executable ones too: deployed programs survive a restart
                 changed.append(StoredAccount(skey, acc.lamports, str(acc.owner), acc.executable, acc.rent_epoch, bytes(acc.data)))
-        fee, price = self._fee(tx.message)
+        fee, price = self.fee(tx.message)
         record_meta = {
             "fee": fee,
             "preBalances": [a.lamports if a else 0 for a in (before[k] for k in keys)],
@@ -484,7 +408,7 @@ class Node:
             if replace_blockhash:
                 blockhash, last_valid = self.latest_blockhash()
                 replacement = {"blockhash": blockhash, "lastValidBlockHeight": last_valid}
-            elif not self.blockhash_valid(str(message.recent_blockhash)) and not self._nonce_ok(message, str(message.recent_blockhash)):
+            elif not self.blockhash_valid(str(message.recent_blockhash)) and not self.nonce_ok(message, str(message.recent_blockhash)):
                 return {"err": "BlockhashNotFound", "logs": [], "accounts": None, "unitsConsumed": 0, "returnData": None, "replacementBlockhash": None}
             runtime = self._runtime_for(message)
             if not sig_verify:
@@ -497,7 +421,7 @@ class Node:
             failed = isinstance(result, FailedTransactionMetadata)
             meta = result.meta() if failed else result.meta()
             return {
-                "err": err_json(result.err()) if failed else None,
+                "err": admission.err_json(result.err()) if failed else None,
                 "logs": list(meta.logs()),
                 "accounts": None,
                 "unitsConsumed": meta.compute_units_consumed(),
@@ -541,15 +465,6 @@ def _stored(key: str, acc: Account | None) -> StoredAccount | None:
     if acc is None or (acc.lamports == 0 and not acc.executable):
         return None
     return StoredAccount(key, acc.lamports, str(acc.owner), acc.executable, acc.rent_epoch, bytes(acc.data))
-
-
-def _describe(err) -> str:
-    if isinstance(err, dict) and "InstructionError" in err:
-        index, detail = err["InstructionError"]
-        if isinstance(detail, dict) and "Custom" in detail:
-            return f"Error processing Instruction {index}: custom program error: {hex(detail['Custom'])}"
-        return f"Error processing Instruction {index}: {detail}"
-    return str(err)
 
 
 def _inner(meta) -> list[dict]:

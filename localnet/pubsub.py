@@ -27,7 +27,7 @@ from solders.pubkey import Pubkey
 from . import tokens
 from .encoding import ACCOUNT_ENCODINGS, data_slice, encode_account
 from .methods_accounts import AccountMethods
-from .node import RpcError
+from .errors import RpcError
 from .parsing import SYSTEM_PROGRAM
 from .rpcutil import bad, commitment, param, signature
 from .store import PendingWrite

@@ -5,7 +5,8 @@ from __future__ import annotations
 from solders.pubkey import Pubkey
 from solders.signature import Signature
 
-from .node import COMMITMENTS, RpcError
+from .errors import RpcError
+from .node import COMMITMENTS
 
 
 class NotYet(Exception):

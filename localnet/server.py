@@ -23,7 +23,8 @@ import socket
 import time
 
 from .methods import VERSION, Methods
-from .node import FINALIZED_DEPTH, Node, RpcError
+from .errors import RpcError
+from .node import FINALIZED_DEPTH, Node
 from .pubsub import MAX_BUFFERED_BYTES, MAX_MESSAGE_BYTES, MAX_SUBSCRIPTIONS_PER_CONNECTION, Hub
 from .rpcutil import NotYet
 from .websocket import PubSubConnection

@@ -1,7 +1,7 @@
 """Which of its lookup tables a tenant's V0 messages may compress through (docs/lookup-tables.md,
 "Compression").
 
-The builder (transactions/chain/builder.py ``choose_tables``) picks from the tenant's tables
+The builder (chain/builder.py ``choose_tables``) picks from the tenant's tables
 the database records as usable — ACTIVE or FROZEN, with the addresses of their last
 confirmed change — and reads only the ones it picks from the chain, which decides. So a
 request costs no RPC for tables unless one helps its message, and no SQL while this
@@ -17,7 +17,7 @@ import time
 from django.conf import settings
 from solders.pubkey import Pubkey
 
-from transactions.chain.builder import MIN_KEYS_PER_TABLE, TableCandidate
+from chain.builder import MIN_KEYS_PER_TABLE, TableCandidate
 
 from .models import LOOKUP_TABLE_USABLE, AddressLookupTable
 

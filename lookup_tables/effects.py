@@ -15,11 +15,11 @@ from django.utils import timezone
 
 from tenancy.scoping import worker_only
 
-from transactions.chain.lookup_tables import table_on_chain
+from chain.lookup_tables import table_on_chain
 from transactions.effects import ConfirmationFacts, effect_handler, failure_handler, marks_in_flight, needs_accounts
 from transactions.locks import lock_rows
 
-from . import CREATE, OPERATIONS
+from . import operations
 from .models import AddressLookupTable, LookupTableState
 
 # Their own handlers end the mark with the rest of the record's update; the engine ends any left.
@@ -35,7 +35,7 @@ def _address(tx) -> str | None:
 @needs_accounts
 def tables_changed(named) -> dict[int, list[str]]:
     """Each lookup-table transaction's own table (no query: the transaction names it)."""
-    return {tx.pk: [_address(tx)] for tx, _ in named if tx.operation in OPERATIONS and _address(tx)}
+    return {tx.pk: [_address(tx)] for tx, _ in named if tx.operation in operations.ALL and _address(tx)}
 
 
 @worker_only  # effects act for no tenant: the transaction names its own row
@@ -73,11 +73,11 @@ def table_change_failed(tx) -> None:
         return
     if table.pending_transaction_id == tx.pk:
         table.pending_transaction = None
-    if tx.operation == CREATE and table.state == LookupTableState.CREATING:
+    if tx.operation == operations.CREATE and table.state == LookupTableState.CREATING:
         table.state = LookupTableState.FAILED
     table.save(update_fields=["pending_transaction", "state", "updated_at"])
 
 
-for _operation in OPERATIONS:
+for _operation in operations.ALL:
     effect_handler(_operation)(table_changed)
     failure_handler(_operation)(table_change_failed)

@@ -16,7 +16,7 @@ from ledger_project.api.envelope import (
 from ledger_project.api.outputs import bulk_output
 from ledger_project.api.query import ItemQuerySerializer
 
-from transactions.chain.lookup_tables import MAX_ADDRESSES
+from chain.lookup_tables import MAX_ADDRESSES
 from transactions.serializers import TransactionResultOutput
 
 from .models import LookupTableState

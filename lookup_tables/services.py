@@ -30,14 +30,14 @@ from accounts.signers import ensure_usable, signer_for, transaction_config
 from ledger_project.api.errors import ConflictError, LedgerError
 from tenancy.idempotency import write_phase
 
-from transactions.chain import lookup_tables as chain
-from transactions.chain.errors import TransactionTooLarge
-from transactions.chain.rpc import rpc_for
+from chain import lookup_tables as chain
+from chain.errors import TransactionTooLarge
+from chain.rpc import rpc_for
 from transactions.locks import lock_rows
 from transactions.models import Transaction
 from transactions.services import SignerSpec, transaction_build, transaction_record
 
-from . import CLOSE, CREATE, DEACTIVATE, EXTEND, FREEZE
+from . import operations
 from .models import AddressLookupTable, LookupTableState
 COMPONENTS = "itemData.componentAddresses"
 TABLE = "itemData.addressLookupTable"
@@ -190,7 +190,7 @@ def lookup_table_create(*, tenant, cluster: str, api_key, data: dict, svm_config
     if addresses:
         instructions.append(chain.extend(table=address, authority=authority, payer=funding.pubkey, addresses=[Pubkey.from_string(a) for a in addresses]))
     try:
-        prepared = transaction_build(tenant=tenant, cluster=cluster, operation=CREATE, instructions=instructions, signers=[funding.signer, authority_signer], config=config)
+        prepared = transaction_build(tenant=tenant, cluster=cluster, operation=operations.CREATE, instructions=instructions, signers=[funding.signer, authority_signer], config=config)
     except TransactionTooLarge as exc:
         raise _too_large(exc, len(addresses), COMPONENTS) from None
 
@@ -235,7 +235,7 @@ def lookup_table_extend(*, tenant, cluster: str, api_key, table: AddressLookupTa
     ix = chain.extend(table=Pubkey.from_string(table.address), authority=authority.pubkey, payer=funding.pubkey if funding else None, addresses=[Pubkey.from_string(a) for a in addresses])
     signers = [authority] + ([funding.signer] if funding else [])
     try:
-        prepared = transaction_build(tenant=tenant, cluster=cluster, operation=EXTEND, instructions=[ix], signers=signers, config=transaction_config(tenant, cluster, svm_config))
+        prepared = transaction_build(tenant=tenant, cluster=cluster, operation=operations.EXTEND, instructions=[ix], signers=signers, config=transaction_config(tenant, cluster, svm_config))
     except TransactionTooLarge as exc:
         raise _too_large(exc, len(addresses), COMPONENTS) from None
     with write_phase(on_abort=prepared.release):
@@ -268,17 +268,17 @@ def lookup_table_update(*, tenant, cluster: str, api_key, table: AddressLookupTa
         _chain_allows(found, ("ACTIVE",))
         if not found.addresses:
             raise LedgerError("An empty lookup table cannot be frozen (the runtime's rule): extend it first.", field=TABLE, code="LOOKUP_TABLE_EMPTY")
-        ix, operation = chain.freeze(table=address, authority=authority.pubkey), FREEZE
+        ix, operation = chain.freeze(table=address, authority=authority.pubkey), operations.FREEZE
     elif action == "DEACTIVATE":
         _chain_allows(found, ("ACTIVE",))
-        ix, operation = chain.deactivate(table=address, authority=authority.pubkey), DEACTIVATE
+        ix, operation = chain.deactivate(table=address, authority=authority.pubkey), operations.DEACTIVATE
     else:
         _chain_allows(found, ("DEACTIVATING", "DEACTIVATED"))
         if found.status != "DEACTIVATED":
             wait = f" in {found.remaining_slots} slots (about {round(found.remaining_slots * 0.4)} s)" if found.remaining_slots is not None else ""
             raise LedgerError(f"The lookup table is cooling down after its deactivation: the runtime lets it be closed{wait}, once its deactivation slot "
                               "has left the SlotHashes sysvar (512 slots).", field=TABLE, code="LOOKUP_TABLE_COOLING_DOWN")
-        ix, operation = chain.close(table=address, authority=authority.pubkey, recipient=_recipient(tenant, cluster, table, recipient_lookup)), CLOSE
+        ix, operation = chain.close(table=address, authority=authority.pubkey, recipient=_recipient(tenant, cluster, table, recipient_lookup)), operations.CLOSE
     prepared = transaction_build(tenant=tenant, cluster=cluster, operation=operation, instructions=[ix], signers=[authority], config=transaction_config(tenant, cluster, svm_config))
     with write_phase(on_abort=prepared.release):
         table = _locked(table, tenant, allow=allow)

@@ -16,15 +16,13 @@ from django.utils import timezone
 from ledger_project.metrics import meters
 from transactions.effects import ConfirmationFacts, effect_handler, failure_handler, marks_in_flight, needs_accounts
 
-from . import onchain
+from . import onchain, operations
 from .models import DataSourceEvaluation, DataSourceStatus, EvaluationStatus, OnchainDataSource
 from .schedule import schedule_switch
 
 # Their own handlers end the mark with the rest of the record's update; the engine ends any left.
 marks_in_flight(OnchainDataSource)
 
-CREATE, UPDATE, SET_JOB_HASH = "marketdata.create", "marketdata.update", "marketdata.set_job_hash"
-OPERATIONS = (CREATE, UPDATE, SET_JOB_HASH)
 
 
 def _uuid(value) -> uuid.UUID | None:
@@ -41,7 +39,7 @@ def _source(tx) -> OnchainDataSource | None:
 
 @needs_accounts
 def feed_accounts(named) -> dict[int, list[str]]:
-    wanted = {tx.pk: _uuid(tx.effects.get("dataSource")) for tx, _ in named if tx.operation in OPERATIONS}
+    wanted = {tx.pk: _uuid(tx.effects.get("dataSource")) for tx, _ in named if tx.operation in operations.ALL}
     if not wanted:
         return {}
     feeds = dict(OnchainDataSource.unscoped.filter(offchain_id__in=[v for v in wanted.values() if v]).values_list("offchain_id", "address"))
@@ -65,14 +63,14 @@ def _clear_in_flight(tx) -> None:
     OnchainDataSource.unscoped.filter(pending_transaction=tx).update(pending_transaction=None)
 
 
-@effect_handler(CREATE)
+@effect_handler(operations.CREATE)
 def feed_created(tx, facts: ConfirmationFacts) -> None:
     source = _source(tx)
     if source is not None:
         _sync(source, tx, facts, **({"status": DataSourceStatus.ACTIVE} if source.status == DataSourceStatus.PENDING else {}))
 
 
-@failure_handler(CREATE)
+@failure_handler(operations.CREATE)
 def feed_not_created(tx) -> None:
     """Nothing exists on chain: FAILED (the instrument may get another source), its
     schedule switched off."""
@@ -89,7 +87,7 @@ def _evaluation_of(tx):
     return DataSourceEvaluation.unscoped.filter(offchain_id=offchain_id) if offchain_id else DataSourceEvaluation.unscoped.none()
 
 
-@effect_handler(UPDATE)
+@effect_handler(operations.UPDATE)
 def feed_updated(tx, facts: ConfirmationFacts) -> None:
     if _evaluation_of(tx).update(status=EvaluationStatus.CONFIRMED, updated_at=timezone.now()):
         meters.marketdata_evaluations.labels(EvaluationStatus.CONFIRMED).inc()
@@ -98,7 +96,7 @@ def feed_updated(tx, facts: ConfirmationFacts) -> None:
         _sync(source, tx, facts)
 
 
-@failure_handler(UPDATE)
+@failure_handler(operations.UPDATE)
 def feed_not_updated(tx) -> None:
     """The feed kept its value: the evaluation is NOT_LANDED (its value was never written)."""
     if _evaluation_of(tx).update(status=EvaluationStatus.NOT_LANDED, error=f"The update transaction {tx.status.lower()}: the feed kept its value.",
@@ -107,7 +105,7 @@ def feed_not_updated(tx) -> None:
     _clear_in_flight(tx)
 
 
-@effect_handler(SET_JOB_HASH)
+@effect_handler(operations.SET_JOB_HASH)
 def job_hash_set(tx, facts: ConfirmationFacts) -> None:
     """The feed states the new job's hash: the source evaluates the new job from now on."""
     source = _source(tx)
@@ -115,4 +113,4 @@ def job_hash_set(tx, facts: ConfirmationFacts) -> None:
         _sync(source, tx, facts, job_definition=tx.effects["jobDefinition"], job_hash=tx.effects["jobHash"])
 
 
-failure_handler(SET_JOB_HASH)(_clear_in_flight)
+failure_handler(operations.SET_JOB_HASH)(_clear_in_flight)

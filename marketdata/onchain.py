@@ -10,7 +10,7 @@ from decimal import Decimal
 from solders.pubkey import Pubkey
 
 from programs.price_feed import client
-from transactions.chain.rpc import rpc_for
+from chain.rpc import rpc_for
 from transactions.programs import require_program_id
 
 PROGRAM = client.PROGRAM_NAME

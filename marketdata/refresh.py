@@ -47,10 +47,10 @@ from ledger_project.metrics import meters
 from marketdata.jobs import MantissaError, evaluate, parse_job, to_mantissa
 from programs.price_feed import client
 from tenancy.scoping import worker_only
-from transactions.chain.errors import ProgramError
+from chain.errors import ProgramError
 from transactions.services import transaction_record
 
-from . import onchain
+from . import onchain, operations
 from .locks import lock_source
 from .models import IN_PROGRESS, DataSourceEvaluation, DataSourceStatus, EvaluationStatus, EvaluationTrigger, OnchainDataSource, joined_errors
 from .services import SOURCE_FIELD, SourceResult, authority_signer, build, record_admin_request
@@ -267,7 +267,7 @@ def _evaluate_and_build(tenant, source: OnchainDataSource) -> _Outcome:
     instruction = client.update(Pubkey.from_string(source.program_address), feed=Pubkey.from_string(source.address), authority=signer.pubkey,
                                 round=fields["round"], value=fields["mantissa"], observed_at=int(fields["observed_at"].timestamp()))
     try:
-        prepared = build(tenant=tenant, cluster=source.cluster, operation="marketdata.update", instructions=[instruction], signers=[signer], svm_config=None)
+        prepared = build(tenant=tenant, cluster=source.cluster, operation=operations.UPDATE, instructions=[instruction], signers=[signer], svm_config=None)
     except ProgramError as exc:
         if exc.failure.name == "OutOfOrder":
             _resync_round(tenant, source)

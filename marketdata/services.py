@@ -33,12 +33,12 @@ from tenancy.idempotency import write_phase
 from marketdata.jobs import job_hash, parse_job
 from positions.services import usable_instrument
 from programs.price_feed import client
-from transactions.chain.errors import ProgramError
-from transactions.chain.rpc import rpc_for
+from chain.errors import ProgramError
+from chain.rpc import rpc_for
 from transactions.models import Transaction, TransactionEvent
 from transactions.services import SignerSpec, transaction_build, transaction_record
 
-from . import onchain
+from . import onchain, operations
 from .locks import lock_source
 from .models import LIVE_STATUSES, DataSourceEvaluation, DataSourceStatus, OnchainDataSource
 from .schedule import schedule_set, schedule_switch
@@ -189,7 +189,7 @@ def data_source_create(*, tenant, cluster: str, api_key, data: dict, svm_config:
     # The feed's key signs its creation only (it owns nothing afterwards): held in memory,
     # never stored (transactions.services.SignerSpec.keypair).
     signers = [funding.signer, SignerSpec(feed.pubkey(), keypair=feed), authority.signer]
-    prepared = build(tenant=tenant, cluster=cluster, operation="marketdata.create", instructions=instructions, signers=signers, svm_config=svm_config)
+    prepared = build(tenant=tenant, cluster=cluster, operation=operations.CREATE, instructions=instructions, signers=signers, svm_config=svm_config)
 
     with write_phase(on_abort=prepared.release):
         funded = funding_effects(funding, tenant=tenant, api_key=api_key)
@@ -292,7 +292,7 @@ def data_source_update(*, tenant, cluster: str, api_key, source: OnchainDataSour
         ensure_no_operation_in_flight(source, field=SOURCE_FIELD)
         instruction = client.set_job_hash(Pubkey.from_string(source.program_address), feed=Pubkey.from_string(source.address),
                                           authority=Pubkey.from_string(source.authority_address), job_hash=bytes.fromhex(new_job[1]))
-        prepared = build(tenant=tenant, cluster=cluster, operation="marketdata.set_job_hash", instructions=[instruction],
+        prepared = build(tenant=tenant, cluster=cluster, operation=operations.SET_JOB_HASH, instructions=[instruction],
                          signers=[authority_signer(tenant, source)], svm_config=svm_config)
 
     tx = None

@@ -29,9 +29,9 @@ from accounts.models import Account
 from accounts.signers import ensure_usable, signer_for, transaction_config
 from ledger_project.api.errors import LedgerError
 from transactions import fee_payers
-from transactions.chain.builder import MAX_TRANSACTION_SIZE
-from transactions.chain.errors import TransactionTooLarge
-from transactions.chain.rpc import rpc_for
+from chain.builder import MAX_TRANSACTION_SIZE
+from chain.errors import TransactionTooLarge
+from chain.rpc import rpc_for
 from transactions.models import Transaction
 from transactions.services import SignerSpec, transaction_build, transaction_record
 

@@ -58,8 +58,8 @@ from ledger_project.api.envelope import validated
 from ledger_project.api.errors import LedgerError, ValidationFailed
 from tenancy.idempotency import write_phase
 from transactions import fee_payers
-from transactions.chain.builder import MAX_TRANSACTION_SIZE
-from transactions.chain.errors import TransactionTooLarge
+from chain.builder import MAX_TRANSACTION_SIZE
+from chain.errors import TransactionTooLarge
 from transactions.compression import compression_tables
 from transactions.models import MessageLifetime, Transaction
 from transactions.services import transaction_record

@@ -35,7 +35,7 @@ from accounts.services import account_update
 from accounts.signers import ensure_usable, signer_for, transaction_config
 from ledger_project.api.errors import LedgerError
 from tenancy.idempotency import write_phase
-from transactions.chain.rpc import rpc_for
+from chain.rpc import rpc_for
 from transactions.models import Transaction, TransactionEvent
 from transactions.services import Prepared, SignerSpec, transaction_build, transaction_record
 

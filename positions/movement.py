@@ -49,7 +49,7 @@ from instruments.token2022.transfer_hook import HookAccountsError, transfer_hook
 from ledger_project.api.errors import LedgerError
 from tenancy.idempotency import write_phase
 from ledger_project.statements import Statement
-from transactions.chain.rpc import rpc_for
+from chain.rpc import rpc_for
 from transactions.models import Transaction
 from transactions.services import SignerSpec, transaction_build, transaction_record
 

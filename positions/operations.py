@@ -23,3 +23,9 @@ TRANSFER_NETWORK_CURRENCY_BATCH = "positions.transfer_network_currency_batch"
 
 #: A token movement's plan kind (positions/movement.py) → its operation.
 OF_MOVEMENT = {"MINT": MINT, "BURN": BURN, "TRANSFER": TRANSFER, "TRADE": TRADE}
+
+#: their confirmations change only balances, which the engine's chunk hooks write for every
+#: transaction (positions/balances.py, accounts/effects.py): no success handler of their own
+BALANCES_ONLY = (TRANSFER_NETWORK_CURRENCY, TRANSFER_NETWORK_CURRENCY_BATCH)
+#: a lamport transfer records nothing ahead, so one that did not land has nothing to undo
+NOTHING_TO_UNDO = (TRANSFER_NETWORK_CURRENCY,)

@@ -18,7 +18,7 @@ from solders.pubkey import Pubkey
 
 from accounts.models import Account, AccountStatus
 from tenancy.scoping import worker_only
-from transactions.chain.rpc import rpc_for
+from chain.rpc import rpc_for
 from transactions.models import Transaction, TransactionStatus
 
 from .models import Position, PositionStatus

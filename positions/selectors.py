@@ -39,7 +39,7 @@ def position_balance(*, tenant, cluster: str, lookup: dict, at=None, field: str 
 
     from accounts.render import uuid_text
     from ledger_project.timestamps import timestamp_text
-    from transactions.chain.rpc import rpc_for
+    from chain.rpc import rpc_for
 
     from .onchain import decode_token_account
     from .values import token_value

@@ -22,7 +22,7 @@ from ledger_project.api.errors import ConflictError, LedgerError, NotFoundError
 from tenancy.idempotency import write_phase
 from tenancy.permissions import require_role
 from tenancy.roles import Role
-from transactions.chain.rpc import rpc_for
+from chain.rpc import rpc_for
 from transactions.models import Transaction
 from transactions.services import SignerSpec, transaction_build, transaction_record
 

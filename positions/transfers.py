@@ -25,7 +25,7 @@ from accounts.models import Account
 from accounts.signers import ensure_usable, signer_for, transaction_config
 from ledger_project.api.errors import LedgerError
 from tenancy.idempotency import write_phase
-from transactions.chain.rpc import rpc_for
+from chain.rpc import rpc_for
 from transactions.models import MessageLifetime, Transaction
 from transactions.services import TxConfig, transaction_build, transaction_record
 

@@ -26,9 +26,9 @@ from instruments.tests.test_api_instruments import BOND, create, mint_outside_th
 from instruments.token2022 import instructions as t22
 from instruments.token2022.constants import TOKEN_2022_PROGRAM_ID, ExtensionType
 from tests.workers import paused_workers, wait_for
-from transactions import effects, nonce_pool, services, settlement
-from transactions.chain.errors import ChainUnavailable
-from transactions.chain.rpc import TokenBalance
+from transactions import effects, ending, nonce_pool, services, settlement
+from chain.errors import ChainUnavailable
+from chain.rpc import TokenBalance
 from transactions.models import Transaction, TransactionEvent, TransactionStatus
 from transactions.services import SignerSpec
 from transactions.tests.chainkit import funded, next_slot, send
@@ -160,7 +160,7 @@ def test_failure_effects_read_nothing_from_the_chain_inside_their_transaction(ap
     assert api.call("post", "/api/v1/accounts", {"itemData": {"managed": False, "alreadyOnchain": True, "onchainId": str(payer.pubkey())}}).status_code == 201
     account, tx = held_account_create(api, payer, "DURABLE_NONCE", "CANCEL-ME")
     with chain_calls(monkeypatch) as seen:
-        services.transaction_cancel(transaction=tx)
+        ending.transaction_cancel(transaction=tx)
     assert "sendTransaction" in [method for method, _ in seen]  # the nonce advance
     assert [method for method, in_transaction in seen if in_transaction] == []
     account.refresh_from_db()

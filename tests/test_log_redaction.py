@@ -9,7 +9,7 @@ import logging
 import pytest
 
 from ledger_project.logging import JsonFormatter
-from transactions.chain.rpc import rpc_for
+from chain.rpc import rpc_for
 
 SECRET = "s3cr3t-api-key"
 

@@ -151,8 +151,8 @@ def test_routes_are_url_patterns_never_paths(client):
 
 @pytest.mark.django_db
 def test_an_rpc_endpoint_that_does_not_answer_counts_as_unavailable(client):
-    from transactions.chain.errors import ChainUnavailable
-    from transactions.chain.rpc import ChainRpc
+    from chain.errors import ChainUnavailable
+    from chain.rpc import ChainRpc
     from localnet.testing import free_port
 
     rpc = ChainRpc("CHAIN_NOWHERE", f"http://127.0.0.1:{free_port()}/?api-key=secret", 2)
@@ -172,7 +172,7 @@ def test_an_rpc_endpoint_that_does_not_answer_counts_as_unavailable(client):
 def test_the_worker_samples_the_fee_payer_balance_from_the_node(client, localnet_url):
     from backoffice.balances import balances_sample
     from transactions import fee_payers
-    from transactions.chain.rpc import rpc_for
+    from chain.rpc import rpc_for
 
     payer = fee_payers.platform_fee_payer(CLUSTER).pubkey
     assert balances_sample() >= 1

@@ -24,8 +24,8 @@ from conftest import assert_error, make_client
 from scripts.schemathesis_hooks import lookup_paths
 from tenancy.tests.factories import issue_key
 from transactions import fee_payers, nonce_pool, platform_keys
-from transactions.chain import builder
-from transactions.chain.rpc import rpc_for
+from chain import builder
+from chain.rpc import rpc_for
 from transactions.models import NonceAccount, Transaction
 from transactions.services import SignerSpec, TxConfig, transaction_build
 

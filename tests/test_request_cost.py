@@ -20,7 +20,7 @@ from django.test.utils import CaptureQueriesContext
 
 from positions.tests.kit import instrument, position, wallet
 from positions.tests.movekit import at, mint, settled, transfer
-from transactions.chain.rpc import ChainRpc
+from chain.rpc import ChainRpc
 
 pytestmark = pytest.mark.chain
 

@@ -18,7 +18,7 @@ from custody.services import managed_key_import
 from accounts.tests.factories import AccountFactory
 from conftest import assert_error
 from transactions import services
-from transactions.chain.errors import SimulationFailed
+from chain.errors import SimulationFailed
 from transactions.fee_payers import platform_fee_payer
 from transactions.models import Transaction
 from transactions.platform_keys import PlatformKeyRefused
@@ -120,7 +120,7 @@ def test_the_failing_programs_own_message_is_the_reason():
     """Token-2022 logs some reasons without "Error:" (a paused mint); the reason is then
     the failing program's last own message — not a nested program's, not its
     "Instruction:" line, not an earlier instruction's."""
-    from transactions.chain.errors import reason_from_logs
+    from chain.errors import reason_from_logs
 
     token = "TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb"
     paused = [

@@ -1,7 +1,7 @@
 """Back-office for the transaction engine: follow, release held transactions, approve or
 reject those held for approval (debit limits), resubmit or reconcile stuck ones, cancel
 unsubmitted ones — through the same services as the API and the worker (approvals,
-``services.transaction_release`` / ``transaction_cancel``, ``settlement.transaction_resubmit``
+``collecting.transaction_release`` / ``ending.transaction_cancel``, ``staff.transaction_resubmit``
 / ``transaction_reconcile``), audited the same way (TransactionApproval names the staff
 user). Submit, resubmit and reconcile need ``backoffice.submit_transaction``, cancel
 ``backoffice.cancel_transaction`` (the operator's), approve and reject
@@ -17,7 +17,7 @@ from ledger_project.api.errors import LedgerError
 from tenancy.idempotency import write_phase
 from ledger_project.staff import staff_action
 
-from . import approvals, services, settlement
+from . import approvals, collecting, ending, staff
 from .models import TERMINAL, NonceAccount, PlatformFeePayer, Transaction, TransactionApproval, TransactionEvent, TransactionStatus
 
 
@@ -154,7 +154,7 @@ class TransactionAdmin(admin.ModelAdmin):
                   confirm_note="Each held SIGNED transaction is queued for the cluster's pump (Submit Transaction's service, transaction_release).")
     def submit_held(self, request, queryset):
         def release(tx):
-            services.transaction_release(transaction=tx)
+            collecting.transaction_release(transaction=tx)
 
         self._each(request, queryset, release, "queued for submission")
 
@@ -163,14 +163,14 @@ class TransactionAdmin(admin.ModelAdmin):
                                "(the same signed bytes: it executes at most once) unless the cluster has it; EXPIRED if its lifetime is over. "
                                "Nothing is ever signed again.")
     def resubmit(self, request, queryset):
-        self._each(request, queryset, lambda tx: _outcome(settlement.transaction_resubmit(transaction_id=tx.pk)), "resubmitted")
+        self._each(request, queryset, lambda tx: _outcome(staff.transaction_resubmit(transaction_id=tx.pk)), "resubmitted")
 
     @staff_action(description="Reconcile with the cluster (what the pump and reconciliation do next)", permissions=["submit"],
                   confirm_note="SUBMITTED / CONFIRMED: followed by signature (confirmed, finalized or failed, effects applied once). Held: expired "
                                "once its lifetime is over, or followed if it landed anyway. SIGNED and queued: its cluster's pump is started. "
                                "Landed without the chain's record: the record (fee, logs) is read.")
     def reconcile(self, request, queryset):
-        self._each(request, queryset, lambda tx: _outcome(settlement.transaction_reconcile(transaction_id=tx.pk)), "reconciled")
+        self._each(request, queryset, lambda tx: _outcome(staff.transaction_reconcile(transaction_id=tx.pk)), "reconciled")
 
     @staff_action(description="Cancel (not yet submitted: PARTIALLY_SIGNED, held SIGNED; held for approval: use Reject)", permissions=["cancel"],
                   confirm_note="Each transaction becomes CANCELLED and can never execute (a durable nonce is advanced first); its operation's "
@@ -179,12 +179,12 @@ class TransactionAdmin(admin.ModelAdmin):
         def cancel(tx):
             if tx.approval_required:  # a decision on it is audited: Reject records who and why
                 raise LedgerError("held for approval; reject it instead (the decision is recorded).")
-            services.transaction_cancel(transaction=tx, reason=f"Cancelled in the admin by {request.user}.")
+            ending.transaction_cancel(transaction=tx, reason=f"Cancelled in the admin by {request.user}.")
 
         self._each(request, queryset, cancel, "cancelled")
 
 
-def _outcome(outcome: settlement.StaffOutcome) -> str:
+def _outcome(outcome: staff.StaffOutcome) -> str:
     return f"{outcome.before} → {outcome.after} ({outcome.done})"
 
 

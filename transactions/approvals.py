@@ -18,9 +18,10 @@ from django.utils import timezone
 
 from ledger_project.api.errors import LedgerError
 
-from .chain.rpc import rpc_for
+from chain.rpc import rpc_for
 from .models import ApprovalDecision, Transaction, TransactionApproval, TransactionStatus
-from .services import _event, _finish, transaction_release
+from .collecting import transaction_release
+from .ending import event, finish
 from .settlement import _lifetime_over
 
 # A withdrawn one (Withdraw Transaction) awaits nothing: it ends CANCELLED by itself.
@@ -52,7 +53,7 @@ def _not_awaiting(tx: Transaction) -> LedgerError:
 
 def _record_decision(tx: Transaction, decision: str, *, api_key, staff_user, reason: str, request_id) -> None:
     TransactionApproval.objects.create(transaction=tx, decision=decision, reason=reason, api_key=api_key, staff_user=staff_user, request_id=str(request_id or ""))
-    _event(tx, decision, by=(api_key.key_id if api_key is not None else f"staff:{staff_user}"), reason=reason)
+    event(tx, decision, by=(api_key.key_id if api_key is not None else f"staff:{staff_user}"), reason=reason)
 
 
 def transaction_approval_check(*, transaction: Transaction, api_key=None, staff_user=None, decision: str = "APPROVED") -> Transaction:
@@ -110,7 +111,7 @@ def transaction_reject(*, transaction: Transaction, api_key=None, staff_user=Non
     def record(ended: Transaction) -> None:
         _record_decision(ended, ApprovalDecision.REJECTED, api_key=api_key, staff_user=staff_user, reason=reason, request_id=request_id)
 
-    if not _finish(tx, TransactionStatus.CANCELLED, unless_moved=_AWAITING_APPROVAL, also=record, error_message=message):
+    if not finish(tx, TransactionStatus.CANCELLED, unless_moved=_AWAITING_APPROVAL, also=record, error_message=message):
         tx.refresh_from_db()
         raise _not_awaiting(tx)
     tx.refresh_from_db()

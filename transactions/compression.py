@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from .chain.builder import TableCandidate
+from chain.builder import TableCandidate
 
 _TableSource = Callable[[object, str], tuple[TableCandidate, ...]]
 _source: _TableSource | None = None

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ledger_project.timestamps import timestamp_text
 
-from .chain.decode import decode_message
+from chain.decode import decode_message
 from .responses import transaction_result
 
 #: Effects keys naming the records an operation created or changed → their type.

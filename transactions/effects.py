@@ -29,8 +29,8 @@ from typing import Callable
 from solders.account import Account
 from solders.signature import Signature
 
-from .chain.rpc import TransactionBalances, rpc_for
-from .chain.slot_order import SlotOrder, read_slot_order
+from chain.rpc import TransactionBalances, rpc_for
+from chain.slot_order import SlotOrder, read_slot_order
 
 logger = logging.getLogger("ledger.transactions")
 
@@ -208,7 +208,7 @@ def moves_balance(facts: ConfirmationFacts, address: str, last: tuple[int, int, 
 def static_addresses(tx) -> list[str]:
     """The addresses of the transaction's message (lookup-table addresses are known only
     from its getTransaction record: ``ConfirmationFacts.addresses``)."""
-    from .chain.builder import message_from_bytes
+    from chain.builder import message_from_bytes
 
     return [str(k) for k in message_from_bytes(bytes(tx.message)).account_keys]
 

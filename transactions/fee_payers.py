@@ -15,7 +15,7 @@ from django.db import IntegrityError, transaction
 from solders.pubkey import Pubkey
 
 
-from .chain.rpc import is_localnet, rpc_for
+from chain.rpc import is_localnet, rpc_for
 from .models import PlatformFeePayer
 from .platform_keys import platform_addresses_forget
 

@@ -26,7 +26,7 @@ from solders.pubkey import Pubkey
 from solders.signature import Signature
 from solders.transaction import VersionedTransaction
 
-from .chain.rpc import ChainRpc
+from chain.rpc import ChainRpc
 from .models import MessageLifetime, Transaction
 
 logger = logging.getLogger("ledger.transactions")

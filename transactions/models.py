@@ -92,7 +92,7 @@ class Transaction(TenantOwnedModel):
     effects_applied_at = models.DateTimeField(null=True, blank=True)
     # The chain's record of the landed transaction (getTransaction), stored when it settles
     # from the read its effects already make (settlement._settle), or once on demand for one
-    # settled without it (services.transaction_chain_record_fill): details are then served
+    # settled without it (chain_record.transaction_chain_record_fill): details are then served
     # from here, never from the cluster (docs/transactions.md, "Transaction details and history").
     fee = models.BigIntegerField(null=True, blank=True, help_text="Lamports the transaction paid (meta.fee).")
     compute_units_consumed = models.BigIntegerField(null=True, blank=True)

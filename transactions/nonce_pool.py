@@ -37,9 +37,9 @@ from solders.system_program import (
 from ledger_project.api.errors import LedgerError, NotFoundError, RateLimitedError, ServiceUnavailableError
 
 from . import platform_keys
-from .chain import builder
-from .chain.errors import SimulationFailed
-from .chain.rpc import rpc_for
+from chain import builder
+from chain.errors import SimulationFailed
+from chain.rpc import rpc_for
 from .fee_payers import platform_fee_payer
 from .models import NonceAccount, NonceState
 from .platform_keys import platform_addresses_forget

@@ -35,7 +35,7 @@ from solders.pubkey import Pubkey
 from ledger_project.api.errors import ForbiddenError, LedgerError
 from tenancy.roles import api_key_may_debit
 
-from .chain.signing import sign_all
+from chain.signing import sign_all
 
 #: ``grants`` value of one address: every instruction of the message.
 ALL_INSTRUCTIONS = None

@@ -1,5 +1,5 @@
 """``python manage.py deploy_programs --cluster NAME``: the project's programs on any cluster,
-deployed or upgraded with ordinary BPFLoaderUpgradeable transactions (transactions/chain/loader.py)
+deployed or upgraded with ordinary BPFLoaderUpgradeable transactions (chain/loader.py)
 sent through the one RPC client (docs/programs.md, "Deploying").
 
 Per program (``programs.NAMES``):
@@ -44,8 +44,8 @@ from solders.signature import Signature
 import programs
 
 from . import fee_payers, platform_keys
-from .chain import builder, loader
-from .chain.rpc import ChainRpc, rpc_for
+from chain import builder, loader
+from chain.rpc import ChainRpc, rpc_for
 from .models import ProgramDeployment, ProgramDeploymentState
 from .programs import program_id
 

@@ -5,7 +5,7 @@ A cluster's program ids come from ``settings.LEDGER_PROGRAM_IDS`` (CHAIN_LOCALNE
 fixed ids the embedded node loads at genesis; others are configured by the operator), else
 from the ``ProgramDeployment`` rows ``deploy_programs`` records. A program's Custom(code)
 error is named from its ABI (``programs/<name>/abi.py``), so a refusal in simulation can say
-which check failed (``transactions.chain.errors.ProgramError``).
+which check failed (``chain.errors.ProgramError``).
 """
 
 from __future__ import annotations

@@ -5,8 +5,9 @@ instructions → ``transaction_build`` builds, simulates and signs the message o
 database transaction → ``transaction_record`` stores the Transaction row in the service's
 ``write_phase()`` with its domain rows → on commit the cluster's pump (transactions/pump.py)
 sends the stored bytes and follows the signature (transactions/settlement.py), and the
-operation's offchain effects apply exactly once. Ending a transaction that did not land
-(``_finish``: FAILED, EXPIRED, CANCELLED) is shared by settlement, cancel and reject.
+operation's offchain effects apply exactly once. Beside it: signatures collected later
+(transactions/collecting.py), ending one that did not land (transactions/ending.py), the
+chain's record of one that did (transactions/chain_record.py).
 """
 
 from __future__ import annotations
@@ -19,21 +20,19 @@ from typing import Sequence
 from django.conf import settings
 from django.db import IntegrityError
 from django.db import transaction as db_transaction
-from django.db.models import Q
-from django.utils import timezone
 from solders.instruction import Instruction
 from solders.pubkey import Pubkey
 
+from chain import builder
+from chain.errors import SimulationFailed
+from chain.rpc import rpc_for
 from ledger_project.api.errors import ConflictError, LedgerError
 from ledger_project.request_context import acting_api_key_var
 
-from . import effects, fee_payers, nonce_pool, notify, platform_keys, shards
+from . import fee_payers, nonce_pool, notify, platform_keys, shards
 from .compression import compression_tables
-from .chain import builder
-from .chain.errors import SimulationFailed
-from .chain.rpc import rpc_for
-from .chain.signing import signature_valid
-from .models import Commitment, MessageLifetime, NonceAccount, Transaction, TransactionEvent, TransactionSigner, TransactionStatus
+from .ending import event
+from .models import Commitment, MessageLifetime, NonceAccount, Transaction, TransactionSigner, TransactionStatus
 
 logger = logging.getLogger("ledger.transactions")
 
@@ -91,10 +90,6 @@ class TxConfig:
             version=data.get("transactionVersion") or "V0",
             lookup_tables=tuple(Pubkey.from_string(a) for a in data.get("addressLookupTables") or ()),
         )
-
-
-def _event(tx: Transaction, kind: str, **detail) -> None:
-    TransactionEvent.objects.create(transaction=tx, kind=kind, detail=detail)
 
 
 @dataclass
@@ -276,9 +271,9 @@ def transaction_record(
     if prepared.nonce_row is not None:
         if not NonceAccount.objects.filter(pk=prepared.nonce_row.pk, leased_by__isnull=True).update(leased_by=tx):
             raise LedgerError("The leased durable nonce account was taken by another transaction; retry.", code="NONCE_LEASE_LOST")
-    _event(tx, "PREPARED", status=tx.status, signers=prepared.required, signed=sorted(prepared.signatures))
+    event(tx, "PREPARED", status=tx.status, signers=prepared.required, signed=sorted(prepared.signatures))
     if hold_for_approval:
-        _event(tx, "HELD_FOR_APPROVAL", reason=hold_reason)
+        event(tx, "HELD_FOR_APPROVAL", reason=hold_reason)
     elif complete and submit:
         _submit_on_commit(tx)
     return tx
@@ -325,237 +320,3 @@ def _submit_on_commit(tx: Transaction) -> None:
             logger.warning("could not start the pump of %s; the watch will", cluster, exc_info=True)
 
     db_transaction.on_commit(kick)
-
-
-def transaction_add_signatures(*, transaction: Transaction, signatures: dict[str, str], submit: bool | None = None) -> Transaction:
-    """Add signatures collected off platform (or made here for Sign Transaction's
-    onPlatformSigning); submit when all are there (and wanted). Idempotent per signer: the
-    first valid signature of a signer is kept, so one given again changes nothing
-    (docs/transactions.md, "Sign Transaction and Submit Transaction")."""
-    with db_transaction.atomic():
-        return _add_signatures(transaction, signatures, submit)
-
-
-def signer_check(tx: Transaction, pubkey: str, *, field: str) -> None:
-    """400 NOT_A_SIGNER unless ``pubkey`` is a required signer of ``tx``."""
-    if pubkey not in tx.required_signers:
-        raise LedgerError(f"{pubkey} is not a signer of this transaction; its signers are {', '.join(tx.required_signers)}.", field=field, code="NOT_A_SIGNER")
-
-
-def signature_check(tx: Transaction, pubkey: str, signature: str, *, field: str, signer_field: str | None = None, message: bytes | None = None) -> None:
-    """400 NOT_A_SIGNER unless ``pubkey`` is a required signer of ``tx`` (at
-    ``signer_field``); 400 INVALID_SIGNATURE unless ``signature`` is its key's signature of
-    the stored message."""
-    signer_check(tx, pubkey, field=signer_field or field)
-    if not signature_valid(pubkey, bytes(tx.message) if message is None else message, signature):
-        raise LedgerError(f"The signature for {pubkey} does not verify against the transaction message (serializedMessage).", field=field, code="INVALID_SIGNATURE")
-
-
-def takes_signatures(tx: Transaction) -> bool:
-    """Whether ``tx`` waits for signatures: PARTIALLY_SIGNED and not withdrawn. The one
-    check every way a signature comes in goes through (Sign Transaction, a threshold
-    session's aggregate, opening a session)."""
-    return tx.status == TransactionStatus.PARTIALLY_SIGNED and tx.withdrawn_at is None
-
-
-def not_signable(tx: Transaction) -> LedgerError:
-    """Why ``tx`` takes no signatures (``takes_signatures`` is false): 400 INVALID_TRANSACTION_STATE."""
-    if tx.status == TransactionStatus.PARTIALLY_SIGNED and tx.withdrawn_at is not None:
-        return LedgerError("The transaction was withdrawn (Withdraw Transaction): it takes no more signatures and ends CANCELLED once it can never execute.",
-                           field="itemData.transaction", code="INVALID_TRANSACTION_STATE")
-    if tx.status == TransactionStatus.PENDING_APPROVAL:
-        why = "every signature is collected and it awaits approval (Approve Transaction)"
-    elif tx.status == TransactionStatus.SIGNED and not tx.submit_when_signed:
-        why = "every signature is collected and it is held; Submit Transaction sends it"
-    elif tx.status in (TransactionStatus.SIGNED, TransactionStatus.SUBMITTED, TransactionStatus.CONFIRMED, TransactionStatus.FINALIZED):
-        why = "every signature was collected and it was submitted"
-    else:
-        why = "it has ended and can never execute"
-    return LedgerError(f"The transaction is {tx.status}: {why}. Only PARTIALLY_SIGNED transactions take signatures.", field="itemData.transaction", code="INVALID_TRANSACTION_STATE")
-
-
-def _add_signatures(transaction: Transaction, signatures: dict[str, str], submit: bool | None) -> Transaction:
-    tx = Transaction.objects.for_tenant(transaction.tenant).select_for_update().get(pk=transaction.pk)
-    if not takes_signatures(tx):
-        raise not_signable(tx)
-    message = bytes(tx.message)
-    for pubkey, signature in signatures.items():
-        # Checked in the read phase already (transactions/signatures.py, with each entry's
-        # field); again here, for callers that have no read phase of their own.
-        signature_check(tx, pubkey, signature, field="itemData.offPlatformSigning", message=message)
-    # The first valid signature of a signer stays: a signer collected already (a retry, a
-    # second call with the same signature) changes nothing — not even submit_when_signed.
-    new = {k: v for k, v in signatures.items() if k not in (tx.signatures or {})}
-    if not new:
-        return tx
-    tx.signatures = {**tx.signatures, **new}
-    tx.onchain_id = tx.signatures.get(tx.required_signers[0])
-    if submit is not None:
-        tx.submit_when_signed = submit
-    if not tx.missing_signers:
-        # Still waiting for approval (a debit limit): held, not submitted.
-        tx.status = TransactionStatus.PENDING_APPROVAL if tx.approval_required else TransactionStatus.SIGNED
-    tx.save(update_fields=["signatures", "onchain_id", "status", "submit_when_signed", "updated_at"])
-    _event(tx, "SIGNATURES_ADDED", signers=sorted(new), status=tx.status)
-    if tx.status == TransactionStatus.SIGNED and tx.submit_when_signed:
-        _submit_on_commit(tx)
-    return tx
-
-
-def transaction_release(*, transaction: Transaction, approved: bool = False) -> Transaction:
-    """Submit a SIGNED transaction that was held (submit_when_signed false: Submit
-    Transaction, the admin) or, with ``approved`` (only ``transaction_approve`` passes it:
-    the decision is recorded there), a PENDING_APPROVAL one. A transaction queued already
-    is not released twice: 400 INVALID_TRANSACTION_STATE."""
-    held = Q(status=TransactionStatus.SIGNED, submit_when_signed=False)
-    if approved:
-        held |= Q(status__in=[TransactionStatus.SIGNED, TransactionStatus.PENDING_APPROVAL])
-    with db_transaction.atomic():  # the release and its pre_submit events commit together
-        updated = Transaction.objects.for_tenant(transaction.tenant).filter(held, pk=transaction.pk).update(
-            status=TransactionStatus.SIGNED, submit_when_signed=True, approval_required=False, error_message="", updated_at=timezone.now()
-        )
-        if not updated:
-            what = "SIGNED or PENDING_APPROVAL" if approved else "held SIGNED (PENDING_APPROVAL ones are approved)"
-            raise LedgerError(f"Only {what} transactions can be submitted.", field="itemData.transaction", code="INVALID_TRANSACTION_STATE")
-        transaction.refresh_from_db()
-        _submit_on_commit(transaction)
-    return transaction
-
-
-# --- ending a transaction (the worker's settlement, cancel, reject) --------------------
-
-# Not yet handed to the cluster by the service: they end by expiry (blockhash past its last
-# valid height, durable nonce advanced or signing window over) or by transaction_cancel.
-HELD = (TransactionStatus.PENDING_APPROVAL, TransactionStatus.PARTIALLY_SIGNED, TransactionStatus.SIGNED)
-_ENDABLE = (TransactionStatus.BUILT, *HELD, TransactionStatus.SUBMITTED)  # never out of CONFIRMED
-
-
-def _finish(tx: Transaction, status: str, *, unless_moved: Q | None = None, also=None, never_complete: bool = False, **fields) -> bool:
-    """End a transaction that did not land (FAILED, EXPIRED, CANCELLED) — never one that
-    is CONFIRMED or already ended — run the operation's failure effects once and end its
-    nonce lease. ``unless_moved`` narrows the statuses it may end from (a cancel must not
-    end a transaction submitted meanwhile); ``also(tx)`` runs in the database transaction
-    that ends it (a rejection's audit record). ``never_complete``: the caller proved that no
-    complete set of its signatures can exist, so its bytes never execute whatever its nonce
-    holds: the lease ends without advancing the nonce. Returns whether this call ended it."""
-    executed = status == TransactionStatus.FAILED and fields.get("slot") is not None
-    spent = True
-    if tx.lifetime == MessageLifetime.DURABLE_NONCE and tx.nonce_account and not executed and not never_complete:
-        # Before the nonce is leased again, the value this transaction was signed over must
-        # be spent, or its bytes could still execute later (no-op when it moved on already).
-        # A nonce whose authority signs off platform cannot be advanced by the service: its
-        # lease stays with this transaction until the chain shows it moved on
-        # (nonce_pool.nonce_leases_sweep).
-        spent = nonce_pool.nonce_spend(cluster=tx.cluster, nonce_address=tx.nonce_account, expected=tx.blockhash)
-    with db_transaction.atomic():
-        updated = Transaction.objects.for_tenant(tx.tenant).filter(unless_moved or Q(), pk=tx.pk, status__in=_ENDABLE).update(status=status, updated_at=timezone.now(), **fields)
-        if not updated:
-            return False
-        if spent:
-            NonceAccount.objects.filter(leased_by_id=tx.pk).update(leased_by=None, leased_at=None)
-        else:
-            _event(tx, "NONCE_LEASE_KEPT", nonce=tx.nonce_account)
-        _event(tx, status, **{k: v for k, v in fields.items() if k in ("error_message",)})
-        if tx.status == TransactionStatus.SUBMITTED or tx.submitted_at is not None:
-            # It was handed to the network: its post_submit events say how it ended (webhooks).
-            for name, value in {"status": status, **fields}.items():
-                setattr(tx, name, value)
-            notify.transactions_reached([tx], notify.POST_SUBMIT)
-        if also is not None:
-            also(tx)
-        # Undo what the operation recorded ahead (e.g. a PENDING account): once.
-        if Transaction.objects.for_tenant(tx.tenant).filter(pk=tx.pk, effects_applied_at__isnull=True).update(effects_applied_at=timezone.now()):
-            tx.refresh_from_db()
-            effects.apply_failure(tx)
-            _event(tx, "FAILURE_EFFECTS_APPLIED")
-    _ended_count(tx, status, executed=executed)
-    return True
-
-
-def _ended_count(tx: Transaction, status: str, *, executed: bool) -> None:
-    """Metrics of a transaction ended here (docs/operations.md, "Metrics"): every end that
-    did not land goes through ``_finish``, so it is counted once, here."""
-    from ledger_project.metrics import meters
-
-    meters.transaction_ended.labels(tx.cluster, status).inc()
-    if status == TransactionStatus.EXPIRED:
-        meters.transaction_expiries.labels(tx.cluster, tx.lifetime).inc()
-    elif status == TransactionStatus.FAILED:
-        meters.transaction_failures.labels(tx.cluster, "on_chain" if executed else "preflight").inc()
-
-
-def transaction_cancel(*, transaction: Transaction, reason: str = "") -> Transaction:
-    """Cancel a transaction the service has not submitted (PENDING_APPROVAL,
-    PARTIALLY_SIGNED, SIGNED and held): CANCELLED, failure effects, lease ended.
-
-    A DURABLE_NONCE transaction's nonce is advanced first, so its bytes can never execute.
-    A RECENT_BLOCKHASH one is never sent by the service again; docs/transactions.md says
-    what that means for signatures handed out before its blockhash expires.
-    """
-    not_submitted = Q(status__in=[TransactionStatus.PENDING_APPROVAL, TransactionStatus.PARTIALLY_SIGNED]) | Q(status=TransactionStatus.SIGNED, submit_when_signed=False)
-    scoped = Transaction.objects.for_tenant(transaction.tenant)
-    tx = scoped.filter(not_submitted, pk=transaction.pk).first()
-    if tx is None:
-        status = scoped.filter(pk=transaction.pk).values_list("status", flat=True).first() or "unknown"
-        raise LedgerError(f"The transaction is {status}; only transactions not yet submitted (PENDING_APPROVAL, PARTIALLY_SIGNED, held SIGNED) can be cancelled.", code="INVALID_TRANSACTION_STATE")
-    if not _finish(tx, TransactionStatus.CANCELLED, unless_moved=not_submitted, error_message=reason or "Cancelled before submission; nothing was executed."):
-        tx.refresh_from_db()
-        raise LedgerError(f"The transaction is {tx.status}; it can no longer be cancelled.", code="INVALID_TRANSACTION_STATE")
-    tx.refresh_from_db()
-    return tx
-
-
-# --- the chain's record of a landed transaction (Fetch Transaction Details) ---------------
-
-#: Statuses of a transaction that executed on chain (FAILED only with a slot: an on-chain
-#: error; a preflight refusal never landed).
-_LANDED = (TransactionStatus.CONFIRMED, TransactionStatus.FINALIZED, TransactionStatus.FAILED)
-
-
-def chain_record_fields(record) -> dict:
-    """Transaction columns from the chain's record of it (``chain.rpc.TransactionBalances``)."""
-    from datetime import datetime, timezone as dt_timezone
-
-    return {
-        "fee": record.fee,
-        "compute_units_consumed": record.compute_units_consumed,
-        "log_messages": list(record.log_messages) if record.log_messages is not None else None,
-        "block_time": datetime.fromtimestamp(record.block_time, tz=dt_timezone.utc) if record.block_time is not None else None,
-        "loaded_addresses": record.loaded,
-    }
-
-
-def chain_record_due(tx: Transaction) -> bool:
-    """Landed, and its record (fee, logs, ...) not stored: settled before the columns
-    existed, failed on chain (settlement reads no record for those), or confirmed and
-    not yet at the commitment its effects wait for."""
-    return tx.fee is None and bool(tx.onchain_id) and tx.slot is not None and tx.status in _LANDED
-
-
-def transaction_chain_record_fill(*, transaction: Transaction) -> Transaction:
-    """Read the chain's record of a landed transaction stored without it, once, and store
-    it (a conditional UPDATE: a concurrent fill or settlement wins alike). Outside any
-    database transaction; a cluster that does not answer, or no longer has the record,
-    leaves the columns null (the next call tries again) and is logged, never an error:
-    details show what the database holds."""
-    from solders.signature import Signature
-
-    from .chain.errors import ChainRpcError, ChainUnavailable
-    from .effects import static_addresses
-
-    tx = transaction
-    if not chain_record_due(tx):
-        return tx
-    try:
-        record = rpc_for(tx.cluster).transaction_balances(Signature.from_string(tx.onchain_id), static_addresses(tx))
-    except (ChainUnavailable, ChainRpcError) as exc:
-        logger.warning("could not read the record of transaction %s: %s", tx.onchain_id, exc)
-        return tx
-    if record is None:
-        logger.info("the cluster has no record of transaction %s (pruned history?)", tx.onchain_id)
-        return tx
-    fields = chain_record_fields(record)
-    Transaction.objects.for_tenant(tx.tenant).filter(pk=tx.pk, fee__isnull=True).update(**fields)
-    for name, value in fields.items():
-        setattr(tx, name, value)
-    return tx

@@ -5,15 +5,14 @@ SUBMITTED, send the stored bytes in JSON-RPC batches) and ``transactions_follow`
 signature lookups; CONFIRMED / FINALIZED with effects applied once, many to a database
 transaction; rebroadcast or EXPIRED when not found). ``transaction_expire_held`` (the
 reconciliation task) ends held transactions whose lifetime is over, or follows one that
-landed without the service sending it. ``transaction_resubmit`` and
-``transaction_reconcile`` do the same for one stuck transaction chosen by staff (the
-admin's actions). Everything here acts for no tenant.
+landed without the service sending it. The admin's Resubmit and Reconcile do the same for
+one stuck transaction chosen by staff (transactions/staff.py). Everything here acts for no
+tenant.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Sequence
 
@@ -24,16 +23,16 @@ from django.utils import timezone
 from solders.pubkey import Pubkey
 from solders.signature import Signature
 
-from ledger_project.api.errors import LedgerError
 from ledger_project.metrics import meters
 from tenancy.scoping import worker_only
 
 from . import effects, landing, nonce_pool, notify
-from .chain import builder
-from .chain.errors import ChainUnavailable, SimulationFailed
-from .chain.rpc import rpc_for
+from chain import builder
+from chain.errors import ChainUnavailable, SimulationFailed
+from chain.rpc import rpc_for
 from .models import MessageLifetime, NonceAccount, Transaction, TransactionEvent, TransactionStatus
-from .services import HELD, _event, _finish, chain_record_due, chain_record_fields, transaction_chain_record_fill
+from .chain_record import chain_record_fields
+from .ending import HELD, event, finish
 from .signatures import dkg_signers_service_only
 
 logger = logging.getLogger("ledger.transactions")
@@ -102,9 +101,9 @@ def _broadcast(txs: Sequence[Transaction], *, first: bool = False) -> None:
             if "AlreadyProcessed" in text or "BlockhashNotFound" in text:
                 continue  # it landed, or expired / not yet visible: following decides
             if first:
-                _finish(tx, TransactionStatus.FAILED, error_message=answer.message, error={"err": text, "logs": answer.logs[-20:]})
+                finish(tx, TransactionStatus.FAILED, error_message=answer.message, error={"err": text, "logs": answer.logs[-20:]})
             else:
-                _event(tx, "REBROADCAST_REFUSED", error_message=answer.message, err=text)
+                event(tx, "REBROADCAST_REFUSED", error_message=answer.message, err=text)
         elif isinstance(answer, Exception):
             logger.warning("broadcast refused: %s", answer, extra={"transactionId": str(tx.offchain_id)})
 
@@ -113,14 +112,14 @@ def _reached(status) -> str:
     return str(status.confirmation_status).rsplit(".", 1)[-1].lower() if status.confirmation_status is not None else "processed"
 
 
-_IN_FLIGHT = (TransactionStatus.SUBMITTED, TransactionStatus.CONFIRMED)
+IN_FLIGHT = (TransactionStatus.SUBMITTED, TransactionStatus.CONFIRMED)
 
 
 @worker_only  # reconciliation: acts for no tenant
 def transaction_confirm(*, transaction_id: int) -> bool:
     """Follow one submitted transaction (``transactions_follow``). Returns True while it
     is still in flight."""
-    tx = Transaction.unscoped.filter(pk=transaction_id, status__in=_IN_FLIGHT).first()
+    tx = Transaction.unscoped.filter(pk=transaction_id, status__in=IN_FLIGHT).first()
     return tx is not None and transaction_id in transactions_follow([tx], rebroadcast_after=0)
 
 
@@ -137,7 +136,7 @@ def transactions_follow(txs: Sequence[Transaction], *, rebroadcast_after: float 
     sent again (same bytes: at most every ``rebroadcast_after`` seconds, by default
     LEDGER_PUMP_REBROADCAST_SECONDS) or, once its lifetime is provably over, EXPIRED.
     """
-    txs = [tx for tx in txs if tx.status in _IN_FLIGHT]
+    txs = [tx for tx in txs if tx.status in IN_FLIGHT]
     if not txs:
         return set()
     rpc = rpc_for(txs[0].cluster)
@@ -160,7 +159,7 @@ def transactions_follow(txs: Sequence[Transaction], *, rebroadcast_after: float 
             in_flight.add(tx.pk)
             noted.append((tx, status))
         elif status.err is not None:
-            _finish(tx, TransactionStatus.FAILED, error_message=f"The transaction failed on chain: {status.err}", error={"err": str(status.err)}, slot=status.slot)
+            finish(tx, TransactionStatus.FAILED, error_message=f"The transaction failed on chain: {status.err}", error={"err": str(status.err)}, slot=status.slot)
         else:
             settled.append((tx, status))
     in_flight |= _settle(settled)
@@ -255,7 +254,7 @@ def _settle_each(settled: list[tuple[Transaction, object]], facts: dict, now, *,
                     fields.update(chain_record_fields(facts[tx.pk].transaction))
                 if finalized:
                     fields["finalized_at"] = now
-                moving = Transaction.unscoped.filter(pk=tx.pk, status__in=_IN_FLIGHT)
+                moving = Transaction.unscoped.filter(pk=tx.pk, status__in=IN_FLIGHT)
                 claimed = tx.pk in facts and moving.filter(effects_applied_at__isnull=True).update(**fields, effects_applied_at=now)
                 if not claimed and not moving.update(**fields):
                     continue  # ended meanwhile (another pump, a cancel): not ours to settle
@@ -269,7 +268,7 @@ def _settle_each(settled: list[tuple[Transaction, object]], facts: dict, now, *,
                         effects.apply_batch([(tx, facts[tx.pk])])
                 if finalized:
                     NonceAccount.objects.filter(leased_by_id=tx.pk).update(leased_by=None, leased_at=None)
-                    _event(tx, "FINALIZED", slot=status.slot)
+                    event(tx, "FINALIZED", slot=status.slot)
         except Exception:  # noqa: BLE001 - one transaction's bug must not hold up the others
             logger.exception("could not settle transaction %s; it stays in flight", tx.pk)
             if tx.confirmed_at == now:
@@ -304,7 +303,7 @@ def _follow_missing(missing: list[Transaction], rpc, rebroadcast_after: float | 
     dead = {tx.pk for tx, status in zip(over, again) if status is None}
     for tx in over:
         if tx.pk in dead:
-            _finish(tx, TransactionStatus.EXPIRED, error_message=_EXPIRED_MESSAGE[tx.lifetime])
+            finish(tx, TransactionStatus.EXPIRED, error_message=_EXPIRED_MESSAGE[tx.lifetime])
     alive = [tx for tx in missing if tx.pk not in dead]
     cutoff = timezone.now() - timedelta(seconds=settings.LEDGER_PUMP_REBROADCAST_SECONDS if rebroadcast_after is None else rebroadcast_after)
     resend = [tx for tx in alive if tx.updated_at is None or tx.updated_at <= cutoff]
@@ -407,7 +406,7 @@ def _end_held(tx: Transaction) -> str | None:
         # more for this transaction: no complete set of signatures exists or ever will, so it
         # never landed and never executes — CANCELLED now, whatever its lifetime; its nonce
         # need not be advanced before the lease ends.
-        ended = _finish(tx, TransactionStatus.CANCELLED, unless_moved=Q(status=TransactionStatus.PARTIALLY_SIGNED), never_complete=True,
+        ended = finish(tx, TransactionStatus.CANCELLED, unless_moved=Q(status=TransactionStatus.PARTIALLY_SIGNED), never_complete=True,
                         error_message=_withdrawn_message(tx))
         return TransactionStatus.CANCELLED if ended else None
     if tx.lifetime == MessageLifetime.DURABLE_NONCE and (withdrawn or _window_over(tx.txn_timestamp)):
@@ -426,13 +425,13 @@ def _end_held(tx: Transaction) -> str | None:
         if scan.landed:
             return _landed_unsubmitted(tx, slot=scan.slot, signatures=scan.signatures)
         if not scan.done:
-            _event(tx, "LANDING_SCAN", before=scan.cursor, examined=scan.examined)
+            event(tx, "LANDING_SCAN", before=scan.cursor, examined=scan.examined)
             Transaction.unscoped.filter(pk=tx.pk).update(updated_at=timezone.now())
             return None
     if withdrawn:
-        ended = _finish(tx, TransactionStatus.CANCELLED, unless_moved=Q(status=TransactionStatus.PARTIALLY_SIGNED), error_message=_withdrawn_message(tx))
+        ended = finish(tx, TransactionStatus.CANCELLED, unless_moved=Q(status=TransactionStatus.PARTIALLY_SIGNED), error_message=_withdrawn_message(tx))
         return TransactionStatus.CANCELLED if ended else None
-    return TransactionStatus.EXPIRED if _finish(tx, TransactionStatus.EXPIRED, error_message=_EXPIRED_MESSAGE[tx.lifetime]) else None
+    return TransactionStatus.EXPIRED if finish(tx, TransactionStatus.EXPIRED, error_message=_EXPIRED_MESSAGE[tx.lifetime]) else None
 
 
 def _scan_cursor(tx: Transaction) -> str | None:
@@ -452,7 +451,7 @@ def _landed_unsubmitted(tx: Transaction, *, slot: int, signatures: dict[str, str
         fields.update(signatures={**tx.signatures, **signatures}, onchain_id=signatures[tx.required_signers[0]])
     if not Transaction.unscoped.filter(pk=tx.pk, status=tx.status).update(**fields):
         return None
-    _event(tx, "LANDED_UNSUBMITTED", slot=slot, found_by="history" if signatures else "signature")
+    event(tx, "LANDED_UNSUBMITTED", slot=slot, found_by="history" if signatures else "signature")
     return TransactionStatus.SUBMITTED
 
 
@@ -464,97 +463,3 @@ def transactions_held(*, stale_after: timedelta = timedelta(seconds=5)) -> list[
     stale = Transaction.unscoped.filter(updated_at__lt=timezone.now() - stale_after)
     held = stale.filter(Q(status__in=[TransactionStatus.PARTIALLY_SIGNED, TransactionStatus.PENDING_APPROVAL]) | Q(status=TransactionStatus.SIGNED, submit_when_signed=False))
     return list(held.values_list("pk", flat=True)[:1000])
-
-
-# --- a stuck transaction, by hand (the admin's Resubmit and Reconcile; docs/admin.md) -------
-
-
-@dataclass(frozen=True)
-class StaffOutcome:
-    """What a resubmit or reconcile did to one transaction, for the staff user."""
-
-    before: str
-    after: str
-    done: str
-
-
-def _not_resubmittable(tx: Transaction) -> str:
-    if tx.status == TransactionStatus.SIGNED:
-        return "SIGNED and held (not to be submitted when signed): Submit held sends it."
-    if tx.status == TransactionStatus.PENDING_APPROVAL:
-        return "PENDING_APPROVAL: an approver decides (Approve sends it)."
-    if tx.status == TransactionStatus.PARTIALLY_SIGNED:
-        return f"PARTIALLY_SIGNED: signatures are missing ({', '.join(tx.missing_signers)}); it cannot be sent."
-    if tx.status == TransactionStatus.CONFIRMED:
-        return "CONFIRMED: it landed; Reconcile follows it to FINALIZED."
-    return (f"{tx.status}: it has ended. The service never signs a transaction again with a new blockhash or nonce; "
-            "the client retries the operation (a new x-request-id).")
-
-
-@worker_only  # staff: a row of any tenant, chosen in the admin
-def transaction_resubmit(*, transaction_id: int) -> StaffOutcome:
-    """Send a stuck transaction's stored signed bytes now — never signed again (the same
-    bytes: one signature, one execution). SIGNED and queued (its pump never ran): claimed
-    and sent by the pump's own send (``transactions_submit``). SUBMITTED: looked up by
-    signature through the pump's own follow with no rebroadcast delay
-    (``transactions_follow``, ``rebroadcast_after=0``): settled when it landed, EXPIRED when
-    its lifetime is provably over, else the same bytes are sent again at once. Any other
-    status: 400 INVALID_TRANSACTION_STATE saying what to do instead."""
-    tx = Transaction.unscoped.get(pk=transaction_id)
-    before = tx.status
-    if tx.status == TransactionStatus.SIGNED and tx.submit_when_signed:
-        done = "sent (the stored signed bytes)" if transactions_submit(ids=[tx.pk]) else "claimed by the pump meanwhile"
-    elif tx.status == TransactionStatus.SUBMITTED:
-        transactions_follow([tx], rebroadcast_after=0)
-        done = "looked up by signature; the stored signed bytes sent again unless the cluster has them"
-    else:
-        raise LedgerError(_not_resubmittable(tx), field="itemData.transaction", code="INVALID_TRANSACTION_STATE")
-    return _outcome(tx, before, done)
-
-
-def _outcome(tx: Transaction, before: str, done: str) -> StaffOutcome:
-    tx.refresh_from_db()
-    if tx.status != before and tx.status in (TransactionStatus.FAILED, TransactionStatus.EXPIRED) and tx.error_message:
-        done = f"{done}: {tx.error_message}"
-    return StaffOutcome(before, tx.status, done)
-
-
-@worker_only  # staff: a row of any tenant, chosen in the admin
-def transaction_reconcile(*, transaction_id: int) -> StaffOutcome:
-    """Do now, for one transaction, what the pump and the reconciliation task do on their
-    next pass: SUBMITTED or CONFIRMED → followed by signature (``transactions_follow``:
-    CONFIRMED, FINALIZED or FAILED with effects applied once; not found: EXPIRED once
-    provably dead, else sent again after LEDGER_PUMP_REBROADCAST_SECONDS); held
-    (PENDING_APPROVAL, PARTIALLY_SIGNED, SIGNED not to be submitted) → EXPIRED once its
-    lifetime is over, or SUBMITTED if it landed anyway (``transaction_expire_held``);
-    SIGNED and queued → its cluster's pump started (``pump.pump_kick``); landed and ended
-    without the chain's record (fee, logs) → the record read
-    (``services.transaction_chain_record_fill``). Anything else: 400
-    INVALID_TRANSACTION_STATE (nothing to reconcile)."""
-    from .pump import pump_kick  # the pump imports this module
-    from .shards import shard_of
-
-    tx = Transaction.unscoped.get(pk=transaction_id)
-    before = tx.status
-    if tx.status in _IN_FLIGHT:
-        transactions_follow([tx])
-        done = "followed on the cluster"
-    elif tx.status in HELD and not (tx.status == TransactionStatus.SIGNED and tx.submit_when_signed):
-        moved = transaction_expire_held(transaction_id=tx.pk)
-        done = {
-            TransactionStatus.EXPIRED: "its lifetime is over",
-            TransactionStatus.CANCELLED: "withdrawn by its client, and now it can never execute",
-            TransactionStatus.SUBMITTED: "it landed without the service sending it",
-        }.get(moved, "still within its lifetime: left held")
-        if moved == TransactionStatus.SUBMITTED:
-            pump_kick(tx.cluster, shard_of(tx.shard_key))  # follow it now, as the reconciliation task does
-    elif tx.status == TransactionStatus.SIGNED:
-        pump_kick(tx.cluster, shard_of(tx.shard_key))
-        done = "queued for sending: its cluster's pump started (Resubmit sends it from here now)"
-    elif chain_record_due(tx):
-        transaction_chain_record_fill(transaction=tx)
-        done = "the chain's record (fee, logs) read" if tx.fee is not None else "the cluster has no record of it (yet)"
-    else:
-        raise LedgerError(f"{tx.status}: nothing to reconcile (it has ended{' and its chain record is stored' if tx.fee is not None else ''}).",
-                          field="itemData.transaction", code="INVALID_TRANSACTION_STATE")
-    return _outcome(tx, before, done)

@@ -21,10 +21,11 @@ from typing import Protocol
 from ledger_project.api.errors import LedgerError
 
 from . import platform_keys
-from .chain import builder
-from .chain.rpc import rpc_for
+from chain import builder
+from chain.rpc import rpc_for
 from .models import MessageLifetime, Transaction, TransactionStatus
-from .services import SignerSpec, not_signable, signature_check, signer_check, takes_signatures, transaction_release
+from .collecting import not_signable, signature_check, signer_check, takes_signatures, transaction_release
+from .services import SignerSpec
 
 
 class AccountSigner(Protocol):

@@ -26,7 +26,7 @@ from django.core.cache import cache
 from ledger_project.shutdown import stopping
 
 from . import nonce_pool, pump as pumping, settlement
-from .chain.errors import ChainUnavailable
+from chain.errors import ChainUnavailable
 from .models import Transaction, TransactionStatus
 
 

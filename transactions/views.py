@@ -13,11 +13,11 @@ from ledger_project.api.schema import DETAIL_LEVEL, bulk_responses, item_query  
 from tenancy.viewsets import TenantScopedViewSet
 from tenancy.roles import Role
 
-from . import approvals, details, selectors, services, signatures, withdrawals
+from . import approvals, chain_record, details, selectors, signatures, withdrawals
 from .models import Transaction
 from .responses import attach_wait, transaction_result
 from .serializers import TransactionDecisionInput, TransactionResultOutput, TransactionSignInput, TransactionStatusInput, TransactionSubmitInput, TransactionWithdrawInput
-from .services import transaction_add_signatures
+from .collecting import transaction_add_signatures
 from .serializers import (  # Fetch Transaction Details, Fetch Transactions
     BulkTransactionsCompactOutput, BulkTransactionsIdentifiersOutput, BulkTransactionsOutput, TransactionBulkInput, TransactionDetailsInput, TransactionDetailsOutput,
 )
@@ -207,7 +207,7 @@ class TransactionViewSet(TenantScopedViewSet):
         tx = selectors.transaction_details_get(queryset=self.get_queryset(), onchain_id=data.get("onchainId"), offchain_id=data.get("offchainId"))
         # Landed before its record was stored (settled before these columns, or failed on
         # chain): read once from the cluster and kept.
-        tx = services.transaction_chain_record_fill(transaction=tx)
+        tx = chain_record.transaction_chain_record_fill(transaction=tx)
         return Response(details.transaction_details(tx))
 
     @extend_schema(

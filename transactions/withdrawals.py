@@ -7,7 +7,7 @@ Two steps, so that no database transaction is open while the network is asked an
 1. ``_mark`` (one committed database transaction): the transaction's open threshold signing
    sessions end (CANCELLED, unused nonces dropped), and the transaction is marked withdrawn
    (``withdrawn_at``, event WITHDRAWN). From this commit on it takes no signature: every way
-   one comes in checks ``services.takes_signatures`` under the transaction's row lock.
+   one comes in checks ``collecting.takes_signatures`` under the transaction's row lock.
 2. ``settlement.transaction_end_withdrawn``: end it now when it can provably never execute —
    a durable nonce the service can advance is advanced (and waited for), then CANCELLED
    with failure effects once and the nonce lease released; a lifetime already over, CANCELLED.
@@ -30,9 +30,9 @@ from django.utils import timezone
 from ledger_project.api.errors import LedgerError
 
 from . import settlement
-from .chain.errors import ChainRpcError, ChainUnavailable
+from chain.errors import ChainRpcError, ChainUnavailable
 from .models import MessageLifetime, NonceAccount, Transaction, TransactionEvent, TransactionStatus
-from .services import _event
+from .ending import event
 from .signatures import dkg_sessions_end
 
 logger = logging.getLogger("ledger.transactions")
@@ -95,7 +95,7 @@ def _mark(transaction: Transaction, *, api_key, reason: str, request_id) -> None
         ended += dkg_sessions_end(transaction=transaction, why=why)
         message = f"Withdrawn by {api_key.key_id}" + (f": {reason}" if reason else "") + f". It takes no more signatures and ends CANCELLED {_until(tx)}."
         scoped.filter(pk=tx.pk).update(withdrawn_at=timezone.now(), error_message=message, updated_at=timezone.now())
-        _event(tx, WITHDRAWN, by=api_key.key_id, request_id=str(request_id) if request_id else None, reason=reason, sessions_ended=ended)
+        event(tx, WITHDRAWN, by=api_key.key_id, request_id=str(request_id) if request_id else None, reason=reason, sessions_ended=ended)
 
 
 def transaction_withdraw(*, transaction: Transaction, api_key, reason: str = "", request_id=None) -> Transaction:

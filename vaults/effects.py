@@ -17,10 +17,9 @@ from positions.effects import positions_created, positions_not_created
 from positions.models import Position, PositionStatus
 from transactions.effects import ConfirmationFacts, effect_handler, failure_handler, marks_in_flight, needs_accounts
 
-from . import onchain
+from . import onchain, operations
 from .models import Vault, VaultDestination, VaultStatus
 
-OPERATIONS = ("vaults.create", "vaults.update_whitelist", "vaults.repayment", "vaults.close")
 
 # Their own handlers end the mark with the rest of the record's update; the engine ends any left.
 marks_in_flight(Vault)
@@ -33,7 +32,7 @@ def _vault(tx) -> Vault | None:
 @needs_accounts
 def vault_states(named) -> dict[int, list[str]]:
     out: dict[int, list[str]] = {}
-    wanted = {tx.pk: tx.effects.get("vault") for tx, _ in named if tx.operation in OPERATIONS}
+    wanted = {tx.pk: tx.effects.get("vault") for tx, _ in named if tx.operation in operations.ALL}
     if wanted:
         states = dict(Vault.unscoped.filter(offchain_id__in=[v for v in wanted.values() if v]).values_list("offchain_id", "state_address"))
         for pk, offchain_id in wanted.items():
@@ -71,7 +70,7 @@ def _sync(vault: Vault, tx, facts: ConfirmationFacts, **fields) -> None:
     Vault.unscoped.filter(pk=vault.pk, pending_transaction=tx).update(pending_transaction=None)
 
 
-@effect_handler("vaults.create")
+@effect_handler(operations.CREATE)
 def vault_created(tx, facts: ConfirmationFacts) -> None:
     vault = _vault(tx)
     if vault is None:
@@ -80,7 +79,7 @@ def vault_created(tx, facts: ConfirmationFacts) -> None:
     _sync(vault, tx, facts, **({"status": VaultStatus.ACTIVE} if vault.status == VaultStatus.PENDING else {}))
 
 
-@failure_handler("vaults.create")
+@failure_handler(operations.CREATE)
 def vault_not_created(tx) -> None:
     vault = _vault(tx)
     if vault is None:
@@ -90,21 +89,21 @@ def vault_not_created(tx) -> None:
     _clear_in_flight(tx)
 
 
-@effect_handler("vaults.update_whitelist")
+@effect_handler(operations.UPDATE_WHITELIST)
 def vault_whitelist_updated(tx, facts: ConfirmationFacts) -> None:
     vault = _vault(tx)
     if vault is not None:
         _sync(vault, tx, facts)
 
 
-@effect_handler("vaults.repayment")
+@effect_handler(operations.REPAYMENT)
 def vault_repaid(tx, facts: ConfirmationFacts) -> None:
     vault = _vault(tx)
     if vault is not None:
         _sync(vault, tx, facts)
 
 
-@effect_handler("vaults.close")
+@effect_handler(operations.CLOSE)
 def vault_closed(tx, facts: ConfirmationFacts) -> None:
     """The token account and the state are gone: the vault CLOSED, its position and both
     records INACTIVE (opening the pair again reuses them, history kept)."""
@@ -123,5 +122,5 @@ def _clear_in_flight(tx) -> None:
     Vault.unscoped.filter(pending_transaction=tx).update(pending_transaction=None)
 
 
-for _operation in ("vaults.update_whitelist", "vaults.repayment", "vaults.close"):
+for _operation in (operations.UPDATE_WHITELIST, operations.REPAYMENT, operations.CLOSE):
     failure_handler(_operation)(_clear_in_flight)

@@ -11,7 +11,7 @@ from instruments.token2022.transfer_hook import HookAccountsError, transfer_hook
 from ledger_project.api.errors import LedgerError
 from positions import instructions as ix
 from programs.loan_vault import client
-from transactions.chain.rpc import rpc_for
+from chain.rpc import rpc_for
 from transactions.programs import require_program_id
 
 PROGRAM = "loan_vault"

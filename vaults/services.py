@@ -40,12 +40,12 @@ from positions.services import associated_draft, associated_rent, position_link_
 from positions.values import base_units
 from programs.loan_vault import abi, client
 from tenancy.roles import Role
-from transactions.chain.errors import ProgramError
-from transactions.chain.rpc import rpc_for
+from chain.errors import ProgramError
+from chain.rpc import rpc_for
 from transactions.models import Transaction
 from transactions.services import SignerSpec, transaction_build, transaction_record
 
-from . import onchain
+from . import onchain, operations
 from .locks import lock_vault
 from .lookup import Destination, resolve_destination
 from .models import LOAN_TYPES, Vault, VaultStatus
@@ -183,7 +183,7 @@ def vault_create(*, tenant, cluster: str, api_key, data: dict, svm_config: dict 
     funding = funding_signer(tenant=tenant, cluster=cluster, api_key=api_key, svm_config=svm_config, lamports=rent, destination_type="MANAGED")
     issuer = _loan_mint_authority(tenant, cluster, loan, data.get("loanMintAuthority"))
     instruction = client.create_vault(addresses, payer=funding.pubkey, loan_mint_authority=issuer.pubkey, admin=Pubkey.from_string(admin.address), capacity=capacity)
-    prepared = _build(tenant=tenant, cluster=cluster, operation="vaults.create", instruction=instruction, signers=[funding.signer, issuer], svm_config=svm_config)
+    prepared = _build(tenant=tenant, cluster=cluster, operation=operations.CREATE, instruction=instruction, signers=[funding.signer, issuer], svm_config=svm_config)
 
     with write_phase(on_abort=prepared.release):
         funded = funding_effects(funding, tenant=tenant, api_key=api_key)
@@ -226,7 +226,7 @@ def vault_update_whitelist(*, tenant, cluster: str, api_key, vault: Vault, actio
     target = resolve_destination(tenant, cluster, vault, destination, field="itemData.destination")
     signer = _admin_signer(tenant, cluster, vault, admin)
     instruction = client.update_whitelist(onchain.addresses_of(vault), admin=signer.pubkey, destination=Pubkey.from_string(target.address), remove=action == "REMOVE")
-    prepared = _build(tenant=tenant, cluster=cluster, operation="vaults.update_whitelist", instruction=instruction, signers=[signer], svm_config=svm_config)
+    prepared = _build(tenant=tenant, cluster=cluster, operation=operations.UPDATE_WHITELIST, instruction=instruction, signers=[signer], svm_config=svm_config)
     with write_phase(on_abort=prepared.release):
         locked = _checked(lock_vault(vault.pk, tenant=tenant))
         tx = _record(locked, prepared, api_key=api_key, request_id=request_id, whitelist={"action": action, "destination": target.identifiers})
@@ -275,7 +275,7 @@ def vault_repayment(*, tenant, cluster: str, api_key, vault: Vault, destination:
     extra = onchain.hook_accounts(cluster, vault, target.address, amount)
     instruction = client.repayment(onchain.addresses_of(vault), admin=signer.pubkey, destination=Pubkey.from_string(target.address), amount=amount, sequence=sequence, extra=extra)
     try:
-        prepared = _build(tenant=tenant, cluster=cluster, operation="vaults.repayment", instruction=instruction, signers=[signer], svm_config=svm_config)
+        prepared = _build(tenant=tenant, cluster=cluster, operation=operations.REPAYMENT, instruction=instruction, signers=[signer], svm_config=svm_config)
     except ProgramError as exc:
         if exc.failure.name == "StaleSequence":
             _resync_sequence(tenant, cluster, vault)
@@ -319,7 +319,7 @@ def vault_close(*, tenant, cluster: str, api_key, vault: Vault, refund: dict | N
     destination = _refund_destination(tenant, cluster, vault, refund)
     signer = _admin_signer(tenant, cluster, vault, admin)
     instruction = client.close_vault(onchain.addresses_of(vault), admin=signer.pubkey, rent_destination=Pubkey.from_string(destination))
-    prepared = _build(tenant=tenant, cluster=cluster, operation="vaults.close", instruction=instruction, signers=[signer], svm_config=svm_config)
+    prepared = _build(tenant=tenant, cluster=cluster, operation=operations.CLOSE, instruction=instruction, signers=[signer], svm_config=svm_config)
     with write_phase(on_abort=prepared.release):
         locked = _checked(lock_vault(vault.pk, tenant=tenant))
         tx = _record(locked, prepared, api_key=api_key, request_id=request_id, refundDestination=destination)

@@ -38,8 +38,8 @@ from solders.signature import Signature
 from ledger_project.timestamps import timestamp_text
 from tenancy.scoping import worker_only
 
-from transactions.chain.errors import ChainRpcError, ChainUnavailable
-from transactions.chain.rpc import rpc_for
+from chain.errors import ChainRpcError, ChainUnavailable
+from chain.rpc import rpc_for
 
 from . import outbox
 from .models import NetworkEventCursor, WebhookStatus, WebhookSubscription

@@ -61,7 +61,7 @@ def _subscribers(pairs: set[tuple[int, str]], event_type: str) -> dict[tuple[int
 
 
 def _account_keys(tx) -> set[str]:
-    from transactions.chain import builder
+    from chain import builder
 
     try:
         return {str(key) for key in builder.message_from_bytes(bytes(tx.message)).account_keys}

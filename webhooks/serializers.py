@@ -56,7 +56,7 @@ def outbound_url(value: str) -> None:
 
 
 def header_name(value: str) -> None:
-    from .delivery import RESERVED_HEADERS, RESERVED_PREFIX
+    from .attempt import RESERVED_HEADERS, RESERVED_PREFIX
 
     if value.lower() in RESERVED_HEADERS or value.lower().startswith(RESERVED_PREFIX):
         raise serializers.ValidationError("The service sets this header itself; choose another name.", code="RESERVED_HEADER")

@@ -229,7 +229,7 @@ class SigningSessionOutput(serializers.Serializer):
 
 
 def dkg_session_output(session) -> dict:
-    from .keygen import session_public
+    from .keygen_public import session_public
 
     players = list(session.players.order_by("identifier"))
     public = None

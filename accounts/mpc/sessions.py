@@ -28,7 +28,7 @@ from ledger_project.api.errors import ConflictError, LedgerError, NotFoundError
 from tenancy.idempotency import write_phase
 from tenancy.scoping import worker_only
 from transactions.models import Transaction, TransactionStatus
-from transactions.services import not_signable, signer_check, takes_signatures, transaction_add_signatures
+from transactions.collecting import not_signable, signer_check, takes_signatures, transaction_add_signatures
 
 from ..signers import ensure_usable
 from ..threshold import frost

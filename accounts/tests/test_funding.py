@@ -11,7 +11,7 @@ from solders.signature import Signature
 from accounts.models import Account
 from accounts.tests.test_api_accounts import create
 from conftest import assert_error
-from transactions.chain.rpc import ChainRpc
+from chain.rpc import ChainRpc
 from transactions.fee_payers import platform_fee_payer
 
 pytestmark = pytest.mark.chain

@@ -24,7 +24,7 @@ def _address(address: str, records: dict[str, Account]):
 
 
 def allow_list_html(instrument) -> str:
-    from transactions.chain.errors import ChainRpcError, ChainUnavailable
+    from chain.errors import ChainRpcError, ChainUnavailable
 
     try:
         listed = instrument_allow_list(instrument)

@@ -12,7 +12,7 @@ from solders.pubkey import Pubkey
 from ledger_project.api.errors import LedgerError
 from programs.allowlist_hook import abi
 from programs.allowlist_hook import client as hook
-from transactions.chain.rpc import rpc_for
+from chain.rpc import rpc_for
 from transactions.programs import program_id
 
 #: A new allow-list holds this many owners unless the request says otherwise: the
@@ -107,14 +107,6 @@ def check_capacity(capacity: int | None, field: str) -> int:
 
 def initialize_instruction(*, program: Pubkey, payer: Pubkey, mint: Pubkey, mint_authority: Pubkey, authority: Pubkey, capacity: int) -> Instruction:
     return hook.initialize_allow_list(program=program, payer=payer, mint=mint, mint_authority=mint_authority, authority=authority, capacity=capacity)
-
-
-# Operation names: one constant shared by the code that builds each transaction
-# (allowlist/services.py) and the handlers that end it (instruments/effects.py).
-OPERATION_INITIALIZE = "instruments.allow_list_initialize"
-OPERATION_ADD = "instruments.allow_list_add"
-OPERATION_REMOVE = "instruments.allow_list_remove"
-OPERATIONS = (OPERATION_INITIALIZE, OPERATION_ADD, OPERATION_REMOVE)
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,8 @@ from ..models import AUTHORITY_ROLES, FinancialInstrument, authority_column
 from ..changes import _current, _in_flight_check, _locked_again, _require_extension, _usable_instrument
 from ..services import Authority, _authority, _signer
 from . import chain
-from .chain import OPERATION_ADD, OPERATION_INITIALIZE, OPERATION_REMOVE, ChainAllowList
+from ..operations import ALLOW_LIST_ADD, ALLOW_LIST_INITIALIZE, ALLOW_LIST_REMOVE
+from .chain import ChainAllowList
 
 ADD, REMOVE = "ADD", "REMOVE"
 ZERO = str(Pubkey.default())
@@ -110,7 +111,7 @@ def allow_list_initialize(*, tenant, cluster: str, api_key, instrument: Financia
     capacity = chain.check_capacity(data.get("capacity"), f"{p}.capacity")
     funding = funding_signer(tenant=tenant, cluster=cluster, api_key=api_key, svm_config=svm_config, lamports=chain.allow_list_rent(cluster, capacity), destination_type="MANAGED")
     ix = chain.initialize_instruction(program=listed.program, payer=funding.pubkey, mint=Pubkey.from_string(instrument.address), mint_authority=mint_authority.pubkey, authority=authority.pubkey, capacity=capacity)
-    prepared = transaction_build(tenant=tenant, cluster=cluster, operation=OPERATION_INITIALIZE, instructions=[ix],
+    prepared = transaction_build(tenant=tenant, cluster=cluster, operation=ALLOW_LIST_INITIALIZE, instructions=[ix],
                                  signers=[funding.signer, _signer(mint_authority, tenant, f"{p}.mintAuthority")], config=transaction_config(tenant, cluster, svm_config))
     with write_phase(on_abort=prepared.release):
         locked = _locked_again(read, field)
@@ -180,7 +181,7 @@ def allow_list_change(*, tenant, cluster: str, api_key, instrument: FinancialIns
     mint = Pubkey.from_string(instrument.address)
     config = transaction_config(tenant, cluster, svm_config)
     batches = _batches([encode(program=listed.program, mint=mint, authority=authority.pubkey, owner=Pubkey.from_string(o)) for o in owners], config.fee_payer.pubkey, config)
-    operation = OPERATION_ADD if action == ADD else OPERATION_REMOVE
+    operation = ALLOW_LIST_ADD if action == ADD else ALLOW_LIST_REMOVE
     built = []
     try:
         for batch in batches:

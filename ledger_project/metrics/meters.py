@@ -35,7 +35,7 @@ transaction_ended = Counter("ledger_transaction_ended", "Transactions reaching a
 transaction_confirmation = Histogram("ledger_transaction_confirmation_seconds", "Time from the request that built a transaction to the pump "
                                      "seeing it CONFIRMED (or FINALIZED at once).", ["cluster"], buckets=SLOW)
 
-# --- RPC (transactions/chain/rpc.py: every HTTP call to a cluster) ----------------------------
+# --- RPC (chain/rpc.py: every HTTP call to a cluster) ----------------------------
 rpc_calls = Counter("ledger_rpc_calls", "JSON-RPC HTTP calls to a cluster, by method and outcome: ok, error (the node answered a "
                     "JSON-RPC error), unavailable (no answer or an HTTP error). A batch is one call.", ["cluster", "method", "outcome"])
 rpc_duration = Histogram("ledger_rpc_duration_seconds", "Time of one JSON-RPC HTTP call.", ["cluster", "method"], buckets=FAST)

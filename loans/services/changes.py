@@ -21,7 +21,7 @@ from tenancy.idempotency import write_phase
 from positions import instructions as ix
 from programs.lending import abi, client
 
-from .. import onchain
+from .. import onchain, operations
 from ..locks import lock_loan
 from ..models import Loan, LoanStatus
 from .common import Debit, Holding, Plan, amount_of, borrower_config, build, debits_allowed, enough, fund_first, holding, no_funding_steps, open_loan, protocol, read_escrow, record
@@ -123,7 +123,7 @@ def loan_swap_collateral(*, tenant, cluster: str, api_key, loan: Loan, data: dic
     _deposits(plan, e, data.get("itemsToDeposit"), "itemData.itemsToDeposit")
     _releases(plan, e, data.get("itemsToWithdraw"), "itemData.itemsToWithdraw")
     debits_allowed(plan)
-    prepared, funding = build(plan, "loans.swap_collateral")
+    prepared, funding = build(plan, operations.SWAP_COLLATERAL)
     return _write(plan, prepared, funding, loan, tenant=tenant, request_id=request_id, statuses=statuses, strategies=[str(e.strategy)])
 
 
@@ -170,7 +170,7 @@ def loan_repay(*, tenant, cluster: str, api_key, loan: Loan, data: dict, svm_con
         plan.debits.append(Debit(plan.borrower, source.position, amount, pool_of(mine, mint) or str(liquidity), field))
     _releases(plan, e, data.get("itemsToRelease"), "itemData.itemsToRelease")
     debits_allowed(plan)
-    prepared, funding = build(plan, "loans.repay")
+    prepared, funding = build(plan, operations.REPAY)
     return _write(plan, prepared, funding, loan, tenant=tenant, request_id=request_id, statuses=statuses, strategies=[str(e.strategy)])
 
 
@@ -216,7 +216,7 @@ def loan_refinance(*, tenant, cluster: str, api_key, loan: Loan, data: dict, svm
     plan.instructions.append(client.refinance(e.program, escrow=e.escrow, strategy=e.strategy, new_strategy=new_key, borrower=plan.borrower_key, borrowed=borrowed,
                                               feeds=feeds, **expected_values(details)))
     debits_allowed(plan)
-    prepared, funding = build(plan, "loans.refinance")
+    prepared, funding = build(plan, operations.REFINANCE)
     return _write(plan, prepared, funding, loan, tenant=tenant, request_id=request_id, statuses=statuses, strategies=[str(e.strategy), details["loanStrategyAddress"]])
 
 
@@ -260,5 +260,5 @@ def loan_close(*, tenant, cluster: str, api_key, loan: Loan, data: dict, svm_con
         pledged.append((onchain.token_mint(instrument), Pubkey.from_string(destination.address)))
     plan.instructions.append(client.close_loan(e.program, escrow=e.escrow, borrower=plan.borrower_key, rent_recipient=Pubkey.from_string(recipient), pledged=pledged))
     submit = data.get("submitTransaction", True)
-    prepared, funding = build(plan, "loans.close")
+    prepared, funding = build(plan, operations.CLOSE)
     return _write(plan, prepared, funding, loan, tenant=tenant, request_id=request_id, statuses=statuses, submit=submit, rentRefundTo=recipient, strategies=[str(e.strategy)])

@@ -35,8 +35,8 @@ from positions.checks import live_position, movable_instrument
 from positions.onchain import decode_token_account
 from positions.services import associated_draft, associated_rent, position_link_creation, position_save_new
 from positions.values import base_units
-from transactions.chain.errors import ProgramError
-from transactions.chain.rpc import rpc_for
+from chain.errors import ProgramError
+from chain.rpc import rpc_for
 from transactions.models import Transaction
 from transactions.services import SignerSpec, transaction_build, transaction_record
 

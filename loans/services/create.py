@@ -23,10 +23,10 @@ from instruments.models import PositionState
 from ledger_project.api.errors import LedgerError
 from tenancy.idempotency import write_phase
 from programs.lending import abi, client
-from transactions.chain.rpc import rpc_for
+from chain.rpc import rpc_for
 from transactions.models import Transaction
 
-from .. import onchain
+from .. import onchain, operations
 from ..models import Loan, LoanBorrowedItem, LoanPledgedItem, LoanStatus, LoanStrategy, StrategyStatus
 from .common import (
     FEE_PAYER,
@@ -169,7 +169,7 @@ def loan_create(*, tenant, cluster: str, api_key, data: dict, svm_config: dict |
         if debit is not None:
             plan.debits.append(debit)
     debits_allowed(plan)
-    prepared, funding = build(plan, "loans.create")
+    prepared, funding = build(plan, operations.CREATE)
 
     with write_phase(on_abort=prepared.release):
         account_save(escrow_account)  # a new row: the escrow's positions are owned by it

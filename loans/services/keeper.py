@@ -29,12 +29,12 @@ from ledger_project.api.errors import LedgerError
 from tenancy.idempotency import write_phase
 from programs.lending import abi, client
 from tenancy.scoping import worker_only
-from transactions.chain.errors import ChainUnavailable
-from transactions.chain.rpc import rpc_for
+from chain.errors import ChainUnavailable
+from chain.rpc import rpc_for
 from transactions.programs import program_id as configured_program_id
 from transactions.services import transaction_build, transaction_record
 
-from .. import onchain
+from .. import onchain, operations
 from ..effects import sync_loan
 from ..models import LiquidationMode, Loan, LoanStatus, LoanStrategy
 
@@ -141,7 +141,7 @@ def loan_liquidate(*, loan: Loan, state, strategy, reason: str = "") -> object:
         instrument = next(i.instrument for i in loan.pledged_items.select_related("instrument") if i.mint_address == str(item.mint))
         instructions.append(client.claim_collateral(program, escrow=escrow, strategy=strategy_key, borrower=Pubkey.from_string(loan.borrower_address),
                                                     mint=onchain.token_mint(instrument)))
-    prepared = transaction_build(tenant=loan.tenant, cluster=loan.cluster, operation="loans.liquidate", instructions=instructions)
+    prepared = transaction_build(tenant=loan.tenant, cluster=loan.cluster, operation=operations.LIQUIDATE, instructions=instructions)
     with write_phase(on_abort=prepared.release):
         locked = Loan.unscoped.select_for_update().get(pk=loan.pk)
         if locked.status != LoanStatus.ACTIVE or (locked.pending_transaction_id is not None and locked.pending_transaction.effects_applied_at is None):

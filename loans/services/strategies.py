@@ -31,10 +31,10 @@ from tenancy.idempotency import write_phase
 from positions import instructions as ix
 from positions.models import Position
 from programs.lending import abi, client
-from transactions.chain.rpc import rpc_for
+from chain.rpc import rpc_for
 from transactions.models import Transaction
 
-from .. import onchain
+from .. import onchain, operations
 from ..locks import lock_strategy
 from ..models import LiquidationMode, LoanStrategy, StrategyStatus
 from .common import Debit, Holding, Plan, amount_of, build, debits_allowed, escrow_holding, holding, lendable, protocol, record
@@ -141,7 +141,7 @@ def strategy_create(*, tenant, cluster: str, api_key, data: dict, svm_config: di
         _set_mint(plan, program, address, pda, lender_key, choice, {})
     lender_rent = _lender_pays(plan, lender)
     plan.sign(funding.signer)
-    prepared, _ = build(plan, "loans.strategy_create")
+    prepared, _ = build(plan, operations.STRATEGY_CREATE)
     with write_phase(on_abort=prepared.release):
         if existing is None:
             account_save(pda)  # a new row: the strategy's positions are owned by it
@@ -209,7 +209,7 @@ def strategy_update(*, tenant, cluster: str, api_key, strategy: LoanStrategy, da
             locked.save(update_fields=["liquidation_mode", "updated_at"])
         return StrategyResult(locked, None)
     lender_rent = _lender_pays(plan, strategy.lender)
-    prepared, funding = build(plan, "loans.strategy_update")
+    prepared, funding = build(plan, operations.STRATEGY_UPDATE)
     def locked_with_mode() -> LoanStrategy:
         locked = _live(lock_strategy(strategy.pk, tenant=tenant))
         if mode is not None:
@@ -256,7 +256,7 @@ def strategy_liquidity(*, tenant, cluster: str, api_key, strategy: LoanStrategy,
             plan.debits.append(Debit(lender, pool, amount, destination.position or lender, f"{p}.loanStrategy"))
     debits_allowed(plan)
     lender_rent = _lender_pays(plan, lender)
-    prepared, funding = build(plan, "loans.strategy_liquidity")
+    prepared, funding = build(plan, operations.STRATEGY_LIQUIDITY)
     with write_phase(on_abort=prepared.release):
         locked, tx = record(plan, prepared, funding, lock=lambda: _live(lock_strategy(strategy.pk, tenant=tenant)), key="strategy", request_id=request_id,
                             lenderRent=lender_rent, liquidity={"action": data["action"], "mint": instrument.address, "amount": str(amount)})

@@ -17,8 +17,8 @@ from loans.models import Loan, LoanStatus
 from loans.tasks import loans_keeper
 from programs.lending import client as lend
 from tests.workers import WorkerProcess, new_queue_name, paused_workers, route_tasks_to, wait_for
-from transactions.chain import builder
-from transactions.chain.rpc import rpc_for
+from chain import builder
+from chain.rpc import rpc_for
 from localnet.testing import LocalnetProcess, rpc_call
 
 from .kit import call, create_loan, details, landed, node_time, strategy, world

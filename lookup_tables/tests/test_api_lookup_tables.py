@@ -15,7 +15,7 @@ from solders.signature import Signature
 from custody.models import ManagedKey
 from conftest import assert_error
 from positions.tests.kit import wallet
-from transactions.chain.builder import ADDRESS_LOOKUP_TABLE_PROGRAM
+from chain.builder import ADDRESS_LOOKUP_TABLE_PROGRAM
 from transactions.fee_payers import platform_fee_payer
 from lookup_tables.models import AddressLookupTable as Table
 from transactions.models import Transaction
@@ -162,7 +162,7 @@ def test_extend_appends_in_order_and_refuses_duplicates_and_a_full_table(api, ce
 
 @pytest.mark.django_db(transaction=True)
 def test_an_off_platform_authority_signs_later_and_a_second_change_meanwhile_is_409(api, celery_worker_process, chain, airdrop_funding):
-    from transactions.services import transaction_add_signatures
+    from transactions.collecting import transaction_add_signatures
 
     signer = Keypair()
     authority = wallet(api, managed=False, address=str(signer.pubkey()))
@@ -322,8 +322,8 @@ def warped_node(request, tmp_path, settings):
     in-flight transactions), as cluster WARPED; the test holds its pump lease and pumps it.
     Indirect parametrization passes the node's extra arguments."""
     from transactions import pump
-    from transactions.chain import builder
-    from transactions.chain.rpc import rpc_for
+    from chain import builder
+    from chain.rpc import rpc_for
     from localnet.testing import LocalnetProcess
 
     node = LocalnetProcess(tmp_path / "node", extra_args=getattr(request, "param", ())).start()

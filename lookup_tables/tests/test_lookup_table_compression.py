@@ -18,8 +18,8 @@ from conftest import assert_error
 from positions.models import Position
 from positions.tests.kit import instrument, position, wallet
 from positions.tests.movekit import at, mint, settled, trade
-from transactions.chain import builder
-from transactions.chain.builder import TableCandidate, _loadable, choose_tables
+from chain import builder
+from chain.builder import TableCandidate, _loadable, choose_tables
 from lookup_tables.compression import tenant_tables, tenant_tables_forget
 from transactions.models import Transaction
 from transactions.tests.chainkit import next_slot
@@ -144,8 +144,8 @@ def test_a_trade_that_only_fits_thanks_to_a_lookup_table_lands(api, celery_worke
 def test_the_chain_decides_a_table_deactivated_outside_the_service_is_left_out(api, tenant, celery_worker_process, chain, fresh_tables):
     from solders.system_program import TransferParams, transfer
 
-    from transactions.chain import lookup_tables as alt
-    from transactions.chain.builder import message_from_bytes
+    from chain import lookup_tables as alt
+    from chain.builder import message_from_bytes
     from lookup_tables.models import AddressLookupTable as Table
     from transactions.services import SignerSpec, TxConfig, transaction_build
     from transactions.tests.chainkit import funded, send

@@ -16,7 +16,7 @@ from conftest import assert_error
 from instruments.models import FinancialInstrument
 from positions.models import Position, PositionStatus
 from transactions.models import Transaction
-from transactions.services import transaction_add_signatures
+from transactions.collecting import transaction_add_signatures
 from transactions.settlement import transaction_confirm
 from transactions.tests.chainkit import funded, send
 

@@ -19,7 +19,7 @@ from positions import transfers
 from tenancy.roles import Role
 from tenancy.tests.factories import issue_key
 from transactions import services as engine, settlement
-from transactions.chain.rpc import rpc_for
+from chain.rpc import rpc_for
 from transactions.models import Transaction, TransactionApproval, TransactionEvent, TransactionStatus
 from transactions.responses import wait_for
 from transactions.tests.chainkit import funded

@@ -1,5 +1,5 @@
 """Deploying the project's programs with ordinary BPFLoaderUpgradeable transactions
-(transactions/chain/loader.py), as deploy_programs does on real clusters: in LiteSVM, a
+(chain/loader.py), as deploy_programs does on real clusters: in LiteSVM, a
 buffer is written in transaction-sized chunks, deployed, run, then upgraded."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from solders.transaction import Transaction
 from instruments.token2022.constants import TOKEN_PROGRAM_ID
 from programs.tests.svmkit import Chain, program_bytes
 from programs.tests.vaultkit import VaultWorld
-from transactions.chain import loader
-from transactions.chain.builder import MAX_TRANSACTION_SIZE
+from chain import loader
+from chain.builder import MAX_TRANSACTION_SIZE
 
 
 def run_plan(chain: Chain, plan: list[loader.Step], keypairs: list[Keypair]) -> list[int]:

@@ -14,7 +14,7 @@ from solders.pubkey import Pubkey
 from solders.signature import Signature
 
 from conftest import assert_error
-from transactions.chain.rpc import ChainRpc
+from chain.rpc import ChainRpc
 from transactions.details import transaction_details
 from transactions.models import Transaction
 from transactions.serializers import TransactionDetailsOutput

@@ -20,7 +20,7 @@ from solders.system_program import TransferParams, transfer
 from conftest import assert_error, make_client
 from tenancy.roles import Role
 from tenancy.tests.factories import issue_key
-from transactions.chain.rpc import ChainRpc
+from chain.rpc import ChainRpc
 from transactions.details import transaction_details
 from transactions.models import Transaction, TransactionSigner
 from transactions.responses import transaction_result

@@ -22,7 +22,7 @@ from custody.models import ManagedKey
 from conftest import assert_error, make_client
 from instruments.tests.test_races import inject_after_build
 from transactions import fee_payers, nonce_pool, services as engine, tasks
-from transactions.chain import builder
+from chain import builder
 from transactions.models import NonceAccount, NonceState, PlatformFeePayer, Transaction, TransactionStatus
 from transactions.responses import wait_for
 from transactions.tests.chainkit import SYSTEM_PROGRAM, funded, send, wait

@@ -21,8 +21,8 @@ from positions.tests.test_api_transfer_network_currency import account, off_plat
 from tenancy.roles import Role
 from tenancy.tests.factories import issue_key
 from transactions import nonce_pool, settlement
-from transactions.chain import builder
-from transactions.chain.rpc import rpc_for
+from chain import builder
+from chain.rpc import rpc_for
 from transactions.models import NonceAccount, Transaction, TransactionEvent, TransactionStatus
 from transactions.responses import wait_for
 from transactions.tests.chainkit import funded

@@ -13,7 +13,7 @@ from solders.signature import Signature
 
 from conftest import assert_error
 from positions.tests.test_api_transfer_network_currency import account, off_platform, transfer
-from transactions.chain.rpc import rpc_for
+from chain.rpc import rpc_for
 from transactions.models import Transaction
 from transactions.responses import wait_for
 from transactions.tests.chainkit import funded

@@ -24,11 +24,11 @@ from positions.tests.test_api_transfer_network_currency import account, off_plat
 from tenancy.roles import Role
 from tenancy.tests.factories import issue_key
 from tests.workers import wait_for as wait_until
-from transactions import nonce_pool, settlement, signatures, withdrawals
-from transactions.chain.rpc import rpc_for
+from transactions import nonce_pool, settlement, signatures, staff, withdrawals
+from chain.rpc import rpc_for
 from transactions.models import NonceAccount, Transaction, TransactionEvent, TransactionStatus
 from transactions.tests.chainkit import funded, nonce_value, send
-from transactions.services import transaction_add_signatures
+from transactions.collecting import transaction_add_signatures
 from transactions.tests.test_api_nonce_accounts import created, funder, row, source  # noqa: F401 - fixtures
 from transactions.tests.test_api_nonce_accounts import transfer as nonce_transfer, watched as watched_key
 from transactions.tests.test_api_sign import AMOUNT, CLUSTER, SOL, held_transfer, message_of, sign, signed_by, stored
@@ -142,9 +142,9 @@ def test_staff_reconcile_ends_a_withdrawn_transaction_once_its_blockhash_expired
     held = held_transfer(api, funded(chain, SOL))
     assert withdraw(api, held).status_code == 200
     tx = Transaction.unscoped.get(offchain_id=held["offchainId"])
-    assert settlement.transaction_reconcile(transaction_id=tx.pk).done == "still within its lifetime: left held"
+    assert staff.transaction_reconcile(transaction_id=tx.pk).done == "still within its lifetime: left held"
     blockhash_expired(held)
-    outcome = settlement.transaction_reconcile(transaction_id=tx.pk)
+    outcome = staff.transaction_reconcile(transaction_id=tx.pk)
     assert (outcome.before, outcome.after) == ("PARTIALLY_SIGNED", "CANCELLED") and "withdrawn" in outcome.done, outcome
 
 

@@ -1,4 +1,4 @@
-"""The message decoder (transactions/chain/decode.py), program by program: instructions are
+"""The message decoder (chain/decode.py), program by program: instructions are
 encoded with the programs' own client libraries (solders, solana-py's spl.token, the
 service's Token-2022 encoders) and must come back with their fields and account roles."""
 
@@ -21,7 +21,7 @@ from spl.token.constants import TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID
 
 from instruments.token2022 import instructions as t22
 from instruments.token2022.constants import AccountState
-from transactions.chain import decode
+from chain import decode
 
 PAYER = Keypair().pubkey()
 

@@ -18,7 +18,7 @@ from solders.pubkey import Pubkey
 
 import programs
 from transactions import fee_payers
-from transactions.chain import loader
+from chain import loader
 from localnet.testing import LocalnetProcess
 from transactions.models import ProgramDeployment, ProgramDeploymentState
 from transactions.programs import program_id

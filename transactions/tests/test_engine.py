@@ -15,8 +15,8 @@ from custody.services import managed_key_import
 from ledger_project.api.errors import LedgerError
 from ledger_project.base58 import b58decode
 from tests.workers import wait_for
-from transactions import nonce_pool, services, settlement
-from transactions.chain.errors import SimulationFailed, TransactionTooLarge
+from transactions import collecting, nonce_pool, services, settlement
+from chain.errors import SimulationFailed, TransactionTooLarge
 from transactions.models import Transaction, TransactionEvent, TransactionStatus
 from transactions.services import SignerSpec, TxConfig
 from transactions.tests.chainkit import create_ata, create_mint, funded, mint_to
@@ -89,7 +89,7 @@ def test_durable_nonce_transaction_waits_for_an_unmanaged_signature(celery_worke
     # The signature arrives later, computed off platform over the stored message.
     signature = outsider.sign_message(bytes(tx.message))
     with db_transaction.atomic():
-        services.transaction_add_signatures(transaction=tx, signatures={str(outsider.pubkey()): str(signature)})
+        collecting.transaction_add_signatures(transaction=tx, signatures={str(outsider.pubkey()): str(signature)})
     settled(tx)
     assert chain.get_balance(target).value == 5_000_000
 
@@ -102,10 +102,10 @@ def test_bad_off_platform_signature_is_refused(celery_worker_process, tenant, ch
     tx = prepare(tenant, [ix], [SignerSpec(outsider.pubkey(), None)], config=TxConfig(lifetime="DURABLE_NONCE"))
     forged = Keypair().sign_message(bytes(tx.message))
     with pytest.raises(LedgerError) as err:
-        services.transaction_add_signatures(transaction=tx, signatures={str(outsider.pubkey()): str(forged)})
+        collecting.transaction_add_signatures(transaction=tx, signatures={str(outsider.pubkey()): str(forged)})
     assert err.value.code == "INVALID_SIGNATURE"
     with pytest.raises(LedgerError) as err:
-        services.transaction_add_signatures(transaction=tx, signatures={str(Keypair().pubkey()): str(forged)})
+        collecting.transaction_add_signatures(transaction=tx, signatures={str(Keypair().pubkey()): str(forged)})
     assert err.value.code == "NOT_A_SIGNER"
     tx.refresh_from_db()
     assert tx.status == TransactionStatus.PARTIALLY_SIGNED
@@ -149,7 +149,7 @@ def test_an_account_that_is_not_a_lookup_table_is_a_400_not_a_crash(localnet_url
 def test_compute_budget_and_priority_fee_are_applied(celery_worker_process, tenant, chain):
     source = funded(chain, 10**9)
     ix = transfer(TransferParams(from_pubkey=source.pubkey(), to_pubkey=Keypair().pubkey(), lamports=1000))
-    from transactions.chain.builder import ComputeUnits
+    from chain.builder import ComputeUnits
 
     tx = prepare(tenant, [ix], [managed(source)], config=TxConfig(compute=ComputeUnits(limit=10_000, price=1_000_000)))
     settled(tx)

@@ -12,7 +12,7 @@ from solders.system_program import TransferParams, transfer
 from ledger_project.api.errors import LedgerError
 from tenancy.roles import Role
 from tenancy.tests.factories import issue_key
-from transactions import approvals, services
+from transactions import approvals, collecting, services
 from transactions.models import Transaction, TransactionApproval, TransactionStatus
 from transactions.responses import wait_for
 from transactions.services import SignerSpec
@@ -48,7 +48,7 @@ def test_a_held_transaction_is_released_only_by_a_recorded_approval(tenant, chai
     held = record(build(tenant, funded(chain, 10**9)), hold_for_approval=True, hold_reason="Held for approval: test.")
     assert (held.status, held.error_message, held.approval_required) == (TransactionStatus.PENDING_APPROVAL, "Held for approval: test.", True)
     with pytest.raises(LedgerError) as refused:
-        services.transaction_release(transaction=held)
+        collecting.transaction_release(transaction=held)
     assert refused.value.code == "INVALID_TRANSACTION_STATE"
     held.refresh_from_db()
     assert held.status == TransactionStatus.PENDING_APPROVAL and held.submit_attempts == 0
@@ -64,7 +64,7 @@ def test_a_partially_signed_transaction_approved_ahead_is_submitted_once_signed(
     with db_transaction.atomic():
         approved = approvals.transaction_approve(transaction=held, api_key=approver, reason="ahead of the signature")
     assert approved.status == TransactionStatus.PARTIALLY_SIGNED and not approved.approval_required and approved.error_message == ""
-    signed = services.transaction_add_signatures(transaction=approved, signatures={str(source.pubkey()): str(source.sign_message(bytes(approved.message)))})
+    signed = collecting.transaction_add_signatures(transaction=approved, signatures={str(source.pubkey()): str(source.sign_message(bytes(approved.message)))})
     assert signed.status == TransactionStatus.SIGNED
     assert wait_for(signed, "confirmed").status in (TransactionStatus.CONFIRMED, TransactionStatus.FINALIZED)
     assert TransactionApproval.objects.get(transaction=held).api_key == approver

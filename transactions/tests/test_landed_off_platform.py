@@ -16,7 +16,7 @@ from solders.transaction import VersionedTransaction
 from accounts.models import AccountStatus
 from tests.workers import wait_for
 from transactions import nonce_pool, settlement, tasks
-from transactions.chain.rpc import rpc_for
+from chain.rpc import rpc_for
 from transactions.models import NonceAccount, Transaction, TransactionEvent, TransactionStatus
 from transactions.tests.chainkit import funded, send, wait
 from transactions.tests.test_lifecycle import held_account_create

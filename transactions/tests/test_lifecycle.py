@@ -18,8 +18,8 @@ from custody.services import managed_key_import
 from accounts.models import Account, AccountStatus
 from ledger_project.api.errors import LedgerError
 from tests.workers import wait_for
-from transactions import nonce_pool, pump, services, settlement, tasks
-from transactions.chain.rpc import rpc_for
+from transactions import ending, nonce_pool, pump, services, settlement, tasks
+from chain.rpc import rpc_for
 from transactions.models import NonceAccount, Transaction, TransactionEvent, TransactionStatus
 from transactions.services import SignerSpec, TxConfig
 from transactions.tests.chainkit import funded, nonce_value, send, wait
@@ -113,21 +113,21 @@ def test_cancel_ends_a_held_transaction_once_and_refuses_submitted_ones(api, cha
     assert api.call("post", "/api/v1/accounts", {"itemData": {"managed": False, "alreadyOnchain": True, "onchainId": str(payer.pubkey())}}).status_code == 201
     account, tx = held_account_create(api, payer, "DURABLE_NONCE", "CANCEL-ME")
     lease = NonceAccount.objects.get(leased_by=tx)
-    cancelled = services.transaction_cancel(transaction=tx)
+    cancelled = ending.transaction_cancel(transaction=tx)
     assert cancelled.status == TransactionStatus.CANCELLED
     account.refresh_from_db()
     lease.refresh_from_db()
     assert account.status == AccountStatus.FAILED and lease.leased_by_id is None
     assert str(nonce_value(chain, Pubkey.from_string(lease.address))) != tx.blockhash  # its bytes can never execute
     with pytest.raises(LedgerError) as err:
-        services.transaction_cancel(transaction=tx)
+        ending.transaction_cancel(transaction=tx)
     assert err.value.code == "INVALID_TRANSACTION_STATE"
 
     source = funded(chain, 10**9)
     sent = prepare(account.tenant, [transfer(TransferParams(from_pubkey=source.pubkey(), to_pubkey=Keypair().pubkey(), lamports=1))], [managed(source)], submit=False)
     claimed_but_never_sent(sent)
     with pytest.raises(LedgerError) as err:
-        services.transaction_cancel(transaction=sent)
+        ending.transaction_cancel(transaction=sent)
     assert err.value.code == "INVALID_TRANSACTION_STATE"
 
 

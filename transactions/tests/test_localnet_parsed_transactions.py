@@ -48,7 +48,7 @@ from spl.token.instructions import (
 
 from instruments.token2022 import instructions as t22
 from ledger_project.base58 import b58encode
-from transactions.chain import lookup_tables
+from chain import lookup_tables
 from localnet.instructions import parse_instruction
 from localnet.testing import rpc_call
 from transactions.tests.chainkit import SYSTEM_PROGRAM, funded, next_slot, send

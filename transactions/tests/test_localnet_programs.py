@@ -19,7 +19,7 @@ from solders.transaction import Transaction
 from solders.transaction_status import InstructionErrorCustom, TransactionErrorInstructionError
 
 import programs
-from transactions.chain import loader
+from chain import loader
 from localnet.testing import LocalnetProcess
 from transactions.tests.chainkit import funded, next_slot, wait
 
@@ -53,7 +53,7 @@ def custom_error_of(client: Client, payer: Keypair, program: Pubkey) -> int:
 
 
 def deploy(client: Client, payer: Keypair, elf: bytes, *, authority: Keypair, program: Keypair | None = None, upgrade: bool = False) -> Pubkey:
-    """Deploy (or upgrade) ``elf`` with the loader's own instructions (transactions/chain/loader.py)."""
+    """Deploy (or upgrade) ``elf`` with the loader's own instructions (chain/loader.py)."""
     buffer = Keypair()
     rent = lambda size: client.get_minimum_balance_for_rent_exemption(size).value  # noqa: E731
     common = dict(payer=payer.pubkey(), program=program.pubkey(), buffer=buffer.pubkey(), authority=authority.pubkey(), program_bytes=elf, buffer_rent=rent(loader.buffer_size(len(elf))))

@@ -19,7 +19,7 @@ from solders.system_program import TransferParams, transfer
 from custody.services import managed_key_import
 from tests.workers import wait_for
 from transactions import effects, pump, services, shards
-from transactions.chain.rpc import rpc_for
+from chain.rpc import rpc_for
 from transactions.models import PumpLease, PumpMember, Transaction, TransactionEvent, TransactionStatus
 from transactions.services import SignerSpec
 from transactions.tests.chainkit import funded, hold_pump

@@ -16,8 +16,8 @@ from solders.system_program import TransferParams, transfer
 
 from custody import services as custody
 from transactions import fee_payers
-from transactions.chain import builder
-from transactions.chain.rpc import ChainRpc, LatestBlockhash, rpc_for
+from chain import builder
+from chain.rpc import ChainRpc, LatestBlockhash, rpc_for
 from transactions.models import PlatformFeePayer
 from transactions.services import SignerSpec, transaction_build
 

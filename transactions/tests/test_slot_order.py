@@ -1,4 +1,4 @@
-"""The order within a slot read from getSignaturesForAddress (transactions/chain/slot_order.py):
+"""The order within a slot read from getSignaturesForAddress (chain/slot_order.py):
 which slots it answers for in full, and what it says when it cannot."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from types import SimpleNamespace
 from solders.keypair import Keypair
 from solders.signature import Signature
 
-from transactions.chain import slot_order
-from transactions.chain.slot_order import SlotOrder, read_slot_order
+from chain import slot_order
+from chain.slot_order import SlotOrder, read_slot_order
 
 ADDRESS = str(Keypair().pubkey())
 

@@ -186,7 +186,7 @@ def test_the_signing_secret_needs_the_sensitive_data_role_and_shows_both_during_
     second = sensitive.call("post", f"{BASE}/single/signing-secret", {"itemData": ident}).json()
     assert second["previousSigningSecret"] == first["signingSecret"] != second["signingSecret"] and second["previousValidUntil"]
     # What the test's own receiver code verifies with: the secret signs X-Ledger-Signature.
-    from webhooks.delivery import signature_header
+    from webhooks.attempt import signature_header
 
     headers = {"x-ledger-signature": signature_header([second["signingSecret"].encode(), first["signingSecret"].encode()], 1_700_000_000, b"{}")}
     assert verify_signature(second["signingSecret"], headers, b"{}", tolerance=None) and verify_signature(first["signingSecret"], headers, b"{}", tolerance=None)

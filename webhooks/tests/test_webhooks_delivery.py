@@ -20,8 +20,9 @@ from django.utils import timezone
 from solders.message import Message
 
 from webhooks import delivery, services as webhooks
-from webhooks.tests.webhookkit import API_KEY, Receiver, TokenServer, emit, recorded_transaction, subscribe, verify_signature
+from webhooks.attempt import http_client
 from webhooks.models import DeliveryStatus, WebhookAttempt, WebhookEvent, WebhookEventType, WebhookSubscription
+from webhooks.tests.webhookkit import API_KEY, Receiver, TokenServer, emit, recorded_transaction, subscribe, verify_signature
 
 HOURS = 3600
 
@@ -266,7 +267,7 @@ def test_redirects_are_not_followed_and_answers_are_read_up_to_the_cap(tenant, c
         from ledger_project.outbound import outbound_send
 
         settings.LEDGER_OUTBOUND_MAX_RESPONSE_BYTES = 1024
-        answer = outbound_send(delivery._http(), "POST", chatty.url("/x"), content=b"{}")
+        answer = outbound_send(http_client(), "POST", chatty.url("/x"), content=b"{}")
     assert set(outcomes) == {302, 200} and elsewhere.received == []
     assert WebhookEvent.unscoped.get(subscription__name="redirecting").status == DeliveryStatus.PENDING  # a 3xx is a failure, retried
     assert len(outcomes[200].excerpt) == delivery.EXCERPT_CHARS

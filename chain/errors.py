@@ -80,13 +80,23 @@ class ProgramError(SimulationFailed):
         return None
 
 
+_FailureReader = Callable[[str, list], object]
+_failure_reader: _FailureReader | None = None
+
+
+def register_failure_reader(reader: _FailureReader) -> None:
+    """The engine says which failures are the project's programs' own
+    (transactions/programs.py ``failure_from_logs``, registered by transactions/apps.py):
+    it knows where each program is deployed; the client does not."""
+    global _failure_reader
+    _failure_reader = reader
+
+
 def simulation_failure(cluster: str, logs: list[str], err: object, *, failing_account: str | None = None) -> SimulationFailed:
     """The exception for a refused simulation or preflight on ``cluster``: ProgramError when
     one of the project's programs refused it with its own error, else SimulationFailed."""
-    from transactions.programs import failure_from_logs
-
     reason = reason_from_logs(logs, err)
-    failure = failure_from_logs(cluster, logs)
+    failure = _failure_reader(cluster, logs) if _failure_reader is not None else None
     if failure is not None:
         return ProgramError(failure, reason=reason, logs=logs, err=err, failing_account=failing_account)
     return SimulationFailed(reason, logs=logs, err=err, failing_account=failing_account)

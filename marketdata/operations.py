@@ -1,0 +1,14 @@
+"""The marketdata area's operation names (docs/architecture.md, "Where a confirmation goes").
+
+A transaction records the name of the operation that built it (``Transaction.operation``);
+the handlers that apply its effects register under the same name
+(``transactions.effects.effect_handler`` / ``failure_handler``). Both sides use these
+constants, so a search for one finds the code that builds the transaction and the code that
+settles it (tests/test_operation_handlers.py holds every name to its handlers)."""
+
+from __future__ import annotations
+
+CREATE = "marketdata.create"
+UPDATE = "marketdata.update"
+SET_JOB_HASH = "marketdata.set_job_hash"
+ALL = (CREATE, UPDATE, SET_JOB_HASH)

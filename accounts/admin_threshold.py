@@ -52,7 +52,7 @@ class ThresholdKeyAdmin(admin.ModelAdmin):
                 self.message_user(request, f"{key.account.address}: shares refreshed (generation {ThresholdKey.objects.get(pk=key.pk).generation}).")
             else:
                 self.message_user(request, f"{key.account.address}: refresh session {session.session_id} opened; its external players take part with "
-                                           "`python -m accounts.threshold.player api-dkg`.", messages.WARNING)
+                                           "`python -m threshold.player api-dkg`.", messages.WARNING)
 
 
 class _ReadOnly(admin.ModelAdmin):

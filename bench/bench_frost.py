@@ -45,9 +45,9 @@ from solders.pubkey import Pubkey  # noqa: E402
 from spl.token.constants import TOKEN_PROGRAM_ID  # noqa: E402
 from spl.token.instructions import TransferCheckedParams, transfer_checked  # noqa: E402
 
-from accounts.threshold import dkg, frost  # noqa: E402
-from accounts.threshold import messages as M  # noqa: E402
-from accounts.threshold import signing as S  # noqa: E402
+from threshold import dkg, frost  # noqa: E402
+from threshold import messages as M  # noqa: E402
+from threshold import signing as S  # noqa: E402
 
 SIGNATURES = int(os.environ.get("BENCH_FROST_SIGNATURES", "400"))
 CLI_RUNS = int(os.environ.get("BENCH_FROST_CLI_RUNS", "5"))
@@ -147,12 +147,12 @@ def cli_round_trip(keys: dict, message: bytes) -> dict:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]), "FROST_PLAYER_PASSPHRASE": "bench"}
 
         def run(*args) -> dict:
-            out = subprocess.run([sys.executable, "-m", "accounts.threshold.player", "--store", str(tmp / "store"), *map(str, args)],
+            out = subprocess.run([sys.executable, "-m", "threshold.player", "--store", str(tmp / "store"), *map(str, args)],
                                  env=env, check=True, capture_output=True, text=True).stdout
             return json.loads(out)
 
         run("init")
-        from accounts.threshold.player import Store
+        from threshold.player import Store
 
         store = Store.open(tmp / "store", "bench")
         store.put("keys", "bench", M.to_json(keys[3]))

@@ -1,3 +1,3 @@
 """Threshold keys in the service (issue 19, phase B; docs/threshold-signing.md): DKG accounts,
 their backend players' sealed shares, signing sessions and share refresh, on the protocol
-of ``accounts.threshold`` (which imports no Django)."""
+of ``threshold`` (which imports no Django)."""

@@ -14,8 +14,8 @@ from custody.errors import CustodyError
 from ledger_project.api.errors import ForbiddenError, LedgerError
 from tenancy.roles import api_key_may_debit
 
-from ..threshold import messages as M
-from ..threshold.keys import KeyPackage
+from threshold import messages as M
+from threshold.keys import KeyPackage
 from . import keyring
 
 logger = logging.getLogger("ledger.accounts.mpc")
@@ -35,7 +35,7 @@ def player_may_speak(allowed: list[str] | None, api_key, code: str, *, field: st
 
 
 def parse(message, expect, *, field: str):
-    """A FROST JSON message of the API, checked (accounts/threshold/messages.py); 400
+    """A FROST JSON message of the API, checked (threshold/messages.py); 400
     INVALID_MESSAGE naming the offending field of it otherwise."""
     try:
         return M.from_json(message, expect)

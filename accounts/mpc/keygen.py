@@ -1,7 +1,7 @@
 """Key generation (Create Account with ``dkgKeys``) and share refresh of DKG accounts
 (docs/threshold-signing.md, "DKG accounts").
 
-A session runs the Pedersen DKG of ``accounts.threshold.dkg`` among its players: backend
+A session runs the Pedersen DKG of ``threshold.dkg`` among its players: backend
 players (the service's own share holders, each sealed under its own key) compute their
 rounds in the worker (``keygen_advance``, one committed step at a time, so a killed worker
 resumes where it stopped); external players send theirs through the API (round1, round2,
@@ -28,9 +28,9 @@ from ledger_project.api.errors import ConflictError, LedgerError
 from tenancy.idempotency import write_phase
 from tenancy.scoping import worker_only
 
-from ..threshold import dkg as D
-from ..threshold import messages as M
-from ..threshold.keys import KeyPackage, PublicKeyPackage
+from threshold import dkg as D
+from threshold import messages as M
+from threshold.keys import KeyPackage, PublicKeyPackage
 from . import keyring
 from .common import json_safe, kick, parse, player_may_speak, seal_key_package, unseal_key_package
 from .models import DkgKind, DkgPlayer, DkgSession, DkgStatus, SigningNonce, SigningSession, SigningStatus, SIGNING_OPEN, ThresholdKey, ThresholdShare

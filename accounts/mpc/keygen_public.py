@@ -7,11 +7,11 @@ from __future__ import annotations
 
 
 
-from ..threshold import dkg as D
-from ..threshold import frost
-from ..threshold import group as G
-from ..threshold import messages as M
-from ..threshold.keys import KeyPackage, PublicKeyPackage
+from threshold import dkg as D
+from threshold import frost
+from threshold import group as G
+from threshold import messages as M
+from threshold.keys import KeyPackage, PublicKeyPackage
 from .models import DkgKind, DkgSession
 
 def run_in_memory(kind: str, session_id: str, threshold: int, identifiers: list[int], old: dict[int, KeyPackage] | None = None) -> dict[int, KeyPackage]:

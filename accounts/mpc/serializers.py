@@ -13,9 +13,9 @@ from ledger_project.api.envelope import EnvelopeSerializer, OwnLookupSerializer,
 from ledger_project.timestamps import timestamp_text
 from transactions.serializers import TransactionIdentifier
 
-from ..threshold import frost
-from ..threshold import messages as M
-from ..threshold import signing as S
+from threshold import frost
+from threshold import messages as M
+from threshold import signing as S
 from .models import DkgKind, DkgStatus, SigningStatus
 
 CODE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$"
@@ -29,7 +29,7 @@ class MpcPlayerCodeField(StrictCharField):
         self.validators.append(RegexValidator(CODE_PATTERN, message="An mpcPlayerCode is 1-64 letters, digits and _ . : - (starting with a letter or digit)."))
 
 
-# --- FROST messages (accounts/threshold/messages.py, version 1) --------------------------------
+# --- FROST messages (threshold/messages.py, version 1) --------------------------------
 
 _HEX32 = {"type": "string", "pattern": "^[0-9a-f]{64}$", "description": "32 bytes, lowercase hex"}
 _B64 = {"type": "string", "pattern": "^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$", "description": "standard base64"}
@@ -89,7 +89,7 @@ ComplaintField, CommitmentField, SigningPackageField = message_field(COMPLAINT),
 
 
 class ExternalPlayerSerializer(StrictSerializer):
-    mpcPlayerCode = MpcPlayerCodeField(help_text="The external player's code (it runs `python -m accounts.threshold.player`).")
+    mpcPlayerCode = MpcPlayerCodeField(help_text="The external player's code (it runs `python -m threshold.player`).")
     apiKeys = serializers.ListField(child=StrictCharField(max_length=64), required=False, allow_null=True, max_length=20,
                                     help_text="API keys (key id or name) that may speak for this player; absent or empty: any key of the organization.")
 

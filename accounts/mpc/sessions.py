@@ -31,10 +31,10 @@ from transactions.models import Transaction, TransactionStatus
 from transactions.collecting import not_signable, signer_check, takes_signatures, transaction_add_signatures
 
 from ..signers import ensure_usable
-from ..threshold import frost
-from ..threshold import group as G
-from ..threshold import messages as M
-from ..threshold import signing as S
+from threshold import frost
+from threshold import group as G
+from threshold import messages as M
+from threshold import signing as S
 from . import keyring
 from .common import invalid, kick, parse, player_may_speak, unseal_key_package
 from .models import NonceStatus, SigningNonce, SigningPlayer, SigningSession, SigningStatus, SIGNING_OPEN, ThresholdKey, ThresholdShare

@@ -7,8 +7,8 @@ from __future__ import annotations
 from accounts.mpc import keygen, sessions
 from accounts.mpc.models import DkgSession, SigningSession
 from accounts.tests.threshold_kit import InProcessPlayer
-from accounts.threshold import messages as M
-from accounts.threshold import signing as S
+from threshold import messages as M
+from threshold import signing as S
 
 ACCOUNTS = "/api/v1/accounts"
 DKG = "/api/v1/accounts/dkg"

@@ -17,9 +17,9 @@ from accounts.mpc import keyring
 from accounts.mpc.common import unseal_key_package
 from accounts.mpc.purposes import share_purpose
 from accounts.tests.dkg_kit import DKG, SIGNING, ApiPlayer, advance, create, dkg_account, dkg_item, dkg_status
-from accounts.threshold import dkg as D
-from accounts.threshold import frost
-from accounts.threshold import messages as M
+from threshold import dkg as D
+from threshold import frost
+from threshold import messages as M
 from conftest import assert_error, make_client
 from tenancy.roles import Role
 from tenancy.tests.factories import issue_key

@@ -15,10 +15,10 @@ from solders.transaction import Transaction
 from spl.token.constants import TOKEN_PROGRAM_ID
 from spl.token.instructions import TransferCheckedParams, transfer_checked
 
-from accounts.threshold import frost
-from accounts.threshold import group as G
-from accounts.threshold import messages as M
-from accounts.threshold import signing as S
+from threshold import frost
+from threshold import group as G
+from threshold import messages as M
+from threshold import signing as S
 from accounts.tests.threshold_kit import InProcessPlayer, Player, client_env, write
 from transactions.tests.chainkit import create_ata, create_mint, create_nonce, funded, mint_to, next_slot, nonce_value, wait
 

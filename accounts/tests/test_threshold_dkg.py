@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-from accounts.threshold import dkg, frost
-from accounts.threshold import group as G
-from accounts.threshold import messages as M
-from accounts.threshold import signing as S
-from accounts.threshold.keys import PublicKeyPackage
+from threshold import dkg, frost
+from threshold import group as G
+from threshold import messages as M
+from threshold import signing as S
+from threshold.keys import PublicKeyPackage
 
 
 def _round1(participants, threshold, session="keygen"):

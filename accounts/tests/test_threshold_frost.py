@@ -19,9 +19,9 @@ from solders.signature import Signature
 from solders.system_program import TransferParams, transfer
 from solders.transaction import Transaction
 
-from accounts.threshold import dkg, frost
-from accounts.threshold import group as G
-from accounts.threshold import signing as S
+from threshold import dkg, frost
+from threshold import group as G
+from threshold import signing as S
 
 VECTORS = json.loads((Path(__file__).parent / "vectors" / "rfc9591_frost_ed25519_sha512.json").read_text())
 h = bytes.fromhex

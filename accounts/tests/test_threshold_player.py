@@ -18,8 +18,8 @@ import pytest
 from solders.pubkey import Pubkey
 from solders.signature import Signature
 
-from accounts.threshold.player import Store
-from accounts.tests.threshold_kit import PASSPHRASE, CliError, Player, client_env, parse_result, write
+from accounts.tests.threshold_kit import PASSPHRASE, ROOT, CliError, Player, client_env, parse_result, write
+from threshold.player import Store
 
 MESSAGE = b"a message for two of three"
 
@@ -71,7 +71,7 @@ def test_the_cli_needs_no_django(tmp_path):
     env = client_env(tmp_path)
     probe = subprocess.run([sys.executable, "-c", "import django"], env=env, capture_output=True, text=True)
     assert probe.returncode != 0 and "must not import Django" in probe.stderr
-    helped = subprocess.run([sys.executable, "-m", "accounts.threshold.player", "--help"], env=env, capture_output=True, text=True)
+    helped = subprocess.run([sys.executable, "-m", "threshold.player", "--help"], env=env, capture_output=True, text=True)
     assert helped.returncode == 0 and "dkg-round1" in helped.stdout
 
 
@@ -242,3 +242,26 @@ def test_refresh_keeps_the_address_and_retires_old_shares(players):
     with pytest.raises(CliError) as caught:
         p[2]("aggregate", "--public-key-package", tmp / "public.json", "--package", package, *shares)
     assert caught.value.error["culprits"] == [1]
+
+
+def test_the_player_installs_with_pip_from_its_folder_alone(tmp_path):
+    """``pip install ./threshold`` (docs/threshold-signing.md): a fresh virtualenv with no
+    Django and no checkout on its path gets the library and the ``ledger-threshold-player``
+    command, and the command keeps an encrypted store."""
+    source = tmp_path / "src" / "threshold"
+    shutil.copytree(ROOT / "threshold", source, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "LEDGER_", "PYTHONPATH", "VIRTUAL_ENV"))}
+    installed = subprocess.run([venv / "bin" / "python", "-m", "pip", "install", "-q", str(source)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert installed.returncode == 0, installed.stderr[-2000:]
+    probe = subprocess.run([venv / "bin" / "python", "-c", "import importlib.util, threshold.player; print(threshold.player.__file__); "
+                            "print(importlib.util.find_spec('django') is None)"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    where, no_django = probe.stdout.split()
+    assert where.startswith(str(venv)) and no_django == "True", probe.stdout + probe.stderr
+    store = tmp_path / "store"
+    player = [venv / "bin" / "ledger-threshold-player", "--store", str(store)]
+    env["FROST_PLAYER_PASSPHRASE"] = PASSPHRASE
+    assert subprocess.run([*player, "init", "--scrypt-log-n", "14"], cwd=tmp_path, env=env, capture_output=True, timeout=60).returncode == 0
+    keys = subprocess.run([*player, "keys"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert keys.returncode == 0 and json.loads(keys.stdout) == [], keys.stderr

@@ -1,4 +1,4 @@
-"""The external player's view of what it signs (accounts/threshold/player/solana_message.py):
+"""The external player's view of what it signs (threshold/player/solana_message.py):
 Solana messages built by solders decoded without a Solana library, shown instruction by
 instruction, and refused when the player's key is not a signer; the CLI's ``describe``; and
 the HTTP client's errors (remote.Api) against a local server."""
@@ -20,7 +20,7 @@ from spl.token.constants import TOKEN_PROGRAM_ID
 from spl.token.instructions import TransferCheckedParams, transfer_checked
 
 from accounts.tests.threshold_kit import CliError, Player, client_env, write
-from accounts.threshold.player import remote, solana_message
+from threshold.player import remote, solana_message
 
 
 def test_a_durable_nonce_token_transfer_is_decoded_and_described():

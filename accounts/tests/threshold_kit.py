@@ -9,9 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from accounts.threshold import dkg
-from accounts.threshold import messages as M
-from accounts.threshold import signing as S
+from threshold import dkg
+from threshold import messages as M
+from threshold import signing as S
 
 ROOT = Path(__file__).resolve().parents[2]
 PASSPHRASE = "correct horse battery staple"
@@ -37,13 +37,13 @@ class CliError(Exception):
 
 
 class Player:
-    """``python -m accounts.threshold.player --store STORE ...`` in a subprocess."""
+    """``python -m threshold.player --store STORE ...`` in a subprocess."""
 
     def __init__(self, store: Path, env: dict):
         self.store, self.env = Path(store), env
 
     def popen(self, *args, env_extra: dict | None = None) -> subprocess.Popen:
-        return subprocess.Popen([sys.executable, "-m", "accounts.threshold.player", "--store", str(self.store), *map(str, args)],
+        return subprocess.Popen([sys.executable, "-m", "threshold.player", "--store", str(self.store), *map(str, args)],
                                 cwd=self.store.parent, env={**self.env, **(env_extra or {})}, stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 

@@ -22,8 +22,8 @@ from solders.signature import Signature
 from accounts.mpc.models import NonceStatus, SigningNonce, SigningPlayer, SigningSession
 from accounts.tests.dkg_kit import SIGNING, ApiPlayer, backend_done, create, dkg_account, dkg_item, share_verifies
 from accounts.tests.threshold_kit import Player, client_env, parse_result
-from accounts.threshold import frost
-from accounts.threshold import messages as M
+from threshold import frost
+from threshold import messages as M
 from conftest import assert_error
 from positions.tests.test_api_transfer_network_currency import account, result, transfer
 from tests.workers import WebProcess, WorkerProcess, new_queue_name, route_tasks_to, wait_for as wait_until

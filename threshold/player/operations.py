@@ -1,4 +1,4 @@
-"""What an external player does, on JSON messages (``accounts.threshold.messages``).
+"""What an external player does, on JSON messages (``threshold.messages``).
 
 Each function takes an open ``Store`` and JSON objects (dicts) and returns JSON objects, so
 the CLI, a test or a client's own program call the same code; ``remote`` runs them against

@@ -8,7 +8,7 @@ so the two read side by side; group and scalar arithmetic is libsodium's (``grou
 Identifiers are integers 1..65535 (the RFC allows any non-zero scalar; this service numbers
 its players). A commitment list is sorted by identifier and holds each identifier once.
 Nothing here keeps state: a participant stores the nonces of round one itself and must
-use them for one signing package only (``accounts.threshold.player`` and the backend's
+use them for one signing package only (``threshold.player`` and the backend's
 nonce store make that crash-safe, docs/threshold-signing.md).
 """
 

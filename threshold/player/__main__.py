@@ -1,4 +1,4 @@
-"""``python -m accounts.threshold.player``: the external FROST player's command line.
+"""``python -m threshold.player``: the external FROST player's command line.
 
 Messages are JSON files (or ``-`` for standard input); every command prints its JSON answer
 on standard output (or writes ``--out``). An input file may hold one message or a JSON
@@ -196,7 +196,7 @@ def cmd_describe(args):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m accounts.threshold.player", description="External FROST(Ed25519, SHA-512) player.")
+    parser = argparse.ArgumentParser(prog="python -m threshold.player", description="External FROST(Ed25519, SHA-512) player.")
     parser.add_argument("--store", default=os.environ.get("FROST_PLAYER_STORE", str(Path.home() / ".frost-player")), help="store directory")
     parser.add_argument("--passphrase-file", help="file whose first line is the store passphrase")
     parser.add_argument("--out", help="write the answer to this file instead of standard output")

@@ -7,7 +7,8 @@ class AccountsConfig(AppConfig):
 
     def ready(self) -> None:
         from chain.errors import register_own_addresses
-        from transactions.signatures import register_account_signer, register_dkg_signer
+        from transactions.dkg_signers import register_dkg_signer
+        from transactions.signatures import register_account_signer
 
         from . import effects  # noqa: F401  (registers the area's transaction effects)
         from .mpc import keyring

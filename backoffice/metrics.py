@@ -1,7 +1,8 @@
 """Figures of the database, read when /metrics is scraped (docs/operations.md, "Metrics").
 
 Gauges of state — transactions not yet final, the pump's backlog and lag, the webhook
-outbox, balances, the nonce pool, feeds, heartbeats — are read from the database at scrape
+outbox, balances, the nonce pool, heartbeats; an area adds its own, as marketdata does its
+feeds (marketdata/metrics.py) — are read from the database at scrape
 time rather than kept by the processes that change them: the database is the one place
 that knows them, so they are right however many workers and hosts run, and a process that
 dies takes nothing with it. Each read is one grouped query over an index; every tenant's
@@ -162,31 +163,6 @@ def nonce_pool_state():
     return [pool, low]
 
 
-def marketdata_state():
-    from marketdata.models import DataSourceStatus, OnchainDataSource
-
-    now = timezone.now()
-    feeds = GaugeMetricFamily("ledger_marketdata_feeds", "Active onchain data sources (feeds).", labels=["cluster"])
-    stale = GaugeMetricFamily("ledger_marketdata_feeds_stale", "Active feeds whose last accepted update is older than their own "
-                              "maxStaleness (or never updated).", labels=["cluster"])
-    oldest = GaugeMetricFamily("ledger_marketdata_oldest_update_age_seconds", "Age of the oldest last update among active feeds.",
-                               labels=["cluster"])
-    figures: dict[str, list] = {}
-    for cluster, updated, bound in (OnchainDataSource.unscoped.filter(status=DataSourceStatus.ACTIVE).order_by()
-                                    .values_list("cluster", "onchain_updated_at", "max_staleness_seconds")):
-        entry = figures.setdefault(cluster, [0, 0, 0.0])
-        age = _age(now, updated) if updated is not None else None
-        entry[0] += 1
-        entry[1] += 1 if age is None or age > bound else 0
-        entry[2] = max(entry[2], age or 0.0)
-    for cluster in sorted(set(figures) | set(settings.LEDGER_CLUSTERS)):
-        n, s, age = figures.get(cluster, (0, 0, 0.0))
-        feeds.add_metric([cluster], n)
-        stale.add_metric([cluster], s)
-        oldest.add_metric([cluster], age)
-    return [feeds, stale, oldest]
-
-
 def heartbeats_state():
     now = timezone.now()
     age = GaugeMetricFamily("ledger_heartbeat_age_seconds", "Time since beat published, or a worker ran, the heartbeat task (every 10 s); "
@@ -200,5 +176,5 @@ def heartbeats_state():
 
 def metrics_register() -> None:
     for name, source in (("transactions", transactions_state), ("webhooks", webhooks_state), ("balances", balances_state),
-                         ("nonce_pool", nonce_pool_state), ("marketdata", marketdata_state), ("heartbeats", heartbeats_state)):
+                         ("nonce_pool", nonce_pool_state), ("heartbeats", heartbeats_state)):
         collector_register(name, source)

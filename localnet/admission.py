@@ -36,7 +36,8 @@ def err_json(err) -> object:
     return json.loads(TransactionStatus(0, None, err, err, None).to_json())["err"]
 
 
-def _describe(err) -> str:
+def describe(err) -> str:
+    """A transaction error as a validator words it in a preflight failure."""
     if isinstance(err, dict) and "InstructionError" in err:
         index, detail = err["InstructionError"]
         if isinstance(detail, dict) and "Custom" in detail:

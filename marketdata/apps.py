@@ -7,4 +7,9 @@ class MarketdataConfig(AppConfig):
     verbose_name = "Market data"
 
     def ready(self) -> None:
+        from ledger_project.metrics.collect import collector_register
+
         from . import effects  # noqa: F401  (registers the confirmation handlers)
+        from .metrics import marketdata_state
+
+        collector_register("marketdata", marketdata_state)

@@ -21,8 +21,7 @@ from ledger_project.api.errors import LedgerError
 from chain.rpc import rpc_for
 from .models import ApprovalDecision, Transaction, TransactionApproval, TransactionStatus
 from .collecting import transaction_release
-from .ending import event, finish
-from .settlement import _lifetime_over
+from .ending import event, finish, lifetime_over
 
 # A withdrawn one (Withdraw Transaction) awaits nothing: it ends CANCELLED by itself.
 _AWAITING_APPROVAL = Q(status=TransactionStatus.PENDING_APPROVAL) | Q(status=TransactionStatus.PARTIALLY_SIGNED, approval_required=True, withdrawn_at__isnull=True)
@@ -67,7 +66,7 @@ def transaction_approval_check(*, transaction: Transaction, api_key=None, staff_
     _decider_checks(tx, api_key=api_key, staff_user=staff_user, decision=decision)
     if not Transaction.objects.for_tenant(tx.tenant).filter(_AWAITING_APPROVAL, pk=tx.pk).exists():
         raise _not_awaiting(tx)
-    if decision == ApprovalDecision.APPROVED and _lifetime_over(tx, rpc_for(tx.cluster)):
+    if decision == ApprovalDecision.APPROVED and lifetime_over(tx, rpc_for(tx.cluster)):
         raise LedgerError(
             "The transaction's lifetime ended while it waited for approval (its blockhash expired or its durable nonce moved on); it can never execute. "
             "Request the operation again — with messageLifetimeStrategy DURABLE_NONCE approvers have up to the durable-nonce window.",

@@ -6,9 +6,13 @@ failure effects, its nonce lease ended and its metrics counted (docs/transaction
 
 from __future__ import annotations
 
+from datetime import timedelta
+
+from django.conf import settings
 from django.db import transaction as db_transaction
 from django.db.models import Q
 from django.utils import timezone
+from solders.pubkey import Pubkey
 
 from ledger_project.api.errors import LedgerError
 
@@ -99,3 +103,19 @@ def transaction_cancel(*, transaction: Transaction, reason: str = "") -> Transac
         raise LedgerError(f"The transaction is {tx.status}; it can no longer be cancelled.", code="INVALID_TRANSACTION_STATE")
     tx.refresh_from_db()
     return tx
+
+
+def window_over(since) -> bool:
+    return since is not None and timezone.now() - since >= timedelta(seconds=settings.LEDGER_DURABLE_NONCE_WINDOW_SECONDS)
+
+
+def lifetime_over(tx: Transaction, rpc, *, height: int | None = None) -> bool:
+    """Provably never executing: its blockhash is past its last valid block height
+    (``height``: the cluster's, when the caller read it already), or its durable nonce
+    moved on."""
+    if tx.lifetime == MessageLifetime.DURABLE_NONCE:
+        # A nonce account that is gone (a tenant's authority may withdraw it) holds no value.
+        return nonce_pool.stored_nonce(rpc, Pubkey.from_string(tx.nonce_account)) != tx.blockhash
+    if tx.last_valid_block_height is None:
+        return False
+    return (height if height is not None else rpc.block_height()) > tx.last_valid_block_height

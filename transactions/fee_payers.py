@@ -71,7 +71,7 @@ def _load_fee_payer_row(cluster: str) -> PlatformFeePayer:
 
 def platform_fee_payer(cluster: str):
     """SignerSpec of the cluster's platform fee payer (funded on localnet)."""
-    from .services import SignerSpec
+    from .specs import SignerSpec
 
     row = _fee_payer_row(cluster)
     pubkey = Pubkey.from_string(row.managed_key.public_key)

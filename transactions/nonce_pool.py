@@ -225,7 +225,7 @@ def nonce_account_record(*, cluster: str) -> NonceAccount:
 def _platform_sign(message, payer, *keys: tuple[Pubkey, object]) -> dict[str, str]:
     """Sign a message the platform authored for its own nonce accounts (create, advance,
     close) through the engine's one signing point, as an operation the platform authored."""
-    from .services import SignerSpec
+    from .specs import SignerSpec
 
     specs = [payer, *(SignerSpec(pubkey, key, platform=True) for pubkey, key in keys)]
     return platform_keys.engine_sign(builder.message_bytes(message), message, specs, grants=platform_keys.AUTHORED_BY_PLATFORM)

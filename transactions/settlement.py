@@ -20,7 +20,6 @@ from django.conf import settings
 from django.db import transaction as db_transaction
 from django.db.models import F, Q
 from django.utils import timezone
-from solders.pubkey import Pubkey
 from solders.signature import Signature
 
 from ledger_project.metrics import meters
@@ -32,8 +31,8 @@ from chain.errors import ChainUnavailable, SimulationFailed
 from chain.rpc import rpc_for
 from .models import MessageLifetime, NonceAccount, Transaction, TransactionEvent, TransactionStatus
 from .chain_record import chain_record_fields
-from .ending import HELD, event, finish
-from .signatures import dkg_signers_service_only
+from .ending import HELD, event, finish, lifetime_over, window_over
+from .dkg_signers import dkg_signers_service_only
 
 logger = logging.getLogger("ledger.transactions")
 
@@ -293,10 +292,10 @@ def _follow_missing(missing: list[Transaction], rpc, rebroadcast_after: float | 
     if not missing:
         return set()
     for tx in missing:
-        if tx.lifetime == MessageLifetime.DURABLE_NONCE and _window_over(tx.submitted_at):
+        if tx.lifetime == MessageLifetime.DURABLE_NONCE and window_over(tx.submitted_at):
             nonce_pool.nonce_advance(cluster=tx.cluster, nonce_address=tx.nonce_account, expected=tx.blockhash)
     height = rpc.block_height() if any(tx.lifetime == MessageLifetime.RECENT_BLOCKHASH for tx in missing) else None
-    over = [tx for tx in missing if _lifetime_over(tx, rpc, height=height)]
+    over = [tx for tx in missing if lifetime_over(tx, rpc, height=height)]
     # Looked up again *after* the lifetime check: one may have landed between the first
     # lookup and the check, and must not then be called expired.
     again = rpc.signature_statuses([Signature.from_string(tx.onchain_id) for tx in over]) if over else []
@@ -332,22 +331,6 @@ _EXPIRED_MESSAGE = {
     MessageLifetime.RECENT_BLOCKHASH: "The transaction's blockhash expired before it landed; nothing was executed.",
     MessageLifetime.DURABLE_NONCE: "The transaction's durable nonce was advanced before it landed; nothing was executed.",
 }
-
-
-def _window_over(since) -> bool:
-    return since is not None and timezone.now() - since >= timedelta(seconds=settings.LEDGER_DURABLE_NONCE_WINDOW_SECONDS)
-
-
-def _lifetime_over(tx: Transaction, rpc, *, height: int | None = None) -> bool:
-    """Provably never executing: its blockhash is past its last valid block height
-    (``height``: the cluster's, when the caller read it already), or its durable nonce
-    moved on."""
-    if tx.lifetime == MessageLifetime.DURABLE_NONCE:
-        # A nonce account that is gone (a tenant's authority may withdraw it) holds no value.
-        return nonce_pool.stored_nonce(rpc, Pubkey.from_string(tx.nonce_account)) != tx.blockhash
-    if tx.last_valid_block_height is None:
-        return False
-    return (height if height is not None else rpc.block_height()) > tx.last_valid_block_height
 
 
 @worker_only  # reconciliation: acts for no tenant
@@ -409,11 +392,11 @@ def _end_held(tx: Transaction) -> str | None:
         ended = finish(tx, TransactionStatus.CANCELLED, unless_moved=Q(status=TransactionStatus.PARTIALLY_SIGNED), never_complete=True,
                         error_message=_withdrawn_message(tx))
         return TransactionStatus.CANCELLED if ended else None
-    if tx.lifetime == MessageLifetime.DURABLE_NONCE and (withdrawn or _window_over(tx.txn_timestamp)):
+    if tx.lifetime == MessageLifetime.DURABLE_NONCE and (withdrawn or window_over(tx.txn_timestamp)):
         # Lands (and is waited for) before the lifetime check below reads the nonce; a
         # no-op when the nonce moved on already or its authority signs off platform.
         nonce_pool.nonce_advance(cluster=tx.cluster, nonce_address=tx.nonce_account, expected=tx.blockhash)
-    if not _lifetime_over(tx, rpc):
+    if not lifetime_over(tx, rpc):
         Transaction.unscoped.filter(pk=tx.pk).update(updated_at=timezone.now())
         return None
     if tx.onchain_id:

@@ -25,7 +25,8 @@ from chain import builder
 from chain.rpc import rpc_for
 from .models import MessageLifetime, Transaction, TransactionStatus
 from .collecting import not_signable, signature_check, signer_check, takes_signatures, transaction_release
-from .services import SignerSpec
+from .dkg_signers import dkg_signer
+from .specs import SignerSpec
 
 
 class AccountSigner(Protocol):
@@ -50,47 +51,15 @@ def _signer(**kwargs) -> SignerSpec:
     return _account_signer(**kwargs)
 
 
-class DkgSigner(Protocol):
-    """Threshold signing of ``offPlatformSigning[].dkgSigning`` (the accounts area's
-    accounts/mpc/sessions.py registers it): ``check`` verifies each partial signature in the
-    read phase (400 naming the player of a bad one) and returns what to store, or None when
-    the session completed already; ``record`` stores it in the write phase and returns
-    (signer address, aggregated signature) once the session has every share."""
-
-    def check(self, *, tenant, cluster: str, api_key, transaction: Transaction, entry: dict, field: str): ...
-
-    def record(self, contribution) -> tuple[str, str] | None: ...
-
-    def service_only(self, *, transaction: Transaction) -> list[str]:
-        """``transaction``'s missing signers whose signature only the service's own players
-        can make (so none exists once it stops signing for it)."""
-        ...
-
-    def end_sessions(self, *, transaction: Transaction, why: str) -> int:
-        """CANCEL every open signing session of ``transaction`` (it stopped waiting for
-        signatures: withdrawn), in the caller's database transaction, under the sessions'
-        row locks; returns how many."""
-        ...
-
-
-_dkg_signer: DkgSigner | None = None
-
-
-def register_dkg_signer(signer: DkgSigner) -> None:
-    global _dkg_signer
-    _dkg_signer = signer
-
-
 def dkg_signing_check(*, transaction: Transaction, tenant, api_key, off_platform: list[dict]) -> list:
     """Read phase of Sign Transaction's ``dkgSigning`` entries (after
     ``transaction_sign_check``): the contributions to record. A transaction that can never
     execute takes none (400 TRANSACTION_EXPIRED)."""
-    if _dkg_signer is None:  # pragma: no cover - the accounts app registers it at start
-        raise RuntimeError("No DkgSigner is registered (accounts/apps.py registers it).")
+    signer = dkg_signer()
     contributions = []
     for index, entry in enumerate(off_platform):
         if entry.get("dkgSigning") is not None:
-            contribution = _dkg_signer.check(tenant=tenant, cluster=transaction.cluster, api_key=api_key, transaction=transaction,
+            contribution = signer.check(tenant=tenant, cluster=transaction.cluster, api_key=api_key, transaction=transaction,
                                              entry=entry, field=f"itemData.offPlatformSigning[{index}]")
             if contribution is not None:
                 contributions.append(contribution)
@@ -99,38 +68,15 @@ def dkg_signing_check(*, transaction: Transaction, tenant, api_key, off_platform
     return contributions
 
 
-def dkg_sessions_end(*, transaction: Transaction, why: str) -> int:
-    """End ``transaction``'s open threshold signing sessions (Withdraw Transaction); 0 when
-    no DKG signer is registered (nothing could have opened one)."""
-    return _dkg_signer.end_sessions(transaction=transaction, why=why) if _dkg_signer is not None else 0
-
-
-def dkg_signers_service_only(*, transaction: Transaction) -> list[str]:
-    """Missing signers of ``transaction`` no one outside the service can sign for (DKG
-    accounts whose backend players are needed); [] when no DKG signer is registered."""
-    return _dkg_signer.service_only(transaction=transaction) if _dkg_signer is not None else []
-
-
-def dkg_signing_record(contributions: list) -> dict[str, str]:
-    """Write phase: store the verified partial signatures; the aggregated signatures of the
-    sessions they complete, to add with the others."""
-    signatures: dict[str, str] = {}
-    for contribution in contributions:
-        done = _dkg_signer.record(contribution)
-        if done is not None:
-            signatures.setdefault(*done)
-    return signatures
-
-
 def lifetime_check(tx: Transaction) -> None:
     """400 TRANSACTION_EXPIRED when ``tx`` can never execute: its blockhash is past its last
     valid block height (about a minute for RECENT_BLOCKHASH), its durable nonce moved on,
     or its durable-nonce signing window (LEDGER_DURABLE_NONCE_WINDOW_SECONDS since it was
     built) is over — the service then advances the nonce itself. One network read."""
-    from .settlement import _lifetime_over, _window_over
+    from .ending import lifetime_over, window_over
 
-    window_over = tx.lifetime == MessageLifetime.DURABLE_NONCE and _window_over(tx.txn_timestamp)
-    if window_over or _lifetime_over(tx, rpc_for(tx.cluster)):
+    window_over = tx.lifetime == MessageLifetime.DURABLE_NONCE and window_over(tx.txn_timestamp)
+    if window_over or lifetime_over(tx, rpc_for(tx.cluster)):
         why = {
             MessageLifetime.RECENT_BLOCKHASH: "its blockhash expired (a RECENT_BLOCKHASH transaction lives about a minute)",
             MessageLifetime.DURABLE_NONCE: "its durable-nonce signing window is over" if window_over else "its durable nonce moved on",

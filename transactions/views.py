@@ -13,7 +13,7 @@ from ledger_project.api.schema import DETAIL_LEVEL, bulk_responses, item_query  
 from tenancy.viewsets import TenantScopedViewSet
 from tenancy.roles import Role
 
-from . import approvals, chain_record, details, selectors, signatures, withdrawals
+from . import approvals, chain_record, details, dkg_signers, selectors, signatures, withdrawals
 from .models import Transaction
 from .responses import attach_wait, transaction_result
 from .serializers import TransactionDecisionInput, TransactionResultOutput, TransactionSignInput, TransactionStatusInput, TransactionSubmitInput, TransactionWithdrawInput
@@ -131,7 +131,7 @@ class TransactionViewSet(TenantScopedViewSet):
         contributions = signatures.dkg_signing_check(transaction=tx, tenant=self.tenant, api_key=self.api_key, off_platform=off_platform)
         with write_phase():
             submit = data.get("submitTxnIfAllSignaturesCollected") is not False
-            for pubkey, signature in signatures.dkg_signing_record(contributions).items():
+            for pubkey, signature in dkg_signers.dkg_signing_record(contributions).items():
                 collected.setdefault(pubkey, signature)
             tx = transaction_add_signatures(transaction=tx, signatures=collected, submit=submit)
         return self._decided(request, tx)

@@ -33,7 +33,7 @@ from . import settlement
 from chain.errors import ChainRpcError, ChainUnavailable
 from .models import MessageLifetime, NonceAccount, Transaction, TransactionEvent, TransactionStatus
 from .ending import event
-from .signatures import dkg_sessions_end
+from .dkg_signers import dkg_sessions_end
 
 logger = logging.getLogger("ledger.transactions")
 

@@ -13,7 +13,7 @@ class WebhooksConfig(AppConfig):
     def ready(self) -> None:
         from transactions.notify import register_transaction_listener
 
-        from . import services  # noqa: F401  (registers the webhook secrets with custody's rotation)
+        from . import credentials  # noqa: F401  (registers the webhook secrets with custody's rotation)
         from .outbox import transaction_events
 
         # The engine's PRE_SUBMIT / POST_SUBMIT moments become events in the same database

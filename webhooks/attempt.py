@@ -19,7 +19,7 @@ from datetime import datetime
 
 from django.conf import settings
 
-from . import services
+from . import credentials
 from .models import WebhookEvent, WebhookSubscription
 
 USER_AGENT = "ledger-webhooks/1"
@@ -57,8 +57,8 @@ def subscription_material(sub: WebhookSubscription) -> Material:
     cached = _materials.get(sub.pk)
     if cached is not None and cached.version == sub.updated_at:
         return cached
-    auth = services.opened_auth(sub)
-    current, previous = services.signing_secrets(sub)  # both: whether the previous one signs is judged per send
+    auth = credentials.opened_auth(sub)
+    current, previous = credentials.signing_secrets(sub)  # both: whether the previous one signs is judged per send
     api_key = auth.get("apiKeyAuthConfig")
     material = Material(
         version=sub.updated_at, current_key=current.encode(), previous_key=previous.encode() if previous else None, previous_until=sub.previous_valid_until,
@@ -97,7 +97,7 @@ def without_secrets(text: str, secrets: list[str]) -> str:
     if not text:
         return text
     for form in sorted({form for secret in secrets if secret for form in _quoted_forms(secret)}, key=len, reverse=True):
-        text = text.replace(form, services.REDACTED)
+        text = text.replace(form, credentials.REDACTED)
     return text
 
 

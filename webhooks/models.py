@@ -71,7 +71,7 @@ class WebhookSubscription(TenantOwnedModel):
     pre_submit = models.BooleanField(default=False)
     post_submit = models.BooleanField(default=False)
     network_event = models.BooleanField(default=False)
-    auth = models.JSONField(default=dict, blank=True, help_text="apiKeyAuthConfig / oauth2AuthConfig; secrets sealed (webhooks/services.py).")
+    auth = models.JSONField(default=dict, blank=True, help_text="apiKeyAuthConfig / oauth2AuthConfig; secrets sealed (webhooks/credentials.py).")
     timeout_seconds = models.PositiveIntegerField(null=True, blank=True)
     signing_secret = models.JSONField(default=dict, help_text="Sealed HMAC key.")
     previous_signing_secret = models.JSONField(null=True, blank=True, help_text="Sealed; also signs until previous_valid_until (rotation).")

@@ -222,7 +222,7 @@ class ReplayWebhookOutput(serializers.Serializer):
 
 
 def render_webhook(sub, level: str = "detailed") -> dict:
-    from .services import redacted_auth
+    from .credentials import redacted_auth
 
     if level == "identifiers":
         return {"offchainId": str(sub.offchain_id)}

@@ -14,12 +14,9 @@ the list), so every event reaches its endpoint by one path: the outbox.
 
 from __future__ import annotations
 
-import secrets
-from collections import Counter
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import transaction
 from django.db.models import F, QuerySet
 from django.utils import timezone
 
@@ -27,74 +24,8 @@ from ledger_project.api.errors import LedgerError, NotFoundError
 from ledger_project.api.query import QueryField, QuerySpec, apply_item_query
 from tenancy.scoping import scoped_tenant, worker_only
 
+from .credentials import new_signing_secret, open_sealed, seal, sealed_auth
 from .models import EVENT_FLAGS, DeliveryStatus, WebhookEvent, WebhookSource, WebhookStatus, WebhookSubscription
-
-#: (config object, secret field) pairs of a webhook's auth
-SECRET_FIELDS = (("apiKeyAuthConfig", "keyValue"), ("oauth2AuthConfig", "clientSecret"), ("oauth2AuthConfig", "password"))
-REDACTED = "********"
-SIGNING_SECRET_PREFIX = "whsec_"
-
-
-def _purpose(subscription: WebhookSubscription, name: str) -> str:
-    return f"webhook-subscription:{subscription.offchain_id}:{name}"
-
-
-def _seal(subscription: WebhookSubscription, name: str, value: str) -> dict:
-    from custody.services import secret_seal
-
-    return {"sealed": secret_seal(value=value, purpose=_purpose(subscription, name))}
-
-
-def _open(subscription: WebhookSubscription, name: str, stored: dict | None) -> str | None:
-    from custody.services import secret_open
-
-    if not stored or "sealed" not in stored:
-        return None
-    return secret_open(sealed=stored["sealed"], purpose=_purpose(subscription, name))
-
-
-def _sealed_auth(subscription: WebhookSubscription, data: dict) -> dict:
-    """apiKeyAuthConfig / oauth2AuthConfig as validated → what the row stores."""
-    auth = {}
-    for config in ("apiKeyAuthConfig", "oauth2AuthConfig"):
-        section = data.get(config)
-        if not section:
-            continue
-        section = {k: v for k, v in section.items() if v not in (None, "")}
-        for name, field in SECRET_FIELDS:
-            if name == config and section.get(field) is not None:
-                section[field] = _seal(subscription, f"{config}.{field}", section[field])
-        auth[config] = section
-    return auth
-
-
-def opened_auth(subscription: WebhookSubscription) -> dict:
-    """The clear credentials (for delivery only)."""
-    auth = {config: dict(section) for config, section in (subscription.auth or {}).items()}
-    for config, field in SECRET_FIELDS:
-        if config in auth and field in auth[config]:
-            auth[config][field] = _open(subscription, f"{config}.{field}", auth[config][field])
-    return auth
-
-
-def redacted_auth(subscription: WebhookSubscription) -> dict:
-    auth = {config: dict(section) for config, section in (subscription.auth or {}).items()}
-    for config, field in SECRET_FIELDS:
-        if config in auth and field in auth[config]:
-            auth[config][field] = REDACTED
-    return auth
-
-
-def signing_secrets(subscription: WebhookSubscription) -> tuple[str, str | None]:
-    """The current signing secret and the previous one (it also signs until
-    ``previous_valid_until``), in clear: for delivery only."""
-    return (_open(subscription, "signingSecret", subscription.signing_secret),
-            _open(subscription, "previousSigningSecret", subscription.previous_signing_secret))
-
-
-def _new_signing_secret(subscription: WebhookSubscription) -> None:
-    subscription.signing_secret = _seal(subscription, "signingSecret", SIGNING_SECRET_PREFIX + secrets.token_urlsafe(32))
-
 
 def _event_flags(event_types) -> dict:
     wanted = set(event_types)
@@ -111,8 +42,8 @@ def webhook_create(*, tenant, cluster: str, data: dict) -> WebhookSubscription:
         tenant=tenant, cluster=cluster, name=data["name"], endpoint_url=data["endpointUrl"], source=WebhookSource.REGISTRY,
         timeout_seconds=data.get("timeout"), **_event_flags(data["eventTypes"]),
     )
-    subscription.auth = _sealed_auth(subscription, data)
-    _new_signing_secret(subscription)
+    subscription.auth = sealed_auth(subscription, data)
+    new_signing_secret(subscription)
     subscription.save()
     return subscription
 
@@ -147,7 +78,7 @@ def webhook_update(*, tenant, subscription: WebhookSubscription, changes: dict) 
         if given["apiKeyAuthConfig"] and given["oauth2AuthConfig"]:
             raise LedgerError("Give one of apiKeyAuthConfig and oauth2AuthConfig, not both.", field="itemData.oauth2AuthConfig", code="CONFLICTING_FIELDS")
         kept = {k: v for k, v in (sub.auth or {}).items() if k not in changes and not any(given.values())}
-        sub.auth = {**kept, **_sealed_auth(sub, given)}
+        sub.auth = {**kept, **sealed_auth(sub, given)}
     if changes.get("status") is not None:
         sub.status = changes["status"]
         sub.status_reason = "" if sub.status == WebhookStatus.ACTIVE else "Disabled through the API."
@@ -161,10 +92,10 @@ def webhook_update(*, tenant, subscription: WebhookSubscription, changes: dict) 
 
 def _rotate(sub: WebhookSubscription) -> None:
     now = timezone.now()
-    sub.previous_signing_secret = _seal(sub, "previousSigningSecret", _open(sub, "signingSecret", sub.signing_secret))
+    sub.previous_signing_secret = seal(sub, "previousSigningSecret", open_sealed(sub, "signingSecret", sub.signing_secret))
     sub.previous_valid_until = now + timedelta(seconds=settings.LEDGER_WEBHOOK_SECRET_OVERLAP_SECONDS)
     sub.signing_secret_rotated_at = now
-    _new_signing_secret(sub)
+    new_signing_secret(sub)
 
 
 def webhook_signing_secret(*, subscription: WebhookSubscription) -> dict:
@@ -172,8 +103,8 @@ def webhook_signing_secret(*, subscription: WebhookSubscription) -> dict:
     now = timezone.now()
     previous = None
     if subscription.previous_signing_secret and subscription.previous_valid_until and subscription.previous_valid_until > now:
-        previous = _open(subscription, "previousSigningSecret", subscription.previous_signing_secret)
-    return {"signingSecret": _open(subscription, "signingSecret", subscription.signing_secret), "previousSigningSecret": previous,
+        previous = open_sealed(subscription, "previousSigningSecret", subscription.previous_signing_secret)
+    return {"signingSecret": open_sealed(subscription, "signingSecret", subscription.signing_secret), "previousSigningSecret": previous,
             "previousValidUntil": subscription.previous_valid_until if previous else None}
 
 
@@ -205,9 +136,9 @@ def webhook_sync_instrument(*, tenant, cluster: str, instrument_offchain_id, ins
         sub.endpoint_url = hook["endpointUrl"]
         sub.instrument_address = instrument_address
         sub.timeout_seconds = hook.get("timeout")
-        sub.auth = _sealed_auth(sub, hook)
+        sub.auth = sealed_auth(sub, hook)
         if not sub.signing_secret:
-            _new_signing_secret(sub)
+            new_signing_secret(sub)
         sub.save()
     gone = [sub.pk for subs in existing.values() for sub in subs]
     if gone:
@@ -305,71 +236,3 @@ def _kick_on_commit() -> None:
     from .outbox import kick_delivery_on_commit
 
     kick_delivery_on_commit()
-
-
-# --- rotation: the sealed store of subscription secrets ----------------------------------------
-
-
-def _sealed_values(sub_fields):
-    """(name, sealed) of one row's stored secrets."""
-    auth, signing, previous = sub_fields
-    for config, field in SECRET_FIELDS:
-        value = ((auth or {}).get(config) or {}).get(field)
-        if isinstance(value, dict) and "sealed" in value:
-            yield f"{config}.{field}", value["sealed"]
-    for name, value in (("signingSecret", signing), ("previousSigningSecret", previous)):
-        if isinstance(value, dict) and "sealed" in value:
-            yield name, value["sealed"]
-
-
-@worker_only  # master-key rotation (management command): every tenant
-def _references() -> Counter:
-    from custody.services import secret_key_id
-
-    counts: Counter = Counter()
-    for fields in WebhookSubscription.unscoped.values_list("auth", "signing_secret", "previous_signing_secret").iterator():
-        counts.update(secret_key_id(sealed) for _, sealed in _sealed_values(fields))
-    return counts
-
-
-@worker_only  # master-key rotation (management command): every tenant
-def _reseal(current: bytes) -> int:
-    """Re-seal every secret not under ``current``, each row locked and re-read while it is
-    rewritten (a concurrent update is not lost)."""
-    from custody.services import master_key_id, secret_key_id, secret_reseal
-
-    current_id, count = master_key_id(current), 0
-    for pk in list(WebhookSubscription.unscoped.values_list("pk", flat=True)):
-        with transaction.atomic():
-            sub = WebhookSubscription.unscoped.select_for_update().get(pk=pk)
-            changed = 0
-
-            def again(name: str, value: dict) -> dict:
-                nonlocal changed
-                if secret_key_id(value["sealed"]) == current_id:
-                    return value
-                changed += 1
-                return {"sealed": secret_reseal(sealed=value["sealed"], purpose=_purpose(sub, name), current=current)}
-
-            auth = {config: dict(section) for config, section in (sub.auth or {}).items()}
-            for config, field in SECRET_FIELDS:
-                if isinstance((auth.get(config) or {}).get(field), dict):
-                    auth[config][field] = again(f"{config}.{field}", auth[config][field])
-            sub.auth = auth
-            if sub.signing_secret:
-                sub.signing_secret = again("signingSecret", sub.signing_secret)
-            if sub.previous_signing_secret:
-                sub.previous_signing_secret = again("previousSigningSecret", sub.previous_signing_secret)
-            if changed:
-                WebhookSubscription.unscoped.filter(pk=pk).update(auth=sub.auth, signing_secret=sub.signing_secret, previous_signing_secret=sub.previous_signing_secret)
-        count += changed
-    return count
-
-
-def _register() -> None:
-    from custody.services import SealedStore, register_sealed_store
-
-    register_sealed_store(SealedStore("webhooks.services", references=_references, reseal=_reseal))
-
-
-_register()

@@ -18,7 +18,7 @@ from positions import operations
 from positions import transfers
 from tenancy.roles import Role
 from tenancy.tests.factories import issue_key
-from transactions import services as engine, settlement
+from transactions import collecting, settlement
 from chain.rpc import rpc_for
 from transactions.models import Transaction, TransactionApproval, TransactionEvent, TransactionStatus
 from transactions.responses import wait_for
@@ -244,7 +244,7 @@ def test_a_held_transfer_of_an_unmanaged_source_waits_for_its_signature_then_for
     assert held["status"] == "PARTIALLY_SIGNED" and "OFF_PLATFORM" in held["errorMessage"]
     tx = Transaction.unscoped.get(offchain_id=held["offchainId"])
     signature = owner.sign_message(bytes(tx.message))
-    tx = engine.transaction_add_signatures(transaction=tx, signatures={str(owner.pubkey()): str(signature)})
+    tx = collecting.transaction_add_signatures(transaction=tx, signatures={str(owner.pubkey()): str(signature)})
     assert tx.status == TransactionStatus.PENDING_APPROVAL  # signed, still held: not submitted
     response = decide(approver, "approve", held, wait=True)
     assert response.json()["status"] in ("CONFIRMED", "FINALIZED"), response.json()

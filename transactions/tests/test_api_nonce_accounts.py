@@ -21,7 +21,7 @@ from accounts.models import Account, AccountStatus, AccountType
 from custody.models import ManagedKey
 from conftest import assert_error, make_client
 from instruments.tests.test_races import inject_after_build
-from transactions import fee_payers, nonce_pool, services as engine, tasks
+from transactions import collecting, ending, fee_payers, nonce_pool, tasks
 from chain import builder
 from transactions.models import NonceAccount, NonceState, PlatformFeePayer, Transaction, TransactionStatus
 from transactions.responses import wait_for
@@ -402,7 +402,7 @@ def test_a_transaction_that_ends_unlanded_advances_the_tenants_nonce_before_rele
     tx = Transaction.unscoped.get(offchain_id=held.json()["svmTransaction"]["offchainId"])
     assert tx.nonce_account == ids["onchainId"] and fetch(api, ids).json()["state"] == "LEASED"
 
-    engine.transaction_cancel(transaction=tx)
+    ending.transaction_cancel(transaction=tx)
 
     # Its authority key is the service's: the value the cancelled bytes were signed over is
     # spent first, then the account is free for the next transaction.
@@ -433,7 +433,7 @@ def test_an_off_platform_authority_leaves_the_transaction_partially_signed(api, 
     tx = Transaction.unscoped.get(offchain_id=held.json()["svmTransaction"]["offchainId"])
     assert tx.missing_signers == [str(authority.pubkey())]
     # The authority signs off platform (Sign Transaction's service).
-    signed = engine.transaction_add_signatures(transaction=tx, signatures={str(authority.pubkey()): str(authority.sign_message(bytes(tx.message)))})
+    signed = collecting.transaction_add_signatures(transaction=tx, signatures={str(authority.pubkey()): str(authority.sign_message(bytes(tx.message)))})
     assert signed.status == TransactionStatus.SIGNED
     assert wait_for(tx, "confirmed").status in ("CONFIRMED", "FINALIZED")
     assert onchain_nonce(chain, lookups[0]["onchainId"])[3] != before
@@ -446,7 +446,7 @@ def test_a_cancelled_transaction_keeps_an_unadvanceable_nonce_until_it_moves(api
     held = transfer(api, source, wait=None, durableNonceAccount=ids)
     tx = Transaction.unscoped.get(offchain_id=held.json()["svmTransaction"]["offchainId"])
 
-    cancelled = engine.transaction_cancel(transaction=tx)
+    cancelled = ending.transaction_cancel(transaction=tx)
 
     # The service cannot advance the nonce, so the cancelled bytes could still execute if
     # the authority signed them: the account is not leased again until its nonce moved.

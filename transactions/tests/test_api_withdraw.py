@@ -24,7 +24,7 @@ from positions.tests.test_api_transfer_network_currency import account, off_plat
 from tenancy.roles import Role
 from tenancy.tests.factories import issue_key
 from tests.workers import wait_for as wait_until
-from transactions import nonce_pool, settlement, signatures, staff, withdrawals
+from transactions import dkg_signers, nonce_pool, settlement, signatures, staff, withdrawals
 from chain.rpc import rpc_for
 from transactions.models import NonceAccount, Transaction, TransactionEvent, TransactionStatus
 from transactions.tests.chainkit import funded, nonce_value, send
@@ -308,10 +308,10 @@ def test_withdrawing_ends_the_transactions_threshold_signing_sessions(api, chain
     assert chain.get_signature_statuses([Signature.from_string(held["onchainId"])]).value[0] is None
 
     # The rule that decided it: only the service's players can sign for this key ...
-    assert signatures.dkg_signers_service_only(transaction=tx) == [address]
+    assert dkg_signers.dkg_signers_service_only(transaction=tx) == [address]
     # ... unless its shares were ever refreshed (players it removed keep old shares that still sign under the address).
     ThresholdKey.objects.filter(group_public_key=bytes(Pubkey.from_string(address)).hex()).update(generation=2)
-    assert signatures.dkg_signers_service_only(transaction=tx) == []
+    assert dkg_signers.dkg_signers_service_only(transaction=tx) == []
 
 
 # --- who may withdraw what ------------------------------------------------------------------------------

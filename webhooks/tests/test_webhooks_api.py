@@ -18,7 +18,7 @@ from instruments.tests.factories import FinancialInstrumentFactory
 from tenancy.tests.factories import issue_key
 from webhooks.models import WebhookEvent, WebhookSubscription
 from webhooks.tests.webhookkit import verify_signature
-from webhooks.services import opened_auth
+from webhooks.credentials import opened_auth
 
 BASE = "/api/v1/webhooks"
 API_KEY_SECRET = "key-value-never-shown-1f3a"
@@ -84,7 +84,7 @@ def test_create_answers_the_webhook_without_its_secrets_and_stores_them_sealed(a
         assert secret not in answers and secret not in stored and secret not in logged
     sub = WebhookSubscription.unscoped.get(offchain_id=body["offchainId"])
     assert set(sub.signing_secret) == {"sealed"} and "whsec_" not in stored
-    from webhooks.services import opened_auth
+    from webhooks.credentials import opened_auth
 
     assert opened_auth(sub)["oauth2AuthConfig"]["clientSecret"] == CLIENT_SECRET  # sealed, not lost
 
@@ -157,7 +157,7 @@ def test_update_is_a_patch_and_disables_rotates_and_replaces_auth(api, tenant):
     updated = response.json()["updatedWebhook"]
     assert updated["timeout"] == 9 and updated["status"] == "DISABLED" and updated["name"] == "ops" and updated["apiKeyAuthConfig"]["keyValue"] == "********"
     sub = WebhookSubscription.unscoped.get(offchain_id=body["offchainId"])
-    from webhooks.services import opened_auth, signing_secrets
+    from webhooks.credentials import opened_auth, signing_secrets
 
     assert opened_auth(sub)["apiKeyAuthConfig"]["keyValue"] == API_KEY_SECRET  # untouched by a patch that does not name it
     first, _ = signing_secrets(sub)
@@ -253,7 +253,7 @@ def test_an_instruments_webhooks_are_subscriptions_kept_in_step_with_its_list(ap
         (name, "FINANCIAL_INSTRUMENT", ["transaction.pre_submit", "transaction.post_submit"], {"onchainId": instrument.address, "offchainId": str(instrument.offchain_id)})
         for name in ("a", "b")]
     a = WebhookSubscription.unscoped.get(name="a")
-    from webhooks.services import signing_secrets
+    from webhooks.credentials import signing_secrets
 
     secret = signing_secrets(a)[0]
     assert_error(api.call("patch", BASE, {"itemData": {"webhook": {"offchainId": str(a.offchain_id)}, "endpointUrl": "http://127.0.0.1:9/x"}}), 400, "MANAGED_BY_INSTRUMENT", "itemData.endpointUrl")

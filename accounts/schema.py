@@ -36,4 +36,10 @@ def postprocess(result, generator, request, public):
                                                                                    "location": {"type": "array", "nullable": True, "maxItems": 0}}},
         }}
         create_account["properties"]["itemData"]["allOf"].append({"anyOf": [no_dkg, with_dkg]})
+    # Only DURATION limits have a duration.
+    if "DebitLimitRequest" in schemas:
+        schemas["DebitLimitRequest"]["anyOf"] = [
+            {"properties": {"limitType": {"type": "string", "enum": ["DURATION"]}}},
+            {"properties": {"durationHours": {"type": "integer", "nullable": True, "enum": [None]}}},
+        ]
     return result

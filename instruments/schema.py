@@ -37,6 +37,15 @@ def al_id_pattern() -> str:
     return f"^(?:AL(?:{kinds})[0-9]{{8}})?$"
 
 
+
+def _lacks(item: str) -> dict:
+    return {"type": "array", "items": {"not": {"enum": [item]}}}
+
+
+def _has(item: str) -> dict:
+    """``contains`` in OpenAPI 3.0 terms: not every item differs from ``item``."""
+    return {"type": "array", "not": {"items": {"not": {"enum": [item]}}}}
+
 def postprocess(result, generator, request, public):
     schemas = result.get("components", {}).get("schemas", {})
     # Positive normal multipliers only (OUT_OF_RANGE; Token-2022 refuses subnormals), in Create
@@ -108,4 +117,25 @@ def postprocess(result, generator, request, public):
                        {"required": [f"new{role}Authority"], "properties": {f"new{role}Authority": {"type": "object"}}}]}
             for role in ("Closing", "Pausable", "ScaledUiAmount", "TransferHook")
         )
+    # ElGamal public keys are 32 bytes, a decryptable supply 36 bytes, base64-encoded (INVALID).
+    base64_sizes = {"ConfidentialTransferRequest": {"auditorElgamalPubkey": 32}, "ConfidentialMintBurnRequest": {"supplyElgamalPubkey": 32, "decryptableSupply": 36}}
+    for name, fields in base64_sizes.items():
+        for field, size in fields.items():
+            if name in schemas and field in schemas[name]["properties"]:
+                prop = schemas[name]["properties"][field]
+                full, rest = divmod(size, 3)
+                prop["pattern"] = f"^[A-Za-z0-9+/]{{{4 * full}}}" + ("" if not rest else f"[A-Za-z0-9+/]{{{rest + 1}}}{'=' * (3 - rest)}") + "$"
+                prop.pop("minLength", None)
+                prop.pop("maxLength", None)
+                prop["description"] = f"{size} bytes, base64-encoded."
+    calculator = schemas.get("CalculatorInputRequest")
+    if calculator is not None:
+        calculator["properties"]["extensions"] = {"allOf": [calculator["properties"]["extensions"],
+            {"anyOf": [_lacks("TOKEN_METADATA"), _has("METADATA_POINTER")]},
+            {"anyOf": [_lacks("CONFIDENTIAL_MINT_BURN"), _has("CONFIDENTIAL_TRANSFER")]}],
+            "description": "TOKEN_METADATA needs METADATA_POINTER, CONFIDENTIAL_MINT_BURN needs CONFIDENTIAL_TRANSFER."}
+        calculator["anyOf"] = [
+            {"properties": {"metadata": {"type": "object", "nullable": True, "maxProperties": 0}}},
+            {"properties": {"extensions": _has("TOKEN_METADATA")}},
+        ]
     return result

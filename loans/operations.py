@@ -1,10 +1,5 @@
-"""The loans area's operation names (docs/architecture.md, "Where a confirmation goes").
-
-A transaction records the name of the operation that built it (``Transaction.operation``);
-the handlers that apply its effects register under the same name
-(``transactions.effects.effect_handler`` / ``failure_handler``). Both sides use these
-constants, so a search for one finds the code that builds the transaction and the code that
-settles it (tests/test_operation_handlers.py holds every name to its handlers)."""
+"""The loans area's operation names: shared by the code that builds each transaction and
+the handlers of its effects (positions/operations.py says why; docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -25,4 +25,7 @@ def postprocess(result, generator, request, public):
             schemas[name]["anyOf"] = [given("position", "object"), {"allOf": [given("owner", "object"), given("financialInstrument", "object")]}]
             for field in inapplicable.get(name, ()):
                 schemas[name]["properties"][field] = {"type": "object", "nullable": True, "enum": [None], "description": "Does not apply to this operation (400 NOT_APPLICABLE)."}
+    # A value names lamports or amount.
+    if "ValueRequest" in schemas:
+        schemas["ValueRequest"]["anyOf"] = [given("lamports", "integer"), {"required": ["amount"], "properties": {"amount": {"type": "string", "minLength": 1}}}]
     return result

@@ -17,4 +17,10 @@ def postprocess(result, generator, request, public):
         if key is not None:
             key["properties"]["httpHeaderName"]["pattern"] = HEADER_NAME
             key["properties"]["keyValue"]["pattern"] = HEADER_VALUE
+    for name in ("WebhookRequest", "CreateWebhookItemRequest", "UpdateWebhookItemRequest"):
+        webhook = schemas.get(name)
+        if webhook is not None:
+            # One way to authenticate to the endpoint, not both (CONFLICTING_FIELDS).
+            _none = {"nullable": True, "enum": [None]}
+            webhook.setdefault("allOf", []).append({"anyOf": [{"properties": {"apiKeyAuthConfig": _none}}, {"properties": {"oauth2AuthConfig": _none}}]})
     return result

@@ -29,8 +29,8 @@ SPECTACULAR_SETTINGS = {
     # The rules common to every area first, then each area's own (its schema.py).
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums", "ledger_project.api.schema.postprocess", "accounts.schema.postprocess",
-        "positions.schema.postprocess", "instruments.schema.postprocess", "webhooks.schema.postprocess",
-        "lookup_tables.schema.postprocess", "vaults.schema.postprocess", "marketdata.schema.postprocess",
+        "positions.schema.postprocess", "instruments.schema.postprocess", "transactions.schema.postprocess", "webhooks.schema.postprocess",
+        "lookup_tables.schema.postprocess", "loans.schema.postprocess", "vaults.schema.postprocess", "marketdata.schema.postprocess",
     ],
     # The payloads the service sends (docs/webhooks.md); an OpenAPI 3.0 document carries them
     # as x-webhooks (ledger_project/api/schema.py).

@@ -335,15 +335,6 @@ LOOKUP_REFERENCES = {
 NULL_STRING = {"type": "string", "nullable": True, "enum": [None]}
 
 
-def _lacks(item: str) -> dict:
-    return {"type": "array", "items": {"not": {"enum": [item]}}}
-
-
-def _has(item: str) -> dict:
-    """``contains`` in OpenAPI 3.0 terms: not every item differs from ``item``."""
-    return {"type": "array", "not": {"items": {"not": {"enum": [item]}}}}
-
-
 def _walk(node):
     if isinstance(node, dict):
         yield node
@@ -394,19 +385,8 @@ def postprocess(result, generator, request, public):
                 "type": "string", "nullable": True, "enum": [None],
                 "description": "Null or absent: records of another organization cannot be changed or used to sign (400 NOT_WRITABLE).",
             }
-    # A transaction, a loan (by its escrow) and a loan strategy are named by onchainId or offchainId.
-    for name in ("TransactionIdentifierRequest", "EscrowLookupRequest", "StrategyLookupRequest"):
-        identifier = schemas.get(name)
-        if identifier is not None:
-            identifier["anyOf"] = [given("onchainId", "string"), given("offchainId", "string")]
-    # Sign Transaction: an off-platform signature is given as signature or as dkgSigning (a
-    # DKG account's partial signatures): REQUIRED without either, CONFLICTING_FIELDS with both.
-    off_platform_signature = schemas.get("OffPlatformSignatureRequest")
-    if off_platform_signature is not None:
-        off_platform_signature["anyOf"] = [
-            {**given("signature", "string"), "properties": {"signature": {"type": "string", "minLength": 1}, "dkgSigning": {"type": "object", "nullable": True, "enum": [None]}}},
-            {**given("dkgSigning", "object"), "properties": {"dkgSigning": {"type": "object"}, "signature": NULL_STRING}},
-        ]
+    # Rules between the fields of one area's bodies: that area's schema.py (accounts, positions,
+    # instruments, transactions, webhooks, loans, …).
     # Bulk answers: one of the detail levels' shapes, any of them for an empty page;
     # compact and identifiers items carry exactly their fields.
     for name in [n for n in schemas if n.startswith("Bulk") and n.endswith("Page")]:
@@ -417,47 +397,10 @@ def postprocess(result, generator, request, public):
                  "PositionCompactOutput", "PositionOwnerIdentifiersOutput", "PositionCompactInstrumentOutput", "PositionIdentifiersOutput"):
         if name in schemas:
             schemas[name]["additionalProperties"] = False
-    # Rules between the fields of one area's bodies: that area's schema.py (accounts, positions, instruments, …).
-    for name in ("WebhookRequest", "CreateWebhookItemRequest", "UpdateWebhookItemRequest"):
-        webhook = schemas.get(name)
-        if webhook is not None:
-            # One way to authenticate to the endpoint, not both (CONFLICTING_FIELDS).
-            _none = {"nullable": True, "enum": [None]}
-            webhook.setdefault("allOf", []).append({"anyOf": [{"properties": {"apiKeyAuthConfig": _none}}, {"properties": {"oauth2AuthConfig": _none}}]})
     # The payloads the service sends (SPECTACULAR_SETTINGS["WEBHOOKS"]): OpenAPI 3.0 has no
     # webhooks section (3.1 does), so they are published as the x-webhooks extension.
     if "webhooks" in result and not str(result.get("openapi", "")).startswith(("3.1", "3.2")):
         result["x-webhooks"] = result.pop("webhooks")
-    # ElGamal public keys are 32 bytes, a decryptable supply 36 bytes, base64-encoded (INVALID).
-    base64_sizes = {"ConfidentialTransferRequest": {"auditorElgamalPubkey": 32}, "ConfidentialMintBurnRequest": {"supplyElgamalPubkey": 32, "decryptableSupply": 36}}
-    for name, fields in base64_sizes.items():
-        for field, size in fields.items():
-            if name in schemas and field in schemas[name]["properties"]:
-                prop = schemas[name]["properties"][field]
-                full, rest = divmod(size, 3)
-                prop["pattern"] = f"^[A-Za-z0-9+/]{{{4 * full}}}" + ("" if not rest else f"[A-Za-z0-9+/]{{{rest + 1}}}{'=' * (3 - rest)}") + "$"
-                prop.pop("minLength", None)
-                prop.pop("maxLength", None)
-                prop["description"] = f"{size} bytes, base64-encoded."
-    calculator = schemas.get("CalculatorInputRequest")
-    if calculator is not None:
-        calculator["properties"]["extensions"] = {"allOf": [calculator["properties"]["extensions"],
-            {"anyOf": [_lacks("TOKEN_METADATA"), _has("METADATA_POINTER")]},
-            {"anyOf": [_lacks("CONFIDENTIAL_MINT_BURN"), _has("CONFIDENTIAL_TRANSFER")]}],
-            "description": "TOKEN_METADATA needs METADATA_POINTER, CONFIDENTIAL_MINT_BURN needs CONFIDENTIAL_TRANSFER."}
-        calculator["anyOf"] = [
-            {"properties": {"metadata": {"type": "object", "nullable": True, "maxProperties": 0}}},
-            {"properties": {"extensions": _has("TOKEN_METADATA")}},
-        ]
-    # Only DURATION limits have a duration.
-    if "DebitLimitRequest" in schemas:
-        schemas["DebitLimitRequest"]["anyOf"] = [
-            {"properties": {"limitType": {"type": "string", "enum": ["DURATION"]}}},
-            {"properties": {"durationHours": {"type": "integer", "nullable": True, "enum": [None]}}},
-        ]
-    # A value names lamports or amount.
-    if "ValueRequest" in schemas:
-        schemas["ValueRequest"]["anyOf"] = [given("lamports", "integer"), {"required": ["amount"], "properties": {"amount": {"type": "string", "minLength": 1}}}]
     # A named durable nonce account goes with messageLifetimeStrategy DURABLE_NONCE
     # (CONFLICTING_FIELDS, accounts/nonces.py).
     svm_config = schemas.get("SvmTransactionConfigRequest")

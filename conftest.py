@@ -69,6 +69,18 @@ def assert_error(response, status: int, code: str | None = None, field: str | No
     return body
 
 
+@pytest.fixture(autouse=True, scope="session")
+def response_shapes_checked():
+    """Every answer a fast renderer builds during the tests is checked against the
+    serializer that documents it (ledger_project/api/shapes.py): every area's API tests are
+    shape tests too."""
+    from ledger_project.api.shapes import check_shapes
+
+    check_shapes(True)
+    yield
+    check_shapes(False)
+
+
 @pytest.fixture(autouse=True)
 def process_caches_reset():
     """Per-process caches that outlive a test: the platform fee payer's row (rolled back

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 
+from ledger_project.api.shapes import renders
 from ledger_project.timestamps import timestamp_text
 
 from .limits import effective_limits
@@ -23,6 +24,7 @@ def _opt_int(value):
     return int(value) if value is not None else None
 
 
+@renders("accounts.serializers.AccountOutput")
 def account_detailed(a) -> dict:
     last_sig, last_id = getattr(a, "last_tx_signature", None), getattr(a, "last_tx_offchain", None)
     creation_sig, creation_id = getattr(a, "creation_tx_signature", None), getattr(a, "creation_tx_offchain", None)
@@ -69,6 +71,7 @@ def account_detailed(a) -> dict:
     }
 
 
+@renders("accounts.serializers.AccountCompactOutput")
 def account_compact(a) -> dict:
     return {
         "onchain": {"id": a.address},
@@ -79,6 +82,7 @@ def account_compact(a) -> dict:
     }
 
 
+@renders("accounts.serializers.AccountIdentifiersOutput")
 def account_identifiers(a) -> dict:
     return {"onchainId": a.address, "offchainId": str(a.offchain_id)}
 

@@ -42,4 +42,11 @@ def postprocess(result, generator, request, public):
             {"properties": {"limitType": {"type": "string", "enum": ["DURATION"]}}},
             {"properties": {"durationHours": {"type": "integer", "nullable": True, "enum": [None]}}},
         ]
+    # An account that may be one the organization has no record of (account_or_unrecorded):
+    # a full account also has every field of an unrecorded one, so the two shapes overlap and
+    # the answer is either (anyOf), not exactly one of them.
+    either = [{"$ref": "#/components/schemas/AccountOutput"}, {"$ref": "#/components/schemas/UnrecordedAccountOutput"}]
+    for schema in schemas.values():
+        if schema.get("oneOf") == either:
+            schema["anyOf"] = schema.pop("oneOf")
     return result

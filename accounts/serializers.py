@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from decimal import Decimal
 
-from drf_spectacular.utils import extend_schema_field
+from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema_field
 from rest_framework import serializers
 
 from ledger_project.api.envelope import (
@@ -439,3 +439,18 @@ class DurableNonceAccountOutput(DurableNonceAccountCompactOutput):
 BulkDurableNonceAccountsOutput = bulk_output("BulkDurableNonceAccountsOutput", DurableNonceAccountOutput)
 BulkDurableNonceAccountsCompactOutput = bulk_output("BulkDurableNonceAccountsCompactOutput", DurableNonceAccountCompactOutput)
 BulkDurableNonceAccountsIdentifiersOutput = bulk_output("BulkDurableNonceAccountsIdentifiersOutput", DurableNonceAccountIdentifiersOutput)
+
+
+class UnrecordedAccountOutput(serializers.Serializer):
+    """An account the organization has no record of: its address, nothing offchain."""
+
+    onchain = AccountOnchainOutput()
+    offchain = serializers.JSONField(allow_null=True, help_text="null")
+    managed = serializers.BooleanField()
+    status = serializers.CharField(allow_null=True)
+
+
+def account_or_unrecorded(name: str, **kwargs) -> PolymorphicProxySerializer:
+    """An account field whose account may be one the organization has no record of (an
+    authority, a counterparty): AccountOutput, or UnrecordedAccountOutput (address only)."""
+    return PolymorphicProxySerializer(component_name=name, serializers=[AccountOutput, UnrecordedAccountOutput], resource_type_field_name=None, **kwargs)

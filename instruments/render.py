@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from accounts.render import account_detailed, uuid_text
 from ledger_project.api.renderers import display_amount
+from ledger_project.api.shapes import renders
 from ledger_project.timestamps import timestamp_text
 
 from .models import AUTHORITY_ROLES, authority_column
@@ -39,6 +40,7 @@ def _authority(i, role: str, accounts: dict) -> dict | None:
     return unrecorded_account(address) if address else None
 
 
+@renders("instruments.serializers.InstrumentOutput")
 def instrument_detailed(i, accounts: dict, chain: ChainMint | None = None) -> dict:
     """``accounts``: account_responses() of the related records. ``chain``: the mint as just read from the network (details); pages show the copy
     stored at the last confirmation."""
@@ -92,6 +94,7 @@ def instrument_detailed(i, accounts: dict, chain: ChainMint | None = None) -> di
     return response
 
 
+@renders("instruments.serializers.InstrumentCompactOutput")
 def instrument_compact(i) -> dict:
     return {
         "onchain": {"id": i.address},
@@ -105,5 +108,6 @@ def instrument_compact(i) -> dict:
     }
 
 
+@renders("accounts.serializers.IdentifiersOut")
 def instrument_identifiers(i) -> dict:
     return {"onchainId": i.address, "offchainId": str(i.offchain_id)}

@@ -13,7 +13,7 @@ from django.core.validators import URLValidator
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from accounts.serializers import AccountOutput, AccountReferencesSerializer, IdentifiersOut, LookupInput, NewAccountSerializer, ValueOutput
+from accounts.serializers import AccountReferencesSerializer, IdentifiersOut, LookupInput, NewAccountSerializer, ValueOutput, account_or_unrecorded
 from ledger_project.api.envelope import (
     EnvelopeSerializer,
     FreeFormObjectField,
@@ -299,18 +299,18 @@ class InstrumentOutput(serializers.Serializer):
     onchain = InstrumentOnchainOutput()
     offchain = InstrumentOffchainOutput()
     alId = serializers.CharField()
-    mintAccount = AccountOutput()
+    mintAccount = account_or_unrecorded("InstrumentMintAccount")
     version = serializers.ChoiceField(choices=TokenVersion.choices)
-    mintAuthority = AccountOutput(allow_null=True)
-    updateAuthority = AccountOutput(allow_null=True)
-    freezeAuthority = AccountOutput(allow_null=True)
-    permanentDelegateAuthority = AccountOutput(allow_null=True)
-    closingAuthority = AccountOutput(allow_null=True)
-    pausableAuthority = AccountOutput(allow_null=True)
-    scaledUiAmountAuthority = AccountOutput(allow_null=True)
-    transferHookAuthority = AccountOutput(allow_null=True)
-    confidentialTransferAuthority = AccountOutput(allow_null=True)
-    confidentialMintBurnAuthority = AccountOutput(allow_null=True)
+    mintAuthority = account_or_unrecorded("InstrumentAuthorityAccount", allow_null=True)
+    updateAuthority = account_or_unrecorded("InstrumentAuthorityAccount", allow_null=True)
+    freezeAuthority = account_or_unrecorded("InstrumentAuthorityAccount", allow_null=True)
+    permanentDelegateAuthority = account_or_unrecorded("InstrumentAuthorityAccount", allow_null=True)
+    closingAuthority = account_or_unrecorded("InstrumentAuthorityAccount", allow_null=True)
+    pausableAuthority = account_or_unrecorded("InstrumentAuthorityAccount", allow_null=True)
+    scaledUiAmountAuthority = account_or_unrecorded("InstrumentAuthorityAccount", allow_null=True)
+    transferHookAuthority = account_or_unrecorded("InstrumentAuthorityAccount", allow_null=True)
+    confidentialTransferAuthority = account_or_unrecorded("InstrumentAuthorityAccount", allow_null=True)
+    confidentialMintBurnAuthority = account_or_unrecorded("InstrumentAuthorityAccount", allow_null=True)
     onchainData = OnchainDataOutput()
     offchainData = serializers.DictField()
     defaultPositionState = serializers.ChoiceField(choices=PositionState.choices)

@@ -11,17 +11,20 @@ from decimal import Decimal, localcontext
 from accounts.render import account_detailed, uuid_text
 from instruments.render import unrecorded_account
 from ledger_project.api.renderers import DisplayDecimal
+from ledger_project.api.shapes import renders
 from ledger_project.timestamps import timestamp_text
 from positions.values import display
 
 from . import onchain
 
 
+@renders("accounts.serializers.IdentifiersOut")
 def identifiers(loan) -> dict:
     """A loan: its escrow's address and its offchainId (its escrow record's)."""
     return {"onchainId": loan.escrow_address, "offchainId": uuid_text(loan.offchain_id)}
 
 
+@renders("accounts.serializers.IdentifiersOut")
 def strategy_identifiers(strategy) -> dict:
     return {"onchainId": strategy.address, "offchainId": uuid_text(strategy.offchain_id)}
 
@@ -91,6 +94,7 @@ def _market(loan, accounts: dict, readings: dict, now: int) -> tuple[list[dict],
     return out, prices
 
 
+@renders("loans.serializers.LoanOutput")
 def loan_detailed(loan, *, accounts: dict, readings: dict, now: int, until: int | None = None) -> dict:
     """The spec's Loan response, then what the service adds. ``accounts``: display records
     by pk (loans/selectors.py); ``readings``: decoded feeds by address; ``now``: the chain's
@@ -149,6 +153,7 @@ def loan_detailed(loan, *, accounts: dict, readings: dict, now: int, until: int 
     }
 
 
+@renders("loans.serializers.StrategyOutput")
 def strategy_detailed(strategy, *, accounts: dict) -> dict:
     mints = list(strategy.mints.all())
 

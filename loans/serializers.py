@@ -10,10 +10,9 @@ service's own endpoints (docs/loans.md, "Loan strategies").
 
 from __future__ import annotations
 
-from drf_spectacular.utils import PolymorphicProxySerializer
 from rest_framework import serializers
 
-from accounts.serializers import AccountOnchainOutput, AccountOutput, IdentifiersOut, ValueOutput
+from accounts.serializers import IdentifiersOut, ValueOutput, account_or_unrecorded
 from ledger_project.api.envelope import (
     AddressField,
     EnvelopeSerializer,
@@ -275,17 +274,7 @@ class StrategyDetailsInput(EnvelopeSerializer):
 # --- answers ---------------------------------------------------------------------------------
 
 
-class UnrecordedAccountOutput(serializers.Serializer):
-    """An account the organization has no record of: its address, nothing offchain."""
-
-    onchain = AccountOnchainOutput()
-    offchain = serializers.JSONField(allow_null=True, help_text="null")
-    managed = serializers.BooleanField()
-    status = serializers.CharField(allow_null=True)
-
-
-def _account(name: str, **kwargs):
-    return PolymorphicProxySerializer(component_name=name, serializers=[AccountOutput, UnrecordedAccountOutput], resource_type_field_name=None, **kwargs)
+_account = account_or_unrecorded
 
 
 class ItemInstrumentOutput(serializers.Serializer):

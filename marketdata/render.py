@@ -6,6 +6,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from accounts.render import uuid_text
+from ledger_project.api.shapes import renders
 from ledger_project.timestamps import timestamp_text
 
 from .models import DEFI_PROTOCOL, DataSourceEvaluation, OnchainDataSource, joined_errors
@@ -13,6 +14,7 @@ from .onchain import at, price
 from .schedule import interval_of
 
 
+@renders("marketdata.serializers.DataSourceIdentifiersOutput")
 def identifiers(source: OnchainDataSource) -> dict:
     """The data source: its feed account's address and its offchainId."""
     return {"onchainId": source.address, "offchainId": uuid_text(source.offchain_id)}
@@ -39,6 +41,7 @@ def _errors(e: DataSourceEvaluation, record: dict) -> list[str]:
     return errors
 
 
+@renders("marketdata.serializers.EvaluationOutput")
 def evaluation(e: DataSourceEvaluation | None, exponent: int) -> dict | None:
     """An evaluation record: what each source answered, the result, what was written."""
     if e is None:
@@ -89,6 +92,7 @@ def live_feed(source: OnchainDataSource, state, slot: int | None) -> dict | None
     }
 
 
+@renders("marketdata.serializers.DataSourceCompactOutput")
 def compact(source: OnchainDataSource) -> dict:
     last = source.last_evaluation
     return {
@@ -106,6 +110,7 @@ def compact(source: OnchainDataSource) -> dict:
 _RECORDED = object()
 
 
+@renders("marketdata.serializers.DataSourceOutput")
 def detailed(source: OnchainDataSource, *, live=_RECORDED) -> dict:
     """The data source; ``live``: the feed read from the chain now (Fetch Onchain Data
     Source Details; None when no feed is there), else the record's copy (bulk pages read

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from ledger_project.api.shapes import renders
+
 from .models import Batch, BatchItem, BatchItemStatus
 
 
@@ -26,6 +28,7 @@ _ITEM_FIELDS = (
 )
 
 
+@renders("positions.serializers.BatchOutput")
 def batch_render(batch: Batch) -> dict:
     """BatchOutput: the batch, its items by index (one query) and their counts by status."""
     from ledger_project.timestamps import timestamp_text

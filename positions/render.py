@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from accounts.render import account_compact, account_detailed, uuid_text
+from ledger_project.api.shapes import renders
 from ledger_project.timestamps import timestamp_text
 
 from .values import token_value
 
 
+@renders("positions.serializers.PositionIdentifiersOutput")
 def position_identifiers(p) -> dict:
     return {"onchainId": p.address, "offchainId": uuid_text(p.offchain_id)}
 
@@ -17,6 +19,7 @@ def _instrument(i) -> dict:
             "symbol": i.symbol, "decimals": i.decimals, "paused": i.paused}
 
 
+@renders("positions.serializers.PositionCompactOutput")
 def position_compact(p) -> dict:
     return {
         **position_identifiers(p),
@@ -28,6 +31,7 @@ def position_compact(p) -> dict:
     }
 
 
+@renders("positions.serializers.PositionOutput")
 def position_detailed(p) -> dict:
     return {
         **position_identifiers(p),

@@ -10,9 +10,10 @@ Everything shown comes from the database; nothing here asks the cluster.
 
 from __future__ import annotations
 
+from chain.decode import decode_message
+from ledger_project.api.shapes import renders
 from ledger_project.timestamps import timestamp_text
 
-from chain.decode import decode_message
 from .responses import transaction_result
 
 #: Effects keys naming the records an operation created or changed → their type.
@@ -35,11 +36,13 @@ def operation_records(effects: dict | None) -> list[dict]:
     return [{"type": kind, "offchainId": offchain_id} for kind, offchain_id in dict.fromkeys(found)]
 
 
+@renders("transactions.serializers.TransactionIdentifiersOutput")
 def transaction_identifiers(tx) -> dict:
     # A held transaction's signature is not disclosed (TransactionResultOutput.get_onchainId).
     return {"onchainId": None if tx.approval_required else tx.onchain_id, "offchainId": str(tx.offchain_id)}
 
 
+@renders("transactions.serializers.TransactionResultOutput")
 def transaction_compact(tx) -> dict:
     return transaction_result(tx)
 
@@ -50,6 +53,7 @@ def _chain_error(error) -> str | None:
     return None
 
 
+@renders("transactions.serializers.TransactionDetailsOutput")
 def transaction_details(tx) -> dict:
     """The transaction result and what the transaction is: the operation that created it,
     its message decoded (accounts, instructions, lookup tables), its signers and which

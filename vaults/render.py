@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from accounts.render import uuid_text
+from ledger_project.api.shapes import renders
 from ledger_project.timestamps import timestamp_text
 from positions.values import token_value
 
 
+@renders("vaults.serializers.VaultIdentifiersOutput")
 def vault_identifiers(v) -> dict:
     """The vault: its token account's address and its offchainId (its position's)."""
     return {"onchainId": v.token_address, "offchainId": uuid_text(v.offchain_id)}
@@ -23,6 +25,7 @@ def _transaction(tx) -> dict | None:
     return {"onchainId": None if tx.approval_required else tx.onchain_id, "offchainId": uuid_text(tx.offchain_id)}
 
 
+@renders("vaults.serializers.VaultOutput")
 def vault_detailed(v) -> dict:
     return {
         "vault": vault_identifiers(v),

@@ -2,19 +2,7 @@
 
 from django.db import migrations, models
 
-
-def _content_type_follows(apps, schema_editor):
-    """Permissions, staff roles and the admin's history name the model by content type:
-    move the existing row to the new app rather than leave them on a stale one."""
-    content_types = apps.get_model("contenttypes", "ContentType")
-    if not content_types.objects.filter(app_label="custody", model="managedkey").exists():
-        content_types.objects.filter(app_label="accounts", model="managedkey").update(app_label="custody")
-
-
-def _content_type_returns(apps, schema_editor):
-    content_types = apps.get_model("contenttypes", "ContentType")
-    if not content_types.objects.filter(app_label="accounts", model="managedkey").exists():
-        content_types.objects.filter(app_label="custody", model="managedkey").update(app_label="accounts")
+from ledger_project.migration_ops import move_content_types
 
 
 class Migration(migrations.Migration):
@@ -54,5 +42,5 @@ class Migration(migrations.Migration):
             ],
             database_operations=[],
         ),
-        migrations.RunPython(_content_type_follows, _content_type_returns),
+        move_content_types("accounts", "custody", ("managedkey",)),
     ]

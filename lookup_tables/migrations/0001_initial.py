@@ -5,19 +5,7 @@ import django.db.models.manager
 import uuid
 from django.db import migrations, models
 
-
-def _content_type_follows(apps, schema_editor):
-    """Permissions, staff roles and the admin's history name the model by content type:
-    move the existing row to the new app rather than leave them on a stale one."""
-    content_types = apps.get_model("contenttypes", "ContentType")
-    if not content_types.objects.filter(app_label="lookup_tables", model="addresslookuptable").exists():
-        content_types.objects.filter(app_label="transactions", model="addresslookuptable").update(app_label="lookup_tables")
-
-
-def _content_type_returns(apps, schema_editor):
-    content_types = apps.get_model("contenttypes", "ContentType")
-    if not content_types.objects.filter(app_label="transactions", model="addresslookuptable").exists():
-        content_types.objects.filter(app_label="lookup_tables", model="addresslookuptable").update(app_label="transactions")
+from ledger_project.migration_ops import move_content_types
 
 
 class Migration(migrations.Migration):
@@ -75,5 +63,5 @@ class Migration(migrations.Migration):
             ],
             database_operations=[],
         ),
-        migrations.RunPython(_content_type_follows, _content_type_returns),
+        move_content_types("transactions", "lookup_tables", ("addresslookuptable",)),
     ]

@@ -6,25 +6,7 @@ import django.db.models.manager
 import uuid
 from django.db import migrations, models
 
-
-MODELS = ("webhooksubscription", "webhookevent", "webhookattempt", "networkeventcursor")
-
-
-def _move_content_types(apps, source: str, target: str) -> None:
-    content_types = apps.get_model("contenttypes", "ContentType")
-    for model in MODELS:
-        if not content_types.objects.filter(app_label=target, model=model).exists():
-            content_types.objects.filter(app_label=source, model=model).update(app_label=target)
-
-
-def _content_type_follows(apps, schema_editor):
-    """Permissions, staff roles and the admin's history name the models by content type:
-    move the existing rows to the new app rather than leave them on stale ones."""
-    _move_content_types(apps, "transactions", "webhooks")
-
-
-def _content_type_returns(apps, schema_editor):
-    _move_content_types(apps, "webhooks", "transactions")
+from ledger_project.migration_ops import move_content_types
 
 
 class Migration(migrations.Migration):
@@ -181,5 +163,5 @@ class Migration(migrations.Migration):
             ],
             database_operations=[],
         ),
-        migrations.RunPython(_content_type_follows, _content_type_returns),
+        move_content_types("transactions", "webhooks", ("webhooksubscription", "webhookevent", "webhookattempt", "networkeventcursor")),
     ]

@@ -5,10 +5,16 @@ permissions only a superuser may change (roles are given by groups)."""
 from __future__ import annotations
 
 import json
+import operator
+from datetime import timedelta
+from functools import reduce
 
+from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
+from django.db.models import Q
+from django.utils import timezone
 from django.utils.html import format_html
 
 from .models import Heartbeat, LoginFailure, StaffAuditEntry
@@ -50,16 +56,29 @@ class StaffAuditEntryAdmin(ReadOnlyAdmin):
 
 @admin.register(LoginFailure)
 class LoginFailureAdmin(ReadOnlyAdmin):
-    list_display = ("username", "ip", "failures", "first_failure_at", "last_failure_at", "locked_until")
-    search_fields = ("=username", "=ip")
+    """django-axes' attempts (backoffice/lockout.py); its request copies (get_data,
+    post_data) are left out: a sign-in form has nothing an officer needs there."""
+
+    list_display = ("username", "ip_address", "failures_since_start", "attempt_time", "locked_until")
+    search_fields = ("=username", "=ip_address")
+    fields = ("username", "ip_address", "user_agent", "path_info", "failures_since_start", "attempt_time", "locked_until")
+    readonly_fields = fields
     actions = ["unlock"]
+
+    @admin.display(description="locked until")
+    def locked_until(self, row):
+        if row.failures_since_start < settings.LEDGER_ADMIN_LOCKOUT_FAILURES:
+            return "-"
+        until = row.attempt_time + timedelta(seconds=settings.LEDGER_ADMIN_LOCKOUT_SECONDS)
+        return until if until > timezone.now() else "-"
 
     @staff_action(description="Unlock: clear the failures of the selected sign-ins", permissions=["unlock"],
                   confirm_note="The username may sign in again from that address at once.")
     def unlock(self, request, queryset):
-        count = len(queryset)
-        LoginFailure.objects.filter(pk__in=[row.pk for row in queryset]).delete()
-        self.message_user(request, f"{count} sign-in lock(s) cleared.", messages.SUCCESS)
+        # axes keeps a row per browser (user agent) and locks on their sum: clear the pair.
+        pairs = {(row.username, row.ip_address) for row in queryset}
+        LoginFailure.objects.filter(reduce(operator.or_, (Q(username=name, ip_address=ip) for name, ip in pairs), Q(pk__in=[]))).delete()
+        self.message_user(request, f"{len(pairs)} sign-in lock(s) cleared.", messages.SUCCESS)
 
     def has_unlock_permission(self, request) -> bool:
         return request.user.has_perm("backoffice.unlock_login")

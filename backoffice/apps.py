@@ -19,7 +19,11 @@ class BackofficeConfig(AppConfig):
         from celery.signals import before_task_publish
         from django.db.models.signals import post_migrate
 
-        from . import heartbeat, roles, scheduling
+        from django.core import checks
+
+        from . import heartbeat, lockout, roles, scheduling
+
+        checks.register(lockout.retired_window_check)
 
         # Roles follow the models: a migration that adds a model adds its view permission
         # to the viewer role, and so on (backoffice/roles.py); the periodic tasks of

@@ -99,7 +99,6 @@ def clusters() -> list[dict]:
     futures = {name: executor.submit(_cluster_figures, name, payers.get(name), addresses.get(name, [])) for name in names}
     done, _ = wait(futures.values(), timeout=settings.LEDGER_ADMIN_NODE_TIMEOUT_SECONDS)
     executor.shutdown(wait=False)
-    now = timezone.now()
     out = []
     for name, future in futures.items():
         figures = future.result() if future in done else {"node": None, "fee_payer_lamports": None, "nonce_lamports": None,

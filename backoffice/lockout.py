@@ -1,72 +1,81 @@
-"""Staff sign-in lockout (docs/admin.md, "Sign-in"): a failure counter per username and
-client address, and a cool-down.
+"""Staff sign-in lockout (docs/admin.md, "Sign-in"): django-axes, with the back office's
+settings, audit and message.
 
-LEDGER_ADMIN_LOCKOUT_FAILURES failures of one username from one address within
-LEDGER_ADMIN_LOCKOUT_WINDOW_SECONDS lock that pair for LEDGER_ADMIN_LOCKOUT_SECONDS: the
-sign-in form then refuses it without checking the password (so guessing goes no further,
-and the right password does not unlock it early). A successful sign-in clears the
-counter; a security officer can unlock in the admin (deleting the LoginFailure row).
-Usernames are counted lower-cased, so case variants share one counter. The address is
-REMOTE_ADDR: behind a proxy, the proxy must set it to the client's (gunicorn's
-forwarded_allow_ips), or every client shares the proxy's counter.
+django-axes counts failed sign-ins per username and client address (AXES_LOCKOUT_PARAMETERS
+in settings.py) in its AccessAttempt table; LEDGER_ADMIN_LOCKOUT_FAILURES failures, each
+within LEDGER_ADMIN_LOCKOUT_SECONDS of the one before, lock that pair until
+LEDGER_ADMIN_LOCKOUT_SECONDS after the last. While locked, its authentication backend (first
+in AUTHENTICATION_BACKENDS) refuses before any password is checked, so guessing goes no
+further and the right password does not end the lock early; a refused attempt does not
+lengthen it. A successful sign-in clears the pair; a security officer can unlock in the
+admin (backoffice.models.LoginFailure, a view of AccessAttempt).
+
+What is ours: the callables below, which read the two LEDGER_ADMIN_LOCKOUT_* settings when
+called (so tests and operators change them like any setting); usernames counted lower-cased,
+so case variants share one count; the address is REMOTE_ADDR (behind a proxy, the proxy
+must set it to the client's — gunicorn's forwarded_allow_ips — or every client shares the
+proxy's count); and the form below, which audits each failure and lockout and says until
+when the pair is locked, on the sign-in page itself rather than axes' bare 429 page.
 """
 
 from __future__ import annotations
 
+import os
 from datetime import datetime, timedelta
 
+from axes.handlers.proxy import AxesProxyHandler
 from django import forms
 from django.conf import settings
+from django.core import checks
 from django.contrib.admin.forms import AdminAuthenticationForm
-from django.db import IntegrityError, transaction
-from django.db.models import F
-from django.utils import timezone
 
-from .audit import AuditKind, audit_record, client_ip
-from .models import LoginFailure
+from .audit import AuditKind, audit_record
 
 
-def _key(username: str, ip: str | None) -> tuple[str, str]:
-    return (username or "").strip().lower()[:150], ip or "0.0.0.0"
+def failure_limit(request, credentials) -> int:
+    return settings.LEDGER_ADMIN_LOCKOUT_FAILURES
 
 
-def locked_until(username: str, ip: str | None) -> datetime | None:
-    name, address = _key(username, ip)
-    row = LoginFailure.objects.filter(username=name, ip=address, locked_until__gt=timezone.now()).only("locked_until").first()
-    return row.locked_until if row is not None else None
+def cool_off(request) -> timedelta:
+    return timedelta(seconds=settings.LEDGER_ADMIN_LOCKOUT_SECONDS)
 
 
-def failure_record(username: str, ip: str | None) -> LoginFailure:
-    """Count one failure; lock the pair when it reaches the limit within the window."""
-    name, address = _key(username, ip)
-    now = timezone.now()
-    window = timedelta(seconds=settings.LEDGER_ADMIN_LOCKOUT_WINDOW_SECONDS)
-    with transaction.atomic():
-        row = LoginFailure.objects.select_for_update().filter(username=name, ip=address).first()
-        if row is None:
-            try:
-                with transaction.atomic():
-                    row = LoginFailure.objects.create(username=name, ip=address, failures=0, first_failure_at=now, last_failure_at=now)
-            except IntegrityError:  # a concurrent first failure created it
-                row = LoginFailure.objects.select_for_update().get(username=name, ip=address)
-        if row.first_failure_at < now - window or (row.locked_until is not None and row.locked_until <= now):
-            # The window (or a lock) is over: counting starts again.
-            LoginFailure.objects.filter(pk=row.pk).update(failures=0, first_failure_at=now, locked_until=None)
-        LoginFailure.objects.filter(pk=row.pk).update(failures=F("failures") + 1, last_failure_at=now)
-        row.refresh_from_db()
-        if row.failures >= settings.LEDGER_ADMIN_LOCKOUT_FAILURES and row.locked_until is None:
-            row.locked_until = now + timedelta(seconds=settings.LEDGER_ADMIN_LOCKOUT_SECONDS)
-            row.save(update_fields=["locked_until"])
-    return row
+def username(request, credentials) -> str | None:
+    if credentials and credentials.get("username") is not None:
+        name = credentials["username"]
+    else:
+        name = request.POST.get("username") if request is not None else None
+    return name.strip().lower()[:150] if name is not None else None
 
 
-def failures_clear(username: str, ip: str | None) -> None:
-    name, address = _key(username, ip)
-    LoginFailure.objects.filter(username=name, ip=address).delete()
+def retired_window_check(app_configs, **kwargs) -> list[checks.Warning]:
+    """The hand-written lockout's counting window has no meaning under axes: say so to an
+    operator who still sets it, rather than let them believe it works."""
+    if "LEDGER_ADMIN_LOCKOUT_WINDOW_SECONDS" not in os.environ:
+        return []
+    return [checks.Warning("LEDGER_ADMIN_LOCKOUT_WINDOW_SECONDS is no longer read: failures now count within LEDGER_ADMIN_LOCKOUT_SECONDS of each other.",
+                           hint="Remove it; docs/admin.md, \"Sign-in\".", id="backoffice.W001")]
+
+
+def locked_out_response(request, original_response, credentials):
+    """The sign-in that reached the limit keeps its own answer (the form saying the
+    password was wrong): the next attempt meets the lock, in the form's clean below."""
+    return original_response
+
+
+def locked_until(request, name: str) -> datetime | None:
+    """When the lock on ``name`` from this request's address ends, or None if not locked."""
+    credentials = {"username": name}
+    if not AxesProxyHandler.is_locked(request, credentials):
+        return None
+    handler = AxesProxyHandler.get_implementation()
+    last = max((attempt.attempt_time for attempts in handler.get_user_attempts(request, credentials) for attempt in attempts.only("attempt_time")),
+               default=request.axes_attempt_time)
+    return last + cool_off(request)
 
 
 class LockoutAuthenticationForm(AdminAuthenticationForm):
-    """The admin's sign-in form with the lockout in front of the password check."""
+    """The admin's sign-in form: the lock in front of the password check, and the audit."""
 
     error_messages = {
         **AdminAuthenticationForm.error_messages,
@@ -74,22 +83,22 @@ class LockoutAuthenticationForm(AdminAuthenticationForm):
     }
 
     def clean(self):
-        username = self.cleaned_data.get("username") or ""
-        ip = client_ip(self.request)
-        until = locked_until(username, ip)
+        name = self.cleaned_data.get("username") or ""
+        until = locked_until(self.request, name)
         if until is not None:
-            audit_record(request=self.request, kind=AuditKind.LOCKED_OUT, action="login", actor_name=username, outcome=[f"refused: locked until {until:%Y-%m-%d %H:%M:%S}"])
+            audit_record(request=self.request, kind=AuditKind.LOCKED_OUT, action="login", actor_name=name, outcome=[f"refused: locked until {until:%Y-%m-%d %H:%M:%S}"])
             raise forms.ValidationError(self.error_messages["locked_out"], code="locked_out", params={"until": f"{until:%H:%M:%S}"})
         try:
-            cleaned = super().clean()
+            cleaned = super().clean()  # axes counts a failure (its user_login_failed receiver)
         except forms.ValidationError:
-            row = failure_record(username, ip)
-            locked = row.locked_until is not None
-            audit_record(request=self.request, kind=AuditKind.LOCKED_OUT if locked else AuditKind.LOGIN_FAILED, action="login", actor_name=username,
-                         outcome=[f"failure {row.failures} of {settings.LEDGER_ADMIN_LOCKOUT_FAILURES}" + (f"; locked until {row.locked_until:%Y-%m-%d %H:%M:%S}" if locked else "")])
+            failures = getattr(self.request, "axes_failures_since_start", None) or 0
+            limit = failure_limit(self.request, None)
+            locked = bool(getattr(self.request, "axes_locked_out", False))
+            outcome = f"failure {failures} of {limit}" + (f"; locked until {self.request.axes_attempt_time + cool_off(self.request):%Y-%m-%d %H:%M:%S}" if locked else "")
+            audit_record(request=self.request, kind=AuditKind.LOCKED_OUT if locked else AuditKind.LOGIN_FAILED, action="login", actor_name=name, outcome=[outcome])
             raise
         if self.get_user() is None:  # a field was missing: the form shows its own error
             return cleaned
-        failures_clear(username, ip)
+        # axes clears this pair's failures when the view signs the user in (AXES_RESET_ON_SUCCESS).
         audit_record(request=self.request, user=self.get_user(), kind=AuditKind.LOGIN, action="login")
         return cleaned

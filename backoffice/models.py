@@ -3,6 +3,7 @@ permissions of staff actions (docs/admin.md)."""
 
 from __future__ import annotations
 
+from axes.models import AccessAttempt
 from django.db import models
 from django.utils import timezone
 
@@ -79,25 +80,20 @@ class StaffAuditEntry(models.Model):
         raise AuditImmutable("Staff audit entries cannot be deleted.")
 
 
-class LoginFailure(models.Model):
-    """Failed staff sign-ins of one username from one address (backoffice/lockout.py):
-    ``failures`` within the window; at LEDGER_ADMIN_LOCKOUT_FAILURES, ``locked_until`` is
-    set and sign-in is refused — even with the right password — until it passes. A
-    successful sign-in deletes the row; deleting it in the admin unlocks."""
-
-    username = models.CharField(max_length=150, help_text="Lower-cased.")
-    ip = models.GenericIPAddressField()
-    failures = models.PositiveIntegerField(default=0)
-    first_failure_at = models.DateTimeField(default=timezone.now)
-    last_failure_at = models.DateTimeField(default=timezone.now)
-    locked_until = models.DateTimeField(null=True, blank=True)
+class LoginFailure(AccessAttempt):
+    """Failed staff sign-ins of one username (lower-cased) from one address: django-axes'
+    AccessAttempt, shown in the back office under this name (backoffice/lockout.py). At
+    LEDGER_ADMIN_LOCKOUT_FAILURES ``failures_since_start`` the pair is locked until
+    LEDGER_ADMIN_LOCKOUT_SECONDS after ``attempt_time`` (the last failure); a successful
+    sign-in deletes the row; deleting it in the admin unlocks."""
 
     class Meta:
-        ordering = ["-last_failure_at"]
-        constraints = [models.UniqueConstraint(fields=["username", "ip"], name="login_failure_unique_user_ip")]
+        proxy = True
+        verbose_name = "login failure"
+        ordering = ["-attempt_time"]
 
     def __str__(self) -> str:
-        return f"{self.username} from {self.ip}: {self.failures}"
+        return f"{self.username} from {self.ip_address}: {self.failures_since_start}"
 
 
 class Heartbeat(models.Model):

@@ -117,5 +117,8 @@ def logging_config(*, level: str, http_client_level: str) -> dict:
             # httpcore its connection details at DEBUG: provider URLs carry API keys.
             "httpx": {"level": http_client_level},
             "httpcore": {"level": http_client_level},
+            # django-axes narrates every sign-in at INFO; its failures and lockouts are WARNING
+            # (and in the staff audit, with the username).
+            "axes": {"level": "WARNING"},
         },
     }

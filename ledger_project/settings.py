@@ -91,6 +91,8 @@ INSTALLED_APPS = [
     "tenancy", "custody", "accounts", "instruments", "positions", "loans", "marketdata", "transactions", "webhooks", "lookup_tables", "vaults",
     "django_celery_beat",
     "django_celery_results",
+    # Staff sign-in lockout (backoffice/lockout.py holds its settings' meaning).
+    "axes",
     # Last: its post_migrate syncs the staff roles over every app's permissions.
     "backoffice.apps.BackofficeConfig",
 ]
@@ -109,6 +111,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last: turns a sign-in that reached the lockout into the sign-in page's answer.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "ledger_project.urls"
@@ -440,11 +444,11 @@ if DATABASES["default"]["ENGINE"] == "ledger_project.sqlite":
 CELERY_TASK_ROUTES = {"ledger.*": {"queue": CELERY_TASK_DEFAULT_QUEUE}}
 
 # --- Back office (the admin; docs/admin.md) -------------------------------------------------
-# Sign-in lockout: this many failures of one username from one address within the window
-# lock that pair for LOCKOUT_SECONDS (the right password included); a success clears it.
+# Sign-in lockout (django-axes; backoffice/lockout.py): this many failures of one username from
+# one address, each within LOCKOUT_SECONDS of the last, lock the pair for LOCKOUT_SECONDS.
 LEDGER_ADMIN_LOCKOUT_FAILURES = env.int("LEDGER_ADMIN_LOCKOUT_FAILURES", default=5)
-LEDGER_ADMIN_LOCKOUT_WINDOW_SECONDS = env.int("LEDGER_ADMIN_LOCKOUT_WINDOW_SECONDS", default=15 * 60)
 LEDGER_ADMIN_LOCKOUT_SECONDS = env.int("LEDGER_ADMIN_LOCKOUT_SECONDS", default=15 * 60)
+from ledger_project.lockout_settings import *  # noqa: E402, F401, F403  (django-axes: AXES_*)
 # Lists above this many rows show an estimated count on PostgreSQL instead of counting.
 LEDGER_ADMIN_EXACT_COUNT_LIMIT = env.int("LEDGER_ADMIN_EXACT_COUNT_LIMIT", default=10_000)
 # Filters by every value of a field (cluster, operation) and the date hierarchy's first

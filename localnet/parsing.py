@@ -14,6 +14,7 @@ from typing import Callable
 
 from solders.hash import Hash
 from solders.pubkey import Pubkey
+from solders.token.state import Mint, TokenAccount
 
 from . import tokens
 
@@ -63,9 +64,8 @@ def _optional_pk(raw: bytes) -> str | None:
     return None if raw == bytes(32) else _pk(raw)
 
 
-def _coption_pk(data: bytes, offset: int) -> str | None:
-    tag = struct.unpack_from("<I", data, offset)[0]
-    return _pk(data[offset + 4:offset + 36]) if tag else None
+def _optional(key: Pubkey | None) -> str | None:
+    return str(key) if key is not None else None
 
 
 def _nonce(data: bytes) -> dict:
@@ -122,29 +122,39 @@ def mint_decimals(mint: Pubkey, get_account: GetAccount) -> int | None:
 
 
 def _token(acc, data: bytes, get_account: GetAccount) -> dict:
+    """The base account and mint are solders' (SPL Token's own unpacking, as the reference
+    parses them): one that is not initialized is not parsable, and the answer falls back
+    to base64 as the reference's does."""
     is_2022 = acc.owner == tokens.TOKEN_2022_PROGRAM
     if tokens.is_token_account(acc):
-        decimals = mint_decimals(Pubkey(data[0:32]), get_account)
+        try:
+            base = TokenAccount.from_bytes(bytes(data[:165]))
+        except ValueError:
+            raise NotParsable from None
+        decimals = mint_decimals(base.mint, get_account)
         if decimals is None:  # the reference needs the mint's decimals, else no parse
             raise NotParsable
-        info: dict = {"isNative": False, "mint": _pk(data[0:32]), "owner": _pk(data[32:64]), "state": _STATES.get(data[108], "initialized"),
-                      "tokenAmount": tokens.ui_amount(tokens.u64(data, 64), decimals)}
-        delegate = _coption_pk(data, 72)
-        if delegate is not None:
-            info["delegate"] = delegate
-            info["delegatedAmount"] = tokens.ui_amount(tokens.u64(data, 121), decimals)
-        if struct.unpack_from("<I", data, 109)[0]:
+        info: dict = {"isNative": False, "mint": str(base.mint), "owner": str(base.owner), "state": _STATES[int(base.state)],
+                      "tokenAmount": tokens.ui_amount(base.amount, decimals)}
+        if base.delegate is not None:
+            info["delegate"] = str(base.delegate)
+            info["delegatedAmount"] = tokens.ui_amount(base.delegated_amount, decimals)
+        if base.is_native is not None:
             info["isNative"] = True
-            info["rentExemptReserve"] = tokens.ui_amount(tokens.u64(data, 113), decimals)
-        close = _coption_pk(data, 129)
-        if close is not None:
-            info["closeAuthority"] = close
+            info["rentExemptReserve"] = tokens.ui_amount(base.is_native, decimals)
+        if base.close_authority is not None:
+            info["closeAuthority"] = str(base.close_authority)
         extensions = _extensions(data) if is_2022 else []
         if extensions:
             info["extensions"] = extensions
         return {"type": "account", "info": info}
     if tokens.is_mint(acc):
-        info = {"mintAuthority": _coption_pk(data, 0), "supply": str(tokens.u64(data, 36)), "decimals": data[44], "isInitialized": bool(data[45]), "freezeAuthority": _coption_pk(data, 46)}
+        try:
+            base = Mint.from_bytes(bytes(data[:82]))
+        except ValueError:
+            raise NotParsable from None
+        info = {"mintAuthority": _optional(base.mint_authority), "supply": str(base.supply), "decimals": base.decimals, "isInitialized": base.is_initialized,
+                "freezeAuthority": _optional(base.freeze_authority)}
         extensions = _extensions(data) if is_2022 else []
         if extensions:
             info["extensions"] = extensions

@@ -1,9 +1,13 @@
-"""Just enough of the SPL Token / Token-2022 account layouts to answer token RPC methods.
+"""Just enough of the SPL Token / Token-2022 account layouts to answer token RPC methods
+cheaply: which kind an account is, and the amount, mint, owner and decimals fields.
 
 Base layouts are shared by both programs: a token account is 165 bytes (mint 0..32,
 owner 32..64, amount 64..72, state at 108); a mint is 82 bytes (supply 36..44, decimals
 44). Token-2022 accounts with extensions are longer and carry an account-type byte at
-165 (1 mint, 2 account).
+165 (1 mint, 2 account). The whole base layouts (jsonParsed, parsing.py) are read by
+solders; these few fixed offsets stay by hand because they are on the path of every
+transaction (token_balances) and of every scan of a program's accounts, where unpacking
+each account whole would cost more than the field read.
 """
 
 from __future__ import annotations
@@ -13,7 +17,6 @@ from solders.pubkey import Pubkey
 TOKEN_PROGRAM = Pubkey.from_string("TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA")
 TOKEN_2022_PROGRAM = Pubkey.from_string("TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb")
 TOKEN_PROGRAMS = (TOKEN_PROGRAM, TOKEN_2022_PROGRAM)
-_STATES = {0: "uninitialized", 1: "initialized", 2: "frozen"}
 
 
 def is_token_account(acc) -> bool:
@@ -49,44 +52,6 @@ def ui_amount(amount: int, decimals: int) -> dict:
     else:
         text = digits
     return {"amount": str(amount), "decimals": decimals, "uiAmount": float(amount) / float(10 ** decimals), "uiAmountString": text}
-
-
-def _coption_pubkey(data: bytes, offset: int) -> str | None:
-    return str(Pubkey(bytes(data[offset + 4:offset + 36]))) if int.from_bytes(bytes(data[offset:offset + 4]), "little") else None
-
-
-def token_account_info(acc, decimals: int) -> dict:
-    data = acc.data
-    return {
-        "isNative": False,
-        "mint": str(Pubkey(bytes(data[0:32]))),
-        "owner": str(Pubkey(bytes(data[32:64]))),
-        "state": _STATES.get(data[108], "initialized"),
-        "tokenAmount": ui_amount(u64(data, 64), decimals),
-    }
-
-
-def mint_info(acc) -> dict:
-    data = acc.data
-    return {
-        "decimals": data[44],
-        "freezeAuthority": _coption_pubkey(data, 46),
-        "isInitialized": bool(data[45]),
-        "mintAuthority": _coption_pubkey(data, 0),
-        "supply": str(u64(data, 36)),
-    }
-
-
-def parsed(acc, get_account) -> dict | None:
-    """jsonParsed form of a token account or mint; None for anything else."""
-    program = "spl-token" if acc.owner == TOKEN_PROGRAM else "spl-token-2022"
-    if is_token_account(acc):
-        mint = get_account(Pubkey(bytes(acc.data[0:32])))
-        decimals = mint_decimals(mint) if mint is not None else 0
-        return {"program": program, "parsed": {"info": token_account_info(acc, decimals), "type": "account"}, "space": len(acc.data)}
-    if is_mint(acc):
-        return {"program": program, "parsed": {"info": mint_info(acc), "type": "mint"}, "space": len(acc.data)}
-    return None
 
 
 def token_balances(keys, accounts: dict, get_account) -> list[dict]:

@@ -94,8 +94,11 @@ def _delegate_on_chain(tx, facts: ConfirmationFacts) -> dict:
 
     position = _position(tx)
     onchain = facts.accounts.get(position.address) if position is not None else None
-    if onchain is not None and len(onchain.data) >= 165:
-        state = decode_token_account(bytes(onchain.data))
+    try:
+        state = decode_token_account(bytes(onchain.data)) if onchain is not None else None
+    except ValueError:  # not a token account (any more): the operation's own view
+        state = None
+    if state is not None:
         return {"delegate_address": state.delegate or "", "delegated_amount": state.delegated_amount}
     delegate = tx.effects.get("delegate") or {}
     return {"delegate_address": delegate.get("onchainId") or "", "delegated_amount": int(delegate.get("lamports") or 0)}

@@ -12,8 +12,8 @@ from spl.token.instructions import get_associated_token_address
 
 from accounts.services import SYSTEM_PROGRAM, TOKEN_PROGRAMS
 
-#: Size of a token account without extensions (both programs).
-TOKEN_ACCOUNT_SIZE = 165
+from .onchain import TOKEN_ACCOUNT_SIZE  # noqa: F401  (size of a token account without extensions, both programs)
+
 #: Account-side extension each mint extension requires (Token-2022), with its data length:
 #: TransferHook → TransferHookAccount (1: the "transferring" flag), Pausable →
 #: PausableAccount (0), NonTransferable → NonTransferableAccount (0), TransferFeeConfig →

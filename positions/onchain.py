@@ -1,13 +1,17 @@
-"""Token accounts as the network holds them (SPL Token and Token-2022 share the base
-layout: mint 32, owner 32, amount u64, delegate COption<Pubkey> 36, state u8, is_native
-COption<u64> 12, delegated_amount u64, close_authority COption<Pubkey> 36 = 165 bytes)."""
+"""Token accounts as the network holds them. SPL Token and Token-2022 share the 165-byte
+base layout (Token-2022 appends its extensions after it), read by solders
+(``solders.token.state.TokenAccount``, SPL Token's own unpacking): ValueError when the data
+is not an initialized token account."""
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 
-from solders.pubkey import Pubkey
+from solders.token.state import TokenAccount
+from solders.token.state import TokenAccountState as _State
+
+#: Size of a token account without extensions (both programs).
+TOKEN_ACCOUNT_SIZE = 165
 
 
 @dataclass(frozen=True)
@@ -22,14 +26,15 @@ class TokenAccountState:
 
 
 def decode_token_account(data: bytes) -> TokenAccountState:
-    if len(data) < 165:
+    if len(data) < TOKEN_ACCOUNT_SIZE:
         raise ValueError("not a token account")
-    mint, owner = str(Pubkey.from_bytes(data[0:32])), str(Pubkey.from_bytes(data[32:64]))
-    (amount,) = struct.unpack_from("<Q", data, 64)
-    (has_delegate,) = struct.unpack_from("<I", data, 72)
-    delegate = str(Pubkey.from_bytes(data[76:108])) if has_delegate else None
-    state = data[108]
-    (delegated_amount,) = struct.unpack_from("<Q", data, 121)
-    (has_close,) = struct.unpack_from("<I", data, 129)
-    close_authority = str(Pubkey.from_bytes(data[133:165])) if has_close else None
-    return TokenAccountState(mint, owner, amount, delegate, state == 2, delegated_amount, close_authority)
+    base = TokenAccount.from_bytes(bytes(data[:TOKEN_ACCOUNT_SIZE]))  # ValueError: not initialized, or invalid
+    return TokenAccountState(
+        mint=str(base.mint),
+        owner=str(base.owner),
+        amount=base.amount,
+        delegate=str(base.delegate) if base.delegate is not None else None,
+        frozen=base.state == _State.Frozen,
+        delegated_amount=base.delegated_amount,
+        close_authority=str(base.close_authority) if base.close_authority is not None else None,
+    )

@@ -27,14 +27,15 @@ from .onchain import decode_token_account
 
 @dataclass
 class Drift:
-    kind: str  # LAMPORTS, TOKEN_AMOUNT, FROZEN, DELEGATE, MISSING_ONCHAIN
+    kind: str  # LAMPORTS, TOKEN_AMOUNT, FROZEN, DELEGATE, MISSING_ONCHAIN, NOT_A_TOKEN_ACCOUNT
     record: str  # offchainId
     address: str
     offchain: object
     onchain: object
 
     def as_dict(self) -> dict:
-        return {"kind": self.kind, "offchainId": self.record, "address": self.address, "offchain": str(self.offchain), "onchain": str(self.onchain)}
+        return {"kind": self.kind, "offchainId": self.record, "address": self.address, "offchain": str(self.offchain),
+                "onchain": None if self.onchain is None else str(self.onchain)}  # null: nothing (readable) there
 
 
 @dataclass
@@ -89,7 +90,11 @@ def reconcile(*, cluster: str, repair: bool = False) -> Report:
         if position is None:
             continue
         report.positions_checked += 1
-        state = decode_token_account(bytes(onchain.data))
+        try:
+            state = decode_token_account(bytes(onchain.data))
+        except ValueError:  # something else lives at a position's address now: no repair can say what
+            report.drift.append(Drift("NOT_A_TOKEN_ACCOUNT", str(account.offchain_id), account.address, int(account.token_balance or 0), None))
+            continue
         if int(account.token_balance or 0) != state.amount:
             report.drift.append(Drift("TOKEN_AMOUNT", str(account.offchain_id), account.address, int(account.token_balance or 0), state.amount))
             fixes.append(("account", account.pk, {"token_balance": state.amount}))

@@ -52,7 +52,10 @@ def position_balance(*, tenant, cluster: str, lookup: dict, at=None, field: str 
     else:
         offchain = int(position.account.token_balance or 0)
         chain = rpc_for(cluster).account(Pubkey.from_string(position.address))
-        onchain = decode_token_account(bytes(chain.data)).amount if chain is not None and len(chain.data) >= 165 else None
+        try:
+            onchain = decode_token_account(bytes(chain.data)).amount if chain is not None else None
+        except ValueError:  # no token account there (any more)
+            onchain = None
     return {
         "position": {"onchainId": position.address, "offchainId": uuid_text(position.offchain_id)},
         "financialInstrument": {"onchainId": instrument.address, "offchainId": uuid_text(instrument.offchain_id)},

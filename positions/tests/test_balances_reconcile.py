@@ -100,3 +100,23 @@ def test_reconcile_reports_drift_made_outside_the_service_and_repairs_it(api, ce
     assert code == 0 and report["repaired"] == 2
     assert reconcile() == (0, {**reconcile()[1], "drift": []})
     assert fetch_balance(api, pos)["offchain"]["lamports"] == 15
+
+
+@pytest.mark.django_db(transaction=True)
+def test_reconcile_reports_a_position_whose_address_holds_no_token_account(api, celery_worker_process, chain):
+    """The base layout is solders' (positions/onchain.py): anything else at a position's
+    address is drift of its own kind, reported and never "repaired" into a balance."""
+    from accounts.models import Account
+
+    key = funded(chain)
+    owner = wallet(api)
+    bond = instrument(api, authority=wallet(api, key))
+    pos = position(api, owner, bond)
+    # The record now names an address where a plain system account lives.
+    stranger = funded(chain).pubkey()
+    Account.unscoped.filter(address=pos["onchainId"]).update(address=str(stranger))
+    code, report = reconcile()
+    assert code == 1
+    assert ("NOT_A_TOKEN_ACCOUNT", str(stranger), "0", None) in {(d["kind"], d["address"], d["offchain"], d["onchain"]) for d in report["drift"]}
+    code, report = reconcile("--repair")
+    assert code == 1 and "NOT_A_TOKEN_ACCOUNT" in {d["kind"] for d in report["drift"]}

@@ -28,6 +28,6 @@ class Command(BaseCommand):
         for name in clusters:
             report = reconcile(cluster=name, repair=repair)
             self.stdout.write(json.dumps(report.as_dict()))
-            drifted |= bool(report.drift) and not repair
+            drifted |= len(report.drift) > report.repaired  # each repaired drift is one fix; the rest stay
         if drifted:
             raise SystemExit(1)

@@ -101,12 +101,6 @@ def extend_program(*, program: Pubkey, payer: Pubkey, additional_bytes: int) -> 
     return Instruction(LOADER, _tag(EXTEND_PROGRAM) + struct.pack("<I", additional_bytes), accounts)
 
 
-def set_authority_checked(*, account: Pubkey, authority: Pubkey, new_authority: Pubkey) -> Instruction:
-    """Hands a buffer or a program's upgrade authority (``account``: the program data
-    account) to ``new_authority``, which signs too."""
-    return Instruction(LOADER, _tag(SET_AUTHORITY_CHECKED), [_w(account), _ro(authority, signer=True), _ro(new_authority, signer=True)])
-
-
 def close(*, account: Pubkey, recipient: Pubkey, authority: Pubkey, program: Pubkey | None = None) -> Instruction:
     """Closes a buffer (or, with ``program``, a program's data account); lamports to ``recipient``."""
     accounts = [_w(account), _w(recipient), _ro(authority, signer=True)]

@@ -17,7 +17,6 @@ from tenancy.scoping import worker_only
 
 #: (config object, secret field) pairs in a webhook definition.
 SECRET_FIELDS = (("apiKeyAuthConfig", "keyValue"), ("oauth2AuthConfig", "clientSecret"), ("oauth2AuthConfig", "password"))
-REDACTED = "********"
 
 
 def _purpose(hook: dict, config: str, field: str) -> str:
@@ -47,19 +46,6 @@ def subscriptions_sync(instrument, hooks: list[dict]) -> None:
 
     webhook_sync_instrument(tenant=instrument.tenant, cluster=instrument.cluster, instrument_offchain_id=instrument.offchain_id,
                             instrument_address=instrument.address, hooks=hooks)
-
-
-def redacted(hooks: list[dict]) -> list[dict]:
-    """Stored definitions as responses show them."""
-    out = []
-    for hook in hooks or []:
-        hook = {k: (dict(v) if isinstance(v, dict) else v) for k, v in hook.items()}
-        for config, field in SECRET_FIELDS:
-            section = hook.get(config)
-            if section and field in section:
-                section[field] = REDACTED
-        out.append(hook)
-    return out
 
 
 def opened(hook: dict, config: str, field: str) -> str | None:

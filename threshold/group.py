@@ -76,10 +76,6 @@ def mul(a: bytes, b: bytes) -> bytes:
     return _na.crypto_core_ed25519_scalar_mul(a, b)
 
 
-def negate(a: bytes) -> bytes:
-    return _na.crypto_core_ed25519_scalar_negate(a)
-
-
 def invert(a: bytes) -> bytes:
     if a == ZERO:
         raise ZeroDivisionError("zero has no inverse")

@@ -380,10 +380,6 @@ def value_units(amount: int, decimals: int, price_value: int, price_exponent: in
     return whole + (1 if round_up and rest else 0)
 
 
-def ltv_holds(collateral_units: int, debt_units: int, ltv_bps: int) -> bool:
-    return debt_units * abi.BPS <= collateral_units * ltv_bps
-
-
 def liquidatable(collateral_units: int, debt_units: int, liquidation_bps: int) -> bool:
     return debt_units * abi.BPS > collateral_units * liquidation_bps
 

@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import json
 import operator
-from datetime import timedelta
 from functools import reduce
 
-from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
@@ -17,6 +15,7 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.html import format_html
 
+from . import lockout
 from .models import Heartbeat, LoginFailure, StaffAuditEntry
 from ledger_project.staff import staff_action
 
@@ -67,9 +66,9 @@ class LoginFailureAdmin(ReadOnlyAdmin):
 
     @admin.display(description="locked until")
     def locked_until(self, row):
-        if row.failures_since_start < settings.LEDGER_ADMIN_LOCKOUT_FAILURES:
+        if row.failures_since_start < lockout.failure_limit(None, None):
             return "-"
-        until = row.attempt_time + timedelta(seconds=settings.LEDGER_ADMIN_LOCKOUT_SECONDS)
+        until = lockout.lock_end(row.attempt_time)
         return until if until > timezone.now() else "-"
 
     @staff_action(description="Unlock: clear the failures of the selected sign-ins", permissions=["unlock"],

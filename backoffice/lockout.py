@@ -40,6 +40,12 @@ def cool_off(request) -> timedelta:
     return timedelta(seconds=settings.LEDGER_ADMIN_LOCKOUT_SECONDS)
 
 
+def lock_end(last_failure: datetime) -> datetime:
+    """When the lock a failure at ``last_failure`` completed (or kept) ends: axes counts the
+    cool-off from the last failure."""
+    return last_failure + cool_off(None)
+
+
 def username(request, credentials) -> str | None:
     if credentials and credentials.get("username") is not None:
         name = credentials["username"]
@@ -71,7 +77,7 @@ def locked_until(request, name: str) -> datetime | None:
     handler = AxesProxyHandler.get_implementation()
     last = max((attempt.attempt_time for attempts in handler.get_user_attempts(request, credentials) for attempt in attempts.only("attempt_time")),
                default=request.axes_attempt_time)
-    return last + cool_off(request)
+    return lock_end(last)
 
 
 class LockoutAuthenticationForm(AdminAuthenticationForm):
@@ -94,7 +100,7 @@ class LockoutAuthenticationForm(AdminAuthenticationForm):
             failures = getattr(self.request, "axes_failures_since_start", None) or 0
             limit = failure_limit(self.request, None)
             locked = bool(getattr(self.request, "axes_locked_out", False))
-            outcome = f"failure {failures} of {limit}" + (f"; locked until {self.request.axes_attempt_time + cool_off(self.request):%Y-%m-%d %H:%M:%S}" if locked else "")
+            outcome = f"failure {failures} of {limit}" + (f"; locked until {lock_end(self.request.axes_attempt_time):%Y-%m-%d %H:%M:%S}" if locked else "")
             audit_record(request=self.request, kind=AuditKind.LOCKED_OUT if locked else AuditKind.LOGIN_FAILED, action="login", actor_name=name, outcome=[outcome])
             raise
         if self.get_user() is None:  # a field was missing: the form shows its own error

@@ -274,9 +274,6 @@ class StrategyDetailsInput(EnvelopeSerializer):
 # --- answers ---------------------------------------------------------------------------------
 
 
-_account = account_or_unrecorded
-
-
 class ItemInstrumentOutput(serializers.Serializer):
     onchainId = serializers.CharField()
     offchainId = serializers.UUIDField()
@@ -289,7 +286,7 @@ class DurationOutput(serializers.Serializer):
 
 class PledgedItemOutput(serializers.Serializer):
     pledgedAmount = serializers.DecimalField(max_digits=40, decimal_places=18, coerce_to_string=False)
-    accountDetails = _account("LoanAccountDetails", help_text="The escrow's token account holding the collateral.")
+    accountDetails = account_or_unrecorded("LoanAccountDetails", help_text="The escrow's token account holding the collateral.")
     financialInstrument = ItemInstrumentOutput()
 
 
@@ -304,7 +301,7 @@ class BorrowedItemOutput(serializers.Serializer):
     interestOutstanding = serializers.DecimalField(max_digits=40, decimal_places=18, coerce_to_string=False, help_text="Owed as of lastInterestUpdateTime.")
     estimatedInterest = serializers.DecimalField(max_digits=40, decimal_places=18, coerce_to_string=False, help_text="Owed at computeEstimatedInterestUntil (default: now).")
     lastInterestUpdateTime = serializers.DateTimeField(allow_null=True)
-    accountDetails = _account("LoanBorrowedAccountDetails", allow_null=True, help_text="The position the borrowed tokens went to.")
+    accountDetails = account_or_unrecorded("LoanBorrowedAccountDetails", allow_null=True, help_text="The position the borrowed tokens went to.")
     financialInstrument = ItemInstrumentOutput()
 
 
@@ -346,9 +343,9 @@ class LoanOutput(serializers.Serializer):
     """Spec "Loan response", then what the service adds (docs/loans.md)."""
 
     status = serializers.ChoiceField(choices=LoanStatus.choices)
-    escrow = _account("LoanEscrowAccount")
-    borrower = _account("LoanBorrowerAccount")
-    lender = _account("LoanLenderAccount")
+    escrow = account_or_unrecorded("LoanEscrowAccount")
+    borrower = account_or_unrecorded("LoanBorrowerAccount")
+    lender = account_or_unrecorded("LoanLenderAccount")
     pledgedItems = PledgedItemOutput(many=True)
     borrowedItems = BorrowedItemOutput(many=True)
     marketData = MarketDataOutput(many=True)
@@ -373,7 +370,7 @@ class StrategyMintOutput(serializers.Serializer):
     financialInstrument = serializers.JSONField(help_text="{onchainId, offchainId, alId}")
     dataSource = serializers.JSONField(help_text="{onchainId}")
     maxAgeSeconds = serializers.IntegerField()
-    liquidity = _account("LoanStrategyLiquidityAccount", help_text="The strategy's token account of the instrument.")
+    liquidity = account_or_unrecorded("LoanStrategyLiquidityAccount", help_text="The strategy's token account of the instrument.")
     balance = ValueOutput(allow_null=True)
 
 
@@ -390,7 +387,7 @@ class StrategyOutput(serializers.Serializer):
     defiProtocol = serializers.CharField()
     status = serializers.ChoiceField(choices=StrategyStatus.choices)
     strategyId = serializers.IntegerField()
-    lender = _account("LoanStrategyLender")
+    lender = account_or_unrecorded("LoanStrategyLender")
     program = serializers.JSONField()
     oracleProgram = serializers.JSONField()
     terms = TermsOutput()

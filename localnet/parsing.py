@@ -128,7 +128,7 @@ def _token(acc, data: bytes, get_account: GetAccount) -> dict:
     is_2022 = acc.owner == tokens.TOKEN_2022_PROGRAM
     if tokens.is_token_account(acc):
         try:
-            base = TokenAccount.from_bytes(bytes(data[:165]))
+            base = TokenAccount.from_bytes(bytes(data[:tokens.ACCOUNT_SIZE]))
         except ValueError:
             raise NotParsable from None
         decimals = mint_decimals(base.mint, get_account)
@@ -150,7 +150,7 @@ def _token(acc, data: bytes, get_account: GetAccount) -> dict:
         return {"type": "account", "info": info}
     if tokens.is_mint(acc):
         try:
-            base = Mint.from_bytes(bytes(data[:82]))
+            base = Mint.from_bytes(bytes(data[:tokens.MINT_SIZE]))
         except ValueError:
             raise NotParsable from None
         info = {"mintAuthority": _optional(base.mint_authority), "supply": str(base.supply), "decimals": base.decimals, "isInitialized": base.is_initialized,

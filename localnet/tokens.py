@@ -17,20 +17,21 @@ from solders.pubkey import Pubkey
 TOKEN_PROGRAM = Pubkey.from_string("TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA")
 TOKEN_2022_PROGRAM = Pubkey.from_string("TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb")
 TOKEN_PROGRAMS = (TOKEN_PROGRAM, TOKEN_2022_PROGRAM)
+ACCOUNT_SIZE, MINT_SIZE = 165, 82  # the base layouts; the account-type byte sits at ACCOUNT_SIZE
 
 
 def is_token_account(acc) -> bool:
     if acc is None or acc.owner not in TOKEN_PROGRAMS:
         return False
     n = len(acc.data)
-    return n == 165 or (n > 165 and acc.data[165] == 2)
+    return n == ACCOUNT_SIZE or (n > ACCOUNT_SIZE and acc.data[ACCOUNT_SIZE] == 2)
 
 
 def is_mint(acc) -> bool:
     if acc is None or acc.owner not in TOKEN_PROGRAMS:
         return False
     n = len(acc.data)
-    return n == 82 or (n > 165 and acc.data[165] == 1)
+    return n == MINT_SIZE or (n > ACCOUNT_SIZE and acc.data[ACCOUNT_SIZE] == 1)
 
 
 def u64(data: bytes, offset: int) -> int:
@@ -68,7 +69,7 @@ def token_balances(keys, accounts: dict, get_account) -> list[dict]:
             continue
         data = acc.data
         n = len(data)
-        if not (n == 165 or (n > 165 and data[165] == 2)):
+        if not (n == ACCOUNT_SIZE or (n > ACCOUNT_SIZE and data[ACCOUNT_SIZE] == 2)):
             continue
         mint_raw = data[0:32]
         decimals = decimals_of.get(mint_raw)

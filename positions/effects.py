@@ -90,14 +90,10 @@ def delegated_accounts(named) -> dict[int, list[str]]:
 def _delegate_on_chain(tx, facts: ConfirmationFacts) -> dict:
     """The token account's delegate as the chain has it after the transaction (the record
     follows the chain); the operation's own view when the account could not be read."""
-    from .onchain import decode_token_account
+    from .onchain import token_account_at
 
     position = _position(tx)
-    onchain = facts.accounts.get(position.address) if position is not None else None
-    try:
-        state = decode_token_account(bytes(onchain.data)) if onchain is not None else None
-    except ValueError:  # not a token account (any more): the operation's own view
-        state = None
+    state = token_account_at(facts.accounts.get(position.address) if position is not None else None)
     if state is not None:
         return {"delegate_address": state.delegate or "", "delegated_amount": state.delegated_amount}
     delegate = tx.effects.get("delegate") or {}

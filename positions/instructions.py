@@ -12,7 +12,7 @@ from spl.token.instructions import get_associated_token_address
 
 from accounts.services import SYSTEM_PROGRAM, TOKEN_PROGRAMS
 
-from .onchain import TOKEN_ACCOUNT_SIZE  # noqa: F401  (size of a token account without extensions, both programs)
+from instruments.token2022.constants import ACCOUNT_SIZE  # a token account without extensions (both programs)
 
 #: Account-side extension each mint extension requires (Token-2022), with its data length:
 #: TransferHook → TransferHookAccount (1: the "transferring" flag), Pausable →
@@ -53,8 +53,8 @@ def account_size(instrument) -> int:
     """Bytes of a token account of ``instrument`` with the extensions its mint requires
     (no ImmutableOwner: that one only associated accounts carry)."""
     if instrument.version != "TOKEN_2022":
-        return TOKEN_ACCOUNT_SIZE
+        return ACCOUNT_SIZE
     lengths = [_ACCOUNT_EXTENSION_LENGTH[e] for e in (instrument.extensions or []) if e in _ACCOUNT_EXTENSION_LENGTH]
     if not lengths:
-        return TOKEN_ACCOUNT_SIZE
-    return TOKEN_ACCOUNT_SIZE + 1 + sum(4 + n for n in lengths)
+        return ACCOUNT_SIZE
+    return ACCOUNT_SIZE + 1 + sum(4 + n for n in lengths)

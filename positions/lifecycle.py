@@ -43,7 +43,7 @@ from . import operations
 from . import instructions as ix
 from .locks import lock_position
 from .models import Position, PositionStatus
-from .onchain import TokenAccountState, decode_token_account
+from .onchain import TokenAccountState, token_account_at
 from .services import PositionResult, check_token_debit_settings, usable_instrument
 from .values import display
 
@@ -80,12 +80,8 @@ def _chain(position: Position) -> tuple[int, TokenAccountState] | None:
     """The token account as the network holds it now (lamports, decoded state); None when
     no token account of the instrument's program is there any more."""
     onchain = rpc_for(position.cluster).account(Pubkey.from_string(position.address))
-    if onchain is None or onchain.owner != ix.program_of(position.instrument):
-        return None
-    try:
-        return onchain.lamports, decode_token_account(bytes(onchain.data))
-    except ValueError:
-        return None
+    state = token_account_at(onchain, program=ix.program_of(position.instrument))
+    return (onchain.lamports, state) if state is not None else None
 
 
 def _chain_state(position: Position) -> tuple[int, TokenAccountState]:

@@ -60,7 +60,7 @@ from .locks import lock_positions
 from .lookup import OwnerTarget, resolve_position
 from .models import Position
 from .checks import live_position, movable_instrument
-from .onchain import decode_token_account
+from .onchain import token_account_at
 from .plan import BURN, MINT, TRADE, TRANSFER, Leg, MovementResult, Party, _Plan
 from .render import position_identifiers
 from .services import associated_draft, associated_rent, position_link_creation, position_save_new
@@ -100,12 +100,8 @@ def _chain_state(cluster: str, address: str, instrument: FinancialInstrument):
     none — also when only lamports were sent there (a system account: the ATA program
     creates the token account over it)."""
     account = rpc_for(cluster).account(Pubkey.from_string(address))
-    if account is None or account.owner != ix.program_of(instrument):
-        return None, None
-    try:
-        return account, decode_token_account(bytes(account.data))
-    except ValueError:
-        return None, None
+    state = token_account_at(account, program=ix.program_of(instrument))
+    return (account, state) if state is not None else (None, None)
 
 
 def _destination(plan: _Plan, tenant, cluster: str, lookup: dict, field: str, *, instrument: FinancialInstrument | None, create: bool, off_platform: bool, allowed: tuple[str, ...] = ()) -> Party:

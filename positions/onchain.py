@@ -10,8 +10,7 @@ from dataclasses import dataclass
 from solders.token.state import TokenAccount
 from solders.token.state import TokenAccountState as _State
 
-#: Size of a token account without extensions (both programs).
-TOKEN_ACCOUNT_SIZE = 165
+from instruments.token2022.constants import ACCOUNT_SIZE
 
 
 @dataclass(frozen=True)
@@ -26,9 +25,9 @@ class TokenAccountState:
 
 
 def decode_token_account(data: bytes) -> TokenAccountState:
-    if len(data) < TOKEN_ACCOUNT_SIZE:
+    if len(data) < ACCOUNT_SIZE:
         raise ValueError("not a token account")
-    base = TokenAccount.from_bytes(bytes(data[:TOKEN_ACCOUNT_SIZE]))  # ValueError: not initialized, or invalid
+    base = TokenAccount.from_bytes(bytes(data[:ACCOUNT_SIZE]))  # ValueError: not initialized, or invalid
     return TokenAccountState(
         mint=str(base.mint),
         owner=str(base.owner),
@@ -38,3 +37,15 @@ def decode_token_account(data: bytes) -> TokenAccountState:
         delegated_amount=base.delegated_amount,
         close_authority=str(base.close_authority) if base.close_authority is not None else None,
     )
+
+
+def token_account_at(account, *, program=None) -> TokenAccountState | None:
+    """The state of a fetched account (an RPC answer's account, or None); None when nothing
+    is there, when it belongs to a program other than ``program`` (if given), or when it is
+    not an initialized token account."""
+    if account is None or (program is not None and account.owner != program):
+        return None
+    try:
+        return decode_token_account(bytes(account.data))
+    except ValueError:
+        return None

@@ -41,7 +41,7 @@ def position_balance(*, tenant, cluster: str, lookup: dict, at=None, field: str 
     from ledger_project.timestamps import timestamp_text
     from chain.rpc import rpc_for
 
-    from .onchain import decode_token_account
+    from .onchain import token_account_at
     from .values import token_value
 
     position = resolve_own_position(tenant, cluster, lookup, field=field)
@@ -51,11 +51,8 @@ def position_balance(*, tenant, cluster: str, lookup: dict, at=None, field: str 
         offchain, onchain = int(snapshot or 0), None
     else:
         offchain = int(position.account.token_balance or 0)
-        chain = rpc_for(cluster).account(Pubkey.from_string(position.address))
-        try:
-            onchain = decode_token_account(bytes(chain.data)).amount if chain is not None else None
-        except ValueError:  # no token account there (any more)
-            onchain = None
+        state = token_account_at(rpc_for(cluster).account(Pubkey.from_string(position.address)))
+        onchain = state.amount if state is not None else None  # None: no token account there (any more)
     return {
         "position": {"onchainId": position.address, "offchainId": uuid_text(position.offchain_id)},
         "financialInstrument": {"onchainId": instrument.address, "offchainId": uuid_text(instrument.offchain_id)},

@@ -221,9 +221,9 @@ def _associated_size(instrument: FinancialInstrument) -> int:
     """Associated token accounts of Token-2022 mints also carry ImmutableOwner (0 bytes of
     data, one TLV header), which the ATA program adds."""
     if instrument.version != "TOKEN_2022":
-        return ix.TOKEN_ACCOUNT_SIZE
+        return ix.ACCOUNT_SIZE
     base = ix.account_size(instrument)
-    return (base if base > ix.TOKEN_ACCOUNT_SIZE else ix.TOKEN_ACCOUNT_SIZE + 1) + 4
+    return (base if base > ix.ACCOUNT_SIZE else ix.ACCOUNT_SIZE + 1) + 4
 
 
 def _onboard_state(account: Account, position: Position, onchain) -> None:

@@ -32,7 +32,7 @@ from positions.limits import TOKEN, Decision, debit_decision
 from positions.lookup import OwnerTarget, resolve_position
 from positions.models import Position
 from positions.checks import live_position, movable_instrument
-from positions.onchain import decode_token_account
+from positions.onchain import token_account_at
 from positions.services import associated_draft, associated_rent, position_link_creation, position_save_new
 from positions.values import base_units
 from chain.errors import ProgramError
@@ -133,13 +133,7 @@ class Plan:
 
 def _chain_token_account(cluster: str, address: str, instrument: FinancialInstrument):
     account = rpc_for(cluster).account(Pubkey.from_string(address))
-    if account is None or account.owner != ix.program_of(instrument):
-        return None
-    try:
-        decode_token_account(bytes(account.data))
-    except ValueError:
-        return None
-    return account
+    return account if token_account_at(account, program=ix.program_of(instrument)) is not None else None
 
 
 def holding(plan: Plan, lookup: dict, field: str, *, owner: Account | None, create: bool, instrument: FinancialInstrument | None = None,

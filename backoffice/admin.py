@@ -64,11 +64,15 @@ class LoginFailureAdmin(ReadOnlyAdmin):
     readonly_fields = fields
     actions = ["unlock"]
 
+    def get_queryset(self, request):
+        return lockout.with_pair_counts(super().get_queryset(request))
+
     @admin.display(description="locked until")
     def locked_until(self, row):
-        if row.failures_since_start < lockout.failure_limit(None, None):
+        # axes locks a pair on the sum of its rows (one per browser), not on one row's count.
+        if row.pair_failures < lockout.failure_limit(None, None):
             return "-"
-        until = lockout.lock_end(row.attempt_time)
+        until = lockout.lock_end(row.pair_last)
         return until if until > timezone.now() else "-"
 
     @staff_action(description="Unlock: clear the failures of the selected sign-ins", permissions=["unlock"],

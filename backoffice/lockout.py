@@ -46,6 +46,18 @@ def lock_end(last_failure: datetime) -> datetime:
     return last_failure + cool_off(None)
 
 
+def with_pair_counts(queryset):
+    """Each attempt row with its username-and-address pair's figures as axes counts them:
+    ``pair_failures``, the failures of the pair's rows (one per browser) within the cool-off,
+    and ``pair_last``, the pair's last failure. One query, for the admin's list."""
+    from django.db.models import Case, IntegerField, Max, Sum, When, Window
+    from django.utils import timezone
+
+    pair = ["username", "ip_address"]
+    recent = Case(When(attempt_time__gte=timezone.now() - cool_off(None), then="failures_since_start"), default=0, output_field=IntegerField())
+    return queryset.annotate(pair_failures=Window(Sum(recent), partition_by=pair), pair_last=Window(Max("attempt_time"), partition_by=pair))
+
+
 def username(request, credentials) -> str | None:
     if credentials and credentials.get("username") is not None:
         name = credentials["username"]

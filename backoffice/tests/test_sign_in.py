@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -76,6 +77,11 @@ def test_the_count_spans_browsers_and_only_the_sign_in_form_counts(client):
     assert "Too many failed sign-ins" in sign_in(client, "vera", PASSWORD).content.decode()
     assert client.get("/api/v1/accounts", HTTP_AUTHORIZATION="Bearer lsk_not-a-key").status_code == 401
     assert LoginFailure.objects.count() == 3
+    # The officer's list shows the lock on every row of the pair, though each row holds one failure.
+    officer = client_for(client, staff_user("security officer", "officer"))
+    page = officer.get("/admin/backoffice/loginfailure/").content.decode()
+    cells = re.findall(r'class="field-locked_until[^"]*">([^<]*)<', page)
+    assert len(cells) == 3 and "-" not in cells, cells
 
 
 @pytest.mark.django_db

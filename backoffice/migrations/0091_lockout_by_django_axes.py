@@ -3,8 +3,11 @@ backoffice_loginfailure move into axes' AccessAttempt (failures and the last fai
 time, which is what axes counts from), the table goes, and LoginFailure stays as a view of
 AccessAttempt under the same name — so its content type, the security officer's
 permissions on it and the admin's address are unchanged. Reversible: going back copies
-each username-and-address pair's count into the recreated table."""
+each username-and-address pair's count into the recreated table, locked if at the limit."""
 
+from datetime import timedelta
+
+from django.conf import settings
 from django.db import migrations
 from django.db.models import Max, Sum
 
@@ -26,7 +29,10 @@ def failures_from_axes(apps, schema_editor):
     old = apps.get_model("backoffice", "LoginFailure")
     attempt = apps.get_model("axes", "AccessAttempt")
     pairs = attempt.objects.exclude(username=None).exclude(ip_address=None).values("username", "ip_address").annotate(failures=Sum("failures_since_start"), last=Max("attempt_time"))
-    old.objects.bulk_create(old(username=pair["username"][:150], ip=pair["ip_address"], failures=pair["failures"], first_failure_at=pair["last"], last_failure_at=pair["last"])
+    cool_off = timedelta(seconds=settings.LEDGER_ADMIN_LOCKOUT_SECONDS)
+    # The old table locks by locked_until alone: a pair at the limit keeps its lock.
+    old.objects.bulk_create(old(username=pair["username"][:150], ip=pair["ip_address"], failures=pair["failures"], first_failure_at=pair["last"], last_failure_at=pair["last"],
+                                locked_until=pair["last"] + cool_off if pair["failures"] >= settings.LEDGER_ADMIN_LOCKOUT_FAILURES else None)
                             for pair in pairs)
 
 

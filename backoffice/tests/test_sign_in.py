@@ -141,6 +141,7 @@ def test_upgrading_carries_the_hand_written_lockout_counts_into_django_axes(sett
     MigrationExecutor(connection).migrate([("backoffice", "0090_balance_samples")])
     back = MigrationExecutor(connection).loader.project_state([("backoffice", "0090_balance_samples")]).apps.get_model("backoffice", "LoginFailure").objects.get()
     assert (back.username, back.ip, back.failures) == ("vera", "127.0.0.1", 3)
+    assert back.locked_until == now - timedelta(seconds=10) + timedelta(seconds=900)  # still locked on the way back
     MigrationExecutor(connection).migrate(leaves)
 
 

@@ -8,9 +8,11 @@ class AccountsConfig(AppConfig):
     def ready(self) -> None:
         from chain.errors import register_own_addresses
         from transactions.dkg_signers import register_dkg_signer
+        from transactions.fees import register_fee_payer_rule
         from transactions.signatures import register_account_signer
 
         from . import effects  # noqa: F401  (registers the area's transaction effects)
+        from .fee_payer import fee_payer_rule
         from .mpc import keyring
         from .mpc.sessions import DkgSigner
         from .selectors import tenant_own_addresses
@@ -22,5 +24,7 @@ class AccountsConfig(AppConfig):
         register_dkg_signer(DkgSigner())
         # A failed simulation names an account to its caller only when the caller owns it.
         register_own_addresses(tenant_own_addresses)
+        # Paying a transaction's fee debits the account that pays it (transactions/fees.py).
+        register_fee_payer_rule(fee_payer_rule)
         # Each backend player's key is its own: refuse to start otherwise (docs/threshold-signing.md).
         keyring.check_keyrings()

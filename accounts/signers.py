@@ -42,10 +42,10 @@ def signer_for(account: Account, tenant, *, field: str, require_platform: bool =
         shared = None
         if account.tenant_id != tenant.pk:
             shared = (tuple(account.network_currency_debit_api_keys or ()), tuple(account.token_debit_api_keys or ()))
-        return SignerSpec(Pubkey.from_string(account.address), account.managed_key, field=field, shared_debit_api_keys=shared)
+        return SignerSpec(Pubkey.from_string(account.address), account.managed_key, field=field, shared_debit_api_keys=shared, account=account)
     if require_platform:
         raise ForbiddenError("This account's key cannot be used by this organization.", field=field, code="SIGNER_NOT_ALLOWED")
-    return SignerSpec(Pubkey.from_string(account.address), None, field=field)
+    return SignerSpec(Pubkey.from_string(account.address), None, field=field, account=account)
 
 
 def sign_transaction_signer(*, tenant, cluster: str, api_key, lookup: dict, field: str, on_platform: bool) -> SignerSpec:

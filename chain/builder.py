@@ -27,6 +27,7 @@ from solders.signature import Signature
 from solders.system_program import AdvanceNonceAccountParams, advance_nonce_account
 from solders.transaction import VersionedTransaction
 
+from . import fees
 from .errors import TransactionTooLarge
 from .rpc import ChainRpc, LatestBlockhash
 
@@ -75,6 +76,9 @@ class BuildPlan:
     #: RECENT_BLOCKHASH: reuse a blockhash fetched at most this many seconds ago by this
     #: process (``recent_blockhash``); 0 fetches one for this message.
     blockhash_reuse_seconds: float = 0.0
+    #: The most the prioritization fee may be (lamports), when the platform pays it
+    #: (transactions/fees.py): an estimated price is lowered to fit; None: no ceiling.
+    max_priority_fee: int | None = None
 
 
 @dataclass
@@ -332,6 +336,12 @@ def _build(plan: BuildPlan, rpc: ChainRpc, *, reuse: bool) -> BuiltMessage:
         if compute.limit:
             instructions.append(compute_budget.set_compute_unit_limit(compute.limit))
         price = compute.price if compute.price is not None else (estimate_price(rpc, plan.instructions) if compute.estimate else 0)
+        if compute.price is None and price and plan.max_priority_fee is not None:
+            # An estimate is the builder's own choice: it stays within what the payer allows
+            # (an explicit price over it is refused before the build, transactions/fees.py).
+            others = len(plan.instructions) + (plan.nonce is not None)
+            limit = min(compute.limit, fees.MAX_COMPUTE_UNIT_LIMIT) if compute.limit else fees.default_compute_unit_limit(others)
+            price = min(price, fees.price_within(plan.max_priority_fee, limit))
         if price:
             instructions.append(compute_budget.set_compute_unit_price(price))
     instructions.extend(plan.instructions)

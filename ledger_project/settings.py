@@ -359,6 +359,7 @@ LEDGER_PLATFORM_ADDRESSES = env.list("LEDGER_PLATFORM_ADDRESSES", default=[])
 # How long a process trusts its copy of the platform's addresses (the keys a message is
 # signed with are known to the engine directly; this covers addresses a message names).
 LEDGER_PLATFORM_KEYS_CACHE_SECONDS = env.float("LEDGER_PLATFORM_KEYS_CACHE_SECONDS", default=5.0)
+from ledger_project.fee_settings import *  # noqa: E402, F401, F403  (what the platform's fee payer pays)
 # V0 messages compress through the tenant's own lookup tables; which tables a tenant has is
 # read from the database at most once per this many seconds per process (docs/lookup-tables.md).
 LEDGER_LOOKUP_TABLE_CACHE_SECONDS = env.float("LEDGER_LOOKUP_TABLE_CACHE_SECONDS", default=5.0)

@@ -95,6 +95,11 @@ class Transaction(TenantOwnedModel):
     # settled without it (chain_record.transaction_chain_record_fill): details are then served
     # from here, never from the cluster (docs/transactions.md, "Transaction details and history").
     fee = models.BigIntegerField(null=True, blank=True, help_text="Lamports the transaction paid (meta.fee).")
+    # The most its fee can be, read from the message (chain.fees.message_fee), and whether the
+    # platform's fee payer pays it: an organization's platform-paid fees over 24 hours count
+    # this while the transaction may land, ``fee`` once it has (transactions/fees.py).
+    max_fee = models.BigIntegerField(null=True, blank=True, help_text="Lamports its fee can be at most (signatures and prioritization fee).")
+    platform_paid = models.BooleanField(default=False, help_text="The platform's fee payer pays its fee.")
     compute_units_consumed = models.BigIntegerField(null=True, blank=True)
     log_messages = models.JSONField(null=True, blank=True, help_text="The programs' log lines (meta.logMessages).")
     block_time = models.DateTimeField(null=True, blank=True, help_text="The block's time, as the cluster estimates it.")
@@ -121,6 +126,8 @@ class Transaction(TenantOwnedModel):
             models.Index(fields=["tenant", "operation", "status"], name="txn_tenant_op_status"),
             # One API key's transactions, newest first, and their count (createdByKey).
             models.Index(fields=["tenant", "created_by_key", "-txn_timestamp"], name="txn_tenant_key_time"),
+            # An organization's platform-paid fees of the last 24 hours (transactions/fees.py).
+            models.Index(fields=["tenant", "cluster", "txn_timestamp"], name="txn_platform_paid_time", condition=Q(platform_paid=True)),
         ]
         constraints = [
             models.UniqueConstraint(fields=["cluster", "onchain_id"], condition=Q(onchain_id__isnull=False), name="txn_unique_signature_per_cluster", violation_error_message="A transaction with this signature is already recorded."),

@@ -25,11 +25,12 @@ from solders.pubkey import Pubkey
 
 from chain import builder
 from chain.errors import SimulationFailed
+from chain.fees import message_fee
 from chain.rpc import rpc_for
 from ledger_project.api.errors import ConflictError, LedgerError
 from ledger_project.request_context import acting_api_key_var
 
-from . import fee_payers, nonce_pool, notify, platform_keys, shards
+from . import fee_payers, fees, nonce_pool, notify, platform_keys, shards
 from .compression import compression_tables
 from .ending import event
 from .models import MessageLifetime, NonceAccount, Transaction, TransactionSigner, TransactionStatus
@@ -56,6 +57,13 @@ class Prepared:
     required: list[str]
     signatures: dict[str, str]
     nonce_row: NonceAccount | None = None
+    #: the most its fee can be (chain.fees), who pays it, and, when an organization's
+    #: account pays, that debit as decided at build time (transactions/fees.py)
+    max_fee: int | None = None
+    platform_paid: bool = False
+    fee_debit: fees.FeeDebit | None = None
+    #: the API key the operation acts for (its checks ran for it)
+    api_key: object | None = None
 
     @property
     def complete(self) -> bool:
@@ -82,6 +90,7 @@ def transaction_build(
     holds sign now; the others leave the transaction PARTIALLY_SIGNED."""
     config = config or TxConfig()
     rpc = rpc_for(cluster)
+    api_key = acting_api_key_var.get()
     fee_payer = config.fee_payer or fee_payers.platform_fee_payer(cluster)
     by_key: dict[str, SignerSpec] = {str(fee_payer.pubkey): fee_payer}
     for spec in signers:
@@ -108,6 +117,7 @@ def transaction_build(
     plan = builder.BuildPlan(
         instructions=instructions, fee_payer=fee_payer.pubkey, version=config.version, compute=config.compute, nonce=nonce,
         lookup_tables=config.lookup_tables, auto_lookup_tables=auto_tables, blockhash_reuse_seconds=settings.LEDGER_BLOCKHASH_REUSE_SECONDS,
+        max_priority_fee=fees.platform_priority_fee_ceiling() if fee_payer.platform else None,
     )
     try:
         if nonce_row is not None and nonce_row.tenant_id is not None:
@@ -130,6 +140,7 @@ def transaction_build(
             built.message, signing={str(s.pubkey): s for s in managed}, grants=grants, loaded=built.loaded, fields=fields,
             platform_signers=[str(s.pubkey) for s in managed if s.platform],
         )
+        fee, fee_debit = _fee_check(tenant, cluster, config, fee_payer, built.message, api_key)
         if simulate:
             try:
                 rpc.simulate(builder.assemble(built.message, {}), tenant=tenant)
@@ -142,7 +153,7 @@ def transaction_build(
                 built = builder.build(dataclasses.replace(plan, blockhash_reuse_seconds=0.0), rpc)
                 rpc.simulate(builder.assemble(built.message, {}), tenant=tenant)
         message_bytes = built.to_bytes()
-        signatures = platform_keys.engine_sign(message_bytes, built.message, managed, grants=grants, loaded=built.loaded, fields=fields, api_key=acting_api_key_var.get())
+        signatures = platform_keys.engine_sign(message_bytes, built.message, managed, grants=grants, loaded=built.loaded, fields=fields, api_key=api_key)
     except BaseException:
         if nonce_row is not None:
             nonce_pool.nonce_lease_release(nonce_account_id=nonce_row.pk)
@@ -151,7 +162,20 @@ def transaction_build(
         tenant=tenant, cluster=cluster, operation=operation, config=config, fee_payer=fee_payer, message=message_bytes,
         blockhash=str(built.blockhash), last_valid_block_height=built.last_valid_block_height,
         required=required, signatures=signatures, nonce_row=nonce_row,
+        max_fee=fee.total, platform_paid=fee_payer.platform, fee_debit=fee_debit, api_key=api_key,
     )
+
+
+def _fee_check(tenant, cluster: str, config: TxConfig, fee_payer: SignerSpec, message, api_key):
+    """Who pays the fee, and how much at most (transactions/fees.py): before the simulation,
+    so a refused message costs the node nothing."""
+    fee = message_fee(message)
+    if fee_payer.platform:
+        fees.platform_priority_check(fee, explicit_price=bool(config.compute and config.compute.price is not None))
+        if tenant is not None and api_key is not None:
+            fees.platform_budget_check(tenant, cluster, fee)
+        return fee, None
+    return fee, fees.fee_payer_debit(tenant=tenant, api_key=api_key, payer=fee_payer, lamports=fee.total)
 
 
 def _create_row(prepared: Prepared, status: str, effects_data, api_key, request_id, submit: bool, hold_for_approval: bool, hold_reason: str) -> Transaction:
@@ -174,6 +198,8 @@ def _create_row(prepared: Prepared, status: str, effects_data, api_key, request_
         last_valid_block_height=prepared.last_valid_block_height,
         nonce_account=prepared.nonce_row.address if prepared.nonce_row else "",
         fee_payer=str(prepared.fee_payer.pubkey),
+        max_fee=prepared.max_fee,
+        platform_paid=prepared.platform_paid,
         required_signers=prepared.required,
         signatures=prepared.signatures,
         commitment=config.commitment,
@@ -195,6 +221,8 @@ def transaction_record(
     transaction is stored PENDING_APPROVAL (PARTIALLY_SIGNED while signatures are missing,
     then PENDING_APPROVAL) and nothing is submitted until ``transaction_approve``;
     ``hold_reason`` is its errorMessage meanwhile."""
+    if prepared.fee_debit is not None:
+        effects_data, hold_for_approval, hold_reason = _fee_debit_record(prepared, effects_data, hold_for_approval, hold_reason)
     complete = prepared.complete
     if complete:
         status = TransactionStatus.PENDING_APPROVAL if hold_for_approval else TransactionStatus.SIGNED
@@ -217,12 +245,31 @@ def transaction_record(
     if prepared.nonce_row is not None:
         if not NonceAccount.objects.filter(pk=prepared.nonce_row.pk, leased_by__isnull=True).update(leased_by=tx):
             raise LedgerError("The leased durable nonce account was taken by another transaction; retry.", code="NONCE_LEASE_LOST")
+    if prepared.platform_paid and prepared.tenant is not None:
+        fees.platform_fees_noted(prepared.tenant, prepared.cluster, prepared.max_fee or 0)
     event(tx, "PREPARED", status=tx.status, signers=prepared.required, signed=sorted(prepared.signatures))
     if hold_for_approval:
         event(tx, "HELD_FOR_APPROVAL", reason=hold_reason)
     elif complete and submit:
         _submit_on_commit(tx)
     return tx
+
+
+def _fee_debit_record(prepared: Prepared, effects_data, hold_for_approval: bool, hold_reason: str):
+    """The fee as a debit of the account that pays it, decided again under its row lock with
+    the transaction's other debits of the same kind: recorded among the debits (later
+    DURATION windows count it), held for approval over a limit."""
+    decision = fees.fee_payer_debit(
+        tenant=prepared.tenant, api_key=prepared.api_key, payer=prepared.fee_payer, lamports=prepared.max_fee or 0, lock=True,
+        already=lambda entry: fees.debited_besides(effects_data, entry),
+    )
+    if decision is None:
+        return effects_data, hold_for_approval, hold_reason
+    effects_data = {**(effects_data or {}), "debits": [*((effects_data or {}).get("debits") or ()), decision.entry]}
+    if decision.held:
+        hold_reason = " ".join(r for r in (hold_reason if hold_for_approval else "", decision.reason) if r)
+        hold_for_approval = True
+    return effects_data, hold_for_approval, hold_reason
 
 
 def transaction_prepare(

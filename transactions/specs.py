@@ -31,6 +31,9 @@ class SignerSpec:
     #: a key another organization shares with the acting one: the owner's
     #: (networkCurrencyDebitApiKeys, tokenDebitApiKeys), checked where the engine signs
     shared_debit_api_keys: tuple | None = None
+    #: the organization's account record it stands for (accounts.Account), when it is one:
+    #: as the fee payer, paying the fee is a debit of it (transactions/fees.py)
+    account: object | None = None
 
     @property
     def signs_here(self) -> bool:

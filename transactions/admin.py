@@ -260,3 +260,4 @@ class ProgramDeploymentAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False
+from . import admin_fees  # noqa: E402, F401  (the Platform-paid fees page)

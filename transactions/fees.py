@@ -122,6 +122,22 @@ def _spent_now(tenant, cluster: str) -> int:
     return spent
 
 
+def platform_fees_by_organization(tenant_ids) -> dict[int, dict[str, dict[str, int]]]:
+    """For the admin: tenant pk → cluster → {spent, in_flight, landed, count} of the last 24
+    hours' platform-paid transactions (one grouped query)."""
+    since = timezone.now() - BUDGET_WINDOW
+    landed = Q(fee__isnull=False)
+    rows = (
+        Transaction.unscoped.filter(tenant_id__in=list(tenant_ids), platform_paid=True, txn_timestamp__gte=since)
+        .values("tenant_id", "cluster").order_by()
+        .annotate(spent=Sum(_counted()), landed=Sum("fee", filter=landed), in_flight=Sum(_counted(), filter=~landed))
+    )
+    found: dict[int, dict[str, dict[str, int]]] = {}
+    for row in rows:
+        found.setdefault(row["tenant_id"], {})[row["cluster"]] = {k: int(row[k] or 0) for k in ("spent", "landed", "in_flight")}
+    return found
+
+
 def platform_fees_noted(tenant, cluster: str, lamports: int) -> None:
     """This process recorded a platform-paid transaction of at most ``lamports``."""
     with _spent_lock:

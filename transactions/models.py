@@ -7,6 +7,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 from django.db.models import Q
 
+from tenancy.models import TenantOrganization
 from tenancy.scoping import TenantOwnedModel
 
 
@@ -362,3 +363,14 @@ class ProgramDeployment(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} on {self.cluster} at {self.program_id} [{self.state}]"
+
+
+class OrganizationPlatformFees(TenantOrganization):
+    """An organization as the fee policy sees it: the fees the platform's fee payer paid, or
+    may still pay, for its transactions (transactions/fees.py; the admin's "Platform-paid
+    fees" page). A proxy: no table of its own."""
+
+    class Meta:
+        proxy = True
+        verbose_name = "platform-paid fees of an organization"
+        verbose_name_plural = "platform-paid fees"

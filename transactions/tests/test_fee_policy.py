@@ -188,3 +188,28 @@ def test_a_shared_fee_payers_limits_hold_another_organizations_transaction(api, 
     assert held.status_code == 200 and held.json()["svmTransaction"]["status"] == "PENDING_APPROVAL", held.json()
     tx = Transaction.unscoped.get(offchain_id=held.json()["svmTransaction"]["offchainId"])
     assert tx.tenant_id == other_tenant.pk and tx.fee_payer == shared["onchainId"]
+
+
+# --- staff see each organization's platform-paid fees -------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_staff_see_each_organizations_platform_paid_fees(api, tenant, other_tenant, client, celery_worker_process, chain):
+    from backoffice.tests.staff import client_for, staff_user
+
+    source, destination = _account(api, SOL), _account(api, 1_000_000)
+    landed = _transfer(api, source, destination)
+    assert landed.status_code == 200, landed.json()
+    tx = Transaction.unscoped.get(offchain_id=landed.json()["svmTransaction"]["offchainId"])
+    spent = fees.platform_fees_spent(tenant, CLUSTER)
+    assert spent >= tx.fee > 0
+    viewer = client_for(client, staff_user("viewer"))
+    page = viewer.get("/admin/transactions/organizationplatformfees/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert tenant.external_id in html and other_tenant.external_id in html
+    assert f"CHAIN_LOCALNET: {spent:,} lamports" in html
+    detail = viewer.get(f"/admin/transactions/organizationplatformfees/{tenant.pk}/change/")
+    assert detail.status_code == 200 and f"{spent:,} lamports" in detail.content.decode()
+    # Nobody edits it: it is a reading of the transactions.
+    assert viewer.post(f"/admin/transactions/organizationplatformfees/{tenant.pk}/change/", {"name": "x"}).status_code == 403

@@ -181,3 +181,24 @@ def test_every_throttle_of_the_product_identifies_clients_by_the_one_rule():
 
     ours = [cls for cls in subclasses(BaseThrottle) if cls.__module__.split(".")[0] in {m.split(".")[0] for m in MODULES}]
     assert ours and all(cls.get_ident is not BaseThrottle.get_ident for cls in ours)
+
+
+@pytest.mark.django_db
+def test_a_broken_chain_signs_in_as_one_unknown_address(client, settings):
+    """django-axes counts requests with no address (a trusted proxy wrote a malformed hop)
+    together, under no address, and the audit stores none: nothing is granted to the proxy's."""
+    from backoffice.models import AuditKind, LoginFailure, StaffAuditEntry
+    from backoffice.tests.staff import PASSWORD, staff_user
+
+    settings.LEDGER_ADMIN_LOCKOUT_FAILURES = 2
+    staff_user("viewer", "vera")
+    broken = {"REMOTE_ADDR": "10.0.0.5", "HTTP_X_FORWARDED_FOR": "unknown"}
+    for _ in range(2):
+        assert client.post("/admin/login/?next=/admin/", {"username": "vera", "password": "wrong"}, **broken).status_code == 200
+    assert list(LoginFailure.objects.values_list("ip_address", "failures_since_start")) == [(None, 2)]
+    assert "Too many failed sign-ins" in client.post("/admin/login/?next=/admin/", {"username": "vera", "password": PASSWORD}, **broken).content.decode()
+    assert set(StaffAuditEntry.objects.values_list("ip", flat=True)) == {None}
+    # A client the proxy named is another pair.
+    named = {"REMOTE_ADDR": "10.0.0.5", "HTTP_X_FORWARDED_FOR": "203.0.113.9"}
+    assert client.post("/admin/login/?next=/admin/", {"username": "vera", "password": PASSWORD}, **named).status_code == 302
+    assert StaffAuditEntry.objects.filter(kind=AuditKind.LOGIN).get().ip == "203.0.113.9"

@@ -2,7 +2,8 @@
 (docs/admin.md, "Audit").
 
 The address is the client's (ledger_project.client_address: behind a trusted proxy, the
-client it names). Values are stored as JSON (DjangoJSONEncoder: datetimes, decimals and UUIDs as strings).
+client it names). Values are stored as JSON (DjangoJSONEncoder: datetimes, decimals and
+UUIDs as strings).
 Secrets are never copied: binary fields and fields named like secrets are replaced by a
 short digest, so a change still shows without its value.
 """

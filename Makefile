@@ -7,7 +7,7 @@ PORT ?= 8000
 TEST_WORKERS ?= 2
 STAMP := $(VENV)/.requirements.stamp
 
-.PHONY: venv browser promtool migrate run test test-embedded schemathesis bench clean
+.PHONY: venv browser promtool nginx migrate run test test-embedded schemathesis bench clean
 
 # Embedded mode for these targets only: without LEDGER_MASTER_KEY a master key file is
 # generated under var/ (docs/custody.md); production commands get no such default.
@@ -30,6 +30,11 @@ browser:
 promtool:
 	@command -v promtool >/dev/null || (apt-get install -y -q --no-install-recommends prometheus >/dev/null 2>&1 || (apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends prometheus >/dev/null)) || echo "promtool unavailable: the alert-rule tests will fail"
 
+# Debian's nginx in front of gunicorn for tests/test_behind_nginx.py (the client's address behind a
+# proxy: docs/configuration.md); the test runs it from a temp dir, never as the system's service.
+nginx:
+	@command -v nginx >/dev/null || test -x /usr/sbin/nginx || (apt-get install -y -q --no-install-recommends nginx >/dev/null 2>&1 || (apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends nginx >/dev/null)) || echo "nginx unavailable: the tests behind nginx will fail"
+
 migrate: venv
 	$(BIN)/python manage.py migrate --noinput -v0
 
@@ -41,11 +46,11 @@ run: migrate
 
 # The whole suite, in parallel. DATABASE_URL / REDIS_URL choose PostgreSQL and Redis
 # (.ci/run sets both); without them it runs on the embedded defaults.
-test: venv browser promtool
+test: venv browser promtool nginx
 	$(BIN)/python scripts/with_localnet.py $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -q $(PYTEST_ARGS)
 
 # The same suite forced onto the embedded defaults (SQLite, filesystem broker).
-test-embedded: venv browser promtool
+test-embedded: venv browser promtool nginx
 	env -u DATABASE_URL -u REDIS_URL LEDGER_VAR_DIR=$(CURDIR)/var/test-embedded $(BIN)/python scripts/with_localnet.py $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -q $(PYTEST_ARGS)
 
 # schemathesis (every check) over the whole OpenAPI against a throwaway server (SQLite, own

@@ -37,6 +37,10 @@ _var_dir = Path(os.environ.get("LEDGER_VAR_DIR") or Path(__file__).resolve().par
 control_socket = os.environ.get("GUNICORN_CONTROL_SOCKET") or str(_var_dir / "gunicorn.ctl")
 control_socket_disable = len(os.fsencode(control_socket)) >= 104
 
+# The client's address behind a reverse proxy is the application's (LEDGER_TRUSTED_PROXIES,
+# ledger_project/client_address.py): gunicorn's forwarded_allow_ips (left at its default,
+# loopback) only says whose X-Forwarded-Proto is believed; REMOTE_ADDR stays the socket's.
+
 # The API carries its data in JSON bodies (limited by LEDGER_MAX_BODY_BYTES); URLs and
 # headers stay small. 8190 is gunicorn's largest request line.
 limit_request_line = int(os.environ.get("GUNICORN_LIMIT_REQUEST_LINE", 8190))

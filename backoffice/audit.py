@@ -1,7 +1,9 @@
 """The staff audit: snapshots of objects and the one function that records an entry
 (docs/admin.md, "Audit").
 
-Values are stored as JSON (DjangoJSONEncoder: datetimes, decimals and UUIDs as strings).
+The address is the client's (ledger_project.client_address: behind a trusted proxy, the
+client it names). Values are stored as JSON (DjangoJSONEncoder: datetimes, decimals and
+UUIDs as strings).
 Secrets are never copied: binary fields and fields named like secrets are replaced by a
 short digest, so a change still shows without its value.
 """
@@ -13,6 +15,8 @@ import json
 
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
+
+from ledger_project.client_address import client_address
 
 from .models import AuditKind, StaffAuditEntry
 
@@ -70,10 +74,6 @@ def diff_many(before: dict[str, dict], after: dict[str, dict]) -> tuple[dict, di
     return out_before, out_after
 
 
-def client_ip(request) -> str | None:
-    return (request.META.get("REMOTE_ADDR") or None) if request is not None else None
-
-
 def audit_record(*, request=None, user=None, kind: str, action: str = "", description: str = "", model=None, object_ids=(), object_count: int | None = None,
                  object_repr: str = "", before=None, after=None, outcome=(), actor_name: str | None = None) -> StaffAuditEntry:
     """Append one entry. ``user`` defaults to ``request.user``; ``actor_name`` names a
@@ -85,11 +85,11 @@ def audit_record(*, request=None, user=None, kind: str, action: str = "", descri
     return StaffAuditEntry.objects.create(
         actor_id=user.pk if signed_in else None,
         actor=(user.get_username() if signed_in else (actor_name or ""))[:150],
-        ip=client_ip(request), kind=kind, action=action[:100], description=str(description)[:300], model=label,
+        ip=client_address(request), kind=kind, action=action[:100], description=str(description)[:300], model=label,
         object_ids=ids[:SNAPSHOT_LIMIT], object_count=len(ids) if object_count is None else object_count, object_repr=str(object_repr)[:300],
         before=before, after=after, outcome=[str(line)[:1000] for line in outcome],
         request_id=(getattr(request, "request_id", "") or "")[:64],
     )
 
 
-__all__ = ["AuditKind", "SNAPSHOT_LIMIT", "audit_record", "client_ip", "diff", "diff_many", "snapshot", "snapshots"]
+__all__ = ["AuditKind", "SNAPSHOT_LIMIT", "audit_record", "diff", "diff_many", "snapshot", "snapshots"]

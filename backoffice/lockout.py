@@ -12,9 +12,10 @@ admin (backoffice.models.LoginFailure, a view of AccessAttempt).
 
 What is ours: the callables below, which read the two LEDGER_ADMIN_LOCKOUT_* settings when
 called (so tests and operators change them like any setting); usernames counted lower-cased,
-so case variants share one count; the address is REMOTE_ADDR (behind a proxy, the proxy
-must set it to the client's — gunicorn's forwarded_allow_ips — or every client shares the
-proxy's count); and the form below, which audits each failure and lockout and says until
+so case variants share one count; the address is the client's by the project's one rule
+(ledger_project.client_address, AXES_CLIENT_IP_CALLABLE: behind a proxy in
+LEDGER_TRUSTED_PROXIES, the client its X-Forwarded-For names, so a forger locks only their
+own pair, never the proxy's); and the form below, which audits each failure and lockout and says until
 when the pair is locked, on the sign-in page itself rather than axes' bare 429 page.
 """
 

@@ -32,7 +32,6 @@ from ledger_project.metrics.multiproc import directory_setup as _metrics_directo
 
 PROMETHEUS_MULTIPROC_DIR = _metrics_directory_setup(VAR_DIR)
 
-
 # Embedded development mode (LEDGER_EMBEDDED=1: `make run`, scripts/run_embedded.py, the
 # test harness) may make up missing secrets on first use; any other start must be given
 # them, so a production process never invents a key next to its database and loses it.
@@ -76,6 +75,9 @@ def _create_private_file(path: Path, content: str) -> None:
 SECRET_KEY = env("DJANGO_SECRET_KEY", default=None) or _secret_from_file(VAR_DIR / "django_secret_key", "DJANGO_SECRET_KEY")
 DEBUG = env.bool("DJANGO_DEBUG", default=False)
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]", "testserver"])
+# The client's address: X-Forwarded-For is read only from these proxies (CIDRs; none by default): ledger_project/client_address.py.
+from ledger_project.client_address import trusted_proxies_setting as _trusted_proxies  # noqa: E402
+LEDGER_TRUSTED_PROXIES = _trusted_proxies(env.list("LEDGER_TRUSTED_PROXIES", default=[]))
 
 INSTALLED_APPS = [
     # django.contrib.admin, with the back office's site as admin.site (docs/admin.md)
@@ -462,9 +464,8 @@ LEDGER_ADMIN_HEARTBEAT_STALE_SECONDS = env.int("LEDGER_ADMIN_HEARTBEAT_STALE_SEC
 LEDGER_ADMIN_NODE_TIMEOUT_SECONDS = env.float("LEDGER_ADMIN_NODE_TIMEOUT_SECONDS", default=2.0)
 
 # --- Metrics (GET /metrics; docs/operations.md "Metrics", docs/auth.md "Metrics") ----------
-# A scraper authenticates with this bearer token (not an API key: tenants' keys never read
-# /metrics), or scrapes without credentials from these networks (CIDRs). Embedded mode
-# (`make run`, tests) allows loopback; production allows nothing until configured.
+# A scraper sends this bearer token (never an API key), or scrapes from these networks (CIDRs, the
+# client's address as above). Embedded mode (`make run`, tests) allows loopback; production nothing.
 LEDGER_METRICS_TOKEN = env("LEDGER_METRICS_TOKEN", default="")
 LEDGER_METRICS_ALLOWED_NETWORKS = env.list("LEDGER_METRICS_ALLOWED_NETWORKS", default=["127.0.0.0/8", "::1/128"] if LEDGER_EMBEDDED else [])
 # How often the worker reads the platform's balances (fee payer, nonce pool lamports) for

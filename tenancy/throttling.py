@@ -1,5 +1,8 @@
 """Per-API-key rate limit: a fixed one-minute window counted in the Django cache.
 
+A request without an API key is counted by its client's address (ledger_project.client_address,
+not DRF's NUM_PROXIES reading of X-Forwarded-For), so behind a proxy clients do not share one count.
+
 With REDIS_URL set the cache is Redis, so the count is shared by every web process
 (INCR is atomic); the embedded default counts per process. 429 carries Retry-After.
 """
@@ -13,11 +16,15 @@ from django.core.cache import cache
 from rest_framework.throttling import BaseThrottle
 
 from ledger_project.api.errors import RateLimitedError
+from ledger_project.client_address import client_address
 
 WINDOW_SECONDS = 60
 
 
 class ApiKeyRateThrottle(BaseThrottle):
+    def get_ident(self, request) -> str:
+        return client_address(request) or "unknown"
+
     def allow_request(self, request, view) -> bool:
         from tenancy.models import ApiKey
 

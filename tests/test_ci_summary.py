@@ -236,7 +236,7 @@ def test_ci_run_ends_with_the_summary_line(ci_tree):
     last = proc.stdout.rstrip("\n").splitlines()[-1]
     assert last == "ci: 8 passed, 0 failed"
     assert SUMMARY_LINE.match(last)
-    assert [c for c in calls if c.startswith("make")] == ["make browser", "make promtool", "make test", "make test-embedded", "make schemathesis"]
+    assert [c for c in calls if c.startswith("make")] == ["make browser", "make promtool", "make nginx", "make test", "make test-embedded", "make schemathesis"]
     assert calls.index("programs_check") < calls.index("make test")
     # the throwaway databases are dropped before the summary is printed
     assert any("DROP DATABASE IF EXISTS test_ledger_ci_" in c for c in calls)
@@ -252,7 +252,7 @@ def test_ci_run_stops_at_a_failing_stage_and_counts_it(ci_tree, target, expected
 
     assert proc.returncode != 0
     assert proc.stdout.rstrip("\n").splitlines()[-1] == expected
-    assert [c for c in calls if c.startswith("make")] == ["make browser", "make promtool", *ran]
+    assert [c for c in calls if c.startswith("make")] == ["make browser", "make promtool", "make nginx", *ran]
 
 
 def test_ci_run_setup_failure_still_summarises(ci_tree):
@@ -262,7 +262,7 @@ def test_ci_run_setup_failure_still_summarises(ci_tree):
     lines = proc.stdout.rstrip("\n").splitlines()
     assert lines[-1] == "ci: 0 passed, 1 failed"
     assert "setup: exited 2 (counted as 1 failed)" in lines
-    assert [c for c in calls if c.startswith("make")] == ["make browser", "make promtool"]
+    assert [c for c in calls if c.startswith("make")] == ["make browser", "make promtool", "make nginx"]
 
 
 # --- scripts/schemathesis_run.py: its own closing lines ------------------------------------

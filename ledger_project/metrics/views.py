@@ -16,6 +16,7 @@ from django.http import HttpResponse
 from django.views.decorators.http import require_GET
 
 from ledger_project.api.errors import json_error
+from ledger_project.client_address import client_address
 
 
 @lru_cache(maxsize=8)
@@ -25,16 +26,17 @@ def _networks(cidrs: tuple[str, ...]):
 
 def scraper_allowed(request) -> bool:
     """The configured bearer token (constant-time compare), or a client address inside
-    LEDGER_METRICS_ALLOWED_NETWORKS. An API key is never enough: tenants do not read
+    LEDGER_METRICS_ALLOWED_NETWORKS (ledger_project.client_address: behind a trusted proxy, the
+    client it names, never the proxy itself for a client beyond it). An API key is never enough: tenants do not read
     the platform's figures."""
     token = settings.LEDGER_METRICS_TOKEN
     header = request.META.get("HTTP_AUTHORIZATION", "")
     if token and header.startswith("Bearer ") and hmac.compare_digest(header[7:].strip().encode(), token.encode()):
         return True
-    try:
-        address = ipaddress.ip_address(request.META.get("REMOTE_ADDR", ""))
-    except ValueError:
+    client = client_address(request)
+    if client is None:  # no address, or a broken chain of proxies: never allowed
         return False
+    address = ipaddress.ip_address(client)
     return any(address in network for network in _networks(tuple(settings.LEDGER_METRICS_ALLOWED_NETWORKS)))
 
 

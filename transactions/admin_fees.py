@@ -14,7 +14,7 @@ from .models import OrganizationPlatformFees
 
 
 def _lamports(value: int) -> str:
-    return f"{value:,} lamports ({Decimal(value).scaleb(-9)} SOL)"
+    return f"{value:,} lamports ({Decimal(value).scaleb(-9):f} SOL)"
 
 
 def _attach(organizations) -> None:

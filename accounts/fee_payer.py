@@ -32,11 +32,21 @@ from .models import Account, WALLET_TYPES
 FEE_DESTINATION_TYPE = "NON_MANAGED"
 
 
+def _has_window(account: Account) -> bool:
+    return account.type in WALLET_TYPES and any(
+        e["limitType"] == "DURATION" and e["destinationType"] == FEE_DESTINATION_TYPE and e.get("maxAmountWithoutApproval") is not None
+        for e in effective_limits(account, NETWORK_CURRENCY)
+    )
+
+
 def fee_payer_rule(*, tenant, api_key, payer, lamports: int, field: str, lock: bool, already=None) -> FeeDebit | None:
     account: Account | None = getattr(payer, "account", None)
     if account is None:
         return None
-    if lock:
+    if lock and _has_window(account):
+        # Under the row lock, read fresh, only where a DURATION window is to be kept: two
+        # concurrent transactions must not both fit it. Without one there is nothing a
+        # concurrent debit can change, and a fee payer many requests name is not serialized.
         account = lock_visible_account(account.pk, tenant=tenant)
     # Another organization's account shared with this one: its owner's debit API keys are
     # checked where its key signs (transactions.platform_keys.shared_key_check, 403

@@ -213,3 +213,21 @@ def test_staff_see_each_organizations_platform_paid_fees(api, tenant, other_tena
     assert detail.status_code == 200 and f"{spent:,} lamports" in detail.content.decode()
     # Nobody edits it: it is a reading of the transactions.
     assert viewer.post(f"/admin/transactions/organizationplatformfees/{tenant.pk}/change/", {"name": "x"}).status_code == 403
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_transactions_built_together_do_not_jointly_pass_the_fee_payers_window(api, tenant, monkeypatch, celery_worker_process, chain):
+    """The second request builds, then the first is recorded: the second is decided again in
+    its write phase, under the fee payer's row lock, and counts the first's fee."""
+    from instruments.tests.test_races import inject_after_build
+    from positions import transfers
+
+    limits = [{"destinationType": "NON_MANAGED", "limitType": "DURATION", "maxAmountWithoutApproval": 15_000, "durationHours": 24}]
+    payer = _account(api, SOL, networkCurrencyDebitLimits=limits)
+    other, destination = _account(api, SOL), _account(api, 1_000_000)
+    envelope = {"svmTransactionConfig": {"feePayer": payer}}
+    competing = inject_after_build(monkeypatch, transfers, lambda: _transfer(api, other, destination, 2_000, **envelope))
+    late = _transfer(api, other, destination, 1_000, **envelope)
+    first = competing[0].json()["svmTransaction"]
+    assert first["status"] in ("CONFIRMED", "FINALIZED"), first
+    assert late.json()["svmTransaction"]["status"] == "PENDING_APPROVAL", late.json()

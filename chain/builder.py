@@ -326,6 +326,17 @@ def loaded_addresses(message: MessageV0, tables: Sequence[AddressLookupTableAcco
     return tuple(writable), tuple(readonly)
 
 
+def instructions_before(*, nonce: bool, compute: ComputeUnits | None) -> int | None:
+    """How many instructions ``_build`` puts before the plan's own: the nonce advance, the
+    compute-unit limit and price. None when it cannot be told before building: an estimated
+    price is added only when the estimate is not 0. A caller reading an InstructionError's
+    index back to its own instructions subtracts this (positions/batch_bisect.py); keep
+    the two in step."""
+    if compute is not None and compute.price is None and compute.estimate:
+        return None
+    return int(nonce) + (int(bool(compute.limit)) + int(bool(compute.price)) if compute is not None else 0)
+
+
 def _build(plan: BuildPlan, rpc: ChainRpc, *, reuse: bool) -> BuiltMessage:
     instructions: list[Instruction] = []
     if plan.nonce is not None:

@@ -1,6 +1,6 @@
 """Effects of a batch payout's transactions (docs/positions.md, "Batch payouts"): positions
 a confirmed transaction created, and a packed transaction that FAILED sends its items again,
-each alone (positions/batches.py, ``batch_retry``)."""
+each alone (positions/batch_retries.py, ``batch_retry``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from transactions.effects import ConfirmationFacts, effect_handler, failure_hand
 from transactions.models import TransactionStatus
 
 from . import operations
-from .batches import _retry_on_commit
+from .batch_retries import retry_on_commit
 from .effects import positions_created, positions_not_created
 from .models import Batch, BatchItem, BatchItemStatus, Position
 
@@ -37,6 +37,6 @@ def batch_not_transferred(tx) -> None:
         batch_ids = set(rows.values_list("batch_id", flat=True))
         rows.update(status=BatchItemStatus.RETRY_DUE, transaction=None)
         for batch in Batch.unscoped.filter(pk__in=batch_ids):
-            _retry_on_commit(batch)
+            retry_on_commit(batch)
 
 

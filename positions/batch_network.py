@@ -30,13 +30,13 @@ from accounts.signers import ensure_usable, signer_for, transaction_config
 from ledger_project.api.errors import LedgerError
 from transactions import fee_payers
 from chain.builder import MAX_TRANSACTION_SIZE
-from chain.errors import TransactionTooLarge
 from chain.rpc import rpc_for
 from transactions.models import Transaction
 from transactions.services import SignerSpec, transaction_build, transaction_record
 
 from . import operations
-from .batches import MAX_ITEMS_PER_TRANSACTION, Kind, _Context, _Item, _message_size, _Pack, _Requeue, validated_item
+from .batch_limits import decided, in_request_order, pack_decision
+from .batches import MAX_ITEMS_PER_TRANSACTION, Kind, _Context, _Item, _message_size, _Pack, _Requeue, rebuilt_after, validated_item
 from .limits import Decision, debit_decision
 from .models import Batch, BatchItemStatus
 from .transfers import NETWORK_CURRENCY_UNITS, SYSTEM_PROGRAM, _fee_estimate
@@ -194,25 +194,13 @@ def build(ctx: _Context, pack_: _Pack) -> list[_Pack]:
     except LedgerError as exc:
         if exc.status_code >= 500:
             raise
-        if len(pack_.items) == 1:
-            pack_.items[0].reject(exc)
-            return []
-        if isinstance(exc, TransactionTooLarge):
-            half = len(pack_.items) // 2
-            parts = [pack_.items[:half], pack_.items[half:]]
-        else:
-            parts = [[item] for item in pack_.items]
-        return [built for part in parts for built in build(ctx, _Pack(part))]
+        return rebuilt_after(ctx, pack_, exc, build)
 
 
-def _record(ctx: _Context, batch: Batch, pack_: _Pack, locked: dict[int, Account]) -> Transaction:
-    running: dict = {}
-    decisions = []
+def _record(ctx: _Context, batch: Batch, pack_: _Pack, locked: dict[int, Account], decisions: dict) -> Transaction:
     for item in pack_.items:
-        source = locked[item.plan.source.pk]
-        ensure_usable(source, field=f"{item.field}.source")
-        decisions.append(_decide(ctx, item.plan, source=source, running=running))
-    decision = Decision.merge(*decisions)
+        ensure_usable(locked[item.plan.source.pk], field=f"{item.field}.source")
+    decision = pack_decision(pack_, decisions)
     if decision.needs_approval and len(pack_.items) > 1:
         raise _Requeue
     effects = {
@@ -230,11 +218,13 @@ def write(ctx: _Context, batch: Batch, packs: list[_Pack]) -> dict:
     # The debited sources, locked in pk order: a concurrent debit committed meanwhile is counted.
     pks = sorted({item.plan.source.pk for p in packs for item in p.items})
     locked = {pk: lock_visible_account(pk, tenant=ctx.tenant) for pk in pks}
+    # Decided again under the locks, in request order (positions/batches.py ``decided``).
+    decisions = decided(lambda item, running: _decide(ctx, item.plan, source=locked[item.plan.source.pk], running=running), in_request_order(packs))
     for pack_ in packs:
         try:
             # A savepoint only for a nonce lease, bound after the row (positions/batches.py).
             with db_transaction.atomic() if pack_.prepared.nonce_row is not None else contextlib.nullcontext():
-                tx = _record(ctx, batch, pack_, locked)
+                tx = _record(ctx, batch, pack_, locked, decisions)
         except (LedgerError, _Requeue, IntegrityError) as exc:
             if isinstance(exc, LedgerError) and exc.status_code >= 500:
                 raise

@@ -13,30 +13,31 @@ The house's three phases, for many items at once (positions/movement.py does one
    the network's 1,232 bytes (measured by compiling it, with the tenant's lookup tables for
    V0): a signer's items together, and items the service signs with up to 3 other payers'
    (``MAX_SIGNERS_PER_TRANSACTION``); items signed elsewhere only with their own signer's.
-   A pack the node refuses in
-   simulation (one item short of funds...) is built again item by item, so the refusal
-   lands on the item that causes it. Items that create their destination go alone (each
-   drafts records and a rent funding of its own).
+   A pack the node refuses in simulation (one item short of funds...) is split where the
+   node says it failed, else in halves (positions/batch_bisect.py), so the refusal lands on
+   the item that causes it. Items that create their destination go alone (each drafts
+   records and a rent funding of its own).
 3. one write phase — the batch, its items and every transaction, with the debited owners
-   and source positions locked first (pk order, the house order) and each pack re-checked
-   under the locks in a savepoint of its own: a pack that no longer passes (a position
-   frozen meanwhile, a limit crossed by a concurrent request) is not recorded; its items
-   are built again alone by the worker (``batch_retry``), so the one at fault fails alone.
+   and source positions locked first (pk order, the house order), every item's limits
+   decided again under the locks in request order (positions/batch_limits.py), the packs
+   recorded in request order, each re-checked under the locks in a savepoint of its own:
+   a pack that no longer passes (a position frozen meanwhile, a limit crossed by a
+   concurrent request) is not recorded; its items are built again alone by the worker
+   (positions/batch_retries.py), so the one at fault fails alone.
 
 After the commit the pump sends each transaction as it sends any other. A packed
 transaction that fails on chain applies none of its instructions (a transaction is
 atomic): its items are marked RETRY_DUE in the same database transaction that records the
-failure (the failure handler below) and ``batch_retry`` builds each again alone, so one bad
-item cannot sink its neighbours and the one that fails says why. Nothing is ever sent twice:
-a retry builds a new message only for items whose transaction failed on chain, under the
-item row's lock.
+failure (positions/batch_effects.py) and ``batch_retry`` builds each again alone, acting as
+the batch's API key, so one bad item cannot sink its neighbours and the one that fails says
+why. Nothing is ever sent twice: a retry builds a new message only for items whose
+transaction failed on chain, under the item row's lock.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import logging
 from collections import defaultdict
 from dataclasses import dataclass, field as dc_field
 from typing import Callable
@@ -59,21 +60,22 @@ from ledger_project.api.errors import LedgerError, ValidationFailed
 from tenancy.idempotency import write_phase
 from transactions import fee_payers
 from chain.builder import MAX_TRANSACTION_SIZE
-from chain.errors import TransactionTooLarge
 from transactions.compression import compression_tables
 from transactions.models import MessageLifetime, Transaction
 from transactions.services import transaction_record
 
-from . import checks, operations
+from . import batch_bisect, checks, operations
 from . import movement
+from .batch_limits import decided, in_request_order, pack_decision
 from .limits import TOKEN, Decision, debit_decision
 from .locks import lock_positions
 from .lookup import resolution_memo
 from .models import Batch, BatchItem, BatchItemStatus, BatchKind, Position
 from .services import position_link_creation, position_save_new
 
-logger = logging.getLogger("ledger.positions")
-
+#: Items in one batch request at most (the serializers' max_length; the rate limit's weight
+#: of a batch is capped there).
+MAX_BATCH_ITEMS = 1000
 #: Items in one transaction at most, whatever the size: every transfer adds writable
 #: accounts, and the runtime locks at most 64 accounts per transaction.
 MAX_ITEMS_PER_TRANSACTION = 24
@@ -272,15 +274,21 @@ def _build(ctx: _Context, pack: _Pack) -> list[_Pack]:
     except LedgerError as exc:
         if exc.status_code >= 500:
             raise
-        if len(pack.items) == 1:
-            pack.items[0].reject(exc)
-            return []
-        if isinstance(exc, TransactionTooLarge):  # the estimate missed (tables the builder did not choose)
-            half = len(pack.items) // 2
-            parts = [pack.items[:half], pack.items[half:]]
-        else:  # one item's fault, most likely: each alone, so only that one fails
-            parts = [[item] for item in pack.items]
-        return [built for part in parts for built in _build(ctx, _Pack(part))]
+        return rebuilt_after(ctx, pack, exc, _build)
+
+
+def rebuilt_after(ctx: _Context, pack: _Pack, exc: LedgerError, build: Callable) -> list[_Pack]:
+    """The packs ``build`` makes of a pack refused with ``exc``: an item alone is rejected;
+    several are split where the node says they failed, else in halves (batch_bisect), so
+    the refusal lands on the item that causes it (a pack too large, when the estimate
+    missed tables the builder did not choose, is halved)."""
+    if len(pack.items) == 1:
+        pack.items[0].reject(exc)
+        return []
+    refused, parts = batch_bisect.split(exc, pack.items, transaction_config(ctx.tenant, ctx.cluster, ctx.svm_config))
+    if refused is not None:
+        refused.reject(exc)
+    return [built for part in parts if part for built in build(ctx, _Pack(part))]
 
 
 # --- write phase --------------------------------------------------------------------------------
@@ -299,16 +307,8 @@ class _Requeue(Exception):
     """A pack whose items must be built again alone."""
 
 
-def _record_pack(ctx: _Context, batch: Batch, pack: _Pack, *, sources, owners, destinations, instruments) -> Transaction:
+def _record_pack(ctx: _Context, batch: Batch, pack: _Pack, decision: Decision, *, sources, destinations, instruments) -> Transaction:
     _recheck(pack, sources, destinations, instruments)
-    running: dict = defaultdict(int)  # earlier packs are recorded already: debited_within counts them
-    decisions = []
-    for leg in pack.plan.legs:
-        position = sources[leg.source.position.pk]
-        position.instrument = instruments.get(position.instrument_id, leg.instrument)
-        owner = owners.get(position.owner_id) or leg.source.position.owner
-        decisions.append(_debit(ctx, leg, leg.field, owner=owner, position=position, running=running))
-    decision = Decision.merge(*decisions)
     if decision.needs_approval and len(pack.items) > 1:
         raise _Requeue  # a concurrent debit moved a packed item over its limit: alone, it is held
     funded = funding_effects(pack.funding, tenant=ctx.tenant, api_key=ctx.api_key)
@@ -348,10 +348,18 @@ def _write(ctx: _Context, batch: Batch, packs: list[_Pack]) -> dict[int, tuple[s
     owner_pks |= {pack.funding.funder.pk for pack in packs if pack.funding is not None and pack.funding.funder is not None}
     owners = {pk: lock_visible_account(pk, tenant=ctx.tenant) for pk in sorted(owner_pks)}
     sources = lock_positions(*{leg.source.position.pk for leg in everything.legs}, tenant=ctx.tenant)
+
+    def decide(item: _Item, running: dict) -> Decision:
+        position = sources[item.leg.source.position.pk]
+        position.instrument = fresh.get(position.instrument_id, item.leg.instrument)
+        owner = owners.get(position.owner_id) or item.leg.source.position.owner
+        return _debit(ctx, item.leg, item.field, owner=owner, position=position, running=running)
+
+    decisions = decided(decide, in_request_order(packs))
     for pack in packs:
         try:
             with _savepoint_if_needed(pack):
-                tx = _record_pack(ctx, batch, pack, sources=sources, owners=owners, destinations=destinations, instruments=fresh)
+                tx = _record_pack(ctx, batch, pack, pack_decision(pack, decisions), sources=sources, destinations=destinations, instruments=fresh)
         except (LedgerError, _Requeue, IntegrityError) as exc:
             if isinstance(exc, LedgerError) and exc.status_code >= 500:
                 raise
@@ -413,6 +421,9 @@ def transfer_batch(*, tenant, cluster: str, api_key, items: list[dict], svm_conf
         ops.check_all(ctx, [item for item in entries if item.errors is None])
     valid = [item for item in entries if item.errors is None]
     packs = [built for pack in (ops.pack(ctx, valid) if valid else []) for built in ops.build(ctx, pack)]
+    # Recorded in request order (the packs were made by kind: held ones, then by signer), so
+    # the batch's transactions follow its items; the limits are decided in that order too.
+    packs.sort(key=lambda pack: min(item.index for item in pack.items))
 
     def release() -> None:
         for pack in packs:
@@ -433,58 +444,7 @@ def transfer_batch(*, tenant, cluster: str, api_key, items: list[dict], svm_conf
             ))
         BatchItem.objects.bulk_create(rows)
         if any(status == BatchItemStatus.RETRY_DUE for status, _ in outcome.values()):
-            _retry_on_commit(batch)
+            from .batch_retries import retry_on_commit
+
+            retry_on_commit(batch)
     return batch
-
-
-# --- retries: items built again alone -------------------------------------------------------------
-
-
-def _retry_on_commit(batch: Batch) -> None:
-    from .tasks import batch_retry
-
-    def kick() -> None:
-        try:
-            batch_retry.delay(batch_pk=batch.pk)
-        except Exception:  # noqa: BLE001 - a broker outage: batch_retry_sweep finds it later
-            logger.warning("could not queue the retry of batch %s", batch.offchain_id, exc_info=True)
-
-    db_transaction.on_commit(kick)
-
-
-def batch_retry(*, batch_pk: int) -> int:
-    """Build every RETRY_DUE item of the batch again, alone (worker). Each commits on its
-    own, under the item row's lock: a second run finds nothing left to do. Returns how
-    many items it settled."""
-    batch = Batch.unscoped.select_related("tenant", "created_by_key").get(pk=batch_pk)
-    due = list(BatchItem.objects.filter(batch=batch, status=BatchItemStatus.RETRY_DUE).order_by("index").values_list("pk", "index", "data"))
-    ops = _kinds()[batch.kind]
-    for pk, index, data in due:
-        ctx = _Context(batch.tenant, batch.cluster, batch.created_by_key, batch.svm_config)
-        item = _Item(index, data)
-        ops.read(ctx, item)
-        if item.errors is None and ops.check_all is not None:
-            ops.check_all(ctx, [item])
-        packs = ops.build(ctx, _Pack([item], held=item.held)) if item.errors is None else []
-        with write_phase(on_abort=lambda: [p.prepared.release() for p in packs]):
-            row = BatchItem.objects.select_for_update().filter(pk=pk, status=BatchItemStatus.RETRY_DUE).first()
-            if row is None:  # another run settled it
-                for pack in packs:
-                    pack.prepared.release()
-                continue
-            outcome = ops.write(ctx, batch, packs)
-            status, tx = outcome.get(index, (BatchItemStatus.REJECTED, None))
-            if status == BatchItemStatus.RETRY_DUE:  # alone and still not recordable: say so, do not loop
-                status = BatchItemStatus.REJECTED
-                item.errors, item.http_status = [{"code": "BATCH_ITEM_NOT_RECORDED", "message": "The item could not be recorded alone; send it again.", "field": item.field}], 409
-            row.status, row.transaction = status, tx
-            row.errors, row.http_status = (item.errors, item.http_status) if status == BatchItemStatus.REJECTED else (None, None)
-            row.result = ops.result(item) if status == BatchItemStatus.SENT else row.result
-            row.save(update_fields=["status", "transaction", "errors", "http_status", "result"])
-    return len(due)
-
-
-def batch_retry_due() -> list[int]:
-    """Batches with items waiting for a retry (the sweep: a worker killed mid-retry, a
-    broker that was down when the failure was recorded)."""
-    return sorted(set(BatchItem.objects.filter(status=BatchItemStatus.RETRY_DUE).values_list("batch_id", flat=True)))

@@ -208,6 +208,15 @@ class PositionBatchViewSet(TenantScopedViewSet):
 
     model = Position
 
+    def throttle_weight(self, request) -> int:
+        """A batch costs one rate-limit unit per item (tenancy/throttling.py), up to the most
+        a batch may hold; Fetch Batch costs one."""
+        if self.action not in ("transfer", "transfer_network_currency"):
+            return 1
+        item_data = request.data.get("itemData") if isinstance(request.data, dict) else None
+        items = item_data.get("items") if isinstance(item_data, dict) else None
+        return min(len(items), batches.MAX_BATCH_ITEMS) if isinstance(items, list) else 1
+
     @extend_schema(
         operation_id="transferFinancialInstrumentBatch", summary="Transfer Financial Instrument, batch",
         description=(

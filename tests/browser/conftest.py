@@ -136,19 +136,23 @@ class Page:
         self.find("#confirm-action")
         return self.text()
 
-    def wait_text(self, wanted: str | tuple[str, ...], *, timeout: float = 60.0, reload: bool = True) -> str:
-        """The page's text once it shows ``wanted`` (or one of them), reloading meanwhile."""
+    def wait_text_in(self, css: str, wanted: str | tuple[str, ...], *, timeout: float = 60.0) -> str:
+        """The text of the element at ``css`` once it shows ``wanted`` (or one of them),
+        reloading meanwhile: the status of one record. Never wait for a word anywhere on the
+        page: it often shows the same word for another record (a data source's creation
+        transaction is CONFIRMED long before the evaluation a test triggered), and the wait
+        then ends before the work it waits for."""
         wanted = (wanted,) if isinstance(wanted, str) else wanted
         deadline = time.monotonic() + timeout
         while True:
-            text = self.text()
+            found = self.all(css)
+            text = found[0].text if found else ""
             if any(w in text for w in wanted):
                 return text
             if time.monotonic() > deadline:
-                raise AssertionError(f"{wanted!r} did not appear within {timeout}s; the page says: {text[:1500]}")
+                raise AssertionError(f"{wanted!r} did not appear in {css!r} within {timeout}s; it says: {text[:500]!r} ({len(found)} found)")
             time.sleep(1.0)
-            if reload:
-                self.driver.refresh()
+            self.driver.refresh()
 
     def screenshot(self, name: str) -> Path:
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)

@@ -76,7 +76,7 @@ def test_an_approver_approves_a_held_transfer_and_sees_it_confirm(page, api, loc
         assert "1 transaction(s) approved." in page.find(".messagelist").text
 
         page.open(f"/admin/transactions/transaction/{held.pk}/change/")
-        page.wait_text(("[CONFIRMED]", "[FINALIZED]"), timeout=60)
+        page.wait_text_in(".field-status .readonly", ("Confirmed", "Finalized"), timeout=60)  # its own status (the label), not a related record's
         page.screenshot("transaction-confirmed")
     held.refresh_from_db()
     assert held.status in (TransactionStatus.CONFIRMED, TransactionStatus.FINALIZED)

@@ -63,14 +63,16 @@ def test_an_operator_refreshes_a_data_source_and_a_viewer_reads_loans_and_source
         page.screenshot("confirm-refresh")
         page.click("#confirm-action")
         assert "1 data source(s): evaluation queued" in page.find(".messagelist").text
+        evaluation = DataSourceEvaluation.unscoped.get(data_source=record)  # recorded when queued
 
-        # ... and sees the new evaluation confirm on the source's page (the worker's update).
+        # ... and sees that evaluation confirm on the source's page (the worker's update): its
+        # own row, as the page shows CONFIRMED for the source's creation transaction already.
         page.open(f"/admin/marketdata/onchaindatasource/{record.pk}/change/")
-        text = page.wait_text("CONFIRMED", timeout=60)
-        assert "ADMIN" in text and "12.5" in text
+        row = page.wait_text_in(f".field-evaluations_recent tr:has(a[href$='/admin/marketdata/datasourceevaluation/{evaluation.pk}/change/'])", "CONFIRMED", timeout=60)
+        assert "ADMIN" in row and "12.5" in row
         page.driver.execute_script("arguments[0].scrollIntoView()", page.find(".field-evaluations_recent"))
         page.screenshot("data-source-refreshed")
-        evaluation = DataSourceEvaluation.unscoped.get(data_source=record)
+        evaluation.refresh_from_db()
         assert evaluation.status == EvaluationStatus.CONFIRMED and evaluation.requested_by == operator.username
         page.click(f"a[href$='/admin/marketdata/datasourceevaluation/{evaluation.pk}/change/']")
         assert prices.url("/price") in page.text()

@@ -104,7 +104,7 @@ def test_an_operator_redelivers_a_dead_lettered_webhook_and_sees_it_delivered(pa
         assert "1 event(s) due again." in page.find(".messagelist").text
 
         page.open(f"/admin/webhooks/webhookevent/{dead.pk}/change/")
-        page.wait_text("DELIVERED", timeout=60)  # the worker's delivery loop, to the receiver
+        page.wait_text_in(".field-status .readonly", "Delivered", timeout=60)  # the event's own status (the label): the worker's delivery loop, to the receiver
         attempts = page.find("#attempt_log-group")
         assert "200" in attempts.text
         page.driver.execute_script("arguments[0].scrollIntoView()", attempts)

@@ -1,8 +1,8 @@
 """The fee of a transaction and whether its payer can pay it, by Agave's rules.
 
-Agave master (workspace 4.4.0-alpha; the rules below are unchanged since SIMD-0170's
-`reserve_minimal_cus_for_builtin_instructions` was activated and its gate removed, Agave
-2.2/3.x), read from anza-xyz/agave:
+The rules of Agave master (workspace version 4.4.0-alpha.2 when read), unchanged since
+SIMD-0170's `reserve_minimal_cus_for_builtin_instructions` became the rule (Agave 2.2/3.x),
+read from anza-xyz/agave and anza-xyz/solana-sdk:
 
 - signature fee (`fee/src/lib.rs`, calculate_signature_fee): 5,000 lamports for every
   transaction signature and every signature an ed25519, secp256k1 or secp256r1 precompile

@@ -1,6 +1,7 @@
 """What a validator checks of a transaction before it runs, and the shapes of what it
 says when it refuses one: the account keys a message loads (static, then from its lookup
-tables), a durable nonce's age, the fee, and a transaction error in the RPC's JSON form.
+tables), a durable nonce's age, and a transaction error in the RPC's JSON form and words
+(the fee and the fee payer's check: fees.py).
 Functions over a LiteSVM: the node (node.py) calls them under its lock.
 """
 
@@ -13,12 +14,11 @@ from solders.hash import Hash
 from solders.message import Message, MessageV0
 from solders.pubkey import Pubkey
 
+from . import fees
 from .errors import RpcError
 
 SYSTEM_PROGRAM = Pubkey.from_string("11111111111111111111111111111111")
-COMPUTE_BUDGET = Pubkey.from_string("ComputeBudget111111111111111111111111111111")
 ADVANCE_NONCE = (4).to_bytes(4, "little")
-LAMPORTS_PER_SIGNATURE = 5000
 
 
 def durable_nonce_of(blockhash: Hash) -> bytes:
@@ -43,7 +43,11 @@ def describe(err) -> str:
         if isinstance(detail, dict) and "Custom" in detail:
             return f"Error processing Instruction {index}: custom program error: {hex(detail['Custom'])}"
         return f"Error processing Instruction {index}: {detail}"
-    return str(err)
+    if isinstance(err, dict) and "DuplicateInstruction" in err:
+        return f"Transaction contains a duplicate instruction ({err['DuplicateInstruction']}) that is not allowed"
+    if isinstance(err, dict) and "InsufficientFundsForRent" in err:
+        return f"Transaction results in an account ({err['InsufficientFundsForRent']['account_index']}) with insufficient funds for rent"
+    return fees.TEXTS.get(err, str(err))
 
 
 def account_keys(svm, message: Message | MessageV0) -> tuple[list[Pubkey], list[bool], dict]:
@@ -85,17 +89,3 @@ def nonce_ok(svm, message, blockhash: str) -> bool:
         return False
     stored = bytes(nonce.data[40:72])
     return str(Hash(stored)) == blockhash and stored != durable_nonce_of(svm.latest_blockhash())
-
-def fee(message) -> tuple[int, int]:
-    """(fee charged in lamports, compute unit price requested).
-
-    LiteSVM charges the signature fee only: a compute unit price is accepted and
-    reported (getRecentPrioritizationFees) but not charged (docs/localnet.md)."""
-    price = 0
-    keys = message.account_keys
-    for ix in message.instructions:
-        data = bytes(ix.data)
-        if keys[ix.program_id_index] == COMPUTE_BUDGET and data:
-            if data[0] == 3 and len(data) >= 9:
-                price = int.from_bytes(data[1:9], "little")
-    return LAMPORTS_PER_SIGNATURE * message.header.num_required_signatures, price

@@ -256,3 +256,20 @@ def encode_transaction(stored, encoding: str, *, details: str = "full", rewards:
     if max_version is not None:
         entry["version"] = stored.meta.get("version", "legacy")
     return entry
+
+
+def inner_instructions(meta) -> list[dict]:
+    """A LiteSVM result's inner instructions in the meta's stored (json) shape."""
+    out = []
+    for index, group in enumerate(meta.inner_instructions()):
+        if not group:
+            continue
+        out.append({
+            "index": index,
+            "instructions": [
+                {"programIdIndex": ix.program_id_index, "accounts": list(ix.accounts), "data": b58encode(bytes(ix.data)), "stackHeight": inner.stack_height()}
+                for inner in group
+                for ix in (inner.instruction(),)
+            ],
+        })
+    return out

@@ -138,7 +138,7 @@ class Methods(AccountMethods, HistoryMethods):
         blockhash = str(message.recent_blockhash)
         if not self.node.blockhash_valid(blockhash, level) and not self.node.nonce_ok(message, blockhash):
             return self._ctx(None, self.node.view_slot(level))
-        return self._ctx(self.node.fee(message)[0], self.node.view_slot(level))
+        return self._ctx(self.node.fee(message).total, self.node.view_slot(level))
 
     def rpc_getRecentPrioritizationFees(self, params):
         addresses = param(params, 0, [])

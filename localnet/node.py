@@ -28,7 +28,8 @@ from solders.system_program import TransferParams, transfer
 from solders.transaction import VersionedTransaction
 from solders.transaction_metadata import FailedTransactionMetadata
 
-from . import admission, programs, tokens
+from . import admission, fees, programs, tokens
+from .encoding import inner_instructions
 from .errors import RpcError
 from .store import GroupCommit, PendingWrite, Store, StoredAccount, StoredBlock, StoredTransaction
 
@@ -299,8 +300,22 @@ class Node:
     def nonce_ok(self, message, blockhash: str) -> bool:
         return admission.nonce_ok(self.svm, message, blockhash)
 
-    def fee(self, message) -> tuple[int, int]:
-        return admission.fee(message)
+    def fee(self, message) -> fees.Fee:
+        return fees.fee_of(message)
+
+    def _charge_fee(self, runtime, message, fee: fees.Fee, preflight: bool, signature: str) -> Outcome | None:
+        """Agave's fee payer check with the full fee (LiteSVM's counts the signature fee
+        only): when the payer cannot pay, -32002 with preflight, else dropped as a
+        validator's banking stage drops it. Otherwise the prioritization fee is taken first,
+        as a validator takes the whole fee before execution; LiteSVM takes the rest."""
+        if not fee.valid:  # the runtime refuses the compute budget itself (DuplicateInstruction, ...)
+            return None
+        payer = message.account_keys[0]
+        refusal = fees.payer_refusal(runtime.get_account(payer), fee.total, runtime.minimum_balance_for_rent_exemption)
+        if refusal is not None:
+            return self._refuse(refusal[0], refusal[1], preflight, signature)
+        fees.debit(runtime, payer, fee.priority)
+        return None
 
     def execute(self, raw: bytes, *, preflight: bool) -> Outcome:
         """Run one transaction. With preflight a failing transaction changes nothing and
@@ -320,6 +335,11 @@ class Node:
             keys, writable, loaded = admission.account_keys(self.svm, message)
             runtime = self._runtime_for(message)
             before = {k: runtime.get_account(k) for k in keys}
+            fee = self.fee(message)
+            refused = self._charge_fee(runtime, message, fee, preflight, signature)
+            if refused is not None:
+                return refused
+            charged = runtime.get_account(keys[0])
             result = runtime.send_transaction(tx)
             failed = isinstance(result, FailedTransactionMetadata)
             meta = result.meta() if failed else result
@@ -333,7 +353,9 @@ class Node:
                 if err == "SignatureFailure":
                     raise RpcError(-32003, "Transaction signature verification failure")
                 raise RpcError(-32002, f"Transaction simulation failed: {admission.describe(err)}", {"err": err, "logs": logs, "accounts": None, "unitsConsumed": units, "returnData": None})
-            outcome = self._record(runtime, tx, raw, signature, keys, writable, loaded, before, err, logs, units, meta)
+            if isinstance(err, str) and err in fees.FEES_ONLY and fee.valid and runtime.get_account(keys[0]) == charged:
+                fees.debit(runtime, keys[0], fee.signature)  # LiteSVM charged nothing; a validator would
+            outcome = self._record(runtime, tx, raw, signature, keys, writable, loaded, before, err, logs, units, meta, fee)
             if not self.defer_commits:
                 self.commits.flush()
         return outcome
@@ -346,7 +368,8 @@ class Node:
 
     def _runtime_for(self, message):
         programs = {message.account_keys[ix.program_id_index] for ix in message.instructions}
-        return self.svm_alt if ADDRESS_LOOKUP_TABLE_PROGRAM in programs else self.svm
+        # The assembled runtime has no precompiles (ed25519, secp256k1/r1): the full one has.
+        return self.svm_alt if ADDRESS_LOOKUP_TABLE_PROGRAM in programs or programs & fees.PRECOMPILES else self.svm
 
     def _mirror(self, runtime, after: dict, writable_keys) -> None:
         """Copy what a transaction wrote into the other runtime."""
@@ -355,7 +378,7 @@ class Node:
             acc = after[key]
             other.set_account(key, acc if acc is not None else Account(0, b"", admission.SYSTEM_PROGRAM, False, 0))
 
-    def _record(self, runtime, tx, raw, signature, keys, writable, loaded, before, err, logs, units, meta) -> Outcome:
+    def _record(self, runtime, tx, raw, signature, keys, writable, loaded, before, err, logs, units, meta, fee: fees.Fee) -> Outcome:
         after = {k: runtime.get_account(k) for k in keys}
         self._mirror(runtime, after, [k for k, w in zip(keys, writable) if w])
         changed, deleted, versions = [], [], []
@@ -374,16 +397,15 @@ class Node:
                 deleted.append(skey)
             else:  # executable ones too: deployed programs survive a restart
                 changed.append(StoredAccount(skey, acc.lamports, str(acc.owner), acc.executable, acc.rent_epoch, bytes(acc.data)))
-        fee, price = self.fee(tx.message)
         record_meta = {
-            "fee": fee,
+            "fee": fee.total,
             "preBalances": [a.lamports if a else 0 for a in (before[k] for k in keys)],
             "postBalances": [a.lamports if a else 0 for a in (after[k] for k in keys)],
             "preTokenBalances": tokens.token_balances(keys, before, self.svm.get_account),
             "postTokenBalances": tokens.token_balances(keys, after, self.svm.get_account),
             "logMessages": logs,
             "computeUnitsConsumed": units,
-            "innerInstructions": _inner(meta),
+            "innerInstructions": inner_instructions(meta),
             "loadedAddresses": loaded,
             "version": 0 if isinstance(tx.message, MessageV0) else "legacy",
         }
@@ -391,8 +413,8 @@ class Node:
         self.commits.enqueue(PendingWrite(changed, deleted, stored, [str(k) for k in keys], versions))
         self.transaction_count += 1
         self.slot_tx_counts[self.slot] = self.slot_tx_counts.get(self.slot, 0) + 1
-        if price:
-            self.fees.append((self.slot, price, frozenset(str(k) for k, w in zip(keys, writable) if w)))
+        if fee.price:
+            self.fees.append((self.slot, fee.price, frozenset(str(k) for k, w in zip(keys, writable) if w)))
         return Outcome(signature, self.slot, err, logs, units)
 
     def simulate(self, raw: bytes, *, sig_verify: bool, replace_blockhash: bool) -> dict:
@@ -411,11 +433,19 @@ class Node:
             elif not self.blockhash_valid(str(message.recent_blockhash)) and not self.nonce_ok(message, str(message.recent_blockhash)):
                 return {"err": "BlockhashNotFound", "logs": [], "accounts": None, "unitsConsumed": 0, "returnData": None, "replacementBlockhash": None}
             runtime = self._runtime_for(message)
+            payer = message.account_keys[0]
+            prior = runtime.get_account(payer)
+            try:
+                self._charge_fee(runtime, message, self.fee(message), True, str(tx.signatures[0]))
+            except RpcError as exc:  # the payer cannot pay the fee: what preflight says, as a result
+                return {**exc.data, "innerInstructions": None, "replacementBlockhash": replacement}
             if not sig_verify:
                 runtime.with_sigverify(False)
             try:
                 result = runtime.simulate_transaction(tx)
             finally:
+                if prior is not None:
+                    runtime.set_account(payer, prior)  # the prioritization fee taken for the simulation
                 if not sig_verify:
                     runtime.with_sigverify(True)
             failed = isinstance(result, FailedTransactionMetadata)
@@ -465,25 +495,3 @@ def _stored(key: str, acc: Account | None) -> StoredAccount | None:
     if acc is None or (acc.lamports == 0 and not acc.executable):
         return None
     return StoredAccount(key, acc.lamports, str(acc.owner), acc.executable, acc.rent_epoch, bytes(acc.data))
-
-
-def _inner(meta) -> list[dict]:
-    out = []
-    for index, group in enumerate(meta.inner_instructions()):
-        if not group:
-            continue
-        out.append({
-            "index": index,
-            "instructions": [
-                {"programIdIndex": ix.program_id_index, "accounts": list(ix.accounts), "data": _b58(bytes(ix.data)), "stackHeight": inner.stack_height()}
-                for inner in group
-                for ix in (inner.instruction(),)
-            ],
-        })
-    return out
-
-
-def _b58(data: bytes) -> str:
-    from ledger_project.base58 import b58encode
-
-    return b58encode(data)

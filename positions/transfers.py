@@ -10,7 +10,6 @@ re-decides the debit under the source's row lock (docs/transactions.md).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from math import ceil
 from types import SimpleNamespace
 
 from solders.instruction import AccountMeta, Instruction
@@ -25,6 +24,7 @@ from accounts.models import Account
 from accounts.signers import ensure_usable, signer_for, transaction_config
 from ledger_project.api.errors import LedgerError
 from tenancy.idempotency import write_phase
+from chain.fees import LAMPORTS_PER_SIGNATURE, MAX_COMPUTE_UNIT_LIMIT, default_compute_unit_limit, prioritization_fee
 from chain.rpc import rpc_for
 from transactions.models import MessageLifetime, Transaction
 from transactions.services import TxConfig, transaction_build, transaction_record
@@ -34,7 +34,6 @@ from .limits import debit_decision
 from .values import base_units
 
 SYSTEM_PROGRAM = Pubkey.from_string("11111111111111111111111111111111")
-LAMPORTS_PER_SIGNATURE = 5000
 #: Spec "Value" for network currency: amount in SOL (9 decimals), lamports base units.
 NETWORK_CURRENCY_UNITS = SimpleNamespace(decimals=9, extensions=(), scaled_ui_multiplier=None)
 
@@ -46,15 +45,17 @@ class NetworkTransferResult:
 
 
 def _fee_estimate(config: TxConfig, source: Pubkey) -> int:
-    """What the source pays in fees when it is also the fee payer: the signature fee (fee
-    payer and source are one signer, plus the nonce authority for DURABLE_NONCE) and the
-    priority fee of an explicit compute-unit price and limit. A priceEstimate is unknown
-    until the build: simulation then has the last word."""
-    signers = 1 + (1 if config.lifetime == MessageLifetime.DURABLE_NONCE else 0)
-    fee = LAMPORTS_PER_SIGNATURE * signers
+    """What the source pays in fees when it is also the fee payer, at most (chain.fees): the
+    signature fee (fee payer and source are one signer, plus the nonce authority for
+    DURABLE_NONCE) and the priority fee of an explicit compute-unit price at the message's
+    limit (its own, else the default for its instructions). A priceEstimate is unknown until
+    the build: simulation then has the last word."""
+    durable = config.lifetime == MessageLifetime.DURABLE_NONCE
+    fee = LAMPORTS_PER_SIGNATURE * (1 + durable)
     compute = config.compute
-    if compute is not None and compute.price and compute.limit:
-        fee += ceil(compute.price * compute.limit / 1_000_000)
+    if compute is not None and compute.price:
+        limit = min(compute.limit, MAX_COMPUTE_UNIT_LIMIT) if compute.limit else default_compute_unit_limit(1 + durable)
+        fee += prioritization_fee(compute.price, limit)
     return fee
 
 

@@ -16,6 +16,7 @@ from chain import builder
 from chain.fees import LAMPORTS_PER_SIGNATURE, message_fee
 from transactions import fee_payers, fees
 from transactions.models import Transaction
+from transactions.tests.chainkit import wallet
 
 pytestmark = pytest.mark.chain
 CLUSTER = "CHAIN_LOCALNET"
@@ -33,39 +34,30 @@ def policy(settings):
     fees.platform_fees_cache_clear()
 
 
-def _account(api, lamports: int = 0, **item) -> dict:
-    data = {"managed": True, "offchainReferences": {"type": "WALLET"}, **item}
-    if lamports:
-        data["seed"] = {"lamports": lamports}
-    response = api.call("post", "/api/v1/accounts?wait=confirmed", {"itemData": data})
-    assert response.status_code == 201, response.json()
-    return {"offchainId": response.json()["newAccount"]["offchainId"], "onchainId": response.json()["newAccount"]["onchainId"]}
-
-
 def _operations(api) -> list[tuple[str, str, dict]]:
     """One valid request of each chain-changing operation the platform's fee payer can pay
     for, none naming a feePayer. (Create Durable Nonce Account needs a feePayer: it pays the
     account's rent, which the platform never does.)"""
     from positions.tests.kit import instrument, position
 
-    wallet = _account(api, 3 * SOL)
-    other = _account(api, 1_000_000)
-    token = instrument(api, authority={"offchainId": wallet["offchainId"]})
-    mine = position(api, {"offchainId": wallet["offchainId"]}, token)
+    funder = wallet(api, 3 * SOL)
+    other = wallet(api, 1_000_000)
+    token = instrument(api, authority={"offchainId": funder["offchainId"]})
+    mine = position(api, {"offchainId": funder["offchainId"]}, token)
     theirs = position(api, {"offchainId": other["offchainId"]}, token)
     minted = api.call("post", "/api/v1/positions/mint?wait=confirmed", {"itemData": {"position": {"position": {"offchainId": mine["offchainId"]}}, "value": {"amount": "1000"}}})
     assert minted.status_code == 200, minted.json()
     return [
         ("post", "/api/v1/accounts", {"itemData": {"managed": True, "offchainReferences": {"type": "WALLET"}, "seed": {"lamports": 1_000_000}}}),
-        ("post", "/api/v1/positions/transfer-network-currency", {"itemData": {"source": wallet, "destination": other, "value": {"lamports": 1_000}}}),
+        ("post", "/api/v1/positions/transfer-network-currency", {"itemData": {"source": funder, "destination": other, "value": {"lamports": 1_000}}}),
         ("post", "/api/v1/positions/transfer", {"itemData": {"source": {"position": {"offchainId": mine["offchainId"]}}, "destination": {"position": {"offchainId": theirs["offchainId"]}}, "value": {"amount": "1"}}}),
         ("post", "/api/v1/positions/mint", {"itemData": {"position": {"position": {"offchainId": mine["offchainId"]}}, "value": {"amount": "1"}}}),
         ("post", "/api/v1/positions/burn", {"itemData": {"position": {"position": {"offchainId": mine["offchainId"]}}, "value": {"amount": "1"}}}),
-        ("post", "/api/v1/positions", {"itemData": {"owner": {"offchainId": _account(api)["offchainId"]}, "financialInstrument": {"offchainId": token["offchainId"]}}}),
+        ("post", "/api/v1/positions", {"itemData": {"owner": {"offchainId": wallet(api)["offchainId"]}, "financialInstrument": {"offchainId": token["offchainId"]}}}),
         ("post", "/api/v1/financial-instruments", {"itemData": {"version": "SPL", "offchainReferences": {"newAlId": {"financialInstrumentType": "CORPORATE_BOND"}},
-                                                                "mintAuthority": {"offchainId": wallet["offchainId"]}, "onchainData": {"name": "Prop", "symbol": "PRP", "decimals": 2}}}),
+                                                                "mintAuthority": {"offchainId": funder["offchainId"]}, "onchainData": {"name": "Prop", "symbol": "PRP", "decimals": 2}}}),
         ("patch", "/api/v1/positions/freeze", {"itemData": {"position": {"position": {"offchainId": theirs["offchainId"]}}}}),
-        ("post", "/api/v1/address-lookup-tables", {"itemData": {"authority": {"offchainId": wallet["offchainId"]}, "componentAddresses": [{"offchainId": other["offchainId"]}]}}),
+        ("post", "/api/v1/address-lookup-tables", {"itemData": {"authority": {"offchainId": funder["offchainId"]}, "componentAddresses": [{"offchainId": other["offchainId"]}]}}),
     ]
 
 

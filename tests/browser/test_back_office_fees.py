@@ -10,6 +10,7 @@ import pytest
 from backoffice.tests.staff import PASSWORD, staff_user
 from transactions import fees
 from transactions.models import Transaction
+from transactions.tests.chainkit import wallet
 
 
 @pytest.fixture(autouse=True)
@@ -18,17 +19,10 @@ def airdrop_funding(settings):
     fees.platform_fees_cache_clear()
 
 
-def _account(api, lamports: int) -> dict:
-    body = {"itemData": {"managed": True, "offchainReferences": {"type": "WALLET"}, "seed": {"lamports": lamports}}}
-    response = api.call("post", "/api/v1/accounts?wait=confirmed", body)
-    assert response.status_code == 201, response.json()
-    return {"offchainId": response.json()["newAccount"]["offchainId"]}
-
-
 @pytest.mark.chain
 @pytest.mark.django_db(transaction=True)
 def test_a_viewer_reads_an_organizations_platform_paid_fees_and_changes_nothing(page, api, tenant, other_tenant, celery_worker_process, chain):
-    source, destination = _account(api, 10**9), _account(api, 1_000_000)
+    source, destination = wallet(api, 10**9), wallet(api, 1_000_000)
     body = {"itemData": {"source": source, "destination": destination, "value": {"lamports": 1_000}}}
     response = api.call("post", "/api/v1/positions/transfer-network-currency?wait=confirmed", body)
     assert response.status_code == 200, response.json()

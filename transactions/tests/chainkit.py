@@ -107,3 +107,14 @@ def hold_pump(cluster: str, holder: str) -> bool:
     from transactions.shards import shard_count
 
     return all([pump.lease_take(cluster, holder, shard) for shard in range(shard_count())])
+
+
+def wallet(api, lamports: int = 0, **item) -> dict:
+    """A confirmed WALLET made through the API (managed unless told), seeded with
+    ``lamports`` (the funder: the localnet airdrop funding the test turns on); its lookup."""
+    data = {"managed": True, "offchainReferences": {"type": "WALLET"}, **item}
+    if lamports:
+        data["seed"] = {"lamports": lamports}
+    response = api.call("post", "/api/v1/accounts?wait=confirmed", {"itemData": data})
+    assert response.status_code == 201, response.json()
+    return {"offchainId": response.json()["newAccount"]["offchainId"], "onchainId": response.json()["newAccount"]["onchainId"]}

@@ -18,6 +18,7 @@ from tenancy.roles import Role
 from tenancy.tests.factories import issue_key
 from transactions import fee_payers, fees
 from transactions.models import Transaction
+from transactions.tests.chainkit import wallet
 
 pytestmark = pytest.mark.chain
 TRANSFER = "/api/v1/positions/transfer-network-currency"
@@ -39,15 +40,6 @@ def fresh_budget_reads():
     fees.platform_fees_cache_clear()
 
 
-def _account(api, lamports: int = 0, **item) -> dict:
-    data = {"managed": True, "offchainReferences": {"type": "WALLET"}, **item}
-    if lamports:
-        data["seed"] = {"lamports": lamports}
-    response = api.call("post", "/api/v1/accounts?wait=confirmed", {"itemData": data})
-    assert response.status_code == 201, response.json()
-    return {"offchainId": response.json()["newAccount"]["offchainId"], "onchainId": response.json()["newAccount"]["onchainId"]}
-
-
 def _transfer(api, source, destination, lamports=1_000, **envelope):
     body = {"itemData": {"source": source, "destination": destination, "value": {"lamports": lamports}}, **envelope}
     return api.call("post", TRANSFER + "?wait=confirmed", body)
@@ -67,7 +59,7 @@ def _recorded(tenant) -> int:
 @pytest.mark.django_db(transaction=True)
 def test_a_tenant_cannot_set_the_priority_fee_the_platform_pays(api, tenant, celery_worker_process, chain):
     """Reproduction 1: limit 1,400,000 × price 10^12 with no feePayer was 200."""
-    source, destination = _account(api, SOL), _account(api, 1_000_000)
+    source, destination = wallet(api, SOL), wallet(api, 1_000_000)
     payer = str(fee_payers.platform_fee_payer(CLUSTER).pubkey)
     before, recorded = _balance(chain, payer), _recorded(tenant)
     response = _transfer(api, source, destination, svmTransactionConfig={"computeUnitConfig": MAX_COMPUTE})
@@ -79,7 +71,7 @@ def test_a_tenant_cannot_set_the_priority_fee_the_platform_pays(api, tenant, cel
 @pytest.mark.django_db(transaction=True)
 def test_a_priority_fee_within_the_ceiling_is_paid_by_the_platform(api, tenant, settings, celery_worker_process, chain):
     settings.LEDGER_PLATFORM_PRIORITY_FEE_MAX_LAMPORTS = 20_000
-    source, destination = _account(api, SOL), _account(api, 1_000_000)
+    source, destination = wallet(api, SOL), wallet(api, 1_000_000)
     # 100,000 units × 200,000 micro-lamports = 20,000 lamports: exactly the ceiling.
     ok = _transfer(api, source, destination, svmTransactionConfig={"computeUnitConfig": {"limit": 100_000, "price": 200_000}})
     assert ok.status_code == 200 and ok.json()["svmTransaction"]["status"] in ("CONFIRMED", "FINALIZED"), ok.json()
@@ -94,7 +86,7 @@ def test_a_priority_fee_within_the_ceiling_is_paid_by_the_platform(api, tenant, 
 def test_an_estimated_price_is_lowered_to_the_ceiling(api, tenant, settings, monkeypatch, celery_worker_process, chain):
     settings.LEDGER_PLATFORM_PRIORITY_FEE_MAX_LAMPORTS = 10_000
     monkeypatch.setattr(builder, "estimate_price", lambda rpc, instructions: 5_000_000)  # a congested market's median
-    source, destination = _account(api, SOL), _account(api, 1_000_000)
+    source, destination = wallet(api, SOL), wallet(api, 1_000_000)
     response = _transfer(api, source, destination, svmTransactionConfig={"computeUnitConfig": {"limit": 300_000, "priceEstimate": {"calculationStrategy": "DEFAULT"}}})
     assert response.status_code == 200, response.json()
     tx = Transaction.unscoped.get(offchain_id=response.json()["svmTransaction"]["offchainId"])
@@ -104,7 +96,7 @@ def test_an_estimated_price_is_lowered_to_the_ceiling(api, tenant, settings, mon
 
 @pytest.mark.django_db(transaction=True)
 def test_an_organization_past_its_platform_fee_budget_gets_429_with_retry_after(api, tenant, settings, celery_worker_process, chain):
-    source, destination = _account(api, SOL), _account(api, 1_000_000)
+    source, destination = wallet(api, SOL), wallet(api, 1_000_000)
     spent = fees.platform_fees_spent(tenant, CLUSTER)
     # Room for one more two-signature transfer (10,000 lamports), not two.
     settings.LEDGER_PLATFORM_FEE_BUDGET_LAMPORTS = spent + 15_000
@@ -137,9 +129,9 @@ def test_naming_an_account_as_fee_payer_passes_its_debit_api_keys(api, tenant, c
     issue_key(tenant, name="treasury-only")
     ops = make_client(issue_key(tenant, name="ops").secret)
     zero = [{"destinationType": t, "limitType": "PER_TRANSACTION", "maxAmountWithoutApproval": 0} for t in ("OFF_PLATFORM", "NON_MANAGED", "MANAGED")]
-    treasury = _account(api, SOL, networkCurrencyDebitLimits=zero)
+    treasury = wallet(api, SOL, networkCurrencyDebitLimits=zero)
     assert keys_admin.call("patch", "/api/v1/accounts", {"itemData": {"account": treasury, "networkCurrencyDebitApiKeys": ["treasury-only"]}}).status_code == 200
-    other, destination = _account(api, SOL), _account(api, 1_000_000)
+    other, destination = wallet(api, SOL), wallet(api, 1_000_000)
     assert_error(_transfer(ops, treasury, destination), 403, "DEBIT_NOT_ALLOWED")
     before, recorded = _balance(chain, treasury["onchainId"]), _recorded(tenant)
     response = _transfer(ops, other, destination, svmTransactionConfig={"feePayer": treasury, "computeUnitConfig": {"limit": 1_400_000, "price": 500_000}})
@@ -150,8 +142,8 @@ def test_naming_an_account_as_fee_payer_passes_its_debit_api_keys(api, tenant, c
 @pytest.mark.django_db(transaction=True)
 def test_a_fee_over_the_fee_payers_limit_is_held_for_approval(api, tenant, celery_worker_process, chain):
     limits = [{"destinationType": "NON_MANAGED", "limitType": "PER_TRANSACTION", "maxAmountWithoutApproval": 50_000}]
-    payer = _account(api, SOL, networkCurrencyDebitLimits=limits)
-    other, destination = _account(api, SOL), _account(api, 1_000_000)
+    payer = wallet(api, SOL, networkCurrencyDebitLimits=limits)
+    other, destination = wallet(api, SOL), wallet(api, 1_000_000)
     # 10,000 lamports of signatures + 1,400,000 × 500,000 / 10^6 = 700,000 of priority fee.
     held = _transfer(api, other, destination, svmTransactionConfig={"feePayer": payer, "computeUnitConfig": {"limit": 1_400_000, "price": 500_000}})
     assert held.status_code == 200, held.json()
@@ -168,8 +160,8 @@ def test_a_fee_over_the_fee_payers_limit_is_held_for_approval(api, tenant, celer
 @pytest.mark.django_db(transaction=True)
 def test_a_fee_payers_fees_count_in_its_duration_window(api, tenant, celery_worker_process, chain):
     limits = [{"destinationType": "NON_MANAGED", "limitType": "DURATION", "maxAmountWithoutApproval": 15_000, "durationHours": 24}]
-    payer = _account(api, SOL, networkCurrencyDebitLimits=limits)
-    other, destination = _account(api, SOL), _account(api, 1_000_000)
+    payer = wallet(api, SOL, networkCurrencyDebitLimits=limits)
+    other, destination = wallet(api, SOL), wallet(api, 1_000_000)
     first = _transfer(api, other, destination, svmTransactionConfig={"feePayer": payer})
     assert first.json()["svmTransaction"]["status"] in ("CONFIRMED", "FINALIZED"), first.json()
     second = _transfer(api, other, destination, svmTransactionConfig={"feePayer": payer})
@@ -181,9 +173,9 @@ def test_a_fee_payers_fees_count_in_its_duration_window(api, tenant, celery_work
 def test_a_shared_fee_payers_limits_hold_another_organizations_transaction(api, tenant, other_tenant, celery_worker_process, chain):
     """ACME shares an account with GLOBEX; a fee it pays for GLOBEX counts against its limits."""
     limits = [{"destinationType": "NON_MANAGED", "limitType": "PER_TRANSACTION", "maxAmountWithoutApproval": 0}]
-    shared = _account(api, SOL, shareAcrossTenants=True, orgsAllowedToSignWithPrivateKey=[other_tenant.external_id], networkCurrencyDebitLimits=limits)
+    shared = wallet(api, SOL, shareAcrossTenants=True, orgsAllowedToSignWithPrivateKey=[other_tenant.external_id], networkCurrencyDebitLimits=limits)
     globex = make_client(issue_key(other_tenant).secret)
-    source, destination = _account(globex, SOL), _account(globex, 1_000_000)
+    source, destination = wallet(globex, SOL), wallet(globex, 1_000_000)
     held = _transfer(globex, source, destination, svmTransactionConfig={"feePayer": {"onchainId": shared["onchainId"]}})
     assert held.status_code == 200 and held.json()["svmTransaction"]["status"] == "PENDING_APPROVAL", held.json()
     tx = Transaction.unscoped.get(offchain_id=held.json()["svmTransaction"]["offchainId"])
@@ -197,7 +189,7 @@ def test_a_shared_fee_payers_limits_hold_another_organizations_transaction(api, 
 def test_staff_see_each_organizations_platform_paid_fees(api, tenant, other_tenant, client, celery_worker_process, chain):
     from backoffice.tests.staff import client_for, staff_user
 
-    source, destination = _account(api, SOL), _account(api, 1_000_000)
+    source, destination = wallet(api, SOL), wallet(api, 1_000_000)
     landed = _transfer(api, source, destination)
     assert landed.status_code == 200, landed.json()
     tx = Transaction.unscoped.get(offchain_id=landed.json()["svmTransaction"]["offchainId"])
@@ -223,8 +215,8 @@ def test_two_transactions_built_together_do_not_jointly_pass_the_fee_payers_wind
     from positions import transfers
 
     limits = [{"destinationType": "NON_MANAGED", "limitType": "DURATION", "maxAmountWithoutApproval": 15_000, "durationHours": 24}]
-    payer = _account(api, SOL, networkCurrencyDebitLimits=limits)
-    other, destination = _account(api, SOL), _account(api, 1_000_000)
+    payer = wallet(api, SOL, networkCurrencyDebitLimits=limits)
+    other, destination = wallet(api, SOL), wallet(api, 1_000_000)
     envelope = {"svmTransactionConfig": {"feePayer": payer}}
     competing = inject_after_build(monkeypatch, transfers, lambda: _transfer(api, other, destination, 2_000, **envelope))
     late = _transfer(api, other, destination, 1_000, **envelope)

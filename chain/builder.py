@@ -351,7 +351,9 @@ def _build(plan: BuildPlan, rpc: ChainRpc, *, reuse: bool) -> BuiltMessage:
             # An estimate is the builder's own choice: it stays within what the payer allows
             # (an explicit price over it is refused before the build, transactions/fees.py).
             others = len(plan.instructions) + (plan.nonce is not None)
-            limit = min(compute.limit, fees.MAX_COMPUTE_UNIT_LIMIT) if compute.limit else fees.default_compute_unit_limit(others)
+            # Without a limit of its own the message holds this SetComputeUnitPrice alone of the
+            # Compute Budget program's instructions.
+            limit = min(compute.limit, fees.MAX_COMPUTE_UNIT_LIMIT) if compute.limit else fees.default_compute_unit_limit(others, 1)
             price = min(price, fees.price_within(plan.max_priority_fee, limit))
         if price:
             instructions.append(compute_budget.set_compute_unit_price(price))

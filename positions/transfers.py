@@ -54,7 +54,7 @@ def _fee_estimate(config: TxConfig, source: Pubkey) -> int:
     fee = LAMPORTS_PER_SIGNATURE * (1 + durable)
     compute = config.compute
     if compute is not None and compute.price:
-        limit = min(compute.limit, MAX_COMPUTE_UNIT_LIMIT) if compute.limit else default_compute_unit_limit(1 + durable)
+        limit = min(compute.limit, MAX_COMPUTE_UNIT_LIMIT) if compute.limit else default_compute_unit_limit(1 + durable, 1)
         fee += prioritization_fee(compute.price, limit)
     return fee
 

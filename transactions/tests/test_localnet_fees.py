@@ -91,6 +91,21 @@ def test_charged_fee_is_agaves(chain, signatures, price, limit, v0):
     assert meta.pre_balances[0] - meta.post_balances[0] == expected + SENT and meta.pre_balances[0] == before
 
 
+@pytest.mark.parametrize("signatures, price, limit, v0", CASES)
+def test_the_engines_maximum_fee_bounds_what_the_node_charges(chain, signatures, price, limit, v0):
+    """chain.fees.message_fee, which the engine budgets and limits with (transactions/fees.py),
+    is never below the validator's fee, and equal to it when the message sets its limit."""
+    from chain.fees import message_fee
+
+    payer = funded(chain, 10**9)
+    message, _ = compose(payer, [Keypair() for _ in range(signatures - 1)], price, limit, chain.get_latest_blockhash().value.blockhash, v0=v0)
+    charged = chain.get_fee_for_message(message).value
+    maximum = message_fee(message).total
+    assert maximum >= charged
+    if limit is not None or not price:
+        assert maximum == charged
+
+
 def test_failed_transaction_pays_the_full_fee(chain):
     """Without preflight a transaction that fails pays its whole fee, taken before it runs:
     the transfer cannot spend the lamports the prioritization fee took."""

@@ -216,3 +216,22 @@ def _flush_retrying_deadlocks():
 
 
 _flush_retrying_deadlocks()
+
+
+@pytest.fixture
+def fault_front(localnet_url, tmp_path):
+    """Fault fronts before the shared node (docs/chain.md "The fault front"):
+    ``fault_front(profile, seed=0)`` starts one (a profile name, a JSON path or a dict) and
+    returns its ``FaultFrontProcess`` (``.url``, ``.faults()``); all are stopped after the test."""
+    from faultfront.testing import FaultFrontProcess
+
+    started = []
+
+    def start(profile="passthrough", seed: int = 0, **kwargs):
+        front = FaultFrontProcess(localnet_url, profile, seed, work_dir=tmp_path, **kwargs).start()
+        started.append(front)
+        return front
+
+    yield start
+    for front in started:
+        front.stop()

@@ -7,9 +7,10 @@ left out), one answer per slot; the client gets the newest remembered answer who
 at most S - lag, with that slot as its context. So a blockhash comes from N slots ago, a
 balance read again after a transfer still shows the old amount, and a minContextSlot above
 S - lag is refused with -32016, all as a pool member behind the others answers. When the
-front has no answer that old for these parameters (the first read), it answers the fresh
-value with the context slot of the lagging view, S - lag: a lagging node might have
-answered differently, the front cannot know, and never answers newer than its view.
+front has no answer that old for these parameters (the first reads), it answers the oldest
+value it remembers (the fresh one, on a first read) with the context slot of the lagging
+view, S - lag: a lagging node might have answered differently, the front cannot know,
+and it never claims a slot newer than its view.
 """
 
 from __future__ import annotations
@@ -64,6 +65,6 @@ class LaggingView:
             old = [s for s in seen if s <= view]
             if old:
                 return copy.deepcopy(seen[max(old)]), max(old)
-        fresh = copy.deepcopy(result)
-        fresh["context"]["slot"] = view
-        return fresh, view
+            oldest = copy.deepcopy(seen[min(seen)])
+        oldest["context"]["slot"] = view
+        return oldest, view

@@ -122,6 +122,13 @@ def test_the_threshold_package_stands_alone():
     assert not reached
 
 
+def test_the_fault_front_stands_alone():
+    """faultfront/ is a server of its own in front of any node (docs/chain.md "The fault front"):
+    the standard library only, nothing of the project, not even the local node it often fronts."""
+    reached = sorted(f"{name} -> {t}" for name, targets in EDGES.items() if _app(name) == "faultfront" for t in targets if _app(t) != "faultfront")
+    assert not reached
+
+
 @pytest.mark.parametrize("app", ["transactions", "webhooks"])
 def test_the_engines_only_loop_is_a_task_and_its_kick(app):
     """Without the imports of ``tasks.py`` (a kick, at call time) the app's files import one way."""

@@ -291,3 +291,14 @@ def test_staging_mix_forwards_ordinary_calls(fault_front, localnet_url):
                                                  and all(draw(s, "unhealthy", "getVersion", k) > 0.01 for k in range(2))))
     assert Client(front.url).get_version().value.solana_core == Client(localnet_url).get_version().value.solana_core
     assert post(front.url, [call("getVersion", rid=1), call("getVersion", rid=2)])[2][1]["id"] == 2
+
+
+def test_the_websocket_relay_pipes_pubsub_to_the_node_untouched(fault_front, localnet_url):
+    from faultfront.testing import free_port
+
+    ws_port = free_port()
+    fault_front("flaky", extra_args=("--ws-port", str(ws_port)))
+    with socket.create_connection(("127.0.0.1", ws_port), timeout=5) as sock:
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                     b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
+        assert sock.recv(4096).startswith(b"HTTP/1.1 101")

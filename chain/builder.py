@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import statistics
 import threading
 import time
 from dataclasses import dataclass, field
@@ -27,7 +26,7 @@ from solders.signature import Signature
 from solders.system_program import AdvanceNonceAccountParams, advance_nonce_account
 from solders.transaction import VersionedTransaction
 
-from . import fees
+from . import fee_provider, fees
 from .errors import TransactionTooLarge
 from .rpc import ChainRpc, LatestBlockhash
 
@@ -145,10 +144,12 @@ def _writable(instructions: Sequence[Instruction]) -> list[Pubkey]:
 
 
 def estimate_price(rpc: ChainRpc, instructions: Sequence[Instruction]) -> int:
-    """DEFAULT strategy, RECOMMENDED level: the median of recent non-zero prioritization
-    fees paid for the accounts this transaction writes (0 when nobody paid one)."""
-    fees = [fee for fee in rpc.recent_prioritization_fees(_writable(instructions)[:128]) if fee > 0]
-    return min(int(statistics.median(fees)), _PRICE_CAP) if fees else 0
+    """priceEstimate (PARTNER_FEE_PROVIDER, DEFAULT strategy, RECOMMENDED level) for the
+    accounts this transaction writes: the cluster's fee provider's recommended price, else
+    (none configured, or it failed) the median of recent non-zero prioritization fees; 0
+    when nobody paid one (chain/fee_provider.py). At most _PRICE_CAP either way; the
+    payer's ceiling is applied by ``_build``."""
+    return min(fee_provider.estimate(rpc, _writable(instructions)), _PRICE_CAP)
 
 
 ADDRESS_LOOKUP_TABLE_PROGRAM = Pubkey.from_string("AddressLookupTab1e1111111111111111111111111")

@@ -4,7 +4,10 @@ the fee, and how much at most"; docs/configuration.md), read from the environmen
 import environ
 
 env = environ.Env()
-__all__ = ["LEDGER_PLATFORM_PRIORITY_FEE_MAX_LAMPORTS", "LEDGER_PLATFORM_FEE_BUDGET_LAMPORTS", "LEDGER_PLATFORM_FEE_BUDGET_CACHE_SECONDS"]
+__all__ = [
+    "LEDGER_PLATFORM_PRIORITY_FEE_MAX_LAMPORTS", "LEDGER_PLATFORM_FEE_BUDGET_LAMPORTS", "LEDGER_PLATFORM_FEE_BUDGET_CACHE_SECONDS",
+    "LEDGER_PRIORITY_FEE_PROVIDER_URLS", "LEDGER_PRIORITY_FEE_PROVIDER_TIMEOUT_SECONDS", "LEDGER_PRIORITY_FEE_PROVIDER_RETRY_SECONDS",
+]
 
 # At most this prioritization fee per transaction the platform pays (lamports): an explicit
 # computeUnitConfig.price over it is a 400, an estimated price is lowered to fit.
@@ -17,3 +20,27 @@ _budget = env.str("LEDGER_PLATFORM_FEE_BUDGET_LAMPORTS", default="1000000000").s
 LEDGER_PLATFORM_FEE_BUDGET_LAMPORTS = None if _budget in ("", "none") else int(_budget)
 LEDGER_PLATFORM_FEE_BUDGET_CACHE_SECONDS = env.float("LEDGER_PLATFORM_FEE_BUDGET_CACHE_SECONDS", default=2.0)
 del _budget
+
+
+# priceEstimate's PARTNER_FEE_PROVIDER per cluster: an RPC endpoint answering getPriorityFeeEstimate
+# (chain/fee_provider.py; docs/transactions.md, "Compute-unit price estimates"), e.g.
+# LEDGER_PRIORITY_FEE_PROVIDER_URLS="CHAIN_MAINNET=https://mainnet.helius-rpc.com/?api-key=...".
+# A cluster without one estimates from getRecentPrioritizationFees. The URL may carry an API
+# key: it is never logged. Split at the first "=" of each comma-separated entry, so a query's
+# own "=" stays in the URL.
+def _provider_urls(raw: str) -> dict[str, str]:
+    urls = {}
+    for item in raw.split(","):
+        name, _, url = item.partition("=")
+        if name.strip() and url.strip():
+            urls[name.strip()] = url.strip()
+    return urls
+
+
+LEDGER_PRIORITY_FEE_PROVIDER_URLS = _provider_urls(env.str("LEDGER_PRIORITY_FEE_PROVIDER_URLS", default=""))
+# The provider's whole answer within this many seconds, else the fallback (it is on the
+# request path: every estimated build waits for it).
+LEDGER_PRIORITY_FEE_PROVIDER_TIMEOUT_SECONDS = env.float("LEDGER_PRIORITY_FEE_PROVIDER_TIMEOUT_SECONDS", default=1.5)
+# After a failure the provider is not asked again for this long (per process and cluster).
+LEDGER_PRIORITY_FEE_PROVIDER_RETRY_SECONDS = env.float("LEDGER_PRIORITY_FEE_PROVIDER_RETRY_SECONDS", default=30.0)
+del _provider_urls

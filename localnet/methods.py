@@ -4,7 +4,7 @@ Every method that takes a commitment reads the bank it names (node.view_slot: th
 `processed` and `confirmed`, the root for `finalized`, a validator's default), answers
 with that bank's slot as its context, and checks `minContextSlot` against it
 (docs/localnet.md, Commitment). Account and token methods: methods_accounts.py; history
-and blocks: methods_history.py.
+and blocks: methods_history.py; the providers' getPriorityFeeEstimate: methods_fees.py.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from solders.message import from_bytes_versioned
 from ledger_project.base58 import b58decode
 
 from .methods_accounts import AccountMethods
+from .methods_fees import FeeMethods
 from .methods_history import HistoryMethods
 from .errors import RpcError
 from .node import Node
@@ -32,7 +33,7 @@ _MAX_ENCODED = {"base58": 1683, "base64": 1644}
 _WIRE_TYPE = "solana_sdk::transaction::versioned::VersionedTransaction"
 
 
-class Methods(AccountMethods, HistoryMethods):
+class Methods(AccountMethods, HistoryMethods, FeeMethods):
     def __init__(self, node: Node):
         self.node = node
         #: "host:port" of the RPC and PubSub servers (getClusterNodes), set by the server

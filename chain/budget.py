@@ -194,6 +194,11 @@ class Budget:
     def __init__(self, limits: dict[str, dict[str, Limit]], store):
         self.limits = limits
         self.store = store
+        self.local = LocalBudget(getattr(store, "clock", None) or time.time)
+
+    def _store(self, cluster: str):
+        # The local node without a budget never rate-limits: no shared store on its hot path.
+        return self.local if cluster == "CHAIN_LOCALNET" and not self.limits.get(cluster) else self.store
 
     def take(self, cluster: str, method: str, *, most: int, least: int | None = None) -> Grant:
         """Take ``least`` (default: ``most``) to ``most`` units of ``method`` on
@@ -201,7 +206,7 @@ class Budget:
         least = most if least is None else least
         limits = self.limits.get(cluster, {})
         keys = [(f"{cluster}:{name}", limits[name]) for name in (method, TOTAL) if name in limits]
-        return self.store.take(keys, [f"backoff:{cluster}:{method}"], most, least)
+        return self._store(cluster).take(keys, [f"backoff:{cluster}:{method}"], most, least)
 
     def largest(self, cluster: str, method: str) -> int | None:
         """The most units of ``method`` one take can ever get (the smallest bucket it
@@ -212,7 +217,7 @@ class Budget:
 
     def back_off(self, cluster: str, method: str, seconds: float) -> None:
         """The provider said Retry-After: no call of ``method`` for ``seconds``, anywhere."""
-        self.store.back_off(f"backoff:{cluster}:{method}", seconds)
+        self._store(cluster).back_off(f"backoff:{cluster}:{method}", seconds)
 
 
 _budget: Budget | None = None

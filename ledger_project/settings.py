@@ -162,9 +162,8 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Cache, broker --------------------------------------------------------------------
 REDIS_URL = env("REDIS_URL", default="")
-LEDGER_CACHE_PREFIX = env("LEDGER_CACHE_PREFIX", default="ledger")
 if REDIS_URL:
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL, "KEY_PREFIX": LEDGER_CACHE_PREFIX}}
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL, "KEY_PREFIX": env("LEDGER_CACHE_PREFIX", default="ledger")}}
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "ledger"}}
 
@@ -298,8 +297,6 @@ LEDGER_NETWORK_EVENTS_MAX_PAGES = env.int("LEDGER_NETWORK_EVENTS_MAX_PAGES", def
 # --- Clusters -------------------------------------------------------------------------
 # CHAIN_LOCALNET is the embedded node; every other cluster is enabled by giving its RPC URL,
 # e.g. LEDGER_CLUSTERS="CHAIN_DEVNET=https://api.devnet.solana.com,CHAIN_MAINNET=https://...".
-# Several URLs of one cluster are separated by "|", in order of preference (failover:
-# docs/chain.md); LEDGER_CLUSTER_SEND_URLS names other URLs for sendTransaction alone.
 LEDGER_LOCALNET_HOST = env("LEDGER_LOCALNET_HOST", default="127.0.0.1")
 LEDGER_LOCALNET_PORT = env.int("LEDGER_LOCALNET_PORT", default=8899)
 LEDGER_LOCALNET_RPC_URL = env("LEDGER_LOCALNET_RPC_URL", default=f"http://{LEDGER_LOCALNET_HOST}:{LEDGER_LOCALNET_PORT}")
@@ -326,24 +323,7 @@ for _item in env.list("LEDGER_PROGRAM_IDS", default=[]):
 
         raise ImproperlyConfigured(f"LEDGER_PROGRAM_IDS entry {_item!r}: expected CLUSTER.program=address, program one of {', '.join(_PROGRAM_NAMES)}.")
     LEDGER_PROGRAM_IDS.setdefault(_cluster, {})[_program] = _address.strip()
-LEDGER_CLUSTER_SEND_URLS = {}
-for _item in env.list("LEDGER_CLUSTER_SEND_URLS", default=[]):
-    _name, _, _url = _item.partition("=")
-    if _name.strip() and _url.strip():
-        LEDGER_CLUSTER_SEND_URLS[_name.strip()] = _url.strip()
-LEDGER_RPC_TIMEOUT_SECONDS = env.float("LEDGER_RPC_TIMEOUT_SECONDS", default=10.0)
-# The chain client's budget, retries and failover (chain/budget.py, chain/transport.py;
-# docs/chain.md "What the service does for each provider behaviour"):
-# LEDGER_RPC_BUDGETS="CHAIN_DEVNET.sendTransaction=50/s,CHAIN_DEVNET.*=100/s" (none: unlimited).
-LEDGER_RPC_BUDGETS = env("LEDGER_RPC_BUDGETS", default="")
-# How long one call may wait for its budget before 503 CHAIN_BUSY.
-LEDGER_RPC_BUDGET_WAIT_SECONDS = env.float("LEDGER_RPC_BUDGET_WAIT_SECONDS", default=1.0)
-# One call's retries of transient answers end this long after it began (then 503).
-LEDGER_RPC_DEADLINE_SECONDS = env.float("LEDGER_RPC_DEADLINE_SECONDS", default=5.0)
-LEDGER_RPC_MAX_ATTEMPTS = env.int("LEDGER_RPC_MAX_ATTEMPTS", default=5)
-LEDGER_RPC_RETRY_BASE_SECONDS = env.float("LEDGER_RPC_RETRY_BASE_SECONDS", default=0.1)
-# A URL that answered transiently is skipped this long while another URL is tried.
-LEDGER_RPC_URL_COOLOFF_SECONDS = env.float("LEDGER_RPC_URL_COOLOFF_SECONDS", default=10.0)
+from ledger_project.rpc_settings import *  # noqa: E402, F401, F403  (the chain client: timeout, send URLs, budget, retries)
 # Calls per JSON-RPC batch request (the pump's sends and reads); providers cap batches.
 LEDGER_RPC_BATCH_SIZE = env.int("LEDGER_RPC_BATCH_SIZE", default=100)
 # The transaction pump (transactions/pump.py, docs/transactions.md "The pump"): one per

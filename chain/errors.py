@@ -9,10 +9,27 @@ from ledger_project.api.errors import LedgerError, ServiceUnavailableError
 
 
 class ChainUnavailable(ServiceUnavailableError):
-    """The cluster's RPC endpoint does not answer (connection refused, timeout)."""
+    """The cluster's RPC endpoint does not answer (connection refused, timeout, HTTP
+    502/503/504) or answers that it cannot now (Agave's transient errors: -32005 node
+    unhealthy, ...), and kept at it through the client's retries (chain/transport.py).
+    A 503 with Retry-After: nothing was stored, the same request may be sent again."""
 
     code = "CHAIN_UNAVAILABLE"
     default_message = "The cluster's RPC endpoint is unavailable; retry later."
+
+    def __init__(self, message: str | None = None, *, retry_after: int = 1, **kwargs):
+        self.retry_after = retry_after
+        super().__init__(message, **kwargs)
+
+
+class ChainBusy(ChainUnavailable):
+    """The cluster's provider rate-limits the service (HTTP 429), or the service's own
+    call budget for the cluster (LEDGER_RPC_BUDGETS) has nothing left within a short
+    wait: 503 with Retry-After. A ChainUnavailable, so every worker path that waits out
+    an outage waits this out too."""
+
+    code = "CHAIN_BUSY"
+    default_message = "The cluster's RPC endpoint is busy; retry later."
 
 
 class ChainRpcError(LedgerError):

@@ -2,18 +2,18 @@
 
 Synchronous (Django views and Celery tasks are), built on solana-py's sync ``Client``
 (solana 0.36.12 + solders 0.27.1: the last pair with a sync client, and solders still
-ships LiteSVM there). One pooled client per cluster per process. Transport failures
-become ``ChainUnavailable`` (503), preflight failures ``SimulationFailed`` (400 with the
-program's reason), anything else ``ChainRpcError`` (500).
+ships LiteSVM there). One pooled client per cluster per process. Every HTTP request
+goes through ``chain.transport.RetryingTransport`` (budget, retries of transient answers,
+failover over the cluster's URLs); what stays transient through them becomes
+``ChainUnavailable`` / ``ChainBusy`` (503 with Retry-After), preflight failures
+``SimulationFailed`` (400 with the program's reason), anything else ``ChainRpcError`` (500).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import re
 import threading
-import time
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -43,7 +43,8 @@ from solders.transaction_status import TransactionStatus
 
 from ledger_project.api.errors import LedgerError
 
-from .errors import ChainRpcError, ChainUnavailable, caller_accounts, failing_account, simulation_failure
+from .errors import ChainRpcError, ChainUnavailable, SimulationFailed, caller_accounts, failing_account, simulation_failure
+from .transport import Endpoints, RetryingTransport, _MeteredTransport, clear_prepaid, prepay
 
 logger = logging.getLogger("ledger.chain")
 
@@ -119,51 +120,40 @@ class LatestBlockhash:
     last_valid_block_height: int
 
 
-_METHOD = re.compile(rb'"method"\s*:\s*"([A-Za-z]{1,40})"')
-_ANSWERED_ERROR = re.compile(rb'"error"\s*:\s*\{')
-
-
-class _MeteredTransport(httpx.HTTPTransport):
-    """Every HTTP call to a cluster counted and timed, by JSON-RPC method and outcome
-    (docs/operations.md, "Metrics"): the one place every call of this client goes through.
-    The method is read from the body's start (a batch is counted once, by its first
-    method); never the URL, which may carry a provider's key."""
-
-    def __init__(self, cluster: str):
-        super().__init__()
-        self.cluster = cluster
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        from ledger_project.metrics.meters import rpc_calls, rpc_duration
-
-        found = _METHOD.search(request.content[:256])
-        method = found.group(1).decode() if found else "unknown"
-        outcome = "unavailable"
-        started = time.perf_counter()
-        try:
-            response = super().handle_request(request)
-            if response.status_code == 200:
-                response.read()
-                outcome = "error" if _ANSWERED_ERROR.search(response.content) else "ok"
-            return response
-        finally:
-            rpc_calls.labels(self.cluster, method, outcome).inc()
-            rpc_duration.labels(self.cluster, method).observe(time.perf_counter() - started)
+def split_urls(value: str) -> list[str]:
+    """``https://a|https://b`` → the URLs, in order of preference."""
+    return [u.strip() for u in (value or "").split("|") if u.strip()]
 
 
 class ChainRpc:
-    def __init__(self, cluster: str, url: str, timeout: float):
+    def __init__(self, cluster: str, url: str, timeout: float, *, send_urls: Sequence[str] = (), transport: httpx.BaseTransport | None = None):
         self.cluster = cluster
-        self.url = url
-        self.client = Client(url, timeout=timeout)
-        self.client._provider.session = httpx.Client(timeout=timeout, transport=_MeteredTransport(cluster))
+        self.urls = split_urls(url)
+        self.url = self.urls[0]
+        self.endpoints = Endpoints(self.urls, send_urls)
+        self.transport = RetryingTransport(cluster, self.endpoints, transport or _MeteredTransport(cluster))
+        self.client = Client(self.url, timeout=timeout)
+        self.client._provider.session = httpx.Client(timeout=timeout, transport=self.transport)
         self._rent: dict[int, int] = {}
 
     def __repr__(self) -> str:
         # The URL may carry a provider's API key: never in a repr that could reach a log.
         from ledger_project.logging import redact_url
 
-        return f"<ChainRpc {self.cluster} {redact_url(self.url)}>"
+        return f"<ChainRpc {self.cluster} {' | '.join(redact_url(u) for u in self.urls)}>"
+
+    def send_budget(self, wanted: int) -> int:
+        """How many sendTransaction calls the budget allows now, up to ``wanted``, taken at
+        once (no wait): the pump claims that many rows, and its next batch of sends is paid
+        by them; the rest wait for the next pass. 0 while the provider asked to wait."""
+        from .budget import budget
+
+        grant = budget().take(self.cluster, "sendTransaction", most=wanted, least=1)
+        prepay(grant.units)
+        return grant.units
+
+    def unused_budget(self) -> None:
+        clear_prepaid()
 
     def _call(self, fn, *args, **kwargs):
         try:
@@ -262,7 +252,12 @@ class ChainRpc:
         batches; the answers in the same order, each the parsed response or the RPCError
         the node answered for that call. LEDGER_RPC_BATCH_SIZE calls per HTTP request:
         public RPC providers cap batches (docs/configuration.md)."""
+        from .budget import budget
+
         size = max(1, settings.LEDGER_RPC_BATCH_SIZE)
+        if bodies:
+            # A batch of k calls costs k units: never more than the budget can ever grant.
+            size = min(size, budget().largest(self.cluster, _method_name(bodies[0])) or size)
         out: list = []
         for start in range(0, len(bodies), size):
             chunk = tuple(bodies[start:start + size])
@@ -364,7 +359,16 @@ class ChainRpc:
     # --- writes --------------------------------------------------------------------
     def send_raw(self, raw: bytes, *, skip_preflight: bool = False, preflight_commitment: str = "confirmed") -> Signature:
         opts = TxOpts(skip_preflight=skip_preflight, preflight_commitment=Commitment(preflight_commitment), skip_confirmation=True)
-        return self._call(self.client.send_raw_transaction, raw, opts).value
+        try:
+            return self._call(self.client.send_raw_transaction, raw, opts).value
+        except SimulationFailed as exc:
+            # The transport resends the same bytes after a lost answer: the node then says
+            # the first copy was processed. That copy's signature is the answer.
+            if "AlreadyProcessed" in str(exc.err):
+                from solders.transaction import VersionedTransaction
+
+                return VersionedTransaction.from_bytes(raw).signatures[0]
+            raise
 
     def send_raw_many(self, raws: Sequence[bytes], *, skip_preflight: bool = False, preflight_commitment: str = "confirmed") -> list[Signature | Exception]:
         """Send several signed transactions in JSON-RPC batches. Each answer is its
@@ -396,6 +400,11 @@ class ChainRpc:
 
     def airdrop(self, address: Pubkey, lamports: int) -> Signature:
         return self._call(self.client.request_airdrop, address, lamports).value
+
+
+def _method_name(body) -> str:
+    """The JSON-RPC method of a typed solders request (``{"method": ...}`` of its JSON)."""
+    return json.loads(body.to_json()).get("method", "unknown")
 
 
 def _balances(value, static_keys: Sequence[str]) -> TransactionBalances | None:
@@ -437,17 +446,19 @@ def _token_entries(entries, keys: list[str]) -> dict:
 
 
 def rpc_for(cluster: str) -> ChainRpc:
-    """The process-wide client of ``cluster`` (a name from settings.LEDGER_CLUSTERS)."""
+    """The process-wide client of ``cluster`` (a name from settings.LEDGER_CLUSTERS: one
+    URL, or several separated by "|"; send URLs from LEDGER_CLUSTER_SEND_URLS)."""
     url = settings.LEDGER_CLUSTERS.get(cluster)
     if url is None:
         raise LedgerError(f"Cluster {cluster!r} is not configured.", field="svmCluster", code="INVALID_CLUSTER")
-    key = (cluster, url)
+    send = getattr(settings, "LEDGER_CLUSTER_SEND_URLS", {}).get(cluster, "")
+    key = (cluster, url, send)
     client = _clients.get(key)
     if client is None:
         with _clients_lock:
             client = _clients.get(key)
             if client is None:
-                client = _clients[key] = ChainRpc(cluster, url, settings.LEDGER_RPC_TIMEOUT_SECONDS)
+                client = _clients[key] = ChainRpc(cluster, url, settings.LEDGER_RPC_TIMEOUT_SECONDS, send_urls=split_urls(send))
     return client
 
 

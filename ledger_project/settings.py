@@ -323,7 +323,7 @@ for _item in env.list("LEDGER_PROGRAM_IDS", default=[]):
 
         raise ImproperlyConfigured(f"LEDGER_PROGRAM_IDS entry {_item!r}: expected CLUSTER.program=address, program one of {', '.join(_PROGRAM_NAMES)}.")
     LEDGER_PROGRAM_IDS.setdefault(_cluster, {})[_program] = _address.strip()
-LEDGER_RPC_TIMEOUT_SECONDS = env.float("LEDGER_RPC_TIMEOUT_SECONDS", default=10.0)
+from ledger_project.rpc_settings import *  # noqa: E402, F401, F403  (the chain client: timeout, send URLs, budget, retries)
 # Calls per JSON-RPC batch request (the pump's sends and reads); providers cap batches.
 LEDGER_RPC_BATCH_SIZE = env.int("LEDGER_RPC_BATCH_SIZE", default=100)
 # The transaction pump (transactions/pump.py, docs/transactions.md "The pump"): one per

@@ -267,6 +267,22 @@ def _run_retrying(view, request, request_id, fn, args, kwargs, phased: bool):
             logger.info("the write phase lost a lock conflict (%s); running the request again (attempt %d)", type(exc.__cause__).__name__, attempt + 1)
 
 
+def _after_commit(work: Callable, response) -> None:
+    """Run a committed request's after-commit work (``?wait=``). It cannot undo the
+    commit: its transaction is recorded and may reach the chain, and the stored replay
+    is the pre-wait answer. So whatever it raises (a chain or database outage while
+    waiting), the request answers that pre-wait answer, never a 5xx — a 5xx would make
+    the client retry a write that happened, and a retry replays the stored answer anyway."""
+    import copy
+
+    before = copy.deepcopy(response.data)
+    try:
+        work(response)
+    except Exception:  # noqa: BLE001 - anything: the write committed
+        logger.warning("the wait after commit failed; answering the committed result as it was", exc_info=True)
+        response.data = before
+
+
 def idempotent(view_method=None, *, phased: bool = True):
     def decorate(fn):
         @functools.wraps(fn)
@@ -277,7 +293,7 @@ def idempotent(view_method=None, *, phased: bool = True):
             # the transaction once it is committed). The stored replay keeps the pre-wait body.
             after_commit = getattr(response, "after_commit", None)
             if after_commit is not None:
-                after_commit(response)
+                _after_commit(after_commit, response)
             return response
 
         wrapper.idempotent = True

@@ -150,19 +150,21 @@ def test_routes_are_url_patterns_never_paths(client):
 
 
 @pytest.mark.django_db
-def test_an_rpc_endpoint_that_does_not_answer_counts_as_unavailable(client):
+def test_an_rpc_endpoint_that_does_not_answer_counts_as_unavailable(client, settings):
     from chain.errors import ChainUnavailable
     from chain.rpc import ChainRpc
     from localnet.testing import free_port
 
+    # Every HTTP attempt is counted: two attempts (the chain client's retry: chain/transport.py).
+    settings.LEDGER_RPC_MAX_ATTEMPTS, settings.LEDGER_RPC_RETRY_BASE_SECONDS = 2, 0.01
     rpc = ChainRpc("CHAIN_NOWHERE", f"http://127.0.0.1:{free_port()}/?api-key=secret", 2)
     before = scrape(client)
     with pytest.raises(ChainUnavailable):
         rpc.slot()
     after = scrape(client)
     labels = {"cluster": "CHAIN_NOWHERE", "method": "getSlot"}
-    assert value(after, "ledger_rpc_calls_total", **labels, outcome="unavailable") - value(before, "ledger_rpc_calls_total", **labels, outcome="unavailable") == 1
-    assert value(after, "ledger_rpc_duration_seconds_count", **labels) - value(before, "ledger_rpc_duration_seconds_count", **labels) == 1
+    assert value(after, "ledger_rpc_calls_total", **labels, outcome="unavailable") - value(before, "ledger_rpc_calls_total", **labels, outcome="unavailable") == 2
+    assert value(after, "ledger_rpc_duration_seconds_count", **labels) - value(before, "ledger_rpc_duration_seconds_count", **labels) == 2
     # No URL or key in any label (a route such as /api/v1/webhooks/signing-secret may well be).
     assert not any("api-key" in v or "://" in v or "127.0.0.1" in v for (_, ls) in after for _, v in ls)
 

@@ -60,13 +60,22 @@ def transactions_submit(*, cluster: str | None = None, ids: Sequence[int] | None
         claimed = list(due.select_for_update(skip_locked=True).order_by("pk").values_list("pk", flat=True)[:limit])
         if not claimed:
             return []
+        # As many as the cluster's send budget allows now (LEDGER_RPC_BUDGETS, taken at
+        # once, no wait): the rest stay SIGNED for the next pass (docs/transactions.md, "The pump").
+        rpc = rpc_for(cluster or Transaction.unscoped.get(pk=claimed[0]).cluster)
+        claimed = claimed[:rpc.send_budget(len(claimed))]
+        if not claimed:
+            return []
         Transaction.unscoped.filter(pk__in=claimed).update(status=TransactionStatus.SUBMITTED, submitted_at=now, updated_at=now, submit_attempts=F("submit_attempts") + 1)
         TransactionEvent.objects.bulk_create([TransactionEvent(transaction_id=pk, kind="SUBMITTED", detail={}) for pk in claimed])
         txs = list(Transaction.unscoped.filter(pk__in=claimed).order_by("pk"))
         notify.transactions_reached(txs, notify.POST_SUBMIT, now=now)  # handed to the network (webhooks)
     for tx in txs:
         meters.transaction_submissions.labels(tx.cluster).inc()
-    _broadcast(txs, first=True)
+    try:
+        _broadcast(txs, first=True)
+    finally:
+        rpc.unused_budget()
     return claimed
 
 

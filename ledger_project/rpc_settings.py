@@ -1,0 +1,33 @@
+"""The chain client's send URLs, budget, retries and failover (chain/budget.py,
+chain/transport.py; docs/chain.md "What the service does for each provider behaviour";
+docs/configuration.md), read from the environment."""
+
+import environ
+
+env = environ.Env()
+__all__ = ["LEDGER_CACHE_PREFIX", "LEDGER_RPC_TIMEOUT_SECONDS", "LEDGER_CLUSTER_SEND_URLS", "LEDGER_RPC_BUDGETS", "LEDGER_RPC_BUDGET_WAIT_SECONDS", "LEDGER_RPC_DEADLINE_SECONDS",
+           "LEDGER_RPC_MAX_ATTEMPTS", "LEDGER_RPC_RETRY_BASE_SECONDS", "LEDGER_RPC_URL_COOLOFF_SECONDS"]
+
+# The prefix of the shared budget's Redis keys (the cache's too: settings.CACHES).
+LEDGER_CACHE_PREFIX = env("LEDGER_CACHE_PREFIX", default="ledger")
+LEDGER_RPC_TIMEOUT_SECONDS = env.float("LEDGER_RPC_TIMEOUT_SECONDS", default=10.0)
+# LEDGER_CLUSTERS (settings.py) may give several URLs of one cluster: "|" between them, in
+# order of preference (failover: docs/chain.md).
+# URLs for sendTransaction alone, LEDGER_CLUSTERS' shape: "CHAIN_MAINNET=https://a|https://b".
+LEDGER_CLUSTER_SEND_URLS = {}
+for _item in env.list("LEDGER_CLUSTER_SEND_URLS", default=[]):
+    _name, _, _url = _item.partition("=")
+    if _name.strip() and _url.strip():
+        LEDGER_CLUSTER_SEND_URLS[_name.strip()] = _url.strip()
+# The chain client's budget, retries and failover (chain/budget.py, chain/transport.py;
+# docs/chain.md "What the service does for each provider behaviour"):
+# LEDGER_RPC_BUDGETS="CHAIN_DEVNET.sendTransaction=50/s,CHAIN_DEVNET.*=100/s" (none: unlimited).
+LEDGER_RPC_BUDGETS = env("LEDGER_RPC_BUDGETS", default="")
+# How long one call may wait for its budget before 503 CHAIN_BUSY.
+LEDGER_RPC_BUDGET_WAIT_SECONDS = env.float("LEDGER_RPC_BUDGET_WAIT_SECONDS", default=1.0)
+# One call's retries of transient answers end this long after it began (then 503).
+LEDGER_RPC_DEADLINE_SECONDS = env.float("LEDGER_RPC_DEADLINE_SECONDS", default=5.0)
+LEDGER_RPC_MAX_ATTEMPTS = env.int("LEDGER_RPC_MAX_ATTEMPTS", default=5)
+LEDGER_RPC_RETRY_BASE_SECONDS = env.float("LEDGER_RPC_RETRY_BASE_SECONDS", default=0.1)
+# A URL that answered transiently is skipped this long while another URL is tried.
+LEDGER_RPC_URL_COOLOFF_SECONDS = env.float("LEDGER_RPC_URL_COOLOFF_SECONDS", default=10.0)

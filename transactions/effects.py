@@ -31,6 +31,7 @@ from solders.signature import Signature
 
 from chain.rpc import TransactionBalances, rpc_for
 from chain.slot_order import SlotOrder, read_slot_order
+from ledger_project.metrics import meters
 
 logger = logging.getLogger("ledger.transactions")
 
@@ -170,21 +171,49 @@ def _moved(record: TransactionBalances) -> set[str]:
     return {a for a, (pre, post) in record.lamports.items() if pre != post} | {a for a, b in record.tokens.items() if b.pre != b.post}
 
 
+# Clusters whose last read of the order within a slot failed: a failure is logged once, when
+# it starts (the pump passes every 50 ms), and its end once; every one is counted.
+_ORDER_FAILING: set[str] = set()
+
+
 def _slot_order(rpc, records) -> SlotOrder:
-    """The order within their slots of the transactions that moved a recorded balance."""
+    """The order within their slots of the transactions that moved a recorded balance.
+    Never raises: an order the node did not give is unknown, and every balance it would
+    have placed takes the safe path of ``moves_balance``, so a failing read costs
+    precision, never a pass (docs/transactions.md, "Shards")."""
     oldest: dict[str, int] = {}
     moved: dict[str, int] = {}
+    slots: dict[str, set[int]] = {}
     for record in records:
         if record is not None:
             for address in _moved(record):
                 oldest[address] = min(oldest.get(address, record.slot), record.slot)
                 moved[address] = moved.get(address, 0) + 1
+                slots.setdefault(address, set()).add(record.slot)
     if not oldest:
         return SlotOrder()
     recorded: set[str] = set()
     for ask in _BALANCES_RECORDED:
         recorded |= set(ask(rpc.cluster, list(oldest)))
-    return read_slot_order(rpc, {a: slot for a, slot in oldest.items() if a in recorded}, moved)
+    try:
+        order = read_slot_order(rpc, {a: slot for a, slot in oldest.items() if a in recorded}, moved, slots)
+    except Exception as exc:  # noqa: BLE001 - the order is an aid with a safe fallback: it must not fail the pass
+        order = SlotOrder(failures=[f"{type(exc).__name__}: {exc}"])
+    _order_read(rpc.cluster, order)
+    return order
+
+
+def _order_read(cluster: str, order: SlotOrder) -> None:
+    for source, count in order.sources.items():
+        meters.slot_order_slots.labels(cluster, source).inc(count)
+    if order.failures:
+        meters.slot_order_failures.labels(cluster).inc()
+        if cluster not in _ORDER_FAILING:
+            _ORDER_FAILING.add(cluster)
+            logger.warning("the order within a slot could not be read on %s (balances of one slot take the safe path until it can): %s", cluster, order.failures[0])
+    elif cluster in _ORDER_FAILING:
+        _ORDER_FAILING.discard(cluster)
+        logger.info("the order within a slot is read on %s again", cluster)
 
 
 def moves_balance(facts: ConfirmationFacts, address: str, last: tuple[int, int, str | None] | None, *, signature: str, pre: int, post: int, current: int) -> bool:

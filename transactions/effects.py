@@ -65,8 +65,9 @@ class ConfirmationFacts:
       worker's fresher one overtook never moves a record backwards.
     - ``order``: the place within its slot of every transaction that touched an address
       whose balance an area records (``records_balances``) and that this pass's
-      transactions moved (``chain.slot_order``; shared by the pass): it orders two
-      confirmations of one slot, whichever holder applies them first.
+      transactions moved, as the node stated it (``chain.slot_order``; shared by the
+      pass): it orders two confirmations of one slot, whichever holder applies them
+      first; empty when the node did not say (``later`` answers None: the safe path).
     """
 
     transaction: TransactionBalances | None
@@ -251,8 +252,11 @@ def prefetch_many(txs) -> dict[int, ConfirmationFacts]:
     """Read what the confirmation handlers of ``txs`` (one cluster) need from the chain:
     their records in one JSON-RPC batch of getTransaction, every address the areas ask
     for in one getMultipleAccounts per 100 (a single read, so one ``accounts_slot`` for
-    all), and the order within their slots (one batch of getSignaturesForAddress). Must run outside any database transaction; raises ChainUnavailable (nothing
-    claimed yet) when the cluster does not answer. Facts by transaction id."""
+    all), and the order within their slots (one batch of getSignaturesForAddress, and of
+    getBlock for slots whose entries state no transactionIndex; a failure there only
+    leaves the order unknown). Must run outside any database transaction; raises
+    ChainUnavailable (nothing claimed yet) when the records or accounts cannot be read.
+    Facts by transaction id."""
     txs = list(txs)
     if not txs:
         return {}

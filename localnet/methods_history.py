@@ -33,9 +33,31 @@ class HistoryMethods:
         at_least_confirmed(level)
         return self.node.view_slot(level)
 
-    def _signature_info(self, tx) -> dict:
+    def _signature_info(self, tx, slot_starts: dict[int, int | None]) -> dict:
         _, level = self.node.confirmation(tx.slot)
-        return {"signature": tx.signature, "slot": tx.slot, "err": tx.err, "memo": memo_of(tx.raw), "blockTime": tx.block_time, "confirmationStatus": level}
+        info = {"signature": tx.signature, "slot": tx.slot, "err": tx.err, "memo": memo_of(tx.raw), "blockTime": tx.block_time, "confirmationStatus": level}
+        start = slot_starts.get(tx.slot)
+        if start is not None:
+            # Agave 4.0's `transactionIndex` (u32): the transaction's position in its slot's
+            # block, the order getBlock lists it in; left out where the node cannot say.
+            info["transactionIndex"] = tx.seq - start
+        return info
+
+    def _slot_starts(self, slots) -> dict[int, int | None]:
+        """The execution sequence number of the first transaction of each of ``slots``: the
+        open slot's from the node (under its lock: the slot and its start move together),
+        a completed one's from its block row; None for a slot with no block (a version-1
+        data directory's slots before the upgrade)."""
+        with self.node.lock:
+            open_slot, open_start = self.node.slot, self.node.slot_first_seq
+        starts: dict[int, int | None] = {}
+        for slot in set(slots):
+            if slot == open_slot:
+                starts[slot] = open_start
+            else:
+                block = self.node.store.block(slot)
+                starts[slot] = block.first_seq if block is not None else None
+        return starts
 
     def rpc_getSignaturesForAddress(self, params):
         address = str(pubkey(param(params, 0)))
@@ -61,7 +83,8 @@ class HistoryMethods:
             found = store.transaction(until)  # unknown `until`: search to the oldest
             until_seq = found.seq if found is not None else None
         rows = store.signatures_for_address(address, limit=limit, before_seq=before_seq, until_seq=until_seq, max_slot=highest)
-        return [self._signature_info(tx) for tx in rows]
+        starts = self._slot_starts(tx.slot for tx in rows)
+        return [self._signature_info(tx, starts) for tx in rows]
 
     def rpc_getTransaction(self, params):
         sig = signature(param(params, 0))

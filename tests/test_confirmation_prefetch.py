@@ -154,6 +154,23 @@ def test_chain_outage_in_the_prefetch_claims_nothing_and_the_retry_applies_once(
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_failed_read_of_the_order_within_a_slot_still_settles_the_pass(scene, chain, monkeypatch):
+    """The order within a slot is an aid with a safe fallback (chain/slot_order.py): a node
+    whose getSignaturesForAddress does not answer still has the pass settle its
+    confirmations, with what each transaction's record says; the failure is noted once."""
+    tx, account = scene["tx"], scene["account"]
+    effects._ORDER_FAILING.discard(CLUSTER)
+    with chain_calls(monkeypatch, refuse="getSignaturesForAddress") as seen:
+        settlement.transactions_follow([Transaction.unscoped.get(pk=tx.pk)])  # one pass
+    assert "getSignaturesForAddress" in [method for method, _ in seen] and CLUSTER in effects._ORDER_FAILING
+    tx.refresh_from_db()
+    account.refresh_from_db()
+    assert tx.status in (TransactionStatus.CONFIRMED, TransactionStatus.FINALIZED) and applied(tx) == 1
+    assert int(account.lamports_balance) == chain.get_balance(Pubkey.from_string(account.address)).value == 3_000_000
+    effects._ORDER_FAILING.discard(CLUSTER)
+
+
+@pytest.mark.django_db(transaction=True)
 def test_failure_effects_read_nothing_from_the_chain_inside_their_transaction(api, chain, monkeypatch):
     nonce_pool.nonce_pool_fill(cluster=CLUSTER, target=3)
     payer = funded(chain, 10**9)

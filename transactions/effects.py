@@ -31,6 +31,7 @@ from solders.signature import Signature
 
 from chain.rpc import TransactionBalances, rpc_for
 from chain.slot_order import SlotOrder, read_slot_order
+from ledger_project.metrics import meters
 
 logger = logging.getLogger("ledger.transactions")
 
@@ -64,8 +65,9 @@ class ConfirmationFacts:
       worker's fresher one overtook never moves a record backwards.
     - ``order``: the place within its slot of every transaction that touched an address
       whose balance an area records (``records_balances``) and that this pass's
-      transactions moved (``chain.slot_order``; shared by the pass): it orders two
-      confirmations of one slot, whichever holder applies them first.
+      transactions moved, as the node stated it (``chain.slot_order``; shared by the
+      pass): it orders two confirmations of one slot, whichever holder applies them
+      first; empty when the node did not say (``later`` answers None: the safe path).
     """
 
     transaction: TransactionBalances | None
@@ -170,21 +172,49 @@ def _moved(record: TransactionBalances) -> set[str]:
     return {a for a, (pre, post) in record.lamports.items() if pre != post} | {a for a, b in record.tokens.items() if b.pre != b.post}
 
 
+# Clusters whose last read of the order within a slot failed: a failure is logged once, when
+# it starts (the pump passes every 50 ms), and its end once; every one is counted.
+_ORDER_FAILING: set[str] = set()
+
+
 def _slot_order(rpc, records) -> SlotOrder:
-    """The order within their slots of the transactions that moved a recorded balance."""
+    """The order within their slots of the transactions that moved a recorded balance.
+    Never raises: an order the node did not give is unknown, and every balance it would
+    have placed takes the safe path of ``moves_balance``, so a failing read costs
+    precision, never a pass (docs/transactions.md, "Shards")."""
     oldest: dict[str, int] = {}
     moved: dict[str, int] = {}
+    slots: dict[str, set[int]] = {}
     for record in records:
         if record is not None:
             for address in _moved(record):
                 oldest[address] = min(oldest.get(address, record.slot), record.slot)
                 moved[address] = moved.get(address, 0) + 1
+                slots.setdefault(address, set()).add(record.slot)
     if not oldest:
         return SlotOrder()
     recorded: set[str] = set()
     for ask in _BALANCES_RECORDED:
         recorded |= set(ask(rpc.cluster, list(oldest)))
-    return read_slot_order(rpc, {a: slot for a, slot in oldest.items() if a in recorded}, moved)
+    try:
+        order = read_slot_order(rpc, {a: slot for a, slot in oldest.items() if a in recorded}, moved, slots)
+    except Exception as exc:  # noqa: BLE001 - the order is an aid with a safe fallback: it must not fail the pass
+        order = SlotOrder(failures=[f"{type(exc).__name__}: {exc}"])
+    _order_read(rpc.cluster, order)
+    return order
+
+
+def _order_read(cluster: str, order: SlotOrder) -> None:
+    for source, count in order.sources.items():
+        meters.slot_order_slots.labels(cluster, source).inc(count)
+    if order.failures:
+        meters.slot_order_failures.labels(cluster).inc()
+        if cluster not in _ORDER_FAILING:
+            _ORDER_FAILING.add(cluster)
+            logger.warning("the order within a slot could not be read on %s (balances of one slot take the safe path until it can): %s", cluster, order.failures[0])
+    elif cluster in _ORDER_FAILING:
+        _ORDER_FAILING.discard(cluster)
+        logger.info("the order within a slot is read on %s again", cluster)
 
 
 def moves_balance(facts: ConfirmationFacts, address: str, last: tuple[int, int, str | None] | None, *, signature: str, pre: int, post: int, current: int) -> bool:
@@ -222,8 +252,11 @@ def prefetch_many(txs) -> dict[int, ConfirmationFacts]:
     """Read what the confirmation handlers of ``txs`` (one cluster) need from the chain:
     their records in one JSON-RPC batch of getTransaction, every address the areas ask
     for in one getMultipleAccounts per 100 (a single read, so one ``accounts_slot`` for
-    all), and the order within their slots (one batch of getSignaturesForAddress). Must run outside any database transaction; raises ChainUnavailable (nothing
-    claimed yet) when the cluster does not answer. Facts by transaction id."""
+    all), and the order within their slots (one batch of getSignaturesForAddress, and of
+    getBlock for slots whose entries state no transactionIndex; a failure there only
+    leaves the order unknown). Must run outside any database transaction; raises
+    ChainUnavailable (nothing claimed yet) when the records or accounts cannot be read.
+    Facts by transaction id."""
     txs = list(txs)
     if not txs:
         return {}

@@ -35,6 +35,14 @@ transaction_ended = Counter("ledger_transaction_ended", "Transactions reaching a
 transaction_confirmation = Histogram("ledger_transaction_confirmation_seconds", "Time from the request that built a transaction to the pump "
                                      "seeing it CONFIRMED (or FINALIZED at once).", ["cluster"], buckets=SLOW)
 
+# --- the order within a slot (chain/slot_order.py, read by the pump's prefetch) -------------
+slot_order_slots = Counter("ledger_slot_order_slots", "Slots where two or more transactions of a recorded balance had to be ordered, by "
+                           "where the order came from: index (transactionIndex), block (getBlock), unknown (not stated: the safe path).",
+                           ["cluster", "source"])
+slot_order_failures = Counter("ledger_slot_order_failures", "Pump prefetches whose read of the order within a slot failed or was refused "
+                              "(the confirmations settle anyway; what was not read takes the safe path).", ["cluster"])
+SLOT_ORDER_SOURCES = ("index", "block", "unknown")
+
 # --- RPC (chain/rpc.py: every HTTP call to a cluster) ----------------------------
 rpc_calls = Counter("ledger_rpc_calls", "JSON-RPC HTTP calls to a cluster, by method and outcome: ok, error (the node answered a "
                     "JSON-RPC error), unavailable (no answer or an HTTP error). A batch is one call.", ["cluster", "method", "outcome"])
@@ -76,5 +84,8 @@ def meters_initialize(clusters) -> None:
             transaction_ended.labels(cluster, status)
         for action in KEEPER_ACTIONS:
             keeper_actions.labels(cluster, action)
+        for source in SLOT_ORDER_SOURCES:
+            slot_order_slots.labels(cluster, source)
+        slot_order_failures.labels(cluster)
         rpc_calls.labels(cluster, "getHealth", "ok")
         rpc_duration.labels(cluster, "getHealth")

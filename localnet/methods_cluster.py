@@ -7,7 +7,7 @@ One identity everywhere (getIdentity, getClusterNodes): the node leads every slo
 every epoch, and produces a block in each (no slot is skipped). Epochs and the leader
 schedule offset are getEpochSchedule's: 432,000 slots, so the schedule of an epoch is
 known from the start of the epoch before it, as a validator's leader schedule cache
-knows it (up to the root's epoch + 1). docs/localnet.md, "Cluster information".
+knows it (up to the root's epoch + 1). docs/localnet-cluster.md.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ MAX_GET_SLOT_LEADERS = 5_000  # rpc-client-types request.rs
 SLOT_HISTORY_ENTRIES = 1024 * 1024  # the SlotHistory sysvar's bits (solana-slot-history MAX_ENTRIES)
 #: The stake program this node runs enforces a minimum delegation of 1 lamport (LiteSVM's
 #: runtime, where stake instructions execute, has stake_raise_minimum_delegation_to_1_sol
-#: inactive): answered as Agave answers from the same feature gate (docs/localnet.md).
+#: inactive): answered as Agave answers from the same feature gate (docs/localnet-cluster.md).
 STAKE_MINIMUM_DELEGATION = 1
 
 #: Agave's default genesis inflation (solana-inflation Inflation::default()).

@@ -3,7 +3,7 @@ solana-py Client and solders' request and response types where they exist (raw J
 for the errors and for getStakeMinimumDelegation, which solders has no type for), held to
 Agave's rpc.rs: the node's one identity leads every slot and produces every block;
 inflation is the default genesis governor; the stake minimum is what the node's stake
-program enforces (docs/localnet.md, "Cluster information")."""
+program enforces (docs/localnet-cluster.md)."""
 
 from __future__ import annotations
 

@@ -14,8 +14,7 @@ from solders.hash import Hash
 from solders.message import Message, MessageV0
 from solders.pubkey import Pubkey
 
-from . import fees
-from .errors import RpcError
+from .errors import RpcError, transaction_error_text
 
 SYSTEM_PROGRAM = Pubkey.from_string("11111111111111111111111111111111")
 ADVANCE_NONCE = (4).to_bytes(4, "little")
@@ -37,17 +36,10 @@ def err_json(err) -> object:
 
 
 def describe(err) -> str:
-    """A transaction error as a validator words it in a preflight failure."""
-    if isinstance(err, dict) and "InstructionError" in err:
-        index, detail = err["InstructionError"]
-        if isinstance(detail, dict) and "Custom" in detail:
-            return f"Error processing Instruction {index}: custom program error: {hex(detail['Custom'])}"
-        return f"Error processing Instruction {index}: {detail}"
-    if isinstance(err, dict) and "DuplicateInstruction" in err:
-        return f"Transaction contains a duplicate instruction ({err['DuplicateInstruction']}) that is not allowed"
-    if isinstance(err, dict) and "InsufficientFundsForRent" in err:
-        return f"Transaction results in an account ({err['InsufficientFundsForRent']['account_index']}) with insufficient funds for rent"
-    return fees.TEXTS.get(err, str(err))
+    """A transaction error (its RPC JSON form) as a validator words it: TransactionError's
+    Display, e.g. "Error processing Instruction 0: invalid instruction data" (the tables:
+    errors.py)."""
+    return transaction_error_text(err)
 
 
 def account_keys(svm, message: Message | MessageV0) -> tuple[list[Pubkey], list[bool], dict]:
@@ -61,13 +53,13 @@ def account_keys(svm, message: Message | MessageV0) -> tuple[list[Pubkey], list[
         for lookup in message.address_table_lookups:
             table = svm.get_account(lookup.account_key)
             if table is None:
-                raise RpcError(-32002, "Transaction simulation failed: Transaction loads an address table account that doesn't exist", {"err": "AddressLookupTableNotFound", "logs": []})
+                raise RpcError(-32002, f"Transaction simulation failed: {describe('AddressLookupTableNotFound')}", {"err": "AddressLookupTableNotFound", "logs": []})
             addresses = AddressLookupTable.deserialize(bytes(table.data)).addresses
             try:
                 loaded["writable"] += [addresses[i] for i in lookup.writable_indexes]
                 loaded["readonly"] += [addresses[i] for i in lookup.readonly_indexes]
             except IndexError:
-                raise RpcError(-32002, "Transaction simulation failed: Transaction address table lookup uses an invalid index", {"err": "InvalidAddressLookupTableIndex", "logs": []})
+                raise RpcError(-32002, f"Transaction simulation failed: {describe('InvalidAddressLookupTableIndex')}", {"err": "InvalidAddressLookupTableIndex", "logs": []})
         keys += loaded["writable"] + loaded["readonly"]
         writable += [True] * len(loaded["writable"]) + [False] * len(loaded["readonly"])
     return keys, writable, {k: [str(a) for a in v] for k, v in loaded.items()}

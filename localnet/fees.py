@@ -37,6 +37,8 @@ from dataclasses import dataclass
 from solders.account import Account
 from solders.pubkey import Pubkey
 
+from .errors import TRANSACTION_TEXTS, transaction_error_text
+
 LAMPORTS_PER_SIGNATURE = 5000
 MICRO_LAMPORTS_PER_LAMPORT = 1_000_000
 DEFAULT_INSTRUCTION_COMPUTE_UNIT_LIMIT = 200_000
@@ -70,15 +72,9 @@ BUILTINS = frozenset(Pubkey.from_string(p) for p in (
 #: LiteSVM refuses without charging: the node charges the signature fee for them.
 FEES_ONLY = frozenset({"ProgramAccountNotFound", "InvalidProgramForExecution", "MaxLoadedAccountsDataSizeExceeded"})
 
-#: TransactionError's Display (solana-transaction-error) of the fieldless errors the node
-#: words in a preflight failure (admission.describe).
-TEXTS = {
-    "ProgramAccountNotFound": "Attempt to load a program that does not exist",
-    "InvalidProgramForExecution": "This program may not be used for executing instructions",
-    "AccountNotFound": "Attempt to debit an account but found no record of a prior credit.",
-    "InsufficientFundsForFee": "Insufficient funds for fee",
-    "InvalidAccountForFee": "This account may not be used to pay transaction fees",
-}
+#: TransactionError's Display of the fieldless variants: the node's one table (errors.py),
+#: under the name this module has always used.
+TEXTS = TRANSACTION_TEXTS
 
 
 @dataclass(frozen=True)
@@ -166,7 +162,8 @@ def payer_refusal(payer, fee: int, minimum_balance) -> tuple[object, str] | None
     exempt = minimum_balance(len(data))
     after = lamports - fee
     if lamports >= exempt and 0 < after < exempt:
-        return {"InsufficientFundsForRent": {"account_index": 0}}, "Transaction results in an account (0) with insufficient funds for rent"
+        err = {"InsufficientFundsForRent": {"account_index": 0}}
+        return err, transaction_error_text(err)
     return None
 
 

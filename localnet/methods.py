@@ -4,7 +4,8 @@ Every method that takes a commitment reads the bank it names (node.view_slot: th
 `processed` and `confirmed`, the root for `finalized`, a validator's default), answers
 with that bank's slot as its context, and checks `minContextSlot` against it
 (docs/localnet.md, Commitment). Account and token methods: methods_accounts.py; history
-and blocks: methods_history.py; the providers' getPriorityFeeEstimate: methods_fees.py.
+and blocks: methods_history.py; the providers' getPriorityFeeEstimate: methods_fees.py;
+leaders, block production, inflation and stake: methods_cluster.py.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from solders.message import from_bytes_versioned
 from ledger_project.base58 import b58decode
 
 from .methods_accounts import AccountMethods
+from .methods_cluster import SLOTS_PER_EPOCH, ClusterMethods
 from .methods_fees import FeeMethods
 from .methods_history import HistoryMethods
 from .errors import RpcError
@@ -23,7 +25,6 @@ from .node import Node
 from .rpcutil import bad, commitment, config, min_context, param, pubkey, slot_number
 
 VERSION = {"solana-core": "2.2.0", "feature-set": 3294202862}
-SLOTS_PER_EPOCH = 432_000
 MAX_PERF_SAMPLES = 720
 MAX_SIGNATURE_STATUSES = 256
 #: One network packet: the largest wire transaction a validator accepts, and the longest
@@ -33,7 +34,7 @@ _MAX_ENCODED = {"base58": 1683, "base64": 1644}
 _WIRE_TYPE = "solana_sdk::transaction::versioned::VersionedTransaction"
 
 
-class Methods(AccountMethods, HistoryMethods, FeeMethods):
+class Methods(AccountMethods, HistoryMethods, FeeMethods, ClusterMethods):
     def __init__(self, node: Node):
         self.node = node
         #: "host:port" of the RPC and PubSub servers (getClusterNodes), set by the server

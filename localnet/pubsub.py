@@ -2,14 +2,17 @@
 
 accountSubscribe, programSubscribe (dataSize / memcmp filters, every account encoding),
 signatureSubscribe (enableReceivedNotification), logsSubscribe (all, allWithVotes,
-mentions of one address), slotSubscribe, rootSubscribe and their unsubscribes.
+mentions of one address), slotSubscribe, slotsUpdatesSubscribe, rootSubscribe and their
+unsubscribes.
 
 When notifications go out (docs/localnet.md, PubSub):
 - `processed` and `confirmed`: right after the group commit that made the change durable
   (GroupCommit listeners), one per account and commit with its latest state;
 - `finalized`: when the slot of the change becomes the root, FINALIZED_DEPTH slots later,
   with the state at the root;
-- slot and root notifications when a slot starts (after its row is committed).
+- slot, slots-updates and root notifications when a slot starts (after its row is
+  committed): for slotsUpdates, what a single leader's slot advance implies, in Agave's
+  order per slot (createdBank, completed, frozen, optimisticConfirmation, root).
 A signature that landed before it was subscribed to is notified at once (the reference
 would stay silent; with a node that confirms within the request, send-then-subscribe
 clients would otherwise wait forever). Subscriptions per connection and the size of an
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 
 from solders.account import Account
 from solders.pubkey import Pubkey
@@ -75,6 +79,7 @@ class Hub:
         self.mentions: dict[str, dict[int, Subscription]] = {}
         self.logs: dict[int, Subscription] = {}
         self.slots: dict[int, Subscription] = {}
+        self.slot_updates: dict[int, Subscription] = {}
         self.roots: dict[int, Subscription] = {}
         self.pending_final: dict[int, list[Subscription]] = {}  # slot → landed, waiting for the root
         self.last_root = node.root()
@@ -149,7 +154,7 @@ class Hub:
                 del group[sub.id]
                 if not group:
                     del index[sub.key]
-        for flat in (self.logs, self.slots, self.roots):
+        for flat in (self.logs, self.slots, self.slot_updates, self.roots):
             flat.pop(sub.id, None)
 
     def _unsubscribe(self, conn, params) -> bool:
@@ -225,6 +230,9 @@ class Hub:
 
     def _sub_slotSubscribe(self, conn, params, after) -> int:
         return self._add(conn, "slotNotification", self.slots, None).id
+
+    def _sub_slotsUpdatesSubscribe(self, conn, params, after) -> int:
+        return self._add(conn, "slotsUpdatesNotification", self.slot_updates, None).id
 
     def _sub_rootSubscribe(self, conn, params, after) -> int:
         return self._add(conn, "rootNotification", self.roots, None).id
@@ -321,6 +329,8 @@ class Hub:
             info = {"parent": parent, "root": root, "slot": slot}
             for sub in list(self.slots.values()):
                 sub.notify(info)
+        if self.slot_updates:
+            self._slot_updates(slot, parent, root if root != self.last_root else None)
         if root != self.last_root:
             self.last_root = root
             for sub in list(self.roots.values()):
@@ -343,6 +353,28 @@ class Hub:
                     if key in self.accounts or self.programs:
                         self._account_changed(key, self.node.account(Pubkey.from_string(key), root), rooted_slot, root, finalized)
 
+    def _slot_updates(self, slot: int, parent: int, new_root: int | None) -> None:
+        """slotsUpdates for a slot advance: the parent's block is complete and its bank
+        frozen, and — one node, no votes to wait for — optimistically confirmed at once (as
+        `confirmed` reads see it); the new slot's bank is created; the root moved. No
+        firstShredReceived (a leader receives no shreds of its own slots: Agave sends none
+        for them) and no dead slot (no forks). Each transaction runs alone: an entry each."""
+        now = int(time.time() * 1000)
+        updates = []
+        block = self.node.store.block(parent) if parent >= 1 else None
+        if block is not None:
+            failed = self.node.store.failed_in_block(block)
+            stats = {"numTransactionEntries": block.tx_count, "numSuccessfulTransactions": block.tx_count - failed,
+                     "numFailedTransactions": failed, "maxTransactionsPerEntry": 1 if block.tx_count else 0}
+            updates += [{"type": "completed", "slot": parent, "timestamp": now}, {"type": "frozen", "slot": parent, "timestamp": now, "stats": stats},
+                        {"type": "optimisticConfirmation", "slot": parent, "timestamp": now}]
+        updates.append({"type": "createdBank", "slot": slot, "parent": parent, "timestamp": now})
+        if new_root is not None:
+            updates.append({"type": "root", "slot": new_root, "timestamp": now})
+        for sub in list(self.slot_updates.values()):
+            for update in updates:
+                sub.notify(update)
+
     def stats(self) -> dict:
         buffered = sum(c.transport.get_write_buffer_size() for c in self.connections if c.transport is not None)
         return {"connections": len(self.connections), "subscriptions": len(self.subs), "bufferedBytes": buffered}
@@ -354,4 +386,4 @@ def _static_keys(raw: bytes) -> list[str]:
     return [str(k) for k in VersionedTransaction.from_bytes(raw).message.account_keys]
 
 
-_UNSUBSCRIBE = {f"{kind}Unsubscribe" for kind in ("account", "program", "signature", "logs", "slot", "root")}
+_UNSUBSCRIBE = {f"{kind}Unsubscribe" for kind in ("account", "program", "signature", "logs", "slot", "slotsUpdates", "root")}

@@ -310,6 +310,12 @@ class Store:
         rows = self._conn().execute("SELECT seq, signature, slot, block_time, raw, err, meta FROM transactions WHERE seq BETWEEN ? AND ? ORDER BY seq", (block.first_seq, block.first_seq + block.tx_count - 1))
         return [self._tx(row) for row in rows]
 
+    def failed_in_block(self, block: StoredBlock) -> int:
+        """How many of the block's transactions failed (slotsUpdates' frozen stats)."""
+        if not block.tx_count:
+            return 0
+        return self._conn().execute("SELECT COUNT(*) FROM transactions WHERE seq BETWEEN ? AND ? AND err IS NOT NULL", (block.first_seq, block.first_seq + block.tx_count - 1)).fetchone()[0]
+
     def slot_seq_range(self, slot: int) -> tuple[int, int]:
         """(first seq, count) of the transactions executed in ``slot`` (a scan: only for a
         slot whose start the node did not see, when a version-1 data directory is upgraded)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 from solders.pubkey import Pubkey
 
 from ledger_project.api.errors import ForbiddenError, LedgerError
+from tenancy.scoping import worker_only
 from transactions.services import SignerSpec, TxConfig
 
 from .lookup import OffPlatform, resolve_account
@@ -100,3 +101,23 @@ def transaction_config(tenant, cluster: str, data: dict | None) -> TxConfig:
 
         config = named_nonce_config(tenant, cluster, data, config)
     return config
+
+
+@worker_only  # the pump re-signs for no request: the transaction names its tenant
+def resign_signers(*, transaction, addresses: list[str]) -> dict[str, SignerSpec | None]:
+    """Which of ``addresses`` (required signers of ``transaction``) are accounts, and whether
+    the service may still sign with their keys for its organization (transactions/resign.py):
+    a SignerSpec as when it was built (a shared account's debit API-key lists included, which
+    the engine checks against the API key that requested it), or None when the account became
+    inactive or is no longer shared with it. Addresses of no account's key are not answered."""
+    answers: dict[str, SignerSpec | None] = {}
+    rows = Account.unscoped.filter(cluster=transaction.cluster, address__in=addresses, managed_key__isnull=False).select_related("managed_key").order_by("pk")
+    for account in rows:
+        if answers.get(account.address) is not None:
+            continue
+        try:
+            spec = signer_for(account, transaction.tenant, field="itemData")
+        except LedgerError:
+            spec = None
+        answers[account.address] = spec if spec is not None and spec.signs_here else None
+    return answers

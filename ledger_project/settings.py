@@ -387,10 +387,10 @@ LEDGER_NONCE_LEASE_TIMEOUT_SECONDS = env.int("LEDGER_NONCE_LEASE_TIMEOUT_SECONDS
 # A DURABLE_NONCE transaction not landed this long after it was built (waiting for
 # signatures or approval) or submitted is ended: its nonce is advanced, then EXPIRED.
 LEDGER_DURABLE_NONCE_WINDOW_SECONDS = env.int("LEDGER_DURABLE_NONCE_WINDOW_SECONDS", default=24 * 3600)
-# A held transaction whose fee payer signs off platform (no known signature) is looked for
-# in the chain's history before it is called EXPIRED: at most this many signatures of that
-# history are examined per expiry run; the next run resumes where this one stopped.
+# A held transaction whose fee payer signs off platform is looked for in the chain's history
+# before it is called EXPIRED: at most this many signatures per expiry run (the next resumes).
 LEDGER_LANDING_SCAN_PER_RUN = env.int("LEDGER_LANDING_SCAN_PER_RUN", default=200)
+LEDGER_RESIGN_MAX = env.int("LEDGER_RESIGN_MAX", default=3)  # times a dropped transaction is signed again on a fresh blockhash (transactions/resign.py)
 
 # --- Key custody ----------------------------------------------------------------------
 # The master key comes from LEDGER_MASTER_KEY or from an existing key file. Only the

@@ -80,6 +80,12 @@ class Transaction(TenantOwnedModel):
     # signatures and ends CANCELLED once it provably can never execute (docs/transactions.md,
     # "Withdraw Transaction").
     withdrawn_at = models.DateTimeField(null=True, blank=True)
+    # Signed again with a fresh blockhash when the last one provably died unlanded and the
+    # service made every signature (transactions/resign.py; docs/transactions.md, "Re-signing
+    # on expiry"): unless the request opted out (svmTransactionConfig.resignOnExpiry false),
+    # at most LEDGER_RESIGN_MAX times, then EXPIRED as before.
+    resign_on_expiry = models.BooleanField(default=True, help_text="svmTransactionConfig.resignOnExpiry: sign again with a fresh blockhash when the last one expired unlanded.")
+    resign_count = models.PositiveSmallIntegerField(default=0, help_text="How many times the service signed it again with a fresh blockhash.")
 
     confirmations_count = models.IntegerField(null=True, blank=True)
     slot = models.BigIntegerField(null=True, blank=True)

@@ -16,6 +16,9 @@ from typing import Callable, Sequence
 #: the moments, named as the webhook event types that report them (docs/webhooks.md)
 PRE_SUBMIT = "transaction.pre_submit"
 POST_SUBMIT = "transaction.post_submit"
+#: signed again on a fresh blockhash after the last one expired unlanded (transactions/resign.py);
+#: each transaction given carries ``previous_onchain_id``, the signature it replaced
+RESIGNED = "transaction.resigned"
 
 _Listener = Callable[..., object]
 _listeners: list[_Listener] = []

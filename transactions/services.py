@@ -203,6 +203,7 @@ def _create_row(prepared: Prepared, status: str, effects_data, api_key, request_
         required_signers=prepared.required,
         signatures=prepared.signatures,
         commitment=config.commitment,
+        resign_on_expiry=config.resign_on_expiry,
         submit_when_signed=submit,
         shard_key=shards.bucket_of(shards.ordering_key(nonce_account=prepared.nonce_row.address if prepared.nonce_row else "",
                                                        fee_payer=str(prepared.fee_payer.pubkey), required_signers=prepared.required)),

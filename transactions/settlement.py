@@ -25,7 +25,7 @@ from solders.signature import Signature
 from ledger_project.metrics import meters
 from tenancy.scoping import worker_only
 
-from . import effects, landing, nonce_pool, notify
+from . import effects, landing, nonce_pool, notify, resign
 from chain import builder
 from chain.errors import ChainUnavailable, SimulationFailed
 from chain.rpc import rpc_for
@@ -309,9 +309,15 @@ def _follow_missing(missing: list[Transaction], rpc, rebroadcast_after: float | 
     # lookup and the check, and must not then be called expired.
     again = rpc.signature_statuses([Signature.from_string(tx.onchain_id) for tx in over]) if over else []
     dead = {tx.pk for tx, status in zip(over, again) if status is None}
+    waiting: set[int] = set()
     for tx in over:
         if tx.pk in dead:
-            finish(tx, TransactionStatus.EXPIRED, error_message=_EXPIRED_MESSAGE[tx.lifetime])
+            # Signed again on a fresh blockhash when the service holds every key (transactions/resign.py).
+            outcome = resign.resign_dead(tx, rpc) if resign.resignable(tx) else "expire"
+            if outcome == "expire":
+                finish(tx, TransactionStatus.EXPIRED, error_message=_expired_message(tx))
+            else:
+                waiting.add(tx.pk)  # SIGNED again (the next pass sends it), or not provably dead at finalized yet
     alive = [tx for tx in missing if tx.pk not in dead]
     cutoff = timezone.now() - timedelta(seconds=settings.LEDGER_PUMP_REBROADCAST_SECONDS if rebroadcast_after is None else rebroadcast_after)
     resend = [tx for tx in alive if tx.updated_at is None or tx.updated_at <= cutoff]
@@ -319,7 +325,9 @@ def _follow_missing(missing: list[Transaction], rpc, rebroadcast_after: float | 
     if resend:
         meters.transaction_rebroadcasts.labels(resend[0].cluster).inc(len(resend))
         Transaction.unscoped.filter(pk__in=[tx.pk for tx in resend]).update(updated_at=timezone.now())
-    return {tx.pk for tx in alive}
+    if waiting:
+        Transaction.unscoped.filter(pk__in=waiting, status=TransactionStatus.SUBMITTED).update(updated_at=timezone.now())
+    return {tx.pk for tx in alive} | waiting
 
 
 @worker_only  # the pump
@@ -340,6 +348,13 @@ _EXPIRED_MESSAGE = {
     MessageLifetime.RECENT_BLOCKHASH: "The transaction's blockhash expired before it landed; nothing was executed.",
     MessageLifetime.DURABLE_NONCE: "The transaction's durable nonce was advanced before it landed; nothing was executed.",
 }
+
+
+def _expired_message(tx: Transaction) -> str:
+    if tx.resign_count:
+        return (f"The transaction's blockhash expired before it landed, {tx.resign_count + 1} times (it was signed again on a fresh blockhash "
+                f"{tx.resign_count} times, the most LEDGER_RESIGN_MAX allows); nothing was executed.")
+    return _EXPIRED_MESSAGE[tx.lifetime]
 
 
 @worker_only  # reconciliation: acts for no tenant

@@ -53,6 +53,9 @@ class TxConfig:
     #: DURABLE_NONCE with a tenant's own nonce account named (svmTransactionConfig.
     #: durableNonceAccount, resolved by the area): its NonceAccount pk
     nonce_account: int | None = None
+    #: svmTransactionConfig.resignOnExpiry: sign the same intent again with a fresh blockhash
+    #: when the last one expired unlanded (transactions/resign.py)
+    resign_on_expiry: bool = True
 
     @classmethod
     def from_validated(cls, data: dict | None, *, fee_payer: SignerSpec | None = None) -> "TxConfig":
@@ -68,4 +71,5 @@ class TxConfig:
             lifetime=data.get("messageLifetimeStrategy") or MessageLifetime.RECENT_BLOCKHASH,
             version=data.get("transactionVersion") or "V0",
             lookup_tables=tuple(Pubkey.from_string(a) for a in data.get("addressLookupTables") or ()),
+            resign_on_expiry=data.get("resignOnExpiry") is not False,
         )

@@ -49,12 +49,12 @@ class DeadLetterRangeForm(forms.Form):
 
 @admin.register(WebhookSubscription)
 class WebhookSubscriptionAdmin(_RedeliverPermission, admin.ModelAdmin):
-    list_display = ("name", "tenant", "cluster", "source", "status", "endpoint_url", "pre_submit", "post_submit", "network_event", "created_at")
+    list_display = ("name", "tenant", "cluster", "source", "status", "endpoint_url", "pre_submit", "post_submit", "resigned", "network_event", "created_at")
     list_filter = ("status", "source", "cluster", "tenant")
     search_fields = ("name", "endpoint_url", "offchain_id", "instrument_address")
     list_select_related = ("tenant",)
     fields = ("offchain_id", "tenant", "cluster", "name", "endpoint_url", "source", "status", "status_reason", "instrument_offchain_id", "instrument_address",
-              "pre_submit", "post_submit", "network_event", "credentials", "timeout_seconds", "signing_secret_rotated_at", "previous_valid_until", "created_at", "updated_at")
+              "pre_submit", "post_submit", "resigned", "network_event", "credentials", "timeout_seconds", "signing_secret_rotated_at", "previous_valid_until", "created_at", "updated_at")
     readonly_fields = fields
     actions = ["disable", "enable", "redeliver_dead"]
 

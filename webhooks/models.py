@@ -20,6 +20,7 @@ class WebhookEventType(models.TextChoices):
     PRE_SUBMIT = "transaction.pre_submit"  # built and signed, due for submission: before any node sees it
     POST_SUBMIT = "transaction.post_submit"  # handed to the network; again when CONFIRMED / FAILED / EXPIRED
     NETWORK_EVENT = "account.network_event"  # a confirmed transaction touching a subscribed account, from the cluster
+    RESIGNED = "transaction.resigned"  # its blockhash expired unlanded; signed again on a fresh one (a new onchainId)
 
 
 #: event type → the subscription's boolean column that asks for it
@@ -27,6 +28,7 @@ EVENT_FLAGS = {
     WebhookEventType.PRE_SUBMIT: "pre_submit",
     WebhookEventType.POST_SUBMIT: "post_submit",
     WebhookEventType.NETWORK_EVENT: "network_event",
+    WebhookEventType.RESIGNED: "resigned",
 }
 
 
@@ -71,6 +73,7 @@ class WebhookSubscription(TenantOwnedModel):
     pre_submit = models.BooleanField(default=False)
     post_submit = models.BooleanField(default=False)
     network_event = models.BooleanField(default=False)
+    resigned = models.BooleanField(default=False)
     auth = models.JSONField(default=dict, blank=True, help_text="apiKeyAuthConfig / oauth2AuthConfig; secrets sealed (webhooks/credentials.py).")
     timeout_seconds = models.PositiveIntegerField(null=True, blank=True)
     signing_secret = models.JSONField(default=dict, help_text="Sealed HMAC key.")

@@ -97,6 +97,8 @@ def transaction_events(txs: Sequence, event_type: str, *, now: datetime | None =
         if not matched:
             continue
         data = transaction_data(tx)
+        if event_type == WebhookEventType.RESIGNED:
+            data["previousOnchainId"] = getattr(tx, "previous_onchain_id", None)  # set by transactions/resign.py
         for item, subject in _items(tx):
             event_id = uuid.uuid4()
             body = event_body(event_id=event_id, event_type=event_type, occurred_at=now, tenant_external_id=matched[0][1], cluster=tx.cluster,

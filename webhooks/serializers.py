@@ -92,8 +92,9 @@ class _WebhookFields(StrictSerializer):
 class CreateWebhookItem(_WebhookFields):
     name = StrictCharField(max_length=200)
     endpointUrl = serializers.URLField(max_length=500, validators=[HTTP_URL, outbound_url])
-    eventTypes = serializers.ListField(child=serializers.ChoiceField(choices=WebhookEventType.choices), min_length=1, max_length=3,
-                                       help_text="transaction.pre_submit, transaction.post_submit (every transaction of the organization on the cluster), account.network_event (its accounts with subscribeToNetworkEvents).")
+    eventTypes = serializers.ListField(child=serializers.ChoiceField(choices=WebhookEventType.choices), min_length=1, max_length=4,
+                                       help_text="transaction.pre_submit, transaction.post_submit, transaction.resigned (every transaction of the organization on the cluster), "
+                                                 "account.network_event (its accounts with subscribeToNetworkEvents).")
 
 
 class CreateWebhookInput(EnvelopeSerializer):
@@ -108,7 +109,7 @@ class UpdateWebhookItem(_WebhookFields):
     webhook = WebhookIdentifier()
     name = StrictCharField(required=False, max_length=200)
     endpointUrl = serializers.URLField(required=False, max_length=500, validators=[HTTP_URL, outbound_url])
-    eventTypes = serializers.ListField(child=serializers.ChoiceField(choices=WebhookEventType.choices), required=False, min_length=1, max_length=3)
+    eventTypes = serializers.ListField(child=serializers.ChoiceField(choices=WebhookEventType.choices), required=False, min_length=1, max_length=4)
     status = serializers.ChoiceField(choices=SETTABLE_STATUSES, required=False, allow_null=True,
                                      help_text="DISABLED pauses delivery (no new events; pending ones wait); ACTIVE resumes it.")
     rotateSigningSecret = StrictBooleanField(required=False, allow_null=True, help_text="true: a new signing secret; the previous one also signs for LEDGER_WEBHOOK_SECRET_OVERLAP_SECONDS.")
@@ -130,7 +131,7 @@ class ReplayWebhookItem(StrictSerializer):
     webhook = WebhookIdentifier()
     fromTime = serializers.DateTimeField(help_text="ISO 8601; events recorded at or after it.")
     toTime = serializers.DateTimeField(help_text="ISO 8601; events recorded at or before it.")
-    eventTypes = serializers.ListField(child=serializers.ChoiceField(choices=WebhookEventType.choices), required=False, allow_null=True, min_length=1, max_length=3)
+    eventTypes = serializers.ListField(child=serializers.ChoiceField(choices=WebhookEventType.choices), required=False, allow_null=True, min_length=1, max_length=4)
 
 
 class ReplayWebhookInput(EnvelopeSerializer):
@@ -272,6 +273,15 @@ class PostSubmitEvent(_EventEnvelope):
     data = TransactionEventData(help_text="status SUBMITTED when handed to the network; CONFIRMED (or FINALIZED) when it landed; FAILED or EXPIRED when it ended without effect.")
 
 
+class ResignedEventData(TransactionEventData):
+    previousOnchainId = serializers.CharField(help_text="The signature it had: its blockhash expired before it landed, so it can never land.")
+
+
+class ResignedEvent(_EventEnvelope):
+    type = serializers.ChoiceField(choices=[WebhookEventType.RESIGNED.value])
+    data = ResignedEventData(help_text="status SIGNED: the same instructions and signers, signed again on a fresh blockhash; the new onchainId is due for submission.")
+
+
 class BalanceChangeOutput(serializers.Serializer):
     before = serializers.IntegerField()
     after = serializers.IntegerField()
@@ -317,5 +327,8 @@ OPENAPI_PRE_SUBMIT = _openapi_webhook(WebhookEventType.PRE_SUBMIT, PreSubmitEven
                                       "A transaction of the organization (registry webhooks) or naming the instrument's mint (its postTransactionSubmitWebhooks) is built and signed, before any node sees it.")
 OPENAPI_POST_SUBMIT = _openapi_webhook(WebhookEventType.POST_SUBMIT, PostSubmitEvent, "Post transaction submit",
                                        "The transaction was handed to the network (SUBMITTED), and again when it landed (CONFIRMED) or ended without effect (FAILED, EXPIRED).")
+OPENAPI_RESIGNED = _openapi_webhook(WebhookEventType.RESIGNED, ResignedEvent, "Transaction signed again",
+                                    "The transaction's blockhash expired before it landed (a send was dropped) and the service, holding every signer's key, signed the "
+                                    "same instructions again on a fresh blockhash: same offchainId, a new onchainId; the previous one can never land.")
 OPENAPI_NETWORK_EVENT = _openapi_webhook(WebhookEventType.NETWORK_EVENT, NetworkEvent, "Account network event",
                                          "A confirmed transaction touched an account with subscribeToNetworkEvents, whoever made it (detected from the cluster every LEDGER_NETWORK_EVENTS_POLL_SECONDS).")

@@ -274,6 +274,13 @@ class SvmTransactionConfigSerializer(StrictSerializer):
         help_text="One of your durable nonce accounts for this transaction (with messageLifetimeStrategy DURABLE_NONCE, else 400 CONFLICTING_FIELDS). "
                   "Absent: a free one of yours whose authority the service holds, else one of the platform's pool.",
     )
+    # Our extension (docs/transactions.md, "Re-signing on expiry").
+    resignOnExpiry = StrictBooleanField(
+        required=False, allow_null=True,
+        help_text="Default true: when a RECENT_BLOCKHASH transaction's blockhash expires before it landed (a provider dropped the send) and the service "
+                  "made every one of its signatures, the service signs the same instructions again with a fresh blockhash (same offchainId, a new onchainId; "
+                  "the old signature can then never land), at most LEDGER_RESIGN_MAX times. false: it ends EXPIRED instead.",
+    )
 
 
 class TransactionEnvelopeSerializer(EnvelopeSerializer):

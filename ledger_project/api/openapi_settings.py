@@ -37,6 +37,7 @@ SPECTACULAR_SETTINGS = {
     "WEBHOOKS": [
         "webhooks.serializers.OPENAPI_PRE_SUBMIT",
         "webhooks.serializers.OPENAPI_POST_SUBMIT",
+        "webhooks.serializers.OPENAPI_RESIGNED",
         "webhooks.serializers.OPENAPI_NETWORK_EVENT",
     ],
 }

@@ -16,13 +16,14 @@ from solders.message import from_bytes_versioned
 
 from ledger_project.base58 import b58decode
 
+from . import simulation
 from .methods_accounts import AccountMethods
 from .methods_cluster import SLOTS_PER_EPOCH, ClusterMethods
 from .methods_fees import FeeMethods
 from .methods_history import HistoryMethods
 from .errors import RpcError
 from .node import Node
-from .rpcutil import bad, commitment, config, min_context, param, pubkey, slot_number
+from .rpcutil import bad, commitment, config, min_context, param, pubkey, signature, slot_number
 
 VERSION = {"solana-core": "2.2.0", "feature-set": 3294202862}
 MAX_PERF_SAMPLES = 720
@@ -229,7 +230,8 @@ class Methods(AccountMethods, HistoryMethods, FeeMethods, ClusterMethods):
         if cfg.get("sigVerify") and cfg.get("replaceRecentBlockhash"):
             raise bad("sigVerify may not be used with replaceRecentBlockhash")
         self._level(cfg)
-        value = self.node.simulate(raw, sig_verify=bool(cfg.get("sigVerify")), replace_blockhash=bool(cfg.get("replaceRecentBlockhash")))
+        value = simulation.simulate(self.node, raw, sig_verify=bool(cfg.get("sigVerify")), replace_blockhash=bool(cfg.get("replaceRecentBlockhash")),
+                                    accounts_cfg=cfg.get("accounts"), inner=bool(cfg.get("innerInstructions")))
         return self._ctx(value)  # simulated on the tip: its slot is the context
 
     def rpc_requestAirdrop(self, params):
@@ -244,7 +246,7 @@ class Methods(AccountMethods, HistoryMethods, FeeMethods, ClusterMethods):
             raise bad("expected an array of signatures")
         if len(signatures) > MAX_SIGNATURE_STATUSES:
             raise RpcError(-32602, f"Too many inputs provided; max {MAX_SIGNATURE_STATUSES}")
-        found = self.node.store.statuses([str(s) for s in signatures])
+        found = self.node.store.statuses([signature(s) for s in signatures])  # a malformed one is -32602, as Agave
         out = []
         for sig in signatures:
             hit = found.get(sig)

@@ -8,7 +8,7 @@ from solders.pubkey import Pubkey
 
 from ledger_project.base58 import b58decode
 
-from . import tokens
+from . import genesis, tokens
 from .encoding import check_encoding, data_slice, encode_account
 from .parsing import NATIVE_MINT, mint_decimals
 from .rpcutil import bad, config, param, pubkey
@@ -237,10 +237,21 @@ class AccountMethods:
                 total += changed[key] - (now.lamports if now else 0)
         return total, changed
 
+    def _runtime_balances(self) -> dict[str, int]:
+        """Lamports of the accounts the runtime holds and the store does not (builtins,
+        precompiles, sysvars, the default programs): Agave counts every account."""
+        balances = {}
+        for key in genesis.RUNTIME_KEYS:
+            acc = self.node.account(key)
+            if acc is not None:
+                balances[str(key)] = acc.lamports
+        return balances
+
     def rpc_getSupply(self, params):
         cfg = config(params, 0)
         slot, at = self._view(cfg, check_min=False)
         total, _ = self._lamports_at(at)
+        total += sum(self._runtime_balances().values())
         faucet = self.node.account(self.node.faucet.pubkey(), at)
         reserved = faucet.lamports if faucet else 0
         listed = [] if cfg.get("excludeNonCirculatingAccountsList") else [str(self.node.faucet.pubkey())]
@@ -260,5 +271,7 @@ class AccountMethods:
         for key, lamports in changed.items():
             if (not only or key in only) and key not in exclude:
                 balances[key] = lamports
+        if not only:  # programs and sysvars are circulating, as every account but the faucet
+            balances.update(self._runtime_balances())
         ranked = sorted(((lamports, key) for key, lamports in balances.items() if lamports > 0), key=lambda item: (-item[0], item[1]))
         return self._ctx([{"address": key, "lamports": lamports} for lamports, key in ranked[:NUM_LARGEST_ACCOUNTS]], slot)

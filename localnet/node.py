@@ -29,6 +29,8 @@ from solders.transaction import VersionedTransaction
 from solders.transaction_metadata import FailedTransactionMetadata
 
 from . import admission, fees, programs, tokens
+from . import genesis as accounts_at_genesis
+from .simulation import loaded_accounts_data_size, preflight_data
 from .encoding import inner_instructions
 from .errors import RpcError
 from .store import GroupCommit, PendingWrite, Store, StoredAccount, StoredBlock, StoredTransaction
@@ -76,6 +78,7 @@ class Node:
         self.runtimes = (self.svm, self.svm_alt)
         for runtime in self.runtimes:  # epochs of 432,000 slots from slot 0 (getEpochSchedule)
             runtime.set_epoch_schedule(EpochSchedule.without_warmup())
+        accounts_at_genesis.add_precompiles(self.svm)  # ed25519, secp256k1: the full runtime has them
         self.recent: dict[str, int] = {}  # blockhash → slot it was issued in
         self.recent_order: deque[str] = deque()
         self.fees: deque[tuple[int, int, frozenset[str]]] = deque(maxlen=5000)  # (slot, price, writable)
@@ -114,6 +117,7 @@ class Node:
             for runtime in self.runtimes:
                 runtime.set_account(Pubkey.from_string(acc.pubkey), Account(acc.lamports, acc.data, Pubkey.from_string(acc.owner), acc.executable, acc.rent_epoch))
         programs.load_missing(self)  # the project's programs at their fixed ids (genesis)
+        accounts_at_genesis.load_missing(self)  # the native mints of SPL Token and Token-2022
         # LiteSVM derives each new blockhash from the previous one, starting from the same
         # seed on every boot: skip past every blockhash already handed out so none repeats
         # (a repeat would make a stored durable nonce look current).
@@ -352,7 +356,8 @@ class Node:
                         runtime.set_account(key, acc)
                 if err == "SignatureFailure":
                     raise RpcError(-32003, "Transaction signature verification failure")
-                raise RpcError(-32002, f"Transaction simulation failed: {admission.describe(err)}", {"err": err, "logs": logs, "accounts": None, "unitsConsumed": units, "returnData": None})
+                size = loaded_accounts_data_size(keys, runtime.get_account, message)
+                raise RpcError(-32002, f"Transaction simulation failed: {admission.describe(err)}", preflight_data(err, logs, units, meta, fee.total, size))
             if isinstance(err, str) and err in fees.FEES_ONLY and fee.valid and runtime.get_account(keys[0]) == charged:
                 fees.debit(runtime, keys[0], fee.signature)  # LiteSVM charged nothing; a validator would
             outcome = self._record(runtime, tx, raw, signature, keys, writable, loaded, before, err, logs, units, meta, fee)
@@ -362,14 +367,15 @@ class Node:
 
     def _refuse(self, err: str, text: str, preflight: bool, signature: str) -> Outcome:
         if preflight:
-            raise RpcError(-32002, f"Transaction simulation failed: {text}", {"err": err, "logs": [], "accounts": None, "unitsConsumed": 0, "returnData": None})
+            raise RpcError(-32002, f"Transaction simulation failed: {text}", preflight_data(err, [], 0, None, None, 0))
         # Without preflight a real node accepts the bytes and drops them; so do we.
         return Outcome(signature, self.slot, err, [], 0)
 
     def _runtime_for(self, message):
         programs = {message.account_keys[ix.program_id_index] for ix in message.instructions}
-        # The assembled runtime has no precompiles (ed25519, secp256k1/r1): the full one has.
-        return self.svm_alt if ADDRESS_LOOKUP_TABLE_PROGRAM in programs or programs & fees.PRECOMPILES else self.svm
+        # The assembled runtime runs ed25519 and secp256k1 (accounts_at_genesis.add_precompiles) but
+        # not secp256r1, behind a feature it does not activate: the full one runs it.
+        return self.svm_alt if ADDRESS_LOOKUP_TABLE_PROGRAM in programs or accounts_at_genesis.SECP256R1 in programs else self.svm
 
     def _mirror(self, runtime, after: dict, writable_keys) -> None:
         """Copy what a transaction wrote into the other runtime."""
@@ -380,6 +386,12 @@ class Node:
 
     def _record(self, runtime, tx, raw, signature, keys, writable, loaded, before, err, logs, units, meta, fee: fees.Fee) -> Outcome:
         after = {k: runtime.get_account(k) for k in keys}
+        for key, is_writable in zip(keys, writable):  # Agave's rent epoch (accounts_at_genesis.with_rent_epoch)
+            acc = after[key]
+            if is_writable and acc is not None and acc.lamports > 0 and acc.rent_epoch != accounts_at_genesis.RENT_EXEMPT_RENT_EPOCH:
+                after[key] = accounts_at_genesis.with_rent_epoch(before[key], acc)
+                if after[key] is not acc:
+                    runtime.set_account(key, after[key])
         self._mirror(runtime, after, [k for k, w in zip(keys, writable) if w])
         changed, deleted, versions = [], [], []
         written = self.slot_writes.setdefault(self.slot, set())
@@ -416,49 +428,6 @@ class Node:
         if fee.price:
             self.fees.append((self.slot, fee.price, frozenset(str(k) for k, w in zip(keys, writable) if w)))
         return Outcome(signature, self.slot, err, logs, units)
-
-    def simulate(self, raw: bytes, *, sig_verify: bool, replace_blockhash: bool) -> dict:
-        try:
-            tx = VersionedTransaction.from_bytes(raw)
-        except ValueError as exc:
-            raise RpcError(-32602, f"failed to deserialize transaction: {exc}")
-        with self.lock:
-            if sig_verify and not all(tx.verify_with_results()):
-                raise RpcError(-32003, "Transaction signature verification failure")
-            message = tx.message
-            replacement = None
-            if replace_blockhash:
-                blockhash, last_valid = self.latest_blockhash()
-                replacement = {"blockhash": blockhash, "lastValidBlockHeight": last_valid}
-            elif not self.blockhash_valid(str(message.recent_blockhash)) and not self.nonce_ok(message, str(message.recent_blockhash)):
-                return {"err": "BlockhashNotFound", "logs": [], "accounts": None, "unitsConsumed": 0, "returnData": None, "replacementBlockhash": None}
-            runtime = self._runtime_for(message)
-            payer = message.account_keys[0]
-            prior = runtime.get_account(payer)
-            try:
-                self._charge_fee(runtime, message, self.fee(message), True, str(tx.signatures[0]))
-            except RpcError as exc:  # the payer cannot pay the fee: what preflight says, as a result
-                return {**exc.data, "innerInstructions": None, "replacementBlockhash": replacement}
-            if not sig_verify:
-                runtime.with_sigverify(False)
-            try:
-                result = runtime.simulate_transaction(tx)
-            finally:
-                if prior is not None:
-                    runtime.set_account(payer, prior)  # the prioritization fee taken for the simulation
-                if not sig_verify:
-                    runtime.with_sigverify(True)
-            failed = isinstance(result, FailedTransactionMetadata)
-            meta = result.meta() if failed else result.meta()
-            return {
-                "err": admission.err_json(result.err()) if failed else None,
-                "logs": list(meta.logs()),
-                "accounts": None,
-                "unitsConsumed": meta.compute_units_consumed(),
-                "returnData": None,
-                "innerInstructions": None,
-                "replacementBlockhash": replacement,
-            }
 
     def airdrop(self, to: Pubkey, lamports: int) -> str:
         with self.lock:

@@ -39,7 +39,9 @@ def signature(value, name: str = "signature") -> str:
     try:
         Signature.from_string(value)
     except ValueError as exc:
-        raise RpcError(-32602, f"Invalid param: {exc}")
+        # Agave's verify_signature: "Invalid param: {ParseSignatureError:?}" — WrongSize
+        # (over 88 characters, or not 64 bytes decoded) or Invalid (not base 58)
+        raise RpcError(-32602, "Invalid param: " + ("WrongSize" if "wrong size" in str(exc) else "Invalid"))
     return value
 
 

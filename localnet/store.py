@@ -179,7 +179,7 @@ class Store:
                 "INSERT INTO accounts(pubkey, lamports, owner, executable, rent_epoch, data) VALUES(?,?,?,?,?,?) "
                 "ON CONFLICT(pubkey) DO UPDATE SET lamports=excluded.lamports, owner=excluded.owner, executable=excluded.executable, "
                 "rent_epoch=excluded.rent_epoch, data=excluded.data",
-                [(acc.pubkey, acc.lamports, acc.owner, int(acc.executable), acc.rent_epoch, acc.data) for acc in final.values() if acc is not None],
+                [(acc.pubkey, acc.lamports, acc.owner, int(acc.executable), _i64(acc.rent_epoch), acc.data) for acc in final.values() if acc is not None],
             )
             conn.executemany("DELETE FROM accounts WHERE pubkey=?", [(pubkey,) for pubkey, acc in final.items() if acc is None])
             conn.execute("COMMIT")
@@ -204,7 +204,7 @@ class Store:
             slot = tx.slot if tx is not None else 0
             conn.executemany(
                 "INSERT OR IGNORE INTO account_versions(slot, pubkey, lamports, owner, executable, rent_epoch, data) VALUES(?,?,?,?,?,?,?)",
-                [(slot, key, *((acc.lamports, acc.owner, int(acc.executable), acc.rent_epoch, acc.data) if acc is not None else (None,) * 5)) for key, acc in item.versions],
+                [(slot, key, *((acc.lamports, acc.owner, int(acc.executable), _i64(acc.rent_epoch), acc.data) if acc is not None else (None,) * 5)) for key, acc in item.versions],
             )
 
     def record_slot(self, *, blockhash: str, slot: int, slot_time: int, generation: int, keep_from_slot: int, block: StoredBlock | None, root: int) -> None:
@@ -244,7 +244,7 @@ class Store:
     # --- reads --------------------------------------------------------------------------
     def accounts(self) -> Iterator[StoredAccount]:
         for row in self._conn().execute("SELECT pubkey, lamports, owner, executable, rent_epoch, data FROM accounts"):
-            yield StoredAccount(row[0], row[1], row[2], bool(row[3]), row[4], bytes(row[5]))
+            yield StoredAccount(row[0], row[1], row[2], bool(row[3]), _u64(row[4]), bytes(row[5]))
 
     def accounts_by_owner(self, owner: str) -> list[str]:
         return [row[0] for row in self._conn().execute("SELECT pubkey FROM accounts WHERE owner=? ORDER BY pubkey", (owner,))]
@@ -324,7 +324,7 @@ class Store:
 
     def account_versions(self) -> Iterator[tuple[int, str, StoredAccount | None]]:
         for slot, pubkey, lamports, owner, executable, rent_epoch, data in self._conn().execute("SELECT * FROM account_versions ORDER BY slot"):
-            yield slot, pubkey, (StoredAccount(pubkey, lamports, owner, bool(executable), rent_epoch, bytes(data)) if lamports is not None else None)
+            yield slot, pubkey, (StoredAccount(pubkey, lamports, owner, bool(executable), _u64(rent_epoch), bytes(data)) if lamports is not None else None)
 
     def slot_transactions(self, slot: int) -> list[StoredTransaction]:
         block = self.block(slot)
@@ -349,3 +349,13 @@ class Store:
     @staticmethod
     def _tx(row) -> StoredTransaction:
         return StoredTransaction(row[0], row[1], row[2], row[3], bytes(row[4]), json.loads(row[5]) if row[5] else None, json.loads(row[6]))
+
+
+# SQLite integers are signed 64-bit; rent_epoch is a u64 whose rent-exempt value is u64::MAX
+# (Agave's RENT_EXEMPT_RENT_EPOCH): stored as its two's-complement i64, read back unsigned.
+def _i64(value: int) -> int:
+    return value - 2**64 if value >= 2**63 else value
+
+
+def _u64(value: int) -> int:
+    return value + 2**64 if value < 0 else value

@@ -208,7 +208,7 @@ def campaign(setup: str, name: str, ops: int, concurrency: int, seed: int, keep:
         tmp = Path(tmp_name)
         tmp.mkdir(parents=True, exist_ok=True)
         node = LocalnetProcess(tmp / "localnet")
-        front = worker = None
+        front = worker = api = None
         try:
             node.start()
             front = FaultFrontProcess(node.url, {k: v for k, v in profile.items() if k != "name"}, seed, work_dir=tmp).start()
@@ -287,7 +287,8 @@ def campaign(setup: str, name: str, ops: int, concurrency: int, seed: int, keep:
                 "confirmed": sum(statuses.get(s, 0) for s in LANDED), "expired": statuses.get("EXPIRED", 0), "failed": statuses.get("FAILED", 0),
                 "resigned": found["resigned"], "transfers_confirmed_share": round(transfer_landed / transfer_total, 4) if transfer_total else None,
                 "api_5xx": sum(n for k, n in tally.items() if k.startswith("5xx:")), "api_5xx_detail": {k: n for k, n in tally.items() if k.startswith("5xx:")},
-                "api_503_retry_after": tally.get("503_retry_after", 0), "api_429": tally.get("429", 0), "conn_errors": tally.get("conn_error", 0),
+                "api_503_retry_after": sum(n for k, n in tally.items() if k.startswith("503_retry_after")),
+                "api_503_detail": {k.split(":", 1)[1]: n for k, n in tally.items() if k.startswith("503_retry_after")}, "api_429": tally.get("429", 0), "conn_errors": tally.get("conn_error", 0),
                 "setup_answers": setup_tally, "budgets": budgets, "calls_over_budget": over, "front_calls": stats["calls"], "sends": stats["sends"],
                 "two_bytes_signatures": len(stats["signatures_with_two_bytes"]), "effects_twice": found["effects_twice"], "effects_missing": found["effects_missing"],
                 "reconcile_drift": reconcile_drift(env, node.url), "payroll": payroll(profile, result["batch"], found["signatures"], stats["first_sent"]),
@@ -296,6 +297,8 @@ def campaign(setup: str, name: str, ops: int, concurrency: int, seed: int, keep:
                 "service_budgets": env["LEDGER_RPC_BUDGETS"],
             }
         finally:
+            if api is not None:  # what the clients met, for a failed run too
+                (tmp / "answers.json").write_text(json.dumps(api.tally))
             stop_group(procs.get("web"))
             if worker:
                 worker.signal(signal.SIGTERM, 30)

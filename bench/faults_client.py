@@ -39,7 +39,7 @@ class Api:
         self.port, self.secret = port, secret
         self.local = threading.local()
         self.lock = threading.Lock()
-        self.tally: Counter = Counter()  # answers seen: "503_retry_after", "5xx:<status>:<code>", "429", "conn_error"
+        self.tally: Counter = Counter()  # answers seen: "503_retry_after:<code>", "5xx:<status>:<code>", "429", "conn_error"
 
     def _conn(self) -> http.client.HTTPConnection:
         conn = getattr(self.local, "conn", None)
@@ -74,7 +74,7 @@ class Api:
                     code = json.loads(raw).get("error", {}).get("code") if raw else None
                 except (ValueError, AttributeError):
                     code = None
-                self._count("429" if status == 429 else "503_retry_after" if status == 503 and retry_after else f"5xx:{status}:{code}")
+                self._count("429" if status == 429 else f"503_retry_after:{code}" if status == 503 and retry_after else f"5xx:{status}:{code}")
                 time.sleep(min(float(retry_after or 0.5), RETRY_AFTER_MAX))
                 continue
             try:

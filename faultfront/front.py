@@ -22,6 +22,7 @@ from .lagging import LaggingView, min_context_slot, read_key, strip_min_context_
 from .limits import RollingLimits
 from .profiles import LAGGED_COUNTERS, LAGGED_METHODS
 from .seeded import Counters, draw
+from .stats import Stats
 from .upstream import Upstream
 
 LOG_SIZE = 10_000  # decisions kept for GET /faults
@@ -94,6 +95,7 @@ class Front:
         self.log: deque = deque(maxlen=LOG_SIZE)
         self._log_lock = threading.Lock()
         self.delayed: list[threading.Timer] = []
+        self.stats = Stats()
 
     def note(self, k: int, method: str, fault: str) -> None:
         with self._log_lock:
@@ -116,9 +118,11 @@ class Front:
         if refused:
             name, retry_after = refused
             self.note(k, name, "429")
+            self.stats.refusal(name, methods)
             message = "Too many requests" if name == "total" else f"Too many requests for a specific RPC call: {name[7:]}"
             return _json(_error(None, 429, message), 429, {"Retry-After": str(retry_after)})
 
+        self.stats.admitted(calls, methods, first_signature)
         transport = self._transport_fault(k)
         if transport:
             self.note(k, "*", transport.kind if transport.kind != "answer" else str(transport.status))

@@ -23,6 +23,7 @@ class RollingLimits:
         self.clock = clock
         self._calls: dict[str, deque] = {}
         self._lock = threading.Lock()
+        self.peak: dict[str, int] = {}  # the most calls a budget held in one window (GET /stats)
 
     def _budget(self, name: str) -> tuple[int, float] | None:
         return self.budgets.get(name, None if name == "total" else self.default)
@@ -50,4 +51,5 @@ class RollingLimits:
             for name, count in counts.items():
                 if self._budget(name) is not None:
                     self._calls[name].extend([now] * count)
+                    self.peak[name] = max(self.peak.get(name, 0), len(self._calls[name]))
         return None

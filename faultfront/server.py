@@ -1,7 +1,8 @@
 """The front's HTTP server (one thread per connection, keep-alive) and its websocket relay.
 
 POST / is judged by ``front.Front``; GET / shows the profile and seed, GET /faults the
-decisions taken so far (newest last), for a replay to compare. The websocket relay, when
+decisions taken so far (newest last), for a replay to compare; GET /stats the counts of
+stats.py (calls per method, refusals, sends' bytes per signature). The websocket relay, when
 asked for, is a plain TCP pipe to the node's PubSub port: subscriptions pass through
 untouched (no faults on that path).
 """
@@ -44,6 +45,8 @@ class FrontHandler(BaseHTTPRequestHandler):
         if self.path == "/faults":
             with front._log_lock:
                 payload = list(front.log)
+        elif self.path == "/stats":
+            payload = front.stats.as_dict(dict(front.limits.peak) if front.limits else {})
         else:
             payload = {"profile": front.profile, "seed": front.seed, "upstream": front.upstream.url}
         self._send(Reply("answer", 200, json.dumps(payload).encode(), {"Content-Type": "application/json"}))

@@ -67,6 +67,11 @@ class FaultFrontProcess:
         with urllib.request.urlopen(self.url + "/faults", timeout=5) as resp:
             return json.loads(resp.read())
 
+    def stats(self) -> dict:
+        """Calls per method, refusals per budget, sends per signature (GET /stats, faultfront/stats.py)."""
+        with urllib.request.urlopen(self.url + "/stats", timeout=10) as resp:
+            return json.loads(resp.read())
+
     def stop(self, timeout: float = 10.0) -> float:
         """SIGTERM; the seconds it took to exit (SIGKILL after ``timeout``)."""
         if not self.proc or self.proc.poll() is not None:

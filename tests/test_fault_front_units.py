@@ -110,3 +110,23 @@ def test_every_named_profile_loads_and_nonsense_is_refused():
     with pytest.raises(ValueError):
         load_profile("no-such-profile")
     assert check_profile({"transient": {"hang": 1, "hang_seconds": 3600}})["transient"]["hang_seconds"] == 30
+
+
+def test_stats_name_a_signature_sent_with_two_different_bytes_and_keep_the_peak():
+    from faultfront.stats import Stats
+
+    payer = Keypair()
+    message = Message.new_with_blockhash([transfer(TransferParams(from_pubkey=payer.pubkey(), to_pubkey=Keypair().pubkey(), lamports=1))], payer.pubkey(), Hash.new_unique())
+    raw = bytes(VersionedTransaction(message, [payer]))
+    send = {"method": "sendTransaction", "params": [base64.b64encode(raw).decode(), {"encoding": "base64"}]}
+    stats = Stats()
+    stats.admitted([send, send], ["sendTransaction"] * 2, first_signature)  # a resend: the very same bytes
+    seen = stats.as_dict({})
+    assert seen["sends"] == 1 and seen["signatures_with_two_bytes"] == [] and seen["calls"] == {"sendTransaction": 2}
+    other = {"method": "sendTransaction", "params": [base64.b64encode(raw[:-1] + bytes([raw[-1] ^ 1])).decode(), {"encoding": "base64"}]}
+    stats.admitted([other], ["sendTransaction"], first_signature)  # other bytes under the same signature
+    assert stats.as_dict({})["signatures_with_two_bytes"] == [first_signature(send["params"])]
+    limits = RollingLimits({"total": (10, 1.0)}, clock=Clock())
+    limits.admit({"total": 4})
+    limits.admit({"total": 3})
+    assert limits.admit({"total": 5}) is not None and limits.peak == {"total": 7}

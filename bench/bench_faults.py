@@ -1,0 +1,335 @@
+"""The fault campaign (issue 36; docs/chain.md, "The fault campaign"): for each fault
+profile, mixed operations through the HTTP API while the chain is reached through the
+fault front, a worker and the node each SIGKILLed once and restarted, then the checks.
+
+Per profile and setup, a fresh stack: a throwaway database (PostgreSQL + Redis, or the
+embedded SQLite + filesystem broker), a local node on its own data directory, the front
+in front of it (``LEDGER_CLUSTERS=CHAIN_LOCALNET=<front>``; the service's
+``LEDGER_RPC_BUDGETS`` sized under the profile's rate limits, see ``service_budgets``), the
+API under gunicorn and one Celery worker with beat. Then ``--ops`` operations at
+``--concurrency`` (faults_client.py: seeded accounts, token and network-currency transfers,
+durable-nonce transfers, one 500-item batch payout in the middle), every client retrying
+with its own x-request-id; the worker is SIGKILLed at 35 % of the answers and the node at
+65 %, each restarted 2 s later (the node on its data directory). Then a count (Fetch
+Transactions, ``limit`` 1) until nothing is BUILT, SIGNED or SUBMITTED, and one JSON line:
+see docs/chain.md for each field. The checks read the node directly, not through the front.
+
+    .venv/bin/python bench/bench_faults.py --ops 300 --profiles passthrough,flaky --setups postgres
+
+Env: BENCH_FAULTS_OPS (2000), BENCH_FAULTS_CONCURRENCY (8), BENCH_FAULTS_PROFILES (all),
+BENCH_FAULTS_SETUPS (postgres,embedded), BENCH_FAULTS_SEED (36), BENCH_FAULTS_KEEP (a
+directory: keep every run's logs there).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from bench import cpu  # noqa: E402
+from bench.common import manage, throwaway_database  # noqa: E402
+from bench.faults_client import Api, build_world, count, run_operations, wait_until_terminal  # noqa: E402
+from bench.loadgen import wait_until_up  # noqa: E402
+from faultfront.profiles import PROFILES, check_profile, load_profile  # noqa: E402
+from faultfront.testing import FaultFrontProcess  # noqa: E402
+from localnet.testing import LocalnetProcess, free_port  # noqa: E402
+
+#: Profiles of the campaign's own, for its two target figures.
+CAMPAIGN_PROFILES = {
+    "send-budget-50": {"description": "sendTransaction at 50 per second (the payroll figure).", "rate_limits": {"methods": {"sendTransaction": [50, 1]}}},
+    "lossy-30": {"description": "30% of sends answered and dropped (the managed-transfer figure).", "sends": {"drop": 0.3}},
+}
+DEFAULT_PROFILES = ["passthrough", "rate-limited", "method-budgets", "lagging", "lossy-sends", "flaky", "pruned", "old-blockstore", "staging-mix", "restricted", *CAMPAIGN_PROFILES]
+#: Methods the service calls; an ``each_method`` budget is set on each of them.
+SERVICE_METHODS = ("getLatestBlockhash", "getSignatureStatuses", "getTransaction", "getSignaturesForAddress", "getAccountInfo", "getMultipleAccounts",
+                   "getBalance", "simulateTransaction", "getBlockHeight", "getSlot", "getFeeForMessage", "requestAirdrop", "getBlock",
+                   "getMinimumBalanceForRentExemption", "getTokenAccountBalance", "isBlockhashValid", "getRecentPrioritizationFees", "getEpochInfo")
+KILLS = (("worker", 0.35), ("node", 0.65))
+DOWN_SECONDS = 2.0
+SETTLE_TIMEOUT = float(os.environ.get("BENCH_FAULTS_SETTLE_TIMEOUT", "420"))
+LANDED = ("CONFIRMED", "FINALIZED")
+TRANSFERS = ("token_transfer", "currency_transfer", "durable_nonce_transfer", "batch_payout")
+
+
+def profile_of(name: str) -> dict:
+    if name in CAMPAIGN_PROFILES:
+        return check_profile({**json.loads(json.dumps(CAMPAIGN_PROFILES[name])), "name": name})
+    return load_profile(name)
+
+
+def service_budgets(profile: dict, cluster: str = "CHAIN_LOCALNET") -> str:
+    """LEDGER_RPC_BUDGETS that keeps under the profile's rolling windows: a bucket of rate r
+    holding max(1, r) can send max(1, r) + r*W in a window of W seconds, so r = L / (W + 1)
+    (and 1 + r*W <= L below one per second)."""
+    limits = profile.get("rate_limits", {})
+
+    def rate(limit: float, window: float) -> float:
+        r = limit / (window + 1)
+        return r if r >= 1 else max(0.01, (limit - 1) / window)
+
+    entries = {}
+    for method in SERVICE_METHODS if "each_method" in limits else ():
+        entries[method] = rate(*limits["each_method"])
+    for method, (limit, window) in limits.get("methods", {}).items():
+        entries[method] = rate(limit, window)
+    if "total" in limits:
+        entries["*"] = rate(*limits["total"])
+    return ",".join(f"{cluster}.{m}={r:.2f}/s" for m, r in entries.items())
+
+
+def budget_figures(profile: dict, stats: dict) -> tuple[dict, int]:
+    """Each of the profile's budgets: its limit, the front's peak in one window, the calls
+    it refused with 429; and the calls over any limit (0: the front refuses first)."""
+    limits = profile.get("rate_limits", {})
+    budgets = {f"method:{m}": b for m, b in limits.get("methods", {}).items()}
+    if "total" in limits:
+        budgets["total"] = limits["total"]
+    if "each_method" in limits:
+        for name in stats["peak"]:
+            budgets.setdefault(name, limits["each_method"])
+    out, over = {}, 0
+    for name, (limit, window) in budgets.items():
+        peak = stats["peak"].get(name, 0)
+        over += max(0, peak - limit)
+        out[name] = {"limit": limit, "window_s": window, "peak": peak, "refused_429": stats["refused"].get(name, 0)}
+    return out, over
+
+
+class Worker:
+    """celery worker --beat in its own process group, so a SIGKILL takes its children too."""
+
+    def __init__(self, env: dict, tmp: Path):
+        self.env, self.tmp, self.proc = env, tmp, None
+
+    def start(self) -> "Worker":
+        with open(self.tmp / "worker.log", "ab") as log:
+            self.proc = subprocess.Popen([sys.executable, "-m", "celery", "-A", "ledger_project", "worker", "--beat", "--schedule", str(self.tmp / "beat"),
+                                          "--concurrency", "2", "--loglevel", "WARNING"], cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        return self
+
+    def signal(self, signum: int, timeout: float) -> None:
+        if self.proc and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signum)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(10)
+
+
+def web(env: dict, port: int, tmp: Path) -> subprocess.Popen:
+    with open(tmp / "web.log", "ab") as log:
+        return subprocess.Popen([sys.executable, "-m", "gunicorn", "ledger_project.wsgi", "--config", "gunicorn.conf.py", "--bind", f"127.0.0.1:{port}", "--log-level", "warning"],
+                                cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def stop_group(proc: subprocess.Popen | None, timeout: float = 20.0) -> None:
+    if proc is None or proc.poll() is not None:
+        return
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+
+
+FACTS = """
+import json, sys
+from collections import Counter, defaultdict
+import django; django.setup()
+from django.db.models import Count
+from transactions.models import Transaction, TransactionEvent
+kinds = json.load(sys.stdin)
+rows = {str(o): (s, sig, e) for o, s, sig, e in Transaction.unscoped.filter(offchain_id__in=list(kinds)).values_list("offchain_id", "status", "onchain_id", "effects_applied_at")}
+by_kind = defaultdict(Counter)
+for o, kind in kinds.items():
+    by_kind[kind][rows.get(o, ("MISSING",))[0]] += 1
+applied = Counter(TransactionEvent.objects.filter(kind="EFFECTS_APPLIED").values_list("transaction_id", flat=True))
+print(json.dumps({
+    "statuses": dict(Counter(r[0] for r in rows.values())), "by_kind": {k: dict(v) for k, v in by_kind.items()},
+    "all_statuses": dict(Counter(Transaction.unscoped.values_list("status", flat=True))),
+    "resigned": TransactionEvent.objects.filter(kind="RESIGNED").count(),
+    "effects_twice": sum(1 for n in applied.values() if n > 1),
+    "effects_missing": Transaction.unscoped.filter(status__in=["CONFIRMED", "FINALIZED"], effects_applied_at__isnull=True).count(),
+    "signatures": {o: r[1] for o, r in rows.items()},
+}))
+"""
+
+
+def facts(env: dict, kinds: dict) -> dict:
+    out = subprocess.run([sys.executable, "-c", FACTS], cwd=ROOT, env=env, input=json.dumps(kinds), check=True, capture_output=True, text=True, timeout=300).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def reconcile_drift(env: dict, node_url: str) -> int | None:
+    """Drift entries ``manage.py reconcile`` reports, read from the node itself."""
+    direct = {**env, "LEDGER_CLUSTERS": f"CHAIN_LOCALNET={node_url}", "LEDGER_LOCALNET_RPC_URL": node_url, "LEDGER_RPC_BUDGETS": ""}
+    result = subprocess.run([sys.executable, "manage.py", "reconcile", "--cluster", "CHAIN_LOCALNET"], cwd=ROOT, env=direct, capture_output=True, text=True, timeout=300)
+    lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
+    return sum(len(json.loads(line)["drift"]) for line in lines) if lines else None
+
+
+def payroll(profile: dict, batch: dict | None, signatures: dict, first_sent: dict) -> dict | None:
+    """The batch's sends: how many, over how long, at what rate, against the send budget."""
+    if not batch:
+        return None
+    times = sorted(first_sent[s] for s in (signatures.get(o) for o in batch["transactions"]) if s in first_sent)
+    limit = profile.get("rate_limits", {}).get("methods", {}).get("sendTransaction")
+    out = {"transactions": len(batch["transactions"]), "sent": len(times), "http_s": round(batch["answered_at"] - batch["accepted_at"], 2)}
+    if len(times) > 1:
+        span = times[-1] - times[0]
+        out.update(send_span_s=round(span, 2), sends_per_s=round((len(times) - 1) / span, 1) if span > 0 else None)
+        if limit:
+            budget = limit[0] / limit[1]
+            out["budget_per_s"] = budget
+            # Below one window's worth the sends go out in one burst: no rate to compare.
+            out["budget_use"] = round(out["sends_per_s"] / budget, 2) if out.get("sends_per_s") and len(times) > limit[0] else None
+    return out
+
+
+def campaign(setup: str, name: str, ops: int, concurrency: int, seed: int, keep: Path | None) -> dict:
+    profile = profile_of(name)
+    procs: dict = {}
+    with (throwaway_database() if setup == "postgres" else contextlib.nullcontext(None)) as db_url, \
+            (contextlib.nullcontext(str(keep / f"{setup}-{name}")) if keep else tempfile.TemporaryDirectory(prefix="ledger-faults-")) as tmp_name:
+        tmp = Path(tmp_name)
+        tmp.mkdir(parents=True, exist_ok=True)
+        node = LocalnetProcess(tmp / "localnet")
+        front = worker = api = None
+        try:
+            node.start()
+            front = FaultFrontProcess(node.url, {k: v for k, v in profile.items() if k != "name"}, seed, work_dir=tmp).start()
+            env = {**os.environ, "LOG_LEVEL": "WARNING", "DJANGO_SETTINGS_MODULE": "ledger_project.settings", "LEDGER_VAR_DIR": str(tmp), "LEDGER_EMBEDDED": "1",
+                   "LEDGER_LOCALNET_RPC_URL": front.url, "LEDGER_CLUSTERS": f"CHAIN_LOCALNET={front.url}", "LEDGER_LOCALNET_AIRDROP_FUNDING": "true",
+                   "LEDGER_RPC_BUDGETS": service_budgets(profile), "LEDGER_TASK_QUEUE": f"faults-{uuid.uuid4().hex[:8]}"}
+            if setup == "postgres":
+                env.update({"DATABASE_URL": db_url, "REDIS_URL": os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"), "LEDGER_CACHE_PREFIX": f"faults{uuid.uuid4().hex[:6]}"})
+            else:
+                env.pop("DATABASE_URL", None)
+                env.pop("REDIS_URL", None)
+            manage(env, "migrate", "--noinput", "-v0")
+            manage(env, "create_tenant", "--external-id", "CAMPAIGN", "--name", "Campaign")
+            key = json.loads(manage(env, "create_api_key", "--org", "CAMPAIGN", "--rate-limit", "0"))["secret"]
+            worker = Worker(env, tmp).start()
+            port = free_port()
+            procs["web"] = web(env, port, tmp)
+            wait_until_up(port, ("POST", "/api/v1/auth/whoami", "{}", {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}), timeout=60)
+            api = Api(port, key)
+            began = time.monotonic()
+            world = build_world(api)
+            setup_s = time.monotonic() - began
+            setup_tally = dict(api.tally)
+            api.tally.clear()
+
+            kills: dict = {}
+            fired: set = set()
+            kill_threads: list[threading.Thread] = []
+            kill_lock = threading.Lock()
+
+            def kill(what: str) -> None:
+                at = time.monotonic()
+                if what == "worker":
+                    worker.signal(signal.SIGKILL, 10)
+                    time.sleep(DOWN_SECONDS)
+                    worker.start()
+                else:
+                    node.kill()
+                    time.sleep(DOWN_SECONDS)
+                    node.start()
+                kills[what] = {"at_s": round(at - ops_began, 1), "down_s": round(time.monotonic() - at, 1)}
+
+            def on_progress(done: int) -> None:
+                for what, share in KILLS:
+                    with kill_lock:
+                        if what in fired or done < share * ops:
+                            continue
+                        fired.add(what)
+                    thread = threading.Thread(target=kill, args=(what,), daemon=True)
+                    kill_threads.append(thread)
+                    thread.start()
+
+            before = cpu.sample({}, None, {"loadgen": os.getpid()})
+            ops_began = time.monotonic()
+            result = run_operations(api, world, ops, concurrency, seed, on_progress)
+            ops_s = time.monotonic() - ops_began
+            after = cpu.sample({}, None, {"loadgen": os.getpid()})
+            for thread in kill_threads:
+                thread.join(60)
+            settle_s, polls, left = wait_until_terminal(api, SETTLE_TIMEOUT)
+            held = count(api, ["PENDING_APPROVAL", "PARTIALLY_SIGNED"])
+            stats = front.stats()
+            found = facts(env, result["transactions"])
+            budgets, over = budget_figures(profile, stats)
+            tally = api.tally
+            statuses = found["statuses"]
+            transfers = {k: v for k, v in found["by_kind"].items() if k in TRANSFERS}
+            transfer_total = sum(sum(v.values()) for v in transfers.values())
+            transfer_landed = sum(v.get(s, 0) for v in transfers.values() for s in LANDED)
+            return {
+                "bench": "faults", "setup": setup, "database": "postgresql" if setup == "postgres" else "sqlite", "profile": name, "seed": seed,
+                "ops": ops, "concurrency": concurrency, "accepted": sum(result["accepted"].values()), "accepted_by_kind": dict(result["accepted"]),
+                "refused": dict(result["refused"]), "gave_up": result["gave_up"], "transactions": len(result["transactions"]),
+                "terminal": sum(n for s, n in statuses.items() if s in ("CONFIRMED", "FINALIZED", "FAILED", "EXPIRED", "CANCELLED")),
+                "pending_left": left, "held": held, "statuses": statuses, "statuses_by_kind": found["by_kind"],
+                "confirmed": sum(statuses.get(s, 0) for s in LANDED), "expired": statuses.get("EXPIRED", 0), "failed": statuses.get("FAILED", 0),
+                "resigned": found["resigned"], "transfers_confirmed_share": round(transfer_landed / transfer_total, 4) if transfer_total else None,
+                "api_5xx": sum(n for k, n in tally.items() if k.startswith("5xx:")), "api_5xx_detail": {k: n for k, n in tally.items() if k.startswith("5xx:")},
+                "api_503_retry_after": sum(n for k, n in tally.items() if k.startswith("503_retry_after")),
+                "api_503_detail": {k.split(":", 1)[1]: n for k, n in tally.items() if k.startswith("503_retry_after")}, "api_429": tally.get("429", 0), "conn_errors": tally.get("conn_error", 0),
+                "setup_answers": setup_tally, "budgets": budgets, "calls_over_budget": over, "front_calls": stats["calls"], "sends": stats["sends"],
+                "two_bytes_signatures": len(stats["signatures_with_two_bytes"]), "effects_twice": found["effects_twice"], "effects_missing": found["effects_missing"],
+                "reconcile_drift": reconcile_drift(env, node.url), "payroll": payroll(profile, result["batch"], found["signatures"], stats["first_sent"]),
+                "kills": kills, "seconds": {"setup": round(setup_s, 1), "operations": round(ops_s, 1), "settle": round(settle_s, 1), "count_polls": polls},
+                "loadgen_cpu_share": round((after["loadgen"] - before["loadgen"]) / max(1.0, after["machine"] - before["machine"]), 3),
+                "service_budgets": env["LEDGER_RPC_BUDGETS"],
+            }
+        finally:
+            if api is not None:  # what the clients met, for a failed run too
+                (tmp / "answers.json").write_text(json.dumps(api.tally))
+            stop_group(procs.get("web"))
+            if worker:
+                worker.signal(signal.SIGTERM, 30)
+            if front:
+                front.stop()
+            node.stop()
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description="The fault campaign: one JSON line per profile and setup.")
+    parser.add_argument("--ops", type=int, default=int(os.environ.get("BENCH_FAULTS_OPS", "2000")))
+    parser.add_argument("--concurrency", type=int, default=int(os.environ.get("BENCH_FAULTS_CONCURRENCY", "8")))
+    parser.add_argument("--profiles", default=os.environ.get("BENCH_FAULTS_PROFILES", ",".join(DEFAULT_PROFILES)))
+    parser.add_argument("--setups", default=os.environ.get("BENCH_FAULTS_SETUPS", "postgres,embedded"))
+    parser.add_argument("--seed", type=int, default=int(os.environ.get("BENCH_FAULTS_SEED", "36")))
+    parser.add_argument("--keep", type=Path, default=os.environ.get("BENCH_FAULTS_KEEP"), help="keep each run's logs under this directory")
+    args = parser.parse_args(argv)
+    names = [p for p in args.profiles.split(",") if p]
+    unknown = [p for p in names if p not in PROFILES and p not in CAMPAIGN_PROFILES]
+    if unknown:
+        parser.error(f"unknown profiles {unknown}")
+    failed = 0
+    for setup in args.setups.split(","):
+        for name in names:
+            try:
+                print(json.dumps(campaign(setup, name, args.ops, args.concurrency, args.seed, args.keep)), flush=True)
+            except Exception as exc:  # one profile's failure is reported; the others still run
+                failed += 1
+                print(json.dumps({"bench": "faults", "setup": setup, "profile": name, "error": f"{type(exc).__name__}: {exc}"[:500]}), flush=True)
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()

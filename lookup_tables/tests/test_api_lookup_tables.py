@@ -328,6 +328,9 @@ def warped_node(request, tmp_path, settings):
 
     node = LocalnetProcess(tmp_path / "node", extra_args=getattr(request, "param", ())).start()
     settings.LEDGER_CLUSTERS = {**settings.LEDGER_CLUSTERS, WARPED: node.url}
+    # The test holds the leases for as long as it runs: renewed by each step, they must not
+    # lapse while one step waits for a busy machine (a lapsed lease lets a worker's pump in).
+    settings.LEDGER_PUMP_LEASE_SECONDS = 300
     from tests.workers import wait_for
 
     # A pump the worker started for WARPED in an earlier test (its lease lapsed) may still hold it.

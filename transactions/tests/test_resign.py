@@ -46,6 +46,9 @@ def node(tmp_path, settings):
     """A node of this test as CHAIN_LOCALNET, the pump leases held by the test; seeds paid
     by the localnet airdrop funder (docs/accounts.md, "Who pays")."""
     settings.LEDGER_LOCALNET_AIRDROP_FUNDING = True
+    # The test holds the leases for as long as it runs (released below): they must not lapse
+    # while one step waits for a busy machine, or the worker's pump would take this cluster.
+    settings.LEDGER_PUMP_LEASE_SECONDS = 300
     process = LocalnetProcess(tmp_path / "node").start()
     settings.LEDGER_CLUSTERS = {**settings.LEDGER_CLUSTERS, CLUSTER: process.url}
     settings.LEDGER_LOCALNET_RPC_URL = process.url

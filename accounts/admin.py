@@ -11,7 +11,7 @@ from django import forms
 from django.contrib import admin, messages
 
 from ledger_project.api.errors import LedgerError
-from ledger_project.staff import staff_action
+from ledger_project.staff import ReadOnlyAdmin, staff_action
 
 from . import services
 from .lookup import resolve_account
@@ -86,20 +86,11 @@ class AccountAdmin(admin.ModelAdmin):
 
 
 @admin.register(PrivateKeyDisclosure)
-class PrivateKeyDisclosureAdmin(admin.ModelAdmin):
+class PrivateKeyDisclosureAdmin(ReadOnlyAdmin, admin.ModelAdmin):
     list_display = ("at", "account", "api_key", "acting_tenant", "request_id")
     list_filter = ("acting_tenant",)
     search_fields = ("account__address", "api_key__key_id", "request_id")
     list_select_related = ("account", "api_key", "acting_tenant")
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 from . import admin_threshold  # noqa: E402,F401  (threshold keys' back-office)

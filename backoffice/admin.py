@@ -17,18 +17,11 @@ from django.utils.html import format_html
 
 from . import lockout
 from .models import Heartbeat, LoginFailure, StaffAuditEntry
-from ledger_project.staff import staff_action
+from ledger_project.staff import ReadOnlyAdmin as BaseReadOnly, staff_action
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
+class ReadOnlyAdmin(BaseReadOnly, admin.ModelAdmin):
+    pass
 
 
 @admin.register(StaffAuditEntry)

@@ -22,3 +22,17 @@ def staff_action(*, description: str, permissions=(), confirm_form=None, confirm
         return func
 
     return decorate
+
+
+class ReadOnlyAdmin:
+    """Mix into a ModelAdmin whose records staff read and never add, change or delete here
+    (audit trails, readings): ``class XAdmin(ReadOnlyAdmin, admin.ModelAdmin)``."""
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False

@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from ledger_project.api.errors import LedgerError
 from tenancy.idempotency import write_phase
-from ledger_project.staff import staff_action
+from ledger_project.staff import ReadOnlyAdmin, staff_action
 
 from . import approvals, collecting, ending, staff
 from .models import TERMINAL, NonceAccount, PlatformFeePayer, Transaction, TransactionApproval, TransactionEvent, TransactionStatus
@@ -223,7 +223,7 @@ class NonceAccountAdmin(admin.ModelAdmin):
 
 
 @admin.register(TransactionApproval)
-class TransactionApprovalAdmin(admin.ModelAdmin):
+class TransactionApprovalAdmin(ReadOnlyAdmin, admin.ModelAdmin):
     """The audit trail of approvals and rejections: read-only."""
 
     list_display = ("at", "decision", "transaction", "api_key", "staff_user", "reason")
@@ -231,15 +231,6 @@ class TransactionApprovalAdmin(admin.ModelAdmin):
     search_fields = ("transaction__onchain_id", "transaction__offchain_id", "api_key__key_id", "reason")
     list_select_related = ("transaction", "api_key", "staff_user")
     readonly_fields = ("at", "decision", "transaction", "api_key", "staff_user", "reason", "request_id")
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 from .models import ProgramDeployment  # noqa: E402  (the project's programs per cluster, transactions/program_deploy.py)

@@ -7,6 +7,8 @@ from decimal import Decimal
 
 from django.conf import settings
 from django.contrib import admin
+
+from ledger_project.staff import ReadOnlyAdmin
 from django.utils.html import format_html_join
 
 from . import fees
@@ -24,21 +26,12 @@ def _attach(organizations) -> None:
 
 
 @admin.register(OrganizationPlatformFees)
-class OrganizationPlatformFeesAdmin(admin.ModelAdmin):
+class OrganizationPlatformFeesAdmin(ReadOnlyAdmin, admin.ModelAdmin):
     list_display = ("external_id", "name", "spent_24h", "in_flight_24h", "landed_24h", "budget")
     search_fields = ("external_id", "name")
     fields = ("external_id", "name", "spent_24h", "in_flight_24h", "landed_24h", "budget")
     readonly_fields = fields
     list_per_page = 50
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
     # The page's organizations get their figures from one grouped query, set on the objects
     # the page renders (never on the shared ModelAdmin).

@@ -16,7 +16,7 @@ from django.contrib import admin, messages
 from django.urls import NoReverseMatch, reverse
 from django.utils.html import format_html
 
-from ledger_project.staff import staff_action
+from ledger_project.staff import ReadOnlyAdmin, staff_action
 
 from . import services
 from .models import DeliveryStatus, WebhookAttempt, WebhookEvent, WebhookStatus, WebhookSubscription
@@ -149,7 +149,7 @@ class WebhookEventAdmin(_RedeliverPermission, admin.ModelAdmin):
 
 
 @admin.register(WebhookAttempt)
-class WebhookAttemptAdmin(admin.ModelAdmin):
+class WebhookAttemptAdmin(ReadOnlyAdmin, admin.ModelAdmin):
     list_display = ("started_at", "event", "number", "status_code", "latency_ms", "error")
     list_filter = ("status_code",)
     search_fields = ("event__event_id",)
@@ -160,12 +160,3 @@ class WebhookAttemptAdmin(admin.ModelAdmin):
 
     def get_queryset(self, request):
         return super().get_queryset(request).defer("event__body")
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False

@@ -20,6 +20,7 @@ from solders.keypair import Keypair
 from solders.pubkey import Pubkey
 
 from accounts.models import Account, AccountStatus, AccountType
+from transactions.tests.chainkit import wallet
 from conftest import assert_error, make_client
 from scripts.schemathesis_hooks import lookup_paths
 from tenancy.tests.factories import issue_key
@@ -38,15 +39,6 @@ SOL = 10**9
 def localnet_airdrop_funding(settings):
     """Seeds and rent with no funding account come from the localnet airdrop funder (docs/accounts.md, "Who pays")."""
     settings.LEDGER_LOCALNET_AIRDROP_FUNDING = True
-
-
-def _account(api, lamports: int = 0, **item) -> dict:
-    data = {"managed": True, "offchainReferences": {"type": "WALLET"}, **item}
-    if lamports:
-        data["seed"] = {"lamports": lamports}
-    response = api.call("post", "/api/v1/accounts?wait=confirmed", {"itemData": data})
-    assert response.status_code == 201, response.json()
-    return {"offchainId": response.json()["newAccount"]["offchainId"], "onchainId": response.json()["newAccount"]["onchainId"]}
 
 
 def _platform() -> dict[str, str]:
@@ -74,7 +66,7 @@ def _legacy_record(tenant, address: str) -> Account:
 @pytest.mark.django_db(transaction=True)
 def test_the_fee_payer_cannot_be_recorded_nor_spent(api, tenant, celery_worker_process, chain):
     fee_payer = _platform()["fee payer"]
-    mine = _account(api)
+    mine = wallet(api)
     before = _lamports(chain, [fee_payer])[fee_payer]
     # 1. Recording the fee payer's address, in every way an account is recorded, is refused.
     for item in (
@@ -168,18 +160,18 @@ def test_a_shared_key_signs_for_another_organization_only_under_its_debit_api_ke
     acme_key = issue_key(tenant, roles=[Role.PLATFORM_UPDATE_DEBIT_API_KEYS])
     api = make_client(acme_key.secret)
     globex = make_client(issue_key(other_tenant).secret)
-    shared = _account(api, 2 * SOL, shareAcrossTenants=True, orgsAllowedToSignWithPrivateKey=["GLOBEX"], networkCurrencyDebitApiKeys=[acme_key.api_key.key_id])
+    shared = wallet(api, 2 * SOL, shareAcrossTenants=True, orgsAllowedToSignWithPrivateKey=["GLOBEX"], networkCurrencyDebitApiKeys=[acme_key.api_key.key_id])
     before = _lamports(chain, [shared["onchainId"]])
     # As svmTransactionConfig.feePayer of a transfer between GLOBEX's own accounts (the
     # field no debit rule looked at before): refused where the engine signs.
-    source, destination = _account(globex, SOL // 10), _account(globex)
+    source, destination = wallet(globex, SOL // 10), wallet(globex)
     transactions = Transaction.unscoped.count()
     body = {"itemData": {"source": source, "destination": destination, "value": {"lamports": 1_000_000}}, "svmTransactionConfig": {"feePayer": {"onchainId": shared["onchainId"]}}}
     assert_error(globex.call("post", "/api/v1/positions/transfer-network-currency?wait=confirmed", body), 403, code="SIGNER_NOT_ALLOWED", field="svmTransactionConfig.feePayer")
     assert Transaction.unscoped.count() == transactions
     assert _lamports(chain, [shared["onchainId"]]) == before
     # ACME's own key still uses it for its own transfer.
-    mine, yours = _account(api, SOL // 10), _account(api)
+    mine, yours = wallet(api, SOL // 10), wallet(api)
     body = {"itemData": {"source": mine, "destination": yours, "value": {"lamports": 1_000_000}}, "svmTransactionConfig": {"feePayer": {"onchainId": shared["onchainId"]}}}
     response = api.call("post", "/api/v1/positions/transfer-network-currency?wait=confirmed", body)
     assert response.status_code == 200 and response.json()["svmTransaction"]["status"] in ("CONFIRMED", "FINALIZED"), response.json()
@@ -202,25 +194,25 @@ def test_no_address_field_of_any_operation_makes_a_platform_key_sign(api, tenant
     from positions.tests.kit import instrument, position
 
     platform = _platform()
-    wallet = _account(api, 3 * SOL)
-    other = _account(api)
-    token = instrument(api, authority={"offchainId": wallet["offchainId"]})
-    mine = position(api, {"offchainId": wallet["offchainId"]}, token)
+    funder = wallet(api, 3 * SOL)
+    other = wallet(api)
+    token = instrument(api, authority={"offchainId": funder["offchainId"]})
+    mine = position(api, {"offchainId": funder["offchainId"]}, token)
     theirs = position(api, {"offchainId": other["offchainId"]}, token)
     assert api.call("post", "/api/v1/positions/mint?wait=confirmed", {"itemData": {"position": {"position": {"offchainId": mine["offchainId"]}}, "value": {"amount": "10"}}}).status_code == 200
     # A record of the fee payer that predates the rule, to reach the engine through lookups too.
     legacy = {"offchainId": str(_legacy_record(tenant, platform["fee payer"]).offchain_id)}
     operations = [
         ("post", "/api/v1/accounts", {"itemData": {"managed": True, "offchainReferences": {"type": "WALLET"}, "seed": {"lamports": 1_000_000}},
-                                      "svmTransactionConfig": {"feePayer": {"offchainId": wallet["offchainId"]}}}),
-        ("post", "/api/v1/positions/transfer-network-currency", {"itemData": {"source": {"offchainId": wallet["offchainId"]}, "destination": {"offchainId": other["offchainId"]}, "value": {"lamports": 1_000}}}),
+                                      "svmTransactionConfig": {"feePayer": {"offchainId": funder["offchainId"]}}}),
+        ("post", "/api/v1/positions/transfer-network-currency", {"itemData": {"source": {"offchainId": funder["offchainId"]}, "destination": {"offchainId": other["offchainId"]}, "value": {"lamports": 1_000}}}),
         ("post", "/api/v1/positions/transfer", {"itemData": {"source": {"position": {"offchainId": mine["offchainId"]}}, "destination": {"position": {"offchainId": theirs["offchainId"]}}, "value": {"amount": "1"}}}),
         ("post", "/api/v1/positions/mint", {"itemData": {"position": {"position": {"offchainId": mine["offchainId"]}}, "value": {"amount": "1"}}}),
         ("post", "/api/v1/positions", {"itemData": {"owner": {"offchainId": other["offchainId"]}, "financialInstrument": {"offchainId": token["offchainId"]}, "associated": False},
-                                       "svmTransactionConfig": {"feePayer": {"offchainId": wallet["offchainId"]}}}),
-        ("post", "/api/v1/durable-nonce-accounts", {"itemData": {"nonceAuthority": {"offchainId": wallet["offchainId"]}}, "svmTransactionConfig": {"feePayer": {"offchainId": wallet["offchainId"]}}}),
-        ("post", "/api/v1/address-lookup-tables", {"itemData": {"authority": {"offchainId": wallet["offchainId"]}, "componentAddresses": [{"offchainId": other["offchainId"]}]},
-                                                   "svmTransactionConfig": {"feePayer": {"offchainId": wallet["offchainId"]}}}),
+                                       "svmTransactionConfig": {"feePayer": {"offchainId": funder["offchainId"]}}}),
+        ("post", "/api/v1/durable-nonce-accounts", {"itemData": {"nonceAuthority": {"offchainId": funder["offchainId"]}}, "svmTransactionConfig": {"feePayer": {"offchainId": funder["offchainId"]}}}),
+        ("post", "/api/v1/address-lookup-tables", {"itemData": {"authority": {"offchainId": funder["offchainId"]}, "componentAddresses": [{"offchainId": other["offchainId"]}]},
+                                                   "svmTransactionConfig": {"feePayer": {"offchainId": funder["offchainId"]}}}),
     ]
     watched = [*platform.values()]
     before = _lamports(chain, watched)

@@ -12,16 +12,19 @@ import signal
 import sys
 from pathlib import Path
 
+from solders.pubkey import Pubkey
+
 from .node import SAMPLE_SECONDS, SLOT_SECONDS
 from .pubsub import MAX_BUFFERED_BYTES, MAX_MESSAGE_BYTES, MAX_SUBSCRIPTIONS_PER_CONNECTION
 
 
 def serve(host: str, port: int, data_dir: Path, out=sys.stdout, *, ws_port: int | None = None, sample_seconds: float = SAMPLE_SECONDS, slot_seconds: float = SLOT_SECONDS,
-          max_subscriptions: int = MAX_SUBSCRIPTIONS_PER_CONNECTION, max_message_bytes: int = MAX_MESSAGE_BYTES, max_buffered_bytes: int = MAX_BUFFERED_BYTES) -> None:
+          max_subscriptions: int = MAX_SUBSCRIPTIONS_PER_CONNECTION, max_message_bytes: int = MAX_MESSAGE_BYTES, max_buffered_bytes: int = MAX_BUFFERED_BYTES,
+          bpf_programs: tuple = ()) -> None:
     from .node import Node
     from .server import LocalnetServer
 
-    node = Node(data_dir, slot_seconds=slot_seconds, sample_seconds=sample_seconds)
+    node = Node(data_dir, slot_seconds=slot_seconds, sample_seconds=sample_seconds, bpf_programs=bpf_programs)
     server = LocalnetServer(node, max_subscriptions=max_subscriptions, max_message_bytes=max_message_bytes, max_buffered_bytes=max_buffered_bytes)
 
     async def main() -> None:
@@ -56,9 +59,17 @@ def main(argv=None) -> None:
     parser.add_argument("--ws-max-subscriptions", type=int, default=MAX_SUBSCRIPTIONS_PER_CONNECTION, help="subscriptions per websocket connection")
     parser.add_argument("--ws-max-message-bytes", type=int, default=MAX_MESSAGE_BYTES, help="largest incoming websocket message")
     parser.add_argument("--ws-max-buffered-bytes", type=int, default=MAX_BUFFERED_BYTES, help="unread notifications before a client is disconnected")
+    parser.add_argument("--bpf-program", nargs=2, action="append", default=[], metavar=("ADDRESS", "SO_FILE"),
+                        help="load the ELF at ADDRESS at genesis, upgradeable with no authority (solana-test-validator's flag; repeatable)")
     args = parser.parse_args(argv)
+    bpf_programs = []
+    for address, path in args.bpf_program:
+        try:
+            bpf_programs.append((Pubkey.from_string(address), Path(path).read_bytes()))
+        except (ValueError, OSError) as exc:
+            parser.error(f"--bpf-program {address} {path}: {exc}")
     serve(args.host, args.port, args.data_dir, ws_port=args.ws_port, slot_seconds=args.slot_seconds, sample_seconds=args.sample_seconds, max_subscriptions=args.ws_max_subscriptions,
-          max_message_bytes=args.ws_max_message_bytes, max_buffered_bytes=args.ws_max_buffered_bytes)
+          max_message_bytes=args.ws_max_message_bytes, max_buffered_bytes=args.ws_max_buffered_bytes, bpf_programs=tuple(bpf_programs))
 
 
 if __name__ == "__main__":

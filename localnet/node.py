@@ -56,7 +56,7 @@ class Outcome:
 
 
 class Node:
-    def __init__(self, data_dir: Path, *, slot_seconds: float = SLOT_SECONDS, sample_seconds: float = SAMPLE_SECONDS):
+    def __init__(self, data_dir: Path, *, slot_seconds: float = SLOT_SECONDS, sample_seconds: float = SAMPLE_SECONDS, bpf_programs: tuple = ()):
         self.store = Store(Path(data_dir))
         self.commits = GroupCommit(self.store)
         # Under the asyncio server the commit happens at the end of the loop turn
@@ -64,6 +64,7 @@ class Node:
         self.defer_commits = False
         self.lock = threading.RLock()
         self.slot_seconds = slot_seconds
+        self.bpf_programs = tuple(bpf_programs)  # (address, ELF) loaded at genesis: --bpf-program
         # Two LiteSVM runtimes holding the same state (every write is mirrored). LiteSVM
         # 0.27.1's full runtime configuration (LiteSVM()) makes Token-2022 fail to
         # reallocate mints (token metadata: InvalidRealloc); one assembled from parts runs
@@ -116,7 +117,7 @@ class Node:
         for acc in programs.boot_order(store.accounts()):
             for runtime in self.runtimes:
                 runtime.set_account(Pubkey.from_string(acc.pubkey), Account(acc.lamports, acc.data, Pubkey.from_string(acc.owner), acc.executable, acc.rent_epoch))
-        programs.load_missing(self)  # the project's programs at their fixed ids (genesis)
+        programs.load_missing(self, self.bpf_programs)  # the project's programs at their fixed ids, and --bpf-program's (genesis)
         accounts_at_genesis.load_missing(self)  # the native mints of SPL Token and Token-2022
         # LiteSVM derives each new blockhash from the previous one, starting from the same
         # seed on every boot: skip past every blockhash already handed out so none repeats

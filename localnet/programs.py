@@ -66,15 +66,18 @@ def executable_last(keys, after: dict) -> list:
     return sorted(keys, key=lambda key: after[key] is not None and after[key].executable)
 
 
-def load_missing(node) -> list[str]:
+def load_missing(node, extra: Iterable[tuple[Pubkey, bytes]] = ()) -> list[str]:
     """Load every project program the node does not have at its fixed id into its runtimes
-    and its store (genesis, or an older data directory); the names loaded."""
+    and its store (genesis, or an older data directory), then each of ``extra`` (address,
+    ELF: ``--bpf-program``, solana-test-validator's flag) at its address unless an account
+    is there already; the names (addresses) loaded."""
+    wanted = [(name, Pubkey.from_string(programs.LOCALNET_PROGRAM_IDS[name]), None) for name in programs.NAMES]
+    wanted += [(str(program), program, elf) for program, elf in extra]
     loaded = []
-    for name in programs.NAMES:
-        program = Pubkey.from_string(programs.LOCALNET_PROGRAM_IDS[name])
+    for name, program, elf in wanted:
         if node.svm.get_account(program) is not None:
             continue
-        accounts = genesis_accounts(program, programs.program_bytes(name), node.svm.minimum_balance_for_rent_exemption)
+        accounts = genesis_accounts(program, programs.program_bytes(name) if elf is None else elf, node.svm.minimum_balance_for_rent_exemption)
         for acc in accounts:
             for runtime in node.runtimes:
                 runtime.set_account(Pubkey.from_string(acc.pubkey), Account(acc.lamports, acc.data, Pubkey.from_string(acc.owner), acc.executable, acc.rent_epoch))

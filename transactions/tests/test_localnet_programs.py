@@ -105,3 +105,29 @@ def test_deployed_and_genesis_programs_run_after_a_restart_and_after_kill_9(node
     assert custom_error_of(client, payer, deployed) == 7001
     for name, address in programs.LOCALNET_PROGRAM_IDS.items():
         assert custom_error_of(client, payer, Pubkey.from_string(address)) == INVALID[name]
+
+
+def test_bpf_program_flag_loads_an_elf_at_an_address_of_its_own_at_genesis(tmp_path):
+    """``--bpf-program ADDRESS SO_FILE`` (solana-test-validator's flag, how outside suites
+    such as @solana/spl-token's e2e load the programs they call) loads the ELF at that
+    address as a genesis program (no upgrade authority); it runs, and the data directory
+    keeps it (a restart without the flag still runs it)."""
+    address = Keypair().pubkey()
+    elf = tmp_path / "price_feed.so"
+    elf.write_bytes(programs.program_bytes("price_feed"))
+    node = LocalnetProcess(tmp_path / "data", extra_args=("--bpf-program", str(address), str(elf))).start()
+    try:
+        client = _client(node)
+        payer = funded(client)
+        account = client.get_account_info(address).value
+        assert account.executable and account.owner == loader.LOADER
+        programdata = loader.programdata_address(address)
+        assert bytes(account.data) == struct.pack("<I", 2) + bytes(programdata)
+        data = bytes(client.get_account_info(programdata).value.data)
+        assert data[:13] == struct.pack("<IQ", 3, 0) + b"\x00" and data[45:] == elf.read_bytes()
+        assert custom_error_of(client, payer, address) == INVALID["price_feed"]
+        node.extra_args = ()
+        node.restart()
+        assert custom_error_of(client, payer, address) == INVALID["price_feed"]
+    finally:
+        node.stop()

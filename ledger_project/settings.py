@@ -384,13 +384,13 @@ LEDGER_NONCE_POOL_MAX = env.int("LEDGER_NONCE_POOL_MAX", default=64)
 LEDGER_NONCE_LEASES_PER_TENANT = env.int("LEDGER_NONCE_LEASES_PER_TENANT", default=16)
 LEDGER_NONCE_POOL_RETRY_AFTER_SECONDS = env.int("LEDGER_NONCE_POOL_RETRY_AFTER_SECONDS", default=5)
 LEDGER_NONCE_LEASE_TIMEOUT_SECONDS = env.int("LEDGER_NONCE_LEASE_TIMEOUT_SECONDS", default=300)
-# A DURABLE_NONCE transaction not landed this long after it was built (waiting for
-# signatures or approval) or submitted is ended: its nonce is advanced, then EXPIRED.
+# A DURABLE_NONCE transaction not landed this long after it was built (waiting for signatures or approval) or submitted is ended: nonce advanced, then EXPIRED.
 LEDGER_DURABLE_NONCE_WINDOW_SECONDS = env.int("LEDGER_DURABLE_NONCE_WINDOW_SECONDS", default=24 * 3600)
 # A held transaction whose fee payer signs off platform is looked for in the chain's history
 # before it is called EXPIRED: at most this many signatures per expiry run (the next resumes).
 LEDGER_LANDING_SCAN_PER_RUN = env.int("LEDGER_LANDING_SCAN_PER_RUN", default=200)
 LEDGER_RESIGN_MAX = env.int("LEDGER_RESIGN_MAX", default=3)  # times a dropped transaction is signed again on a fresh blockhash (transactions/resign.py)
+LEDGER_RESIGN_UNSENT_MARGIN_BLOCKS = env.int("LEDGER_RESIGN_UNSENT_MARGIN_BLOCKS", default=20)  # an unsent SIGNED one this near its lastValidBlockHeight is signed again before it is sent
 
 # --- Key custody ----------------------------------------------------------------------
 # The master key comes from LEDGER_MASTER_KEY or from an existing key file. Only the

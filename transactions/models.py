@@ -135,6 +135,9 @@ class Transaction(TenantOwnedModel):
             models.Index(fields=["tenant", "created_by_key", "-txn_timestamp"], name="txn_tenant_key_time"),
             # An organization's platform-paid fees of the last 24 hours (transactions/fees.py).
             models.Index(fields=["tenant", "cluster", "txn_timestamp"], name="txn_platform_paid_time", condition=Q(platform_paid=True)),
+            # The pump's look for unsent SIGNED rows near their blockhash's end (transactions/resign.py,
+            # ``resign_unsent``): only rows waiting for their first send are in it.
+            models.Index(fields=["cluster", "last_valid_block_height"], name="txn_signed_unsent_lvbh", condition=Q(status="SIGNED", submit_attempts=0)),
         ]
         constraints = [
             models.UniqueConstraint(fields=["cluster", "onchain_id"], condition=Q(onchain_id__isnull=False), name="txn_unique_signature_per_cluster", violation_error_message="A transaction with this signature is already recorded."),

@@ -44,7 +44,7 @@ from django.utils import timezone
 from ledger_project.shutdown import stopping
 from tenancy.scoping import worker_only
 
-from . import settlement
+from . import resign, settlement
 from .models import PumpLease, PumpMember, Transaction, TransactionStatus
 from .shards import buckets_of, shard_count, shard_of
 
@@ -136,7 +136,11 @@ def pump_pass(cluster: str, renew=None, shards=None) -> tuple[int, int]:
     what is in flight — submitted ones first, then CONFIRMED ones (waiting for finalization)
     not looked at for LEDGER_PUMP_RECHECK_CONFIRMED_SECONDS. ``renew()`` (the leases) runs
     between the phases and answers the shards still held; none stops the pass. Returns
-    (sent, still in flight)."""
+    (sent, still in flight).
+
+    First, unsent SIGNED rows near their blockhash's end are signed again on a fresh one
+    (``resign.resign_unsent``), so the claim below never sends bytes that are about to die."""
+    resign.resign_unsent(cluster=cluster, buckets=buckets_of(shards))
     sent = len(settlement.transactions_submit(cluster=cluster, limit=_SEND_BATCH, buckets=buckets_of(shards)))
     if renew is not None:
         shards = renew()

@@ -57,6 +57,8 @@ def transactions_submit(*, cluster: str | None = None, ids: Sequence[int] | None
             due = due.filter(shard_key__in=buckets)
         # Row locks (PostgreSQL; SQLite runs one writer at a time): two senders never
         # claim one row, and neither waits for the other's rows.
+        # Oldest first (pk: the order rows were recorded in), so waiting under a send budget is
+        # fair; a row signed again (transactions/resign.py) is the same row: it keeps its place.
         claimed = list(due.select_for_update(skip_locked=True).order_by("pk").values_list("pk", flat=True)[:limit])
         if not claimed:
             return []

@@ -53,7 +53,8 @@ class ValueSerializer(StrictSerializer):
                 raise serializers.ValidationError({"amount": [serializers.ErrorDetail("amount has more than 9 decimals.", code="invalid")]})
             from_amount = int(scaled)
         if lamports is not None and from_amount is not None and lamports != from_amount:
-            raise serializers.ValidationError({"amount": [serializers.ErrorDetail("amount and lamports disagree.", code="invalid")]})
+            # A rule the schema cannot state (both fields are optional): its own code, documented.
+            raise serializers.ValidationError({"amount": [serializers.ErrorDetail(f"amount ({amount} SOL = {from_amount} lamports) and lamports ({lamports}) disagree: give one, or both equal.", code="VALUE_MISMATCH")]})
         value = lamports if lamports is not None else from_amount
         if value > U64_MAX:
             raise serializers.ValidationError({"amount": [serializers.ErrorDetail("Too large.", code="max_value")]})

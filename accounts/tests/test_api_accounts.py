@@ -88,7 +88,7 @@ def test_seed_below_rent_is_400(api, localnet_url):
 
 @pytest.mark.django_db
 def test_seed_amount_and_lamports_must_agree(api, localnet_url):
-    assert_error(create(api, {"managed": True, "seed": {"amount": 0.5, "lamports": 1}}), 400, "INVALID", "itemData.seed.amount")
+    assert_error(create(api, {"managed": True, "seed": {"amount": 0.5, "lamports": 1}}), 400, "VALUE_MISMATCH", "itemData.seed.amount")
     response = create(api, {"managed": True, "seed": {"amount": 0.001}})
     assert response.status_code == 201
 

@@ -57,7 +57,9 @@ def fee_payer_rule(*, tenant, api_key, payer, lamports: int, field: str, lock: b
             field=field, code="DEBIT_NOT_ALLOWED",
         )
     entry = {"kind": NETWORK_CURRENCY, "source": account.address, "amount": int(lamports), "destinationType": FEE_DESTINATION_TYPE, "fee": True}
-    if account.type not in WALLET_TYPES:
+    # The network phase (no lock) refuses early on the keys alone; whether the fee is held is
+    # decided once, in the write phase, with the transaction's other debits and the window.
+    if not lock or account.type not in WALLET_TYPES:
         return FeeDebit(False, "", entry)
     besides = int(already(entry)) if already is not None else 0
     entries = effective_limits(account, NETWORK_CURRENCY)

@@ -3,6 +3,8 @@ the fee, and how much at most"; docs/configuration.md), read from the environmen
 
 import environ
 
+from ledger_project.rpc_settings import named_urls
+
 env = environ.Env()
 __all__ = [
     "LEDGER_PLATFORM_PRIORITY_FEE_MAX_LAMPORTS", "LEDGER_PLATFORM_FEE_BUDGET_LAMPORTS", "LEDGER_PLATFORM_FEE_BUDGET_CACHE_SECONDS",
@@ -26,21 +28,10 @@ del _budget
 # (chain/fee_provider.py; docs/transactions.md, "Compute-unit price estimates"), e.g.
 # LEDGER_PRIORITY_FEE_PROVIDER_URLS="CHAIN_MAINNET=https://mainnet.helius-rpc.com/?api-key=...".
 # A cluster without one estimates from getRecentPrioritizationFees. The URL may carry an API
-# key: it is never logged. Split at the first "=" of each comma-separated entry, so a query's
-# own "=" stays in the URL.
-def _provider_urls(raw: str) -> dict[str, str]:
-    urls = {}
-    for item in raw.split(","):
-        name, _, url = item.partition("=")
-        if name.strip() and url.strip():
-            urls[name.strip()] = url.strip()
-    return urls
-
-
-LEDGER_PRIORITY_FEE_PROVIDER_URLS = _provider_urls(env.str("LEDGER_PRIORITY_FEE_PROVIDER_URLS", default=""))
+# key: it is never logged.
+LEDGER_PRIORITY_FEE_PROVIDER_URLS = named_urls("LEDGER_PRIORITY_FEE_PROVIDER_URLS")
 # The provider's whole answer within this many seconds, else the fallback (it is on the
 # request path: every estimated build waits for it).
 LEDGER_PRIORITY_FEE_PROVIDER_TIMEOUT_SECONDS = env.float("LEDGER_PRIORITY_FEE_PROVIDER_TIMEOUT_SECONDS", default=1.5)
 # After a failure the provider is not asked again for this long (per process and cluster).
 LEDGER_PRIORITY_FEE_PROVIDER_RETRY_SECONDS = env.float("LEDGER_PRIORITY_FEE_PROVIDER_RETRY_SECONDS", default=30.0)
-del _provider_urls

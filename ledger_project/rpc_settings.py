@@ -5,6 +5,19 @@ docs/configuration.md), read from the environment."""
 import environ
 
 env = environ.Env()
+
+
+def named_urls(variable: str) -> dict[str, str]:
+    """A "NAME=URL,NAME=URL" variable (LEDGER_CLUSTERS, LEDGER_CLUSTER_SEND_URLS,
+    LEDGER_PRIORITY_FEE_PROVIDER_URLS): each entry split at its first "=", so a URL's own query
+    ("?api-key=...") stays whole; empty names or URLs are skipped."""
+    urls = {}
+    for item in env.list(variable, default=[]):
+        name, _, url = item.partition("=")
+        if name.strip() and url.strip():
+            urls[name.strip()] = url.strip()
+    return urls
+
 __all__ = ["LEDGER_CACHE_PREFIX", "LEDGER_RPC_TIMEOUT_SECONDS", "LEDGER_CLUSTER_SEND_URLS", "LEDGER_RPC_BUDGETS", "LEDGER_RPC_BUDGET_WAIT_SECONDS", "LEDGER_RPC_DEADLINE_SECONDS",
            "LEDGER_RPC_MAX_ATTEMPTS", "LEDGER_RPC_RETRY_BASE_SECONDS", "LEDGER_RPC_URL_COOLOFF_SECONDS"]
 
@@ -14,11 +27,7 @@ LEDGER_RPC_TIMEOUT_SECONDS = env.float("LEDGER_RPC_TIMEOUT_SECONDS", default=10.
 # LEDGER_CLUSTERS (settings.py) may give several URLs of one cluster: "|" between them, in
 # order of preference (failover: docs/chain.md).
 # URLs for sendTransaction alone, LEDGER_CLUSTERS' shape: "CHAIN_MAINNET=https://a|https://b".
-LEDGER_CLUSTER_SEND_URLS = {}
-for _item in env.list("LEDGER_CLUSTER_SEND_URLS", default=[]):
-    _name, _, _url = _item.partition("=")
-    if _name.strip() and _url.strip():
-        LEDGER_CLUSTER_SEND_URLS[_name.strip()] = _url.strip()
+LEDGER_CLUSTER_SEND_URLS = named_urls("LEDGER_CLUSTER_SEND_URLS")
 # The chain client's budget, retries and failover (chain/budget.py, chain/transport.py;
 # docs/chain.md "What the service does for each provider behaviour"):
 # LEDGER_RPC_BUDGETS="CHAIN_DEVNET.sendTransaction=50/s,CHAIN_DEVNET.*=100/s" (none: unlimited).

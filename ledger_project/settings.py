@@ -301,11 +301,9 @@ LEDGER_LOCALNET_HOST = env("LEDGER_LOCALNET_HOST", default="127.0.0.1")
 LEDGER_LOCALNET_PORT = env.int("LEDGER_LOCALNET_PORT", default=8899)
 LEDGER_LOCALNET_RPC_URL = env("LEDGER_LOCALNET_RPC_URL", default=f"http://{LEDGER_LOCALNET_HOST}:{LEDGER_LOCALNET_PORT}")
 LEDGER_LOCALNET_DATA_DIR = Path(env("LEDGER_LOCALNET_DATA_DIR", default=str(VAR_DIR / "localnet")))
-LEDGER_CLUSTERS = {"CHAIN_LOCALNET": LEDGER_LOCALNET_RPC_URL}
-for _item in env.list("LEDGER_CLUSTERS", default=[]):
-    _name, _, _url = _item.partition("=")
-    if _name.strip() and _url.strip():
-        LEDGER_CLUSTERS[_name.strip()] = _url.strip()
+from ledger_project.rpc_settings import named_urls as _named_urls  # noqa: E402
+
+LEDGER_CLUSTERS = {"CHAIN_LOCALNET": LEDGER_LOCALNET_RPC_URL, **_named_urls("LEDGER_CLUSTERS")}
 LEDGER_DEFAULT_CLUSTER = env("LEDGER_DEFAULT_CLUSTER", default="CHAIN_LOCALNET")
 # The project's onchain programs per cluster (docs/programs.md, "Program ids"). CHAIN_LOCALNET's
 # are fixed: the embedded node loads them at genesis. Other clusters: either configured here,

@@ -200,7 +200,9 @@ class FeeDebit:
 #: ``rule(*, tenant, api_key, payer, lamports, field, lock, already) -> FeeDebit | None``,
 #: registered by the accounts area; ``payer``: the fee payer's SignerSpec; ``already(entry)``:
 #: base units of the same kind, source and destination type that the transaction debits
-#: besides the fee. None: the payer is no recorded account (nothing to check).
+#: besides the fee. ``lock`` False (the network phase): the debit API keys alone, never held;
+#: True (the write phase): keys and limits under the row lock. None: the payer is no
+#: recorded account (nothing to check).
 _fee_payer_rule: Callable[..., FeeDebit | None] | None = None
 
 

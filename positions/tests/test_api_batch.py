@@ -15,7 +15,7 @@ from spl.token.instructions import TransferCheckedParams, transfer_checked
 from positions import batches, operations
 from positions.models import Batch, BatchItem
 from transactions.models import Transaction
-from transactions.tests.chainkit import funded, send
+from transactions.tests.chainkit import funded, send, wallet as _wallet_with  # seeded; .kit.wallet is not
 
 from .kit import instrument, position, wallet
 from .movekit import at, balance, mint, settled
@@ -157,15 +157,6 @@ def test_batch_of_another_organization_is_like_a_missing_one(api, other_tenant):
     for offchain_id in (theirs.offchain_id, uuid.uuid4()):
         response = api.call("post", "/api/v1/positions/batches/single", {"itemData": {"batch": {"offchainId": str(offchain_id)}}})
         assert response.status_code == 404 and response.json()["errors"][0]["code"] == "BATCH_NOT_FOUND"
-
-
-def _wallet_with(api, lamports: int | None = None, **item) -> dict:
-    data = {"managed": True, "offchainReferences": {"type": "WALLET"}, **item}
-    if lamports:
-        data["seed"] = {"lamports": lamports}
-    response = api.call("post", "/api/v1/accounts?wait=confirmed", {"itemData": data})
-    assert response.status_code == 201, response.json()
-    return {"offchainId": response.json()["newAccount"]["offchainId"], "onchainId": response.json()["newAccount"]["onchainId"]}
 
 
 @pytest.mark.django_db(transaction=True)

@@ -212,3 +212,21 @@ def wait_until_terminal(api: Api, timeout: float) -> tuple[float, int, int]:
             break
         time.sleep(1.0)
     return time.monotonic() - started, polls, left
+
+
+def queued_payroll(api: Api, world: dict, batches: int, items: int) -> dict:
+    """``batches`` batch payouts of ``items`` token transfers each, sent at once (one client
+    each), for a payroll queued while the worker is down: the accepted batches' transactions
+    and when the first was sent and the last answered."""
+    n = len(world["holders"])
+
+    def one(b: int) -> tuple[float, float, list[str]]:
+        body = {"itemData": {"items": [{"source": {"position": world["holders"][(b + j) % n]}, "destination": {"position": world["holders"][(b + j + 1 + j // n % (n - 1)) % n]},
+                                        "value": {"lamports": 1 + (b * items + j) % 11}} for j in range(items)]}}
+        started = time.time()
+        data = api.ok("/api/v1/positions/transfer/batch", body)
+        return started, time.time(), [o for o, _ in transaction_ids("batch_payout", data)]
+
+    with ThreadPoolExecutor(batches) as pool:
+        answers = list(pool.map(one, range(batches)))
+    return {"accepted_at": min(a[0] for a in answers), "answered_at": max(a[1] for a in answers), "transactions": [o for a in answers for o in a[2]]}

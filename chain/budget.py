@@ -2,12 +2,20 @@
 per cluster in total, and the provider's "retry after" (docs/chain.md, "What the service
 does for each provider behaviour"; docs/capacity.md, "RPC budget").
 
-``LEDGER_RPC_BUDGETS`` names the limits, ``CLUSTER.method=N/s`` (or ``/min``), comma
-separated; ``CLUSTER.*`` is the cluster's total over every method:
+``LEDGER_RPC_BUDGETS`` names the limits, comma separated; ``CLUSTER.*`` is the cluster's
+total over every method. Two kinds:
 
-    LEDGER_RPC_BUDGETS="CHAIN_DEVNET.sendTransaction=50/s,CHAIN_DEVNET.*=100/s"
+- ``CLUSTER.method=N/s`` (or ``N/min``): a rate, a token bucket holding one second's worth
+  (at least 1). It can send its burst plus rate x W in any window of W seconds.
+- ``CLUSTER.method=N/Ws`` (a number of seconds before the ``s``: ``50/1s``, ``100/10s``): a
+  rolling window, as providers count one: at most N calls in any W seconds, whole batches
+  at once. The service's window is LEDGER_RPC_WINDOW_MARGIN_SECONDS longer than W, for the
+  time between taking a unit and the call reaching the provider, so it uses
+  W / (W + margin) of the provider's budget and never goes over it.
 
-A call of method m costs one unit of m's bucket and one of the total (a JSON-RPC batch of
+    LEDGER_RPC_BUDGETS="CHAIN_DEVNET.sendTransaction=50/1s,CHAIN_DEVNET.*=1000/10s"
+
+A call of method m costs one unit of m's limit and one of the total (a JSON-RPC batch of
 k calls costs k of each). A cluster without limits has no budget (the local node's
 default): nothing is counted, only a provider's 429 is remembered, in this process.
 
@@ -25,6 +33,7 @@ import math
 import re
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass
 from typing import Callable
 
@@ -34,13 +43,22 @@ from django.core.exceptions import ImproperlyConfigured
 logger = logging.getLogger("ledger.chain")
 
 TOTAL = "*"
-_ENTRY = re.compile(r"^\s*([A-Z0-9_]+)\.([A-Za-z]{1,40}|\*)\s*=\s*(\d+(?:\.\d+)?)\s*/\s*(s|min)\s*$")
+_ENTRY = re.compile(r"^\s*([A-Z0-9_]+)\.([A-Za-z]{1,40}|\*)\s*=\s*(\d+(?:\.\d+)?)\s*/\s*(\d+(?:\.\d+)?)?\s*(s|min)\s*$")
 
 
 @dataclass(frozen=True)
 class Limit:
     rate: float  # units per second
-    burst: float  # the bucket's size: one second's worth (at least 1)
+    burst: float  # the bucket's size: one second's worth (at least 1); a window's N
+    window: float = 0.0  # a rolling window's seconds, margin included (0: a token bucket)
+
+
+def _window_limit(item: str, number: str, seconds: str, unit: str) -> Limit:
+    count, window = float(number), float(seconds) * (60.0 if unit == "min" else 1.0)
+    if count != int(count) or count < 1 or window <= 0:
+        raise ImproperlyConfigured(f"LEDGER_RPC_BUDGETS entry {item!r}: a window is a whole number of calls (at least 1) per a number of seconds above 0.")
+    window += max(0.0, float(getattr(settings, "LEDGER_RPC_WINDOW_MARGIN_SECONDS", 0.05)))
+    return Limit(count / window, count, window)
 
 
 def parse_budgets(raw: str) -> dict[str, dict[str, Limit]]:
@@ -49,8 +67,11 @@ def parse_budgets(raw: str) -> dict[str, dict[str, Limit]]:
     for item in (part for part in raw.split(",") if part.strip()):
         found = _ENTRY.match(item)
         if found is None:
-            raise ImproperlyConfigured(f"LEDGER_RPC_BUDGETS entry {item!r}: expected CLUSTER.method=N/s or CLUSTER.*=N/min.")
-        cluster, method, number, unit = found.groups()
+            raise ImproperlyConfigured(f"LEDGER_RPC_BUDGETS entry {item!r}: expected CLUSTER.method=N/s, N/min or N/10s (a rolling window), or CLUSTER.*=….")
+        cluster, method, number, seconds, unit = found.groups()
+        if seconds is not None:
+            out.setdefault(cluster, {})[method] = _window_limit(item, number, seconds, unit)
+            continue
         rate = float(number) / (60.0 if unit == "min" else 1.0)
         if rate <= 0:
             raise ImproperlyConfigured(f"LEDGER_RPC_BUDGETS entry {item!r}: the rate must be above 0.")
@@ -77,6 +98,7 @@ class LocalBudget:
         self.clock = clock
         self._lock = threading.Lock()
         self._buckets: dict[str, tuple[float, float]] = {}  # key → (tokens, at)
+        self._logs: dict[str, deque] = {}  # a window's key → the times of its calls
         self._until: dict[str, float] = {}  # back-off key → until
 
     def take(self, keys: list[tuple[str, Limit]], backoff_keys: list[str], most: int, least: int) -> Grant:
@@ -85,26 +107,49 @@ class LocalBudget:
             until = max((self._until.get(k, 0.0) for k in backoff_keys), default=0.0)
             if until > now:
                 return Grant(0, until - now, backed_off=True)
-            levels = []
-            for key, limit in keys:
-                tokens, at = self._buckets.get(key, (limit.burst, now))
-                levels.append(min(limit.burst, tokens + (now - at) * limit.rate))
+            levels = [self._level(key, limit, now) for key, limit in keys]
             granted = min([most, *(math.floor(level) for level in levels)]) if keys else most
             if granted < least:
-                wait = max((least - level) / limit.rate for level, (_, limit) in zip(levels, keys))
+                wait = max(self._wait(key, limit, level, least, now) for level, (key, limit) in zip(levels, keys))
                 return Grant(0, max(wait, 0.001))
-            for (key, _), level in zip(keys, levels):
-                self._buckets[key] = (level - granted, now)
+            for (key, limit), level in zip(keys, levels):
+                if limit.window:
+                    self._logs[key].extend([now] * granted)
+                else:
+                    self._buckets[key] = (level - granted, now)
             return Grant(granted)
+
+    def _level(self, key: str, limit: Limit, now: float) -> float:
+        """The units ``key`` has now: a bucket's tokens, or a window's room."""
+        if not limit.window:
+            tokens, at = self._buckets.get(key, (limit.burst, now))
+            return min(limit.burst, tokens + (now - at) * limit.rate)
+        log = self._logs.setdefault(key, deque())
+        while log and log[0] <= now - limit.window:
+            log.popleft()
+        return limit.burst - len(log)
+
+    def _wait(self, key: str, limit: Limit, level: float, least: int, now: float) -> float:
+        """Seconds until ``key`` has ``least`` units."""
+        if level >= least:
+            return 0.0
+        if not limit.window:
+            return (least - level) / limit.rate
+        if least > limit.burst:
+            return limit.window
+        # The oldest calls that must age out first.
+        return self._logs[key][int(least - level) - 1] + limit.window - now
 
     def back_off(self, key: str, seconds: float) -> None:
         with self._lock:
             self._until[key] = max(self._until.get(key, 0.0), self.clock() + seconds)
 
 
-# KEYS: back-off keys (n_backoff of them), then one bucket key per limit.
-# ARGV: now (seconds, "" → Redis TIME), most, least, n_backoff, then rate, burst per bucket.
-# Returns {granted, wait_ms, backed_off}. Buckets are hashes {t: tokens, at: seconds}.
+# KEYS: back-off keys (n_backoff of them), then one key per limit.
+# ARGV: now (seconds, "" → Redis TIME), most, least, n_backoff, then rate, burst, window per
+# limit (window 0: a bucket, a hash {t: tokens, at: seconds}; else a rolling window, a
+# sorted set of its calls scored by time, each member unique: its time and its rank).
+# Returns {granted, wait_ms, backed_off}.
 _TAKE = """
 local now = tonumber(ARGV[1])
 if not now then local t = redis.call('TIME'); now = tonumber(t[1]) + tonumber(t[2]) / 1e6 end
@@ -115,26 +160,54 @@ for i = 1, nb do
 end
 local levels, granted = {}, most
 for i = nb + 1, #KEYS do
-  local j = 5 + (i - nb - 1) * 2
-  local rate, burst = tonumber(ARGV[j]), tonumber(ARGV[j + 1])
-  local b = redis.call('HMGET', KEYS[i], 't', 'at')
-  local tokens, at = tonumber(b[1]) or burst, tonumber(b[2]) or now
-  local level = math.min(burst, tokens + math.max(0, now - at) * rate)
-  levels[i] = level
-  granted = math.min(granted, math.floor(level))
+  local j = 5 + (i - nb - 1) * 3
+  local rate, burst, window = tonumber(ARGV[j]), tonumber(ARGV[j + 1]), tonumber(ARGV[j + 2])
+  if window > 0 then
+    redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now - window)
+    levels[i] = burst - redis.call('ZCARD', KEYS[i])
+  else
+    local b = redis.call('HMGET', KEYS[i], 't', 'at')
+    local tokens, at = tonumber(b[1]) or burst, tonumber(b[2]) or now
+    levels[i] = math.min(burst, tokens + math.max(0, now - at) * rate)
+  end
+  granted = math.min(granted, math.floor(levels[i]))
 end
 if granted < least then
   local wait = 0
   for i = nb + 1, #KEYS do
-    local j = 5 + (i - nb - 1) * 2
-    wait = math.max(wait, (least - levels[i]) / tonumber(ARGV[j]))
+    local j = 5 + (i - nb - 1) * 3
+    local rate, burst, window = tonumber(ARGV[j]), tonumber(ARGV[j + 1]), tonumber(ARGV[j + 2])
+    if levels[i] < least then
+      if window <= 0 then
+        wait = math.max(wait, (least - levels[i]) / rate)
+      elseif least > burst then
+        wait = math.max(wait, window)
+      else
+        local oldest = redis.call('ZRANGE', KEYS[i], least - levels[i] - 1, least - levels[i] - 1, 'WITHSCORES')
+        wait = math.max(wait, tonumber(oldest[2]) + window - now)
+      end
+    end
   end
   return {0, math.max(1, math.ceil(wait * 1000)), 0}
 end
 for i = nb + 1, #KEYS do
-  local j = 5 + (i - nb - 1) * 2
-  redis.call('HSET', KEYS[i], 't', tostring(levels[i] - granted), 'at', tostring(now))
-  redis.call('EXPIRE', KEYS[i], math.ceil(tonumber(ARGV[j + 1]) / tonumber(ARGV[j])) + 60)
+  local j = 5 + (i - nb - 1) * 3
+  local rate, burst, window = tonumber(ARGV[j]), tonumber(ARGV[j + 1]), tonumber(ARGV[j + 2])
+  if window > 0 then
+    local used = burst - levels[i]
+    for first = 1, granted, 200 do
+      local args = {}
+      for n = first, math.min(granted, first + 199) do
+        args[#args + 1] = now
+        args[#args + 1] = string.format('%.6f#%d', now, used + n)
+      end
+      redis.call('ZADD', KEYS[i], unpack(args))
+    end
+    redis.call('EXPIRE', KEYS[i], math.ceil(window) + 60)
+  else
+    redis.call('HSET', KEYS[i], 't', tostring(levels[i] - granted), 'at', tostring(now))
+    redis.call('EXPIRE', KEYS[i], math.ceil(burst / rate) + 60)
+  end
 end
 return {granted, 0, 0}
 """
@@ -160,7 +233,7 @@ class RedisBudget:
 
         args: list = ["" if self.clock is None else repr(self.clock()), most, least, len(backoff_keys)]
         for _, limit in keys:
-            args += [repr(limit.rate), repr(limit.burst)]
+            args += [repr(limit.rate), repr(limit.burst), repr(limit.window)]
         try:
             granted, wait_ms, backed_off = self._script(keys=[self._key(k) for k in backoff_keys] + [self._key(k) for k, _ in keys], args=args)
         except redis.RedisError as exc:
@@ -205,7 +278,9 @@ class Budget:
         ``cluster``, or nothing and how long to wait."""
         least = most if least is None else least
         limits = self.limits.get(cluster, {})
-        keys = [(f"{cluster}:{name}", limits[name]) for name in (method, TOTAL) if name in limits]
+        # A window's key differs from a bucket's: a limit changed from one kind to the other
+        # starts afresh rather than meeting a Redis value of the other type.
+        keys = [(f"{cluster}:{name}" + (":w" if limits[name].window else ""), limits[name]) for name in (method, TOTAL) if name in limits]
         return self._store(cluster).take(keys, [f"backoff:{cluster}:{method}"], most, least)
 
     def largest(self, cluster: str, method: str) -> int | None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -150,7 +151,15 @@ class ChainRpc:
 
         grant = budget().take(self.cluster, "sendTransaction", most=wanted, least=1)
         prepay(grant.units)
+        # When a refused send may try again (the pump sleeps until then, not a pass later).
+        self.send_refused_until = time.monotonic() + grant.wait if not grant.units else None
         return grant.units
+
+    def send_wait(self) -> float | None:
+        """Seconds until the send budget that refused this client's last claim has room
+        again (0 once it has), None when the last claim was not refused."""
+        until = getattr(self, "send_refused_until", None)
+        return None if until is None else max(0.0, until - time.monotonic())
 
     def unused_budget(self) -> None:
         clear_prepaid()

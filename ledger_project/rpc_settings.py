@@ -18,7 +18,8 @@ def named_urls(variable: str) -> dict[str, str]:
             urls[name.strip()] = url.strip()
     return urls
 
-__all__ = ["LEDGER_CACHE_PREFIX", "LEDGER_RPC_TIMEOUT_SECONDS", "LEDGER_CLUSTER_SEND_URLS", "LEDGER_RPC_BUDGETS", "LEDGER_RPC_BUDGET_WAIT_SECONDS", "LEDGER_RPC_DEADLINE_SECONDS",
+__all__ = ["LEDGER_CACHE_PREFIX", "LEDGER_RPC_TIMEOUT_SECONDS", "LEDGER_CLUSTER_SEND_URLS", "LEDGER_RPC_BUDGETS", "LEDGER_RPC_BUDGET_WAIT_SECONDS", "LEDGER_RPC_WINDOW_MARGIN_SECONDS",
+           "LEDGER_RPC_DEADLINE_SECONDS",
            "LEDGER_RPC_MAX_ATTEMPTS", "LEDGER_RPC_RETRY_BASE_SECONDS", "LEDGER_RPC_URL_COOLOFF_SECONDS"]
 
 # The prefix of the shared budget's Redis keys (the cache's too: settings.CACHES).
@@ -30,8 +31,12 @@ LEDGER_RPC_TIMEOUT_SECONDS = env.float("LEDGER_RPC_TIMEOUT_SECONDS", default=10.
 LEDGER_CLUSTER_SEND_URLS = named_urls("LEDGER_CLUSTER_SEND_URLS")
 # The chain client's budget, retries and failover (chain/budget.py, chain/transport.py;
 # docs/chain.md "What the service does for each provider behaviour"):
-# LEDGER_RPC_BUDGETS="CHAIN_DEVNET.sendTransaction=50/s,CHAIN_DEVNET.*=100/s" (none: unlimited).
+# LEDGER_RPC_BUDGETS="CHAIN_DEVNET.sendTransaction=50/1s,CHAIN_DEVNET.*=100/s" (none: unlimited);
+# N/s is a rate, N/10s a provider's rolling window (at most N calls in any 10 s).
 LEDGER_RPC_BUDGETS = env("LEDGER_RPC_BUDGETS", default="")
+# A rolling window is counted this much longer than the provider's: the time from taking a
+# unit to the call reaching the provider (so the service never goes over its window).
+LEDGER_RPC_WINDOW_MARGIN_SECONDS = env.float("LEDGER_RPC_WINDOW_MARGIN_SECONDS", default=0.05)
 # How long one call may wait for its budget before 503 CHAIN_BUSY.
 LEDGER_RPC_BUDGET_WAIT_SECONDS = env.float("LEDGER_RPC_BUDGET_WAIT_SECONDS", default=1.0)
 # One call's retries of transient answers end this long after it began (then 503).

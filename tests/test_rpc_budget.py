@@ -163,6 +163,77 @@ def test_a_redis_that_does_not_answer_falls_back_to_the_process_budget():
     assert budget.take("C", "getSlot", most=1).units == 0
 
 
+# --- rolling windows, as providers count them ------------------------------------------------
+
+def test_a_window_budget_parses_with_its_margin_and_refuses_malformed_windows(settings):
+    settings.LEDGER_RPC_WINDOW_MARGIN_SECONDS = 0.05
+    limits = parse_budgets("C.sendTransaction=50/1s,C.*=400/10s,C.getBlock=30/2min")
+    send = limits["C"]["sendTransaction"]
+    assert (send.burst, send.window) == (50, pytest.approx(1.05))
+    assert limits["C"]["*"].window == pytest.approx(10.05) and limits["C"]["getBlock"].window == pytest.approx(120.05)
+    assert parse_budgets("C.sendTransaction=50/s")["C"]["sendTransaction"].window == 0  # a rate stays a bucket
+    from django.core.exceptions import ImproperlyConfigured
+
+    for bad in ("C.sendTransaction=2.5/1s", "C.sendTransaction=5/0s", "C.sendTransaction=0/10s"):
+        with pytest.raises(ImproperlyConfigured):
+            parse_budgets(bad)
+
+
+def _window_budget(limits, clock, store=None):
+    return Budget(parse_budgets(limits), store or LocalBudget(clock))
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["process", "redis"])
+def test_a_window_grants_whole_batches_up_to_n_and_refills_as_calls_age_out(shared, settings, request):
+    settings.LEDGER_RPC_WINDOW_MARGIN_SECONDS = 0.5
+    clock = Clock()
+    store = RedisBudget(request.getfixturevalue("redis_url"), f"test-{uuid.uuid4().hex}", clock) if shared else None
+    budget = _window_budget("C.sendTransaction=20/10s", clock, store)  # counted over 10.5 s
+    assert budget.largest("C", "sendTransaction") == 20
+    assert budget.take("C", "sendTransaction", most=12).units == 12
+    clock.now += 4
+    assert budget.take("C", "sendTransaction", most=100, least=1).units == 8
+    refused = budget.take("C", "sendTransaction", most=5)
+    assert refused.units == 0 and refused.wait == pytest.approx(6.5, abs=0.01)  # the first 12 age out at 10.5
+    clock.now += 6.5
+    assert budget.take("C", "sendTransaction", most=13, least=1).units == 12
+    refused = budget.take("C", "sendTransaction", most=1)
+    assert refused.wait == pytest.approx(4.0, abs=0.01)  # then the 8 taken at 4
+
+
+def test_a_window_budget_never_puts_more_than_n_calls_in_any_provider_window_and_uses_most_of_it():
+    """Taken greedily (a pump with an endless backlog) under the service's window, the calls
+    reach a provider counting N per W (faultfront.limits.RollingLimits, the front's counter)
+    up to the margin late, in any order: it never refuses one, and the service sends at
+    least W / (W + margin) of N per W."""
+    import random
+
+    from faultfront.limits import RollingLimits
+
+    rng = random.Random(36)
+    for limit, window in ((50, 1.0), (20, 10.0), (5, 1.0)):
+        clock = Clock()
+        budget = _window_budget(f"C.sendTransaction={limit}/{window:g}s", clock)
+        margin = budget.limits["C"]["sendTransaction"].window - window
+        arrivals = []
+        start = clock.now
+        while clock.now - start < 30 * window:
+            grant = budget.take("C", "sendTransaction", most=rng.randint(1, limit), least=1)
+            if grant.units:
+                arrivals += [clock.now + rng.uniform(0, margin)] * grant.units  # one batch, one arrival
+                clock.now += rng.uniform(0, 0.01)
+            else:
+                clock.now += grant.wait
+        arrivals.sort()
+        provider_clock = Clock()
+        provider = RollingLimits({"send": (limit, window)}, clock=provider_clock)
+        for at in arrivals:
+            provider_clock.now = at
+            assert provider.admit({"send": 1}) is None, f"{limit}/{window}s refused a call at {at - start:.3f}"
+        used = len(arrivals) / (30 * window) / (limit / window)
+        assert used >= window / (window + margin) - 0.05, (limit, window, used)
+
+
 # --- retries ---------------------------------------------------------------------------------
 
 def test_node_unhealthy_is_retried_with_backoff_then_answers():
@@ -283,3 +354,29 @@ def fresh_budget():
     budget_module.reset()
     yield
     budget_module.reset()
+
+
+def test_a_pump_refused_by_the_send_budget_sleeps_until_the_window_has_room(settings, monkeypatch):
+    """The pump's pause after a pass that sent nothing (transactions.pump._pause): until the
+    send window has room when that is sooner than the next pass, so a payroll under a send
+    budget is not a pass late at every window (docs/chain.md, "Budgets as windows")."""
+    import types
+
+    from chain.rpc import rpc_for
+    from transactions import pump
+
+    settings.LEDGER_RPC_WINDOW_MARGIN_SECONDS = 0.0
+    budget_module.reset(Budget(parse_budgets("CHAIN_LOCALNET.sendTransaction=2/0.02s"), LocalBudget()))
+    slept: list[float] = []
+    monkeypatch.setattr(pump, "time", types.SimpleNamespace(sleep=slept.append))
+    rpc = rpc_for("CHAIN_LOCALNET")
+    try:
+        assert rpc.send_budget(5) == 2 and rpc.send_wait() is None
+        pump._pause("CHAIN_LOCALNET")
+        assert slept[-1] == pump._IDLE_SLEEP  # not refused: the usual pause
+        assert rpc.send_budget(1) == 0
+        pump._pause("CHAIN_LOCALNET")
+        assert 0 <= slept[-1] <= 0.02 < pump._IDLE_SLEEP  # refused: until the window has room
+    finally:
+        rpc.unused_budget()
+        budget_module.reset(None)

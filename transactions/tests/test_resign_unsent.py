@@ -36,15 +36,19 @@ pytestmark = pytest.mark.chain
 
 @pytest.fixture
 def budget(monkeypatch) -> dict:
-    """``budget["sends"]``: how many sends a pass may claim (None: as the cluster allows)."""
+    """``budget["sends"]``: how many sends are left (None: as the cluster allows), a budget
+    that refills only when the test says so."""
     monkeypatch.setattr(resign, "_UNSENT_CHECK_SECONDS", 0)  # look at every pass: no timing luck
     resign._next_check.clear()
     allowed: dict = {"sends": None}
     real = ChainRpc.send_budget
 
     def throttled(self, wanted):
-        sends = allowed["sends"]
-        return real(self, wanted if sends is None else min(wanted, sends)) if sends != 0 else 0
+        if allowed["sends"] is None:
+            return real(self, wanted)
+        granted = min(wanted, allowed["sends"])
+        allowed["sends"] -= granted
+        return granted
 
     monkeypatch.setattr(ChainRpc, "send_budget", throttled)
     yield allowed

@@ -301,6 +301,8 @@ LEDGER_LOCALNET_HOST = env("LEDGER_LOCALNET_HOST", default="127.0.0.1")
 LEDGER_LOCALNET_PORT = env.int("LEDGER_LOCALNET_PORT", default=8899)
 LEDGER_LOCALNET_RPC_URL = env("LEDGER_LOCALNET_RPC_URL", default=f"http://{LEDGER_LOCALNET_HOST}:{LEDGER_LOCALNET_PORT}")
 LEDGER_LOCALNET_DATA_DIR = Path(env("LEDGER_LOCALNET_DATA_DIR", default=str(VAR_DIR / "localnet")))
+LEDGER_LOCALNET_TOKEN_2022_NATIVE_MINT = env.bool("LEDGER_LOCALNET_TOKEN_2022_NATIVE_MINT", default=False)  # off, as a fresh validator
+LEDGER_LOCALNET_BLOCK_SUBSCRIPTION = env.bool("LEDGER_LOCALNET_BLOCK_SUBSCRIPTION", default=False)  # off, as Agave's flag
 from ledger_project.rpc_settings import named_urls as _named_urls  # noqa: E402
 
 LEDGER_CLUSTERS = {"CHAIN_LOCALNET": LEDGER_LOCALNET_RPC_URL, **_named_urls("LEDGER_CLUSTERS")}

@@ -1,7 +1,7 @@
 """python -m localnet [--host H] [--port P] [--data-dir D] [...]: run the node.
 
 JSON-RPC on --port, PubSub on --ws-port (default: port + 1, the Solana convention).
-Settings: docs/localnet.md.
+Settings: docs/localnet.md, "Settings".
 """
 
 from __future__ import annotations
@@ -20,12 +20,13 @@ from .pubsub import MAX_BUFFERED_BYTES, MAX_MESSAGE_BYTES, MAX_SUBSCRIPTIONS_PER
 
 def serve(host: str, port: int, data_dir: Path, out=sys.stdout, *, ws_port: int | None = None, sample_seconds: float = SAMPLE_SECONDS, slot_seconds: float = SLOT_SECONDS,
           max_subscriptions: int = MAX_SUBSCRIPTIONS_PER_CONNECTION, max_message_bytes: int = MAX_MESSAGE_BYTES, max_buffered_bytes: int = MAX_BUFFERED_BYTES,
-          bpf_programs: tuple = ()) -> None:
+          bpf_programs: tuple = (), enable_block_subscription: bool = False, token_2022_native_mint: bool = False) -> None:
     from .node import Node
     from .server import LocalnetServer
 
-    node = Node(data_dir, slot_seconds=slot_seconds, sample_seconds=sample_seconds, bpf_programs=bpf_programs)
-    server = LocalnetServer(node, max_subscriptions=max_subscriptions, max_message_bytes=max_message_bytes, max_buffered_bytes=max_buffered_bytes)
+    node = Node(data_dir, slot_seconds=slot_seconds, sample_seconds=sample_seconds, bpf_programs=bpf_programs, token_2022_native_mint=token_2022_native_mint)
+    server = LocalnetServer(node, max_subscriptions=max_subscriptions, max_message_bytes=max_message_bytes, max_buffered_bytes=max_buffered_bytes,
+                            enable_block_subscription=enable_block_subscription)
 
     async def main() -> None:
         stop = asyncio.Event()
@@ -61,6 +62,10 @@ def main(argv=None) -> None:
     parser.add_argument("--ws-max-buffered-bytes", type=int, default=MAX_BUFFERED_BYTES, help="unread notifications before a client is disconnected")
     parser.add_argument("--bpf-program", nargs=2, action="append", default=[], metavar=("ADDRESS", "SO_FILE"),
                         help="load the ELF at ADDRESS at genesis, upgradeable with no authority (solana-test-validator's flag; repeatable)")
+    parser.add_argument("--rpc-pubsub-enable-block-subscription", action="store_true",
+                        help="serve blockSubscribe (Agave's flag: off by default, as on a validator)")
+    parser.add_argument("--token-2022-native-mint", action="store_true",
+                        help="start with Token-2022's native mint, as mainnet and devnet have it (a fresh validator does not)")
     args = parser.parse_args(argv)
     bpf_programs = []
     for address, path in args.bpf_program:
@@ -69,7 +74,8 @@ def main(argv=None) -> None:
         except (ValueError, OSError) as exc:
             parser.error(f"--bpf-program {address} {path}: {exc}")
     serve(args.host, args.port, args.data_dir, ws_port=args.ws_port, slot_seconds=args.slot_seconds, sample_seconds=args.sample_seconds, max_subscriptions=args.ws_max_subscriptions,
-          max_message_bytes=args.ws_max_message_bytes, max_buffered_bytes=args.ws_max_buffered_bytes, bpf_programs=tuple(bpf_programs))
+          max_message_bytes=args.ws_max_message_bytes, max_buffered_bytes=args.ws_max_buffered_bytes, bpf_programs=tuple(bpf_programs),
+          enable_block_subscription=args.rpc_pubsub_enable_block_subscription, token_2022_native_mint=args.token_2022_native_mint)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """What every Agave cluster has from its first slot, beyond the faucet and the project's
-programs (programs.py): the native mints and the precompiles; and the rent epoch a
-transaction leaves on the accounts it writes (docs/localnet.md, "Genesis").
+programs (programs.py): SPL Token's native mint and the precompiles; Token-2022's native
+mint when asked for; and the rent epoch a transaction leaves on the accounts it writes
+(docs/localnet.md, "Genesis").
 
 - **SPL Token's native mint** (`So11111111111111111111111111111111111111112`), as the bank
   writes it on a development cluster (solana-labs/agave `runtime/src/bank.rs`,
@@ -8,12 +9,16 @@ transaction leaves on the accounts it writes (docs/localnet.md, "Genesis").
   with no mint or freeze authority, supply 0, 9 decimals, initialized; rent epoch the
   genesis epoch + 1.
 - **Token-2022's native mint** (`9pan9bMn5HatX4EJdBwg9VgCa7Uz5HL8N1m5D3NdXejP`): a validator's
-  genesis does not write it; on mainnet and devnet it is there because someone ran
-  Token-2022's CreateNativeMint, which leaves the same 82-byte Mint funded with the
-  rent-exempt minimum and owned by Token-2022. The node starts with it as that
-  instruction leaves it, so wrapping SOL works on either token program.
-  Both are stored like the faucet (kept across restarts); a data directory from before
-  them gets them at its next boot.
+  genesis does not write it, so by default the node does not either (a fresh
+  solana-test-validator has none; clients that create it with Token-2022's
+  CreateNativeMint, as @solana/spl-token's e2e suite does, need it absent). On mainnet and
+  devnet it is there because someone ran that instruction, which leaves the same 82-byte
+  Mint funded with the rent-exempt minimum and owned by Token-2022; `--token-2022-native-mint`
+  (LEDGER_LOCALNET_TOKEN_2022_NATIVE_MINT) starts the node with it as the instruction
+  leaves it, to look like those clusters.
+  Both are stored like the faucet (kept across restarts; a data directory that has the
+  Token-2022 one keeps it, with or without the flag: accounts are never deleted); a data
+  directory from before them gets the missing ones at its next boot.
 - **The precompiles** (ed25519, secp256k1): LiteSVM's full runtime has their accounts,
   the assembled one (node.py) does not, and without the account a transaction naming one
   fails with InvalidProgramForExecution. Their accounts are what a bank's
@@ -66,13 +71,14 @@ def rent_exempt(lamports: int, size: int) -> bool:
     return lamports >= (size + _ACCOUNT_STORAGE_OVERHEAD) * _RENT_PER_BYTE
 
 
-def native_mints() -> list[StoredAccount]:
+def native_mints(*, token_2022: bool = False) -> list[StoredAccount]:
+    """SPL Token's native mint, and Token-2022's with ``token_2022``."""
     size = len(NATIVE_MINT_DATA)
-    return [
-        StoredAccount(str(NATIVE_MINT), LAMPORTS_PER_SOL, str(tokens.TOKEN_PROGRAM), False, 1, NATIVE_MINT_DATA),
-        StoredAccount(str(NATIVE_MINT_2022), (size + _ACCOUNT_STORAGE_OVERHEAD) * _RENT_PER_BYTE, str(tokens.TOKEN_2022_PROGRAM), False,
-                      RENT_EXEMPT_RENT_EPOCH, NATIVE_MINT_DATA),
-    ]
+    mints = [StoredAccount(str(NATIVE_MINT), LAMPORTS_PER_SOL, str(tokens.TOKEN_PROGRAM), False, 1, NATIVE_MINT_DATA)]
+    if token_2022:
+        mints.append(StoredAccount(str(NATIVE_MINT_2022), (size + _ACCOUNT_STORAGE_OVERHEAD) * _RENT_PER_BYTE, str(tokens.TOKEN_2022_PROGRAM), False,
+                                   RENT_EXEMPT_RENT_EPOCH, NATIVE_MINT_DATA))
+    return mints
 
 
 def add_precompiles(runtime) -> None:
@@ -82,10 +88,11 @@ def add_precompiles(runtime) -> None:
             runtime.set_account(key, Account(1, b"", NATIVE_LOADER, True, 0))
 
 
-def load_missing(node) -> list[str]:
+def load_missing(node, *, token_2022: bool = False) -> list[str]:
     """Write the native mints the node does not have into its runtimes and its store
-    (genesis, or an older data directory); the addresses written."""
-    missing = [acc for acc in native_mints() if node.svm.get_account(Pubkey.from_string(acc.pubkey)) is None]
+    (genesis, or an older data directory); the addresses written. Nothing is removed: a
+    data directory with Token-2022's native mint keeps it without ``token_2022``."""
+    missing = [acc for acc in native_mints(token_2022=token_2022) if node.svm.get_account(Pubkey.from_string(acc.pubkey)) is None]
     for acc in missing:
         for runtime in node.runtimes:
             runtime.set_account(Pubkey.from_string(acc.pubkey), Account(acc.lamports, acc.data, Pubkey.from_string(acc.owner), acc.executable, acc.rent_epoch))

@@ -15,7 +15,7 @@ answered ``{"priorityFeeEstimate": <number>}`` and, with includeAllPriorityFeeLe
 ``{"priorityFeeLevels": {"min", "low", "medium", "high", "veryHigh", "unsafeMax"}}``, in
 micro-lamports per compute unit (numbers with a fraction, as the provider's are).
 
-How this node computes them (docs/localnet.md, "getPriorityFeeEstimate"): the sample is the
+How this node computes them (docs/localnet-rpc.md, "getPriorityFeeEstimate"): the sample is the
 compute-unit price of every transaction the node executed in the last ``lookbackSlots``
 slots (default 50, the provider's) that wrote at least one of the accounts — the
 ``accountKeys``, or the writable static keys of the ``transaction`` — and of every

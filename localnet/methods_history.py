@@ -9,6 +9,8 @@ the newest is the root, FINALIZED_DEPTH slots behind. docs/localnet.md, Blocks.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from .encoding import TRANSACTION_ENCODINGS, encode_transaction, memo_of
 from .errors import RpcError
 from .rpcutil import NotYet, at_least_confirmed, bad, commitment, config, min_context, param, pubkey, signature, slot_number
@@ -18,8 +20,41 @@ MAX_GET_CONFIRMED_BLOCKS_RANGE = 500_000
 TRANSACTION_DETAILS = ("full", "accounts", "signatures", "none")
 
 
+class BlockOptions(NamedTuple):
+    encoding: str
+    details: str  # transactionDetails
+    rewards: bool
+    max_version: int | None  # maxSupportedTransactionVersion
+
+
 def _block_not_available(slot: int) -> RpcError:
     return RpcError(-32004, f"Block not available for slot {slot}")
+
+
+def block_options(cfg: dict, *, default_encoding: str, rewards: bool) -> BlockOptions:
+    """getBlock's encoding options from a request's configuration (blockSubscribe's too:
+    its default encoding is base64, and it says `showRewards` where getBlock says `rewards`)."""
+    encoding = cfg.get("encoding") or default_encoding
+    details = cfg.get("transactionDetails") or "full"
+    if encoding not in TRANSACTION_ENCODINGS:
+        raise bad(f"unknown variant `{encoding}`, expected one of `binary`, `base64`, `base58`, `json`, `jsonParsed`")
+    if details not in TRANSACTION_DETAILS:
+        raise bad(f"unknown variant `{details}`, expected one of `full`, `signatures`, `none`, `accounts`")
+    return BlockOptions(encoding, details, rewards, cfg.get("maxSupportedTransactionVersion"))
+
+
+def encode_block(block, transactions, options: BlockOptions) -> dict:
+    """What getBlock answers for ``block`` with ``transactions`` (all of the block's, or the
+    ones a blockSubscribe filter keeps) — the one block encoder of the node. A transaction
+    newer than maxSupportedTransactionVersion raises RpcError -32015 (encoding.check_version)."""
+    result = {"blockHeight": block.block_height, "blockTime": block.block_time, "blockhash": block.blockhash, "parentSlot": block.parent_slot, "previousBlockhash": block.previous_blockhash}
+    if options.details in ("full", "accounts"):
+        result["transactions"] = [encode_transaction(tx, options.encoding, details=options.details, rewards=options.rewards, max_version=options.max_version) for tx in transactions]
+    elif options.details == "signatures":
+        result["signatures"] = [tx.signature for tx in transactions]
+    if options.rewards:
+        result["rewards"] = []
+    return result
 
 
 class HistoryMethods:
@@ -129,13 +164,7 @@ class HistoryMethods:
             raise bad("configuration must be an object")
         level = commitment(cfg)
         at_least_confirmed(level)
-        encoding = cfg.get("encoding") or "json"
-        details = cfg.get("transactionDetails") or "full"
-        if encoding not in TRANSACTION_ENCODINGS:
-            raise bad(f"unknown variant `{encoding}`, expected one of `binary`, `base64`, `base58`, `json`, `jsonParsed`")
-        if details not in TRANSACTION_DETAILS:
-            raise bad(f"unknown variant `{details}`, expected one of `full`, `signatures`, `none`, `accounts`")
-        rewards = cfg.get("rewards", True) is not False
+        options = block_options(cfg, default_encoding="json", rewards=cfg.get("rewards", True) is not False)
         if level == "finalized" and slot > self.node.root():
             raise _block_not_available(slot)
         if slot == self.node.slot:
@@ -143,15 +172,7 @@ class HistoryMethods:
         if slot > self.node.slot:
             raise _block_not_available(slot)
         block = self._stored_block(slot)
-        result = {"blockHeight": block.block_height, "blockTime": block.block_time, "blockhash": block.blockhash, "parentSlot": block.parent_slot, "previousBlockhash": block.previous_blockhash}
-        if details in ("full", "accounts"):
-            max_version = cfg.get("maxSupportedTransactionVersion")
-            result["transactions"] = [encode_transaction(tx, encoding, details=details, rewards=rewards, max_version=max_version) for tx in self.node.store.block_transactions(block)]
-        elif details == "signatures":
-            result["signatures"] = [tx.signature for tx in self.node.store.block_transactions(block)]
-        if rewards:
-            result["rewards"] = []
-        return result
+        return encode_block(block, self.node.store.block_transactions(block) if options.details != "none" else (), options)
 
     def _blocks_config(self, params, index: int) -> dict:
         cfg = config(params, index)

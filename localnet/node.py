@@ -56,7 +56,7 @@ class Outcome:
 
 
 class Node:
-    def __init__(self, data_dir: Path, *, slot_seconds: float = SLOT_SECONDS, sample_seconds: float = SAMPLE_SECONDS, bpf_programs: tuple = ()):
+    def __init__(self, data_dir: Path, *, slot_seconds: float = SLOT_SECONDS, sample_seconds: float = SAMPLE_SECONDS, bpf_programs: tuple = (), token_2022_native_mint: bool = False):
         self.store = Store(Path(data_dir))
         self.commits = GroupCommit(self.store)
         # Under the asyncio server the commit happens at the end of the loop turn
@@ -65,6 +65,7 @@ class Node:
         self.lock = threading.RLock()
         self.slot_seconds = slot_seconds
         self.bpf_programs = tuple(bpf_programs)  # (address, ELF) loaded at genesis: --bpf-program
+        self.token_2022_native_mint = token_2022_native_mint  # --token-2022-native-mint (genesis.py)
         # Two LiteSVM runtimes holding the same state (every write is mirrored). LiteSVM
         # 0.27.1's full runtime configuration (LiteSVM()) makes Token-2022 fail to
         # reallocate mints (token metadata: InvalidRealloc); one assembled from parts runs
@@ -118,7 +119,7 @@ class Node:
             for runtime in self.runtimes:
                 runtime.set_account(Pubkey.from_string(acc.pubkey), Account(acc.lamports, acc.data, Pubkey.from_string(acc.owner), acc.executable, acc.rent_epoch))
         programs.load_missing(self, self.bpf_programs)  # the project's programs at their fixed ids, and --bpf-program's (genesis)
-        accounts_at_genesis.load_missing(self)  # the native mints of SPL Token and Token-2022
+        accounts_at_genesis.load_missing(self, token_2022=self.token_2022_native_mint)  # SPL Token's native mint (and Token-2022's, if asked)
         # LiteSVM derives each new blockhash from the previous one, starting from the same
         # seed on every boot: skip past every blockhash already handed out so none repeats
         # (a repeat would make a stored durable nonce look current).

@@ -2,21 +2,22 @@
 
 accountSubscribe, programSubscribe (dataSize / memcmp filters, every account encoding),
 signatureSubscribe (enableReceivedNotification), logsSubscribe (all, allWithVotes,
-mentions of one address), slotSubscribe, slotsUpdatesSubscribe, rootSubscribe and their
-unsubscribes.
+mentions of one address), slotSubscribe, slotsUpdatesSubscribe, rootSubscribe,
+blockSubscribe (when enabled: pubsub_blocks.py) and their unsubscribes.
 
-When notifications go out (docs/localnet.md, PubSub):
+When notifications go out (docs/localnet-pubsub.md):
 - `processed` and `confirmed`: right after the group commit that made the change durable
   (GroupCommit listeners), one per account and commit with its latest state;
 - `finalized`: when the slot of the change becomes the root, FINALIZED_DEPTH slots later,
   with the state at the root;
 - slot, slots-updates and root notifications when a slot starts (after its row is
   committed): for slotsUpdates, what a single leader's slot advance implies, in Agave's
-  order per slot (createdBank, completed, frozen, optimisticConfirmation, root).
+  order per slot (createdBank, completed, frozen, optimisticConfirmation, root); block
+  notifications then too (pubsub_blocks.py).
 A signature that landed before it was subscribed to is notified at once (the reference
 would stay silent; with a node that confirms within the request, send-then-subscribe
 clients would otherwise wait forever). Subscriptions per connection and the size of an
-incoming message are bounded (settings, docs/localnet.md).
+incoming message are bounded (settings, docs/localnet-pubsub.md).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from solders.pubkey import Pubkey
 from . import tokens
 from .encoding import ACCOUNT_ENCODINGS, data_slice, encode_account
 from .methods_accounts import AccountMethods
+from .pubsub_blocks import BlockFeed, subscription_options as block_subscription_options
 from .errors import RpcError
 from .parsing import SYSTEM_PROGRAM
 from .rpcutil import bad, commitment, param, signature
@@ -45,13 +47,14 @@ _dumps = json.JSONEncoder(separators=(",", ":")).encode
 
 
 class Subscription:
-    __slots__ = ("id", "conn", "method", "key", "level", "encoding", "sliced", "filters", "received", "landed")
+    __slots__ = ("id", "conn", "method", "key", "level", "encoding", "sliced", "filters", "options", "received", "landed")
 
     def __init__(self, sid: int, conn, method: str, key=None, level: str = "finalized", **extra):
         self.id, self.conn, self.method, self.key, self.level = sid, conn, method, key, level
         self.encoding = extra.get("encoding")
         self.sliced = extra.get("sliced")
         self.filters = extra.get("filters") or []
+        self.options = extra.get("options")  # blockSubscribe's filter and block options
         self.received = extra.get("received", False)
         self.landed = None
 
@@ -64,8 +67,11 @@ def _invalid_request(what: str) -> RpcError:
 
 
 class Hub:
-    def __init__(self, node, *, max_subscriptions: int = MAX_SUBSCRIPTIONS_PER_CONNECTION, max_message_bytes: int = MAX_MESSAGE_BYTES, max_buffered_bytes: int = MAX_BUFFERED_BYTES):
+    def __init__(self, node, *, max_subscriptions: int = MAX_SUBSCRIPTIONS_PER_CONNECTION, max_message_bytes: int = MAX_MESSAGE_BYTES, max_buffered_bytes: int = MAX_BUFFERED_BYTES,
+                 enable_block_subscription: bool = False):
         self.node = node
+        # Off unless asked for, as Agave's --rpc-pubsub-enable-block-subscription.
+        self.enable_block_subscription = enable_block_subscription
         self.max_subscriptions = max_subscriptions
         self.max_message_bytes = max_message_bytes
         self.max_buffered_bytes = max_buffered_bytes
@@ -81,6 +87,7 @@ class Hub:
         self.slots: dict[int, Subscription] = {}
         self.slot_updates: dict[int, Subscription] = {}
         self.roots: dict[int, Subscription] = {}
+        self.blocks = BlockFeed(node)
         self.pending_final: dict[int, list[Subscription]] = {}  # slot → landed, waiting for the root
         self.last_root = node.root()
         node.commits.listeners.append(self.committed)
@@ -114,6 +121,8 @@ class Hub:
         try:
             if not isinstance(params, list):
                 raise bad("params must be an array")
+            if method in ("blockSubscribe", "blockUnsubscribe") and not self.enable_block_subscription:
+                raise RpcError(-32601, "Method not found")
             if method in _UNSUBSCRIBE:
                 result = self._unsubscribe(conn, params)
             elif method == "getVersion":
@@ -154,7 +163,7 @@ class Hub:
                 del group[sub.id]
                 if not group:
                     del index[sub.key]
-        for flat in (self.logs, self.slots, self.slot_updates, self.roots):
+        for flat in (self.logs, self.slots, self.slot_updates, self.roots, self.blocks.subs):
             flat.pop(sub.id, None)
 
     def _unsubscribe(self, conn, params) -> bool:
@@ -236,6 +245,9 @@ class Hub:
 
     def _sub_rootSubscribe(self, conn, params, after) -> int:
         return self._add(conn, "rootNotification", self.roots, None).id
+
+    def _sub_blockSubscribe(self, conn, params, after) -> int:
+        return self._add(conn, "blockNotification", self.blocks.subs, None, **block_subscription_options(params)).id
 
     # --- notifications: transactions committed ----------------------------------------------
     def _landed(self, sub: Subscription, slot: int, err, after: list | None = None) -> None:
@@ -331,6 +343,7 @@ class Hub:
                 sub.notify(info)
         if self.slot_updates:
             self._slot_updates(slot, parent, root if root != self.last_root else None)
+        self.blocks.slot_advanced(parent, self.last_root, root)
         if root != self.last_root:
             self.last_root = root
             for sub in list(self.roots.values()):
@@ -386,4 +399,4 @@ def _static_keys(raw: bytes) -> list[str]:
     return [str(k) for k in VersionedTransaction.from_bytes(raw).message.account_keys]
 
 
-_UNSUBSCRIBE = {f"{kind}Unsubscribe" for kind in ("account", "program", "signature", "logs", "slot", "slotsUpdates", "root")}
+_UNSUBSCRIBE = {f"{kind}Unsubscribe" for kind in ("account", "program", "signature", "logs", "slot", "slotsUpdates", "root", "block")}

@@ -135,11 +135,12 @@ class RpcProtocol(asyncio.Protocol):
 
 class LocalnetServer:
     def __init__(self, node: Node, *, max_subscriptions: int = MAX_SUBSCRIPTIONS_PER_CONNECTION, max_message_bytes: int = MAX_MESSAGE_BYTES,
-                 max_buffered_bytes: int = MAX_BUFFERED_BYTES):
+                 max_buffered_bytes: int = MAX_BUFFERED_BYTES, enable_block_subscription: bool = False):
         self.node = node
         self.node.defer_commits = True
         self.methods = Methods(node)
-        self.hub = Hub(node, max_subscriptions=max_subscriptions, max_message_bytes=max_message_bytes, max_buffered_bytes=max_buffered_bytes)
+        self.hub = Hub(node, max_subscriptions=max_subscriptions, max_message_bytes=max_message_bytes, max_buffered_bytes=max_buffered_bytes,
+                       enable_block_subscription=enable_block_subscription)
         self.outbox: list[tuple[RpcProtocol, bytes, bool]] = []
         self.held: list[Held] = []
         self.flush_scheduled = False

@@ -1,5 +1,6 @@
 """solana-py's integration suite against our node (docs/localnet-suites.md): stands in for pytest-docker: a fresh `python -m localnet` per test module (the
-suite's own --container-scope=module), at 127.0.0.1 on free ports. Only the URL changes."""
+suite's own --container-scope=module), at 127.0.0.1 on free ports, with the flags upstream's docker-compose gives its validator.
+Only the URL changes."""
 import os, shutil, socket, subprocess, tempfile, time
 import pytest
 
@@ -36,8 +37,10 @@ def docker_services(request):
     data = tempfile.mkdtemp(prefix="solpy-node-")
     port = _free_pair()
     log = open(os.path.join(data, "node.log"), "w")
+    # --rpc-pubsub-enable-block-subscription: upstream's tests/docker-compose.yml starts its validator with Agave's flag of that
+    # name (SOLANA_RUN_SH_VALIDATOR_ARGS; its --rpc-pubsub-enable-vote-subscription has no counterpart: no votes here).
     proc = subprocess.Popen([os.path.join(PROJECT, ".venv/bin/python"), "-m", "localnet", "--host", "127.0.0.1",
-                             "--port", str(port), "--data-dir", os.path.join(data, "ledger")],
+                             "--port", str(port), "--data-dir", os.path.join(data, "ledger"), "--rpc-pubsub-enable-block-subscription"],
                             cwd=PROJECT, stdout=log, stderr=subprocess.STDOUT)
     for _ in range(300):
         try:

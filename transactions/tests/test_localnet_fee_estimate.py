@@ -1,5 +1,5 @@
 """The local node answers getPriorityFeeEstimate as the RPC providers document it
-(docs/localnet.md, "getPriorityFeeEstimate"): levels are percentiles of the compute-unit
+(docs/localnet-rpc.md, "getPriorityFeeEstimate"): levels are percentiles of the compute-unit
 prices paid by recent transactions writing the accounts named, or a transaction's writable
 accounts. Each test writes fresh accounts, so its sample is its own transactions."""
 

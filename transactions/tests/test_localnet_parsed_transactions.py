@@ -3,7 +3,7 @@ instructions) of the programs a validator parses come out exactly as its
 solana-transaction-status parsers write them (parse_system, parse_token and its extension
 modules, parse_associated_token, parse_address_lookup_table, the memo parser); other
 programs' instructions stay partially decoded; the account keys carry their roles and the
-meta its token balances (docs/localnet.md, "Transactions")."""
+meta its token balances (docs/localnet-rpc.md, "Parsed transactions")."""
 
 from __future__ import annotations
 

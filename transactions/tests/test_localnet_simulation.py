@@ -1,5 +1,5 @@
 """The local node answers simulateTransaction, genesis, the precompiles and the account and
-status methods as Agave does (issue 37; docs/localnet.md, "Simulation" and "Genesis"):
+status methods as Agave does (issue 37; docs/localnet-rpc.md, "Simulation", and docs/localnet.md, "Genesis"):
 through the unmodified solana-py Client, and raw JSON-RPC for the fields it does not model."""
 
 import base64
@@ -20,7 +20,7 @@ from spl.token.constants import ASSOCIATED_TOKEN_PROGRAM_ID, TOKEN_2022_PROGRAM_
 from spl.token.instructions import create_associated_token_account, get_associated_token_address, sync_native, SyncNativeParams
 
 from localnet.testing import LocalnetProcess
-from transactions.tests.chainkit import create_mint, funded, send, wait
+from transactions.tests.chainkit import SYSTEM_PROGRAM, create_mint, funded, send, wait
 
 pytestmark = pytest.mark.chain
 
@@ -137,12 +137,48 @@ def test_wrapping_sol_into_the_native_mint(client, localnet_url):
     assert supply.amount == "0" and supply.decimals == 9
     parsed = rpc(localnet_url, "getAccountInfo", str(ata), {"encoding": "jsonParsed", "commitment": "confirmed"})["result"]["value"]
     assert parsed["data"]["parsed"]["info"]["isNative"] is True and parsed["rentEpoch"] == U64_MAX
+
+
+def create_native_mint_2022(payer: Pubkey) -> Instruction:
+    """Token-2022's CreateNativeMint (tag 31): what makes its native mint on any cluster."""
+    return Instruction(TOKEN_2022_PROGRAM_ID, bytes([31]), [AccountMeta(payer, True, True), AccountMeta(NATIVE_MINT_2022, False, True), AccountMeta(SYSTEM_PROGRAM, False, False)])
+
+
+def test_token_2022_native_mint_comes_from_create_native_mint(client):
+    """A fresh validator has no Token-2022 native mint (the node neither, by default):
+    CreateNativeMint makes it, as on mainnet once, and wrapped SOL of Token-2022 works."""
+    payer = funded(client)
+    if client.get_account_info(NATIVE_MINT_2022).value is None:  # the shared node: only this test creates it
+        send(client, payer, [create_native_mint_2022(payer.pubkey())])
     mint_2022 = client.get_account_info(NATIVE_MINT_2022).value
     assert mint_2022.owner == TOKEN_2022_PROGRAM_ID and bytes(mint_2022.data)[44:46] == bytes([9, 1])
     assert client.get_token_supply(NATIVE_MINT_2022).value.decimals == 9
     wsol_2022 = get_associated_token_address(payer.pubkey(), NATIVE_MINT_2022, TOKEN_2022_PROGRAM_ID)
     wait(client, send(client, payer, [create_associated_token_account(payer.pubkey(), payer.pubkey(), NATIVE_MINT_2022, TOKEN_2022_PROGRAM_ID)]))
     assert client.get_token_account_balance(wsol_2022).value.decimals == 9
+
+
+def test_token_2022_native_mint_at_genesis_only_when_asked(tmp_path):
+    """Absent from a fresh data directory; `--token-2022-native-mint` writes it as
+    CreateNativeMint leaves it; a data directory that has it keeps it without the flag."""
+    node = LocalnetProcess(tmp_path / "node")
+    mint = lambda: rpc(node.url, "getAccountInfo", str(NATIVE_MINT_2022), {"encoding": "base64"})["result"]["value"]  # noqa: E731
+    try:
+        node.start()
+        assert mint() is None
+        node.stop()
+        node.extra_args = ("--token-2022-native-mint",)
+        node.start()
+        created = mint()
+        rent = rpc(node.url, "getMinimumBalanceForRentExemption", 82)["result"]
+        assert created == {"data": [base64.b64encode(bytes(44) + bytes([9, 1]) + bytes(36)).decode(), "base64"], "executable": False, "lamports": rent,
+                           "owner": str(TOKEN_2022_PROGRAM_ID), "rentEpoch": U64_MAX, "space": 82}
+        node.stop()
+        node.extra_args = ()
+        node.start()
+        assert mint() == created
+    finally:
+        node.stop()
 
 
 # --- precompiles ------------------------------------------------------------------------------

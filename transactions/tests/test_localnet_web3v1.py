@@ -1,7 +1,7 @@
 """@solana/web3.js v1 and @solana/spl-token from the npm registry, unmodified, read the local
 node's transactions with getParsedTransaction as explorers, wallets and indexers do: a System
 transfer and SPL Token / Token-2022 transferChecked come back parsed, in a validator's shapes
-(docs/localnet.md, "Transactions")."""
+(docs/localnet-rpc.md, "Parsed transactions")."""
 
 from __future__ import annotations
 

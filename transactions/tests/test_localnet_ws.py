@@ -226,7 +226,7 @@ def test_requests_errors_as_the_reference(ws_url):
         two = [str(Keypair().pubkey()), str(Keypair().pubkey())]
         assert ws.call("logsSubscribe", [{"mentions": two}])["error"] == {"code": -32602, "message": "Invalid Request: Only 1 address supported"}
         assert ws.call("accountUnsubscribe", [987654321])["error"] == {"code": -32602, "message": "Invalid subscription id."}
-        assert ws.call("blockSubscribe", ["all"])["error"]["code"] == -32601
+        assert ws.call("blockSubscribe", ["all"])["error"]["code"] == -32601  # off by default, as on a validator (test_localnet_ws_blocks.py)
         assert ws.call("accountSubscribe", [str(Keypair().pubkey()), {"commitment": "recent"}])["error"]["code"] == -32602
         assert ws.call("getVersion")["result"]["solana-core"]
         ws.send("{nope")

@@ -301,8 +301,7 @@ LEDGER_LOCALNET_HOST = env("LEDGER_LOCALNET_HOST", default="127.0.0.1")
 LEDGER_LOCALNET_PORT = env.int("LEDGER_LOCALNET_PORT", default=8899)
 LEDGER_LOCALNET_RPC_URL = env("LEDGER_LOCALNET_RPC_URL", default=f"http://{LEDGER_LOCALNET_HOST}:{LEDGER_LOCALNET_PORT}")
 LEDGER_LOCALNET_DATA_DIR = Path(env("LEDGER_LOCALNET_DATA_DIR", default=str(VAR_DIR / "localnet")))
-LEDGER_LOCALNET_TOKEN_2022_NATIVE_MINT = env.bool("LEDGER_LOCALNET_TOKEN_2022_NATIVE_MINT", default=False)  # off, as a fresh validator
-LEDGER_LOCALNET_BLOCK_SUBSCRIPTION = env.bool("LEDGER_LOCALNET_BLOCK_SUBSCRIPTION", default=False)  # off, as Agave's flag
+from ledger_project.localnet_settings import *  # noqa: E402, F401, F403  (the node's switches: genesis, blockSubscribe, airdrop funding)
 from ledger_project.rpc_settings import named_urls as _named_urls  # noqa: E402
 
 LEDGER_CLUSTERS = {"CHAIN_LOCALNET": LEDGER_LOCALNET_RPC_URL, **_named_urls("LEDGER_CLUSTERS")}
@@ -350,10 +349,6 @@ LEDGER_PUMP_RECHECK_CONFIRMED_SECONDS = env.float("LEDGER_PUMP_RECHECK_CONFIRMED
 LEDGER_BLOCKHASH_REUSE_SECONDS = env.float("LEDGER_BLOCKHASH_REUSE_SECONDS", default=2.0)
 # Longest a request with ?wait=confirmed waits before answering with the current status.
 LEDGER_WAIT_TIMEOUT_SECONDS = env.float("LEDGER_WAIT_TIMEOUT_SECONDS", default=30.0)
-# Opt-in, CHAIN_LOCALNET only: a seed or dataLength rent with no funding account
-# (svmTransactionConfig.feePayer) is paid from a throwaway key funded by airdrop. Never the
-# platform fee payer, which pays network fees only (docs/accounts.md, "Who pays").
-LEDGER_LOCALNET_AIRDROP_FUNDING = env.bool("LEDGER_LOCALNET_AIRDROP_FUNDING", default=False)
 # Platform keys (docs/custody.md, "Platform keys"): addresses the operator holds for the
 # platform outside the service (treasury, funding wallets), treated like the service's own
 # fee payers and nonce pool: no organization records them, no message writes them.

@@ -112,3 +112,101 @@ def test_a_network_phase_failure_with_nothing_committed_is_still_a_503(api, monk
     response = api.call("post", PHASED, {"itemData": {"externalId": "RETRY2"}}, request_id=rid)
     assert response.status_code == 503 and response["Retry-After"]
     assert not IdempotencyRecord.objects.filter(request_id=rid).exists()
+
+
+# -- reads after a write carry minContextSlot ----------------------------------------------------
+LAG = 4  # the profile's 8, shortened: the tests wait for the view to catch up
+
+
+def _lagging(fault_front, settings, slots: int = LAG):
+    front = fault_front({**_profile("lagging"), "lag": {"slots": slots}})
+    settings.LEDGER_CLUSTERS = {**settings.LEDGER_CLUSTERS, CLUSTER: front.url}
+    settings.LEDGER_RPC_DEADLINE_SECONDS = 8.0  # room for the view to pass the write (LAG slots)
+    settings.LEDGER_RPC_MAX_ATTEMPTS = 12
+    return front
+
+
+def _profile(name: str) -> dict:
+    from faultfront.profiles import PROFILES
+
+    return {k: v for k, v in PROFILES[name].items() if k != "name"}
+
+
+@pytest.mark.chain
+def test_the_confirmation_prefetch_never_reads_accounts_from_a_node_behind_the_confirmation(fault_front, settings, chain, monkeypatch):
+    """The pump's prefetch reads the accounts the effects need after the transaction
+    confirmed; through a pool whose reads lag, that read carries the confirmation's slot as
+    minContextSlot and is answered only once a node has reached it — never the account as
+    it was before the write (which the effect would then apply)."""
+    from solders.keypair import Keypair
+    from solders.system_program import TransferParams, transfer
+
+    from transactions import effects
+    from transactions.models import Transaction
+    from transactions.tests.chainkit import funded, next_slot, send, wait
+
+    front = _lagging(fault_front, settings)
+    payer, destination = funded(chain), Keypair().pubkey()
+    rpc = rpc_for(CLUSTER)
+    assert rpc.read_accounts([str(destination)]).accounts[str(destination)] is None  # the pool remembers it absent
+    next_slot(chain)  # the write lands in a later slot than that read (the local node answers a slot's reads mid-slot)
+    signature = send(chain, payer, [transfer(TransferParams(from_pubkey=payer.pubkey(), to_pubkey=destination, lamports=5_000_000))], v0=False)
+    wait(chain, signature)
+    assert rpc.read_accounts([str(destination)]).accounts[str(destination)] is None  # a plain read: still the old view
+    raw = chain.get_transaction(signature, encoding="base64", max_supported_transaction_version=0).value
+    landed = raw.slot
+    tx = Transaction(pk=10**9, cluster=CLUSTER, onchain_id=str(signature), message=bytes(raw.transaction.transaction.message))
+    monkeypatch.setattr(effects, "_ACCOUNTS_NEEDED", [lambda named: {t.pk: [str(destination)] for t, _ in named}])
+    monkeypatch.setattr(effects, "_BALANCES_RECORDED", [])
+    facts = effects.prefetch_many([tx])[tx.pk]
+    assert facts.transaction.slot == landed
+    assert facts.accounts_slot >= landed
+    assert facts.accounts[str(destination)] is not None and facts.accounts[str(destination)].lamports == 5_000_000
+    assert any(f["fault"] == "-32016" and f["method"] == "getMultipleAccounts" for f in front.faults())  # it was behind, and waited
+
+
+@pytest.mark.chain
+def test_a_read_no_node_can_answer_at_the_writes_slot_is_503_chain_behind_with_retry_after(fault_front, settings, chain):
+    from chain.errors import ChainBehind
+    from transactions.tests.chainkit import next_slot
+
+    front = _lagging(fault_front, settings, slots=10**6)  # never catches up
+    settings.LEDGER_RPC_DEADLINE_SECONDS = 0.8
+    settings.LEDGER_RPC_RETRY_BASE_SECONDS = 0.05
+    tip = next_slot(chain)
+    address = str(Pubkey.from_string("9xQeWvG816bUx9EPjHmaT23yvVM2ZWbrrpZb9PusVFin"))
+    with pytest.raises(ChainBehind) as caught:
+        rpc_for(CLUSTER).read_accounts([address], min_context_slot=tip)
+    assert caught.value.status_code == 503 and caught.value.code == "CHAIN_BEHIND" and caught.value.retry_after >= 1
+    assert front.url not in caught.value.message
+    assert any(f["fault"] == "-32016" for f in front.faults())
+
+
+@pytest.mark.chain
+def test_a_node_behind_the_write_fails_over_to_one_that_reached_it(fault_front, settings, chain, localnet_url):
+    from transactions.tests.chainkit import next_slot
+
+    front = _lagging(fault_front, settings, slots=10**6)
+    settings.LEDGER_CLUSTERS = {**settings.LEDGER_CLUSTERS, CLUSTER: f"{front.url}|{localnet_url}"}  # the lagging member first
+    settings.LEDGER_RPC_DEADLINE_SECONDS = 0.8
+    tip = next_slot(chain)
+    read = rpc_for(CLUSTER).read_accounts(["9xQeWvG816bUx9EPjHmaT23yvVM2ZWbrrpZb9PusVFin"], min_context_slot=tip)
+    assert read.slot >= tip
+    assert [f["fault"] for f in front.faults()] == ["-32016"]  # asked once, then the other member
+
+
+@pytest.mark.urls("tests.support.urls")
+@pytest.mark.django_db(transaction=True)
+def test_an_api_request_whose_read_stays_behind_answers_503_chain_behind_with_retry_after(api, monkeypatch):
+    from chain.errors import ChainBehind
+    from conftest import assert_error
+    from tests.support import urls
+
+    def network(external_id: str) -> None:
+        raise ChainBehind("The RPC endpoints of CHAIN_LOCALNET have not reached the slot of the service's latest write.", retry_after=2)
+
+    monkeypatch.setattr(urls, "probe_network", network)
+    response = api.call("post", PHASED, {"itemData": {"externalId": "BEHIND1"}}, request_id=uuid.uuid4())
+    assert_error(response, 503, "CHAIN_BEHIND")
+    assert response["Retry-After"] == "2"
+    assert not TenantOrganization.objects.filter(external_id="BEHIND1").exists()

@@ -253,7 +253,7 @@ def funding_signer(*, tenant, cluster: str, api_key, svm_config: dict | None, la
         keypair = Keypair()
         rpc = rpc_for(cluster)
         signature = rpc.airdrop(keypair.pubkey(), lamports)
-        for _ in range(200):
+        for _ in range(200 if signature is not None else 0):  # None: processed already
             status = rpc.signature_statuses([signature])[0]
             if status is not None:
                 break

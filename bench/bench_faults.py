@@ -34,6 +34,7 @@ import tempfile
 import threading
 import time
 import uuid
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -209,6 +210,16 @@ def payroll(profile: dict, batch: dict | None, signatures: dict, first_sent: dic
     return out
 
 
+def attempt_summary(attempts: list[dict]) -> dict:
+    """The setup's attempts: answers by status and code, connection errors (the client's own
+    timeouts apart), requests sent more than once, and the slowest attempt."""
+    answers = Counter(f"{a['status']}:{a['code']}" if a["status"] is not None else f"conn:{a['conn_error']}" for a in attempts)
+    tries = Counter(a["request_id"] for a in attempts)
+    return {"attempts": len(attempts), "requests": len(tries), "retried_requests": sum(1 for n in tries.values() if n > 1),
+            "answers": dict(answers), "client_timeouts": sum(1 for a in attempts if a["timed_out"]),
+            "replays": sum(1 for a in attempts if a.get("replay")), "max_elapsed_s": max((a["elapsed_s"] for a in attempts), default=0.0)}
+
+
 def campaign(setup: str, name: str, ops: int, concurrency: int, seed: int, keep: Path | None) -> dict:
     profile = profile_of(name)
     procs: dict = {}
@@ -238,7 +249,9 @@ def campaign(setup: str, name: str, ops: int, concurrency: int, seed: int, keep:
             wait_until_up(port, ("POST", "/api/v1/auth/whoami", "{}", {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}), timeout=60)
             api = Api(port, key)
             began = time.monotonic()
+            api.record_attempts = True
             world = build_world(api)
+            api.record_attempts = False
             queued = None
             if name in QUEUED_PAYROLLS:
                 worker.signal(signal.SIGTERM, 30)
@@ -246,6 +259,7 @@ def campaign(setup: str, name: str, ops: int, concurrency: int, seed: int, keep:
                 worker.start()
             setup_s = time.monotonic() - began
             setup_tally = dict(api.tally)
+            setup_attempts = attempt_summary(api.attempts)
             api.tally.clear()
 
             kills: dict = {}
@@ -305,7 +319,7 @@ def campaign(setup: str, name: str, ops: int, concurrency: int, seed: int, keep:
                 "api_5xx": sum(n for k, n in tally.items() if k.startswith("5xx:")), "api_5xx_detail": {k: n for k, n in tally.items() if k.startswith("5xx:")},
                 "api_503_retry_after": sum(n for k, n in tally.items() if k.startswith("503_retry_after")),
                 "api_503_detail": {k.split(":", 1)[1]: n for k, n in tally.items() if k.startswith("503_retry_after")}, "api_429": tally.get("429", 0), "conn_errors": tally.get("conn_error", 0),
-                "setup_answers": setup_tally, "budgets": budgets, "calls_over_budget": over, "front_calls": stats["calls"], "sends": stats["sends"],
+                "setup_answers": setup_tally, "setup_attempts": setup_attempts, "budgets": budgets, "calls_over_budget": over, "front_calls": stats["calls"], "sends": stats["sends"],
                 "two_bytes_signatures": len(stats["signatures_with_two_bytes"]), "effects_twice": found["effects_twice"], "effects_missing": found["effects_missing"],
                 "reconcile_drift": reconcile_drift(env, node.url), "payroll": payroll(profile, queued or result["batch"], found["signatures"], stats["first_sent"]),
                 "payroll_queued": QUEUED_PAYROLLS.get(name),
@@ -316,6 +330,7 @@ def campaign(setup: str, name: str, ops: int, concurrency: int, seed: int, keep:
         finally:
             if api is not None:  # what the clients met, for a failed run too
                 (tmp / "answers.json").write_text(json.dumps(api.tally))
+                (tmp / "setup_attempts.json").write_text(json.dumps(api.attempts, indent=1))
             stop_group(procs.get("web"))
             if worker:
                 worker.signal(signal.SIGTERM, 30)

@@ -7,6 +7,11 @@ body, on a connection error, 429 or 5xx, honouring Retry-After (at most RETRY_AF
 wait), until REQUEST_DEADLINE. Every answer is tallied: a 503 with Retry-After (the
 service's CHAIN_UNAVAILABLE / CHAIN_BUSY / NONCE_POOL_EMPTY, what it promises under
 faults) apart from any other 5xx, which must never happen.
+
+While ``record_attempts`` is set (the campaign sets it for the world's setup), every attempt
+is also kept in ``attempts``: path, x-request-id, attempt number, status, error code,
+elapsed seconds, and whether the connection failed and whether that was the client's own
+60 s timeout firing (the server may still be running that attempt while the retry starts).
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ import time
 import uuid
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+
+HTTP_TIMEOUT = 60.0  # the client's http.client timeout for one attempt
 
 REQUEST_DEADLINE = 180.0  # one operation, retries included
 RETRY_AFTER_MAX = 5.0
@@ -40,40 +47,57 @@ class Api:
         self.local = threading.local()
         self.lock = threading.Lock()
         self.tally: Counter = Counter()  # answers seen: "503_retry_after:<code>", "5xx:<status>:<code>", "429", "conn_error"
+        self.record_attempts = False
+        self.attempts: list[dict] = []  # while record_attempts: one entry per attempt (see the module docstring)
 
     def _conn(self) -> http.client.HTTPConnection:
         conn = getattr(self.local, "conn", None)
         if conn is None:
-            conn = self.local.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+            conn = self.local.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=HTTP_TIMEOUT)
         return conn
 
     def _count(self, what: str) -> None:
         with self.lock:
             self.tally[what] += 1
 
-    def send(self, path: str, body: dict) -> tuple[int, dict]:
-        headers = {"Authorization": f"Bearer {self.secret}", "Content-Type": "application/json", "x-request-id": str(uuid.uuid4())}
+    def _attempt(self, **entry) -> None:
+        if self.record_attempts:
+            with self.lock:
+                self.attempts.append(entry)
+
+    def attempts_of(self, request_id: str) -> list[dict]:
+        with self.lock:
+            return [a for a in self.attempts if a["request_id"] == request_id]
+
+    def send(self, path: str, body: dict, *, request_id: str | None = None) -> tuple[int, dict]:
+        request_id = request_id or str(uuid.uuid4())
+        headers = {"Authorization": f"Bearer {self.secret}", "Content-Type": "application/json", "x-request-id": request_id}
         payload = json.dumps(body)
         deadline = time.monotonic() + REQUEST_DEADLINE
+        attempt = 0
         while time.monotonic() < deadline:
+            attempt += 1
+            began, started_at = time.monotonic(), time.time()
             try:
                 conn = self._conn()
                 conn.request("POST", path, payload, headers)
                 response = conn.getresponse()
                 status, raw = response.status, response.read()
-            except (OSError, http.client.HTTPException):
+            except (OSError, http.client.HTTPException) as exc:
                 conn, self.local.conn = getattr(self.local, "conn", None), None
                 if conn is not None:
                     conn.close()
                 self._count("conn_error")
+                self._attempt(path=path, request_id=request_id, attempt=attempt, started_at=round(started_at, 3), elapsed_s=round(time.monotonic() - began, 3),
+                              status=None, code=None, conn_error=type(exc).__name__, timed_out=isinstance(exc, TimeoutError))
                 time.sleep(0.3)
                 continue
             retry_after = response.getheader("Retry-After")
+            code = error_code(raw)
+            self._attempt(path=path, request_id=request_id, attempt=attempt, started_at=round(started_at, 3), elapsed_s=round(time.monotonic() - began, 3),
+                          status=status, code=code, retry_after=retry_after, replay=response.getheader("x-idempotent-replay") == "true",
+                          conn_error=None, timed_out=False)
             if status == 429 or status >= 500:
-                try:
-                    code = json.loads(raw).get("error", {}).get("code") if raw else None
-                except (ValueError, AttributeError):
-                    code = None
                 self._count("429" if status == 429 else f"503_retry_after:{code}" if status == 503 and retry_after else f"5xx:{status}:{code}")
                 time.sleep(min(float(retry_after or 0.5), RETRY_AFTER_MAX))
                 continue
@@ -85,10 +109,26 @@ class Api:
         return 0, {}
 
     def ok(self, path: str, body: dict) -> dict:
-        status, data = self.send(path, body)
+        request_id = str(uuid.uuid4())
+        status, data = self.send(path, body, request_id=request_id)
         if status not in (200, 201):
-            raise RuntimeError(f"{path}: {status} {data}")
+            tried = [{k: a.get(k) for k in ("attempt", "status", "code", "elapsed_s", "conn_error", "timed_out", "replay")} for a in self.attempts_of(request_id)]
+            raise RuntimeError(f"{path}: {status} {data} x-request-id {request_id} attempts {tried}")
         return data
+
+
+def error_code(raw: bytes | None) -> str | None:
+    """The first error's code of an answer: the spec's shape is {"errors": [{"code", ...}]}."""
+    try:
+        data = json.loads(raw) if raw else None
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    errors = data.get("errors")
+    if isinstance(errors, list) and errors and isinstance(errors[0], dict):
+        return errors[0].get("code")
+    return None
 
 
 def build_world(api: Api) -> dict:
@@ -182,7 +222,7 @@ def run_operations(api: Api, world: dict, ops: int, concurrency: int, seed: int,
                 elif status == 0:
                     out["gave_up"] += 1
                 else:
-                    out["refused"][f"{kind}:{status}:{(data.get('error') or {}).get('code') if isinstance(data.get('error'), dict) else data.get('code')}"] += 1
+                    out["refused"][f"{kind}:{status}:{error_code(json.dumps(data).encode())}"] += 1
                 done = answered[0]
             on_progress(done)
 

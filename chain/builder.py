@@ -117,9 +117,10 @@ def assemble(message: Message | MessageV0, signatures: dict[str, str]) -> Versio
     return VersionedTransaction.populate(message, sigs)
 
 
-def nonce_value(rpc: ChainRpc, address: Pubkey) -> Hash:
-    """The durable nonce stored in a nonce account (bytes 40..72 of its state)."""
-    account = rpc.account(address)
+def nonce_value(rpc: ChainRpc, address: Pubkey, *, min_context_slot: int | None = None) -> Hash:
+    """The durable nonce stored in a nonce account (bytes 40..72 of its state), read at a
+    slot no older than ``min_context_slot`` (the slot of a write of it the caller knows of)."""
+    account = rpc.account(address, min_context_slot=min_context_slot)
     if account is None or len(account.data) < NONCE_ACCOUNT_SIZE:
         from ledger_project.api.errors import LedgerError
 

@@ -32,6 +32,17 @@ class ChainBusy(ChainUnavailable):
     default_message = "The cluster's RPC endpoint is busy; retry later."
 
 
+class ChainBehind(ChainUnavailable):
+    """A read that must reflect a write the service knows of (it carries that write's slot
+    as ``minContextSlot``) found only nodes that have not reached it (-32016 "Minimum
+    context slot has not been reached"), through the client's retries and failover: 503
+    with Retry-After. Nothing older than the write is ever used instead; nothing was stored.
+    A ChainUnavailable, so every worker path that waits out an outage waits this out too."""
+
+    code = "CHAIN_BEHIND"
+    default_message = "The cluster's nodes have not reached the service's latest write yet; retry later."
+
+
 class ChainRpcError(LedgerError):
     """The RPC node answered with an error we did not expect."""
 

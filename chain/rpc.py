@@ -30,13 +30,15 @@ from solders.hash import Hash
 from solders.pubkey import Pubkey
 from solders.commitment_config import CommitmentLevel
 from solders.account_decoder import UiAccountEncoding
-from solders.rpc.config import RpcAccountInfoConfig, RpcContextConfig, RpcSendTransactionConfig, RpcTransactionConfig
+from solders.rpc.config import RpcAccountInfoConfig, RpcContextConfig, RpcSendTransactionConfig, RpcSignaturesForAddressConfig, RpcTransactionConfig
 from solders.rpc.errors import SendTransactionPreflightFailureMessage
 from solders.rpc.requests import (
-    GetAccountInfo, GetHealth, GetRecentPrioritizationFees, GetSlot, GetTransaction, GetVersion, IsBlockhashValid, SendRawTransaction,
+    GetAccountInfo, GetBalance, GetHealth, GetLatestBlockhash, GetMultipleAccounts, GetRecentPrioritizationFees, GetSignaturesForAddress, GetSlot, GetTransaction, GetVersion,
+    IsBlockhashValid, SendRawTransaction,
 )
 from solders.rpc.responses import (
-    GetRecentPrioritizationFeesResp, GetTransactionResp, IsBlockhashValidResp, RPCError, RpcConfirmedTransactionStatusWithSignature, SendTransactionResp,
+    GetBalanceResp, GetLatestBlockhashResp, GetMultipleAccountsResp, GetRecentPrioritizationFeesResp, GetSignaturesForAddressResp, GetTransactionResp, IsBlockhashValidResp, RPCError,
+    RpcConfirmedTransactionStatusWithSignature, SendTransactionResp,
 )
 from solders.transaction_status import UiTransactionEncoding
 from solders.signature import Signature
@@ -177,8 +179,12 @@ class ChainRpc:
             raise ChainRpcError(f"The RPC endpoint of {self.cluster} answered an error: {message}") from exc
 
     # --- reads ---------------------------------------------------------------------
-    def latest_blockhash(self, commitment: str = "confirmed") -> LatestBlockhash:
-        value = self._call(self.client.get_latest_blockhash, Commitment(commitment)).value
+    def latest_blockhash(self, commitment: str = "confirmed", *, min_context_slot: int | None = None) -> LatestBlockhash:
+        if min_context_slot is not None:
+            config = RpcContextConfig(commitment=_LEVELS[commitment], min_context_slot=min_context_slot)
+            value = self._request(GetLatestBlockhash(config), GetLatestBlockhashResp).value
+        else:
+            value = self._call(self.client.get_latest_blockhash, Commitment(commitment)).value
         return LatestBlockhash(value.blockhash, value.last_valid_block_height)
 
     def block_height(self, commitment: str = "confirmed") -> int:
@@ -195,25 +201,33 @@ class ChainRpc:
         # A validator's default is `finalized`, whose bank does not hold the newest blockhashes.
         return bool(self._request(IsBlockhashValid(blockhash, RpcContextConfig(commitment=_LEVELS[commitment])), IsBlockhashValidResp).value)
 
-    def balance(self, address: Pubkey, commitment: str = "confirmed") -> int:
-        return self._call(self.client.get_balance, address, Commitment(commitment)).value
+    # Reads of state a write of the service changed take ``min_context_slot``: the slot that
+    # write landed in (a confirmation's slot). A node behind it answers -32016, which the
+    # transport retries (another URL, backoff) and ends as ChainBehind (503 CHAIN_BEHIND):
+    # never a read from before the write (docs/chain.md, "What the service does ...").
+    def balance(self, address: Pubkey, commitment: str = "confirmed", *, min_context_slot: int | None = None) -> int:
+        config = RpcContextConfig(commitment=_LEVELS[commitment], min_context_slot=min_context_slot)
+        return self._request(GetBalance(address, config), GetBalanceResp).value
 
-    def account(self, address: Pubkey, commitment: str = "confirmed") -> Account | None:
+    def account(self, address: Pubkey, commitment: str = "confirmed", *, min_context_slot: int | None = None) -> Account | None:
+        if min_context_slot is not None:
+            return self.read_accounts([str(address)], commitment, min_context_slot=min_context_slot).accounts[str(address)]
         return self._call(self.client.get_account_info, address, Commitment(commitment)).value
 
-    def accounts(self, addresses: Sequence[Pubkey], commitment: str = "confirmed") -> list[Account | None]:
-        found = self.read_accounts([str(a) for a in addresses], commitment).accounts
+    def accounts(self, addresses: Sequence[Pubkey], commitment: str = "confirmed", *, min_context_slot: int | None = None) -> list[Account | None]:
+        found = self.read_accounts([str(a) for a in addresses], commitment, min_context_slot=min_context_slot).accounts
         return [found[str(a)] for a in addresses]
 
-    def read_accounts(self, addresses: Sequence[str], commitment: str = "confirmed") -> AccountsRead:
+    def read_accounts(self, addresses: Sequence[str], commitment: str = "confirmed", *, min_context_slot: int | None = None) -> AccountsRead:
         """Several accounts and the slot they were read at: one getMultipleAccounts per 100
-        addresses (the RPC limit per call)."""
+        addresses (the RPC limit per call), none older than ``min_context_slot``."""
         unique = list(dict.fromkeys(addresses))
         found: dict[str, Account | None] = {}
         slots: list[int] = []
+        config = RpcAccountInfoConfig(encoding=UiAccountEncoding.Base64, commitment=_LEVELS[commitment], min_context_slot=min_context_slot)
         for start in range(0, len(unique), 100):
             batch = unique[start:start + 100]
-            resp = self._call(self.client.get_multiple_accounts, [Pubkey.from_string(a) for a in batch], Commitment(commitment))
+            resp = self._request(GetMultipleAccounts([Pubkey.from_string(a) for a in batch], config), GetMultipleAccountsResp)
             slots.append(resp.context.slot)
             found.update(zip(batch, resp.value))
         return AccountsRead(min(slots) if slots else 0, found)
@@ -289,11 +303,12 @@ class ChainRpc:
         return out
 
     def signatures_for_address(self, address: Pubkey, *, before: Signature | None = None, until: Signature | None = None, limit: int = 1000,
-                               commitment: str = "confirmed") -> list[RpcConfirmedTransactionStatusWithSignature]:
+                               commitment: str = "confirmed", min_context_slot: int | None = None) -> list[RpcConfirmedTransactionStatusWithSignature]:
         """The transactions that touched ``address``, newest first, older than ``before`` and
         newer than ``until`` (getSignaturesForAddress; at most 1000 per call). ``commitment``
         must be given: a validator's default, finalized, hides the last ~32 slots."""
-        return self._call(self.client.get_signatures_for_address, address, before, until, limit, Commitment(commitment)).value
+        config = RpcSignaturesForAddressConfig(before=before, until=until, limit=limit, commitment=_LEVELS[commitment], min_context_slot=min_context_slot)
+        return self._request(GetSignaturesForAddress(address, config), GetSignaturesForAddressResp).value
 
     def landed_balances(self, signatures: Sequence[Signature], commitment: str = "confirmed") -> list[TransactionBalances | None]:
         """``transaction_balances`` of landed transactions the service may not have built
@@ -407,8 +422,19 @@ class ChainRpc:
             exc.disclose_to(caller_accounts(tenant=tenant, cluster=self.cluster, candidates=[exc.failing_account]))
             raise exc
 
-    def airdrop(self, address: Pubkey, lamports: int) -> Signature:
-        return self._call(self.client.request_airdrop, address, lamports).value
+    def airdrop(self, address: Pubkey, lamports: int) -> Signature | None:
+        """requestAirdrop (local node). None when the node answers AlreadyProcessed: an
+        identical airdrop (same faucet, recipient, amount and blockhash, so the very same
+        bytes) was processed already — what was asked for happened. Two processes topping
+        up the platform fee payer in one slot build exactly that (a lagging read shows each
+        the balance from before the other's top-up); the first's answer is the airdrop's."""
+        try:
+            return self._call(self.client.request_airdrop, address, lamports).value
+        except SimulationFailed as exc:
+            if "AlreadyProcessed" in str(exc.err):
+                logger.info("an identical airdrop of %d lamports to %s was processed already", lamports, address)
+                return None
+            raise
 
 
 def _method_name(body) -> str:

@@ -85,12 +85,16 @@ class SlotOrder:
         self.sources[source] = self.sources.get(source, 0) + 1
 
 
-def _config(before: str | None, limit: int) -> RpcSignaturesForAddressConfig:
-    return RpcSignaturesForAddressConfig(before=Signature.from_string(before) if before else None, limit=limit, commitment=_LEVELS["confirmed"])
+def _config(before: str | None, limit: int, newest: int | None = None) -> RpcSignaturesForAddressConfig:
+    return RpcSignaturesForAddressConfig(before=Signature.from_string(before) if before else None, limit=limit, commitment=_LEVELS["confirmed"],
+                                         min_context_slot=newest)
 
 
-def _request(address: str, before: str | None, limit: int, index: int) -> GetSignaturesForAddress:
-    return GetSignaturesForAddress(Pubkey.from_string(address), _config(before, limit), id=index)
+def _request(address: str, before: str | None, limit: int, index: int, newest: int | None = None) -> GetSignaturesForAddress:
+    """``newest``: the newest slot of the pass's transactions of ``address`` — the first page
+    is read at a slot no older (``minContextSlot``), so a lagging node never lists the slot
+    as it stood before them."""
+    return GetSignaturesForAddress(Pubkey.from_string(address), _config(before, limit, newest), id=index)
 
 
 def _entries(rpc: ChainRpc, address: str, answer: dict) -> list[tuple[str, int, int | None]]:
@@ -110,14 +114,15 @@ def _entries(rpc: ChainRpc, address: str, answer: dict) -> list[tuple[str, int, 
     return out
 
 
-def _read_addresses(rpc: ChainRpc, oldest_slot: Mapping[str, int], limits: dict[str, int], order: SlotOrder) -> dict[str, tuple[list, bool]]:
+def _read_addresses(rpc: ChainRpc, oldest_slot: Mapping[str, int], limits: dict[str, int], order: SlotOrder,
+                    newest: Mapping[str, int] | None = None) -> dict[str, tuple[list, bool]]:
     """Each address's entries since its oldest slot, and whether the last page was full (its
     oldest slot then partly listed). The first pages go in one batch; an address whose page
     did not reach its oldest slot is read on, a page twice the size each time, up to
     MAX_PAGES. After a transport failure nothing more is asked (no pass waits on a dead node)."""
     addresses = list(oldest_slot)
     try:
-        answers = rpc._batch([_request(a, None, limits[a], i) for i, a in enumerate(addresses)], _AsSent)
+        answers = rpc._batch([_request(a, None, limits[a], i, (newest or {}).get(a)) for i, a in enumerate(addresses)], _AsSent)
     except (ChainUnavailable, ChainRpcError) as exc:
         order.failures.append(str(exc))
         return {}
@@ -183,7 +188,8 @@ def read_slot_order(rpc: ChainRpc, oldest_slot: Mapping[str, int], moved: Mappin
     moved = moved or {}
     limits = {a: min(PAGE, 2 * moved.get(a, 1) + FIRST_PAGE_SLACK) for a in oldest_slot}
     unindexed: list[tuple[str, int, list[str]]] = []  # (address, slot, signatures) whose order the block must give
-    for address, (entries, page_full) in _read_addresses(rpc, oldest_slot, limits, order).items():
+    newest = {a: max(slots[a]) for a in oldest_slot if slots and slots.get(a)}
+    for address, (entries, page_full) in _read_addresses(rpc, oldest_slot, limits, order, newest).items():
         by_slot: dict[int, list[tuple[str, int | None]]] = {}
         for signature, slot, index in entries:
             by_slot.setdefault(slot, []).append((signature, index))

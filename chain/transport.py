@@ -14,6 +14,10 @@ the service does for each provider behaviour").
   whose signature makes a second copy harmless; nothing is signed again here.
 - **Failover**: several URLs per cluster, a separate list for sendTransaction; a URL that
   answered transiently sits out ``LEDGER_RPC_URL_COOLOFF_SECONDS`` while another is tried.
+- **Reads after a write** carry its slot as ``minContextSlot``; a node that has not reached
+  it answers -32016: the next untried URL is asked at once, else the retry waits about as
+  long as the node needs to catch up (the answer's ``contextSlot``, 0.4 s a slot, at most
+  one backoff step); through the deadline, ``ChainBehind`` (503 CHAIN_BEHIND).
 
 URLs (they may hold a provider's key) never reach a message: errors name the cluster.
 """
@@ -32,7 +36,7 @@ from typing import Callable, Sequence
 import httpx
 from django.conf import settings
 
-from .errors import ChainBusy, ChainUnavailable
+from .errors import ChainBehind, ChainBusy, ChainUnavailable
 
 #: Agave's JSON-RPC server errors that say "not now" rather than "no" (agave
 #: rpc-client-api/src/custom_error.rs): -32004 block not available, -32005 node unhealthy,
@@ -45,6 +49,10 @@ _MIN_WAIT = 0.05  # seconds: the least any retry waits
 _MAX_WAIT = 2.0  # the most one backoff step waits (a Retry-After may ask for more)
 
 _METHOD = re.compile(rb'"method"\s*:\s*"([A-Za-z]{1,40})"')
+_MIN_CONTEXT_SLOT = re.compile(rb'"minContextSlot"\s*:\s*(\d{1,20})')
+#: -32016: the node answering has not reached the request's minContextSlot.
+BEHIND = -32016
+_SLOT_SECONDS = 0.4  # a slot's length on Solana clusters: how long a node behind by n slots needs, about
 _ANSWERED_ERROR = re.compile(rb'"error"\s*:\s*\{')
 
 
@@ -89,6 +97,7 @@ class Transient:
     detail: str
     busy: bool = False
     retry_after: float | None = None
+    behind: bool = False  # -32016: the node has not reached the request's minContextSlot
 
 
 def retry_after_seconds(value: str | None) -> float | None:
@@ -101,7 +110,7 @@ def retry_after_seconds(value: str | None) -> float | None:
         return None
 
 
-def transient_answer(response: httpx.Response) -> Transient | None:
+def transient_answer(response: httpx.Response, request_body: bytes = b"") -> Transient | None:
     """None when the answer is final (a result, or an error that retrying would repeat)."""
     if response.status_code in _RETRY_STATUSES:
         response.read()
@@ -119,10 +128,23 @@ def transient_answer(response: httpx.Response) -> Transient | None:
     for item in answer if isinstance(answer, list) else [answer]:
         error = item.get("error") if isinstance(item, dict) else None
         code = error.get("code") if isinstance(error, dict) else None
+        if code == BEHIND:
+            return Transient(f"JSON-RPC {code} {str(error.get('message', ''))[:80]}".strip(), behind=True,
+                             retry_after=_catch_up_seconds(request_body, error.get("data")))
         if code in TRANSIENT_CODES:
             # -32005 carries numSlotsBehind; no Retry-After: the backoff decides.
             return Transient(f"JSON-RPC {code} {str(error.get('message', ''))[:80]}".strip())
     return None
+
+
+def _catch_up_seconds(request_body: bytes, data) -> float | None:
+    """About how long the node needs to reach the request's minContextSlot: Agave's -32016
+    data states the slot it answered at (``contextSlot``); at most one backoff step."""
+    found = _MIN_CONTEXT_SLOT.search(request_body)
+    context = data.get("contextSlot") if isinstance(data, dict) else None
+    if found is None or not isinstance(context, int):
+        return None
+    return min(_MAX_WAIT, max(0, int(found.group(1)) - context) * _SLOT_SECONDS)
 
 
 class Endpoints:
@@ -149,6 +171,10 @@ class Endpoints:
             if fresh:
                 return fresh[0]
             return min(urls, key=lambda u: self._resting.get(u, 0.0))
+
+    def untried(self, method: str, tried: Sequence[str]) -> bool:
+        """Whether ``method`` has a URL this call has not tried yet."""
+        return any(u not in tried for u in (self.send_urls if method == "sendTransaction" else self.urls))
 
     def rest(self, url: str, seconds: float) -> None:
         with self._lock:
@@ -214,7 +240,7 @@ class RetryingTransport(httpx.BaseTransport):
                 verdict = Transient(type(exc).__name__)
                 response = None
             else:
-                verdict = transient_answer(response)
+                verdict = transient_answer(response, request.content)
                 if verdict is None:
                     return response
                 response.close()
@@ -223,6 +249,8 @@ class RetryingTransport(httpx.BaseTransport):
             if verdict.busy and verdict.retry_after:
                 self.budget.back_off(self.cluster, method, verdict.retry_after)
             wait = self.backoff(attempt, verdict.retry_after)
+            if verdict.behind and self.endpoints.untried(method, tried):
+                wait = _MIN_WAIT  # a node behind the write: another of the pool may have reached it
             if self.clock() + wait > deadline or attempt >= settings.LEDGER_RPC_MAX_ATTEMPTS:
                 raise _final(self.cluster, method, verdict, wait)
             self.sleep(wait)
@@ -235,6 +263,9 @@ def _whole(seconds: float) -> int:
 def _final(cluster: str, method: str, verdict: Transient, wait: float) -> ChainUnavailable:
     if verdict.busy:
         return ChainBusy(f"The RPC endpoint of {cluster} is rate limiting {method} ({verdict.detail}); retry later.", retry_after=_whole(wait))
+    if verdict.behind:
+        return ChainBehind(f"The RPC endpoints of {cluster} have not reached the slot of the service's latest write ({method}: {verdict.detail}); retry later.",
+                           retry_after=_whole(wait))
     return ChainUnavailable(f"The RPC endpoint of {cluster} did not answer {method} ({verdict.detail}); retry later.", retry_after=_whole(wait))
 
 

@@ -6,7 +6,8 @@ frozen state, delegate) of a cluster with what the network holds now, read in ba
 values are set to the chain's, each repair logged as a TransactionEvent-free audit line in
 the report (the chain is the source of truth for balances; offchain-only fields are never
 touched). Transactions still in flight make a difference expected, so records touched by
-one are reported as ``in_flight`` instead of drift.
+one are reported as ``in_flight`` instead of drift. The read is never older than the newest
+confirmation whose effects were applied (``minContextSlot``).
 """
 
 from __future__ import annotations
@@ -61,6 +62,13 @@ def _in_flight_addresses(cluster: str) -> set[str]:
     return {address for tx in rows for address in static_addresses(tx)}
 
 
+def newest_settled_slot(cluster: str) -> int | None:
+    """The slot of the newest transaction of ``cluster`` whose effects the service applied."""
+    from django.db.models import Max
+
+    return Transaction.unscoped.filter(cluster=cluster, effects_applied_at__isnull=False).aggregate(slot=Max("slot"))["slot"]
+
+
 @worker_only  # an operator's sweep over every tenant
 def reconcile(*, cluster: str, repair: bool = False) -> Report:
     report = Report(cluster)
@@ -68,7 +76,10 @@ def reconcile(*, cluster: str, repair: bool = False) -> Report:
     busy = _in_flight_addresses(cluster)
     accounts = list(Account.unscoped.filter(cluster=cluster, status=AccountStatus.ACTIVE).only("pk", "offchain_id", "address", "lamports_balance", "token_balance").order_by("pk"))
     positions = {p.account_id: p for p in Position.unscoped.filter(cluster=cluster, status=PositionStatus.ACTIVE).only("pk", "account_id", "frozen", "delegate_address", "delegated_amount")}
-    chain = rpc.accounts([Pubkey.from_string(a.address) for a in accounts]) if accounts else []
+    # Read at a slot no older than the newest write the service applied (minContextSlot): a
+    # node behind it would show balances from before that write as drift (and ``repair``
+    # would write them back). None reached it through the retries: ChainBehind, no report.
+    chain = rpc.accounts([Pubkey.from_string(a.address) for a in accounts], min_context_slot=newest_settled_slot(cluster)) if accounts else []
     fixes: list[tuple[str, int, dict]] = []
     for account, onchain in zip(accounts, chain):
         report.accounts_checked += 1

@@ -19,7 +19,9 @@ With an ``x-request-id`` (a UUID):
   runs once. The read and network phases may run twice; they write nothing;
 - a request that crashes (or answers 5xx) rolls back with its record, so a retry runs
   afresh and nothing half-done is ever replayed (``on_abort`` callbacks of the write phase
-  run then, e.g. to release a leased nonce account);
+  run then, e.g. to release a leased nonce account) — unless an earlier attempt with the
+  same id committed while it ran (the client retried while that attempt was still running):
+  then it replays that attempt's answer instead of the 5xx;
 - 2xx and 4xx responses are stored and replayed; the same id with a different method,
   path or body is a 409 ``REQUEST_ID_REUSED``.
 
@@ -239,6 +241,25 @@ def _run_once(view, request, request_id, view_method, args, kwargs, phased: bool
     except _Replay:
         # The first request committed while we waited on the unique key.
         return _replay(IdempotencyRecord.objects.get(api_key=request.user, request_id=request_id), fingerprint)
+    except Exception:
+        # A 5xx or a crash of this attempt (rolled back: it stored nothing). When an earlier
+        # attempt with the same id committed meanwhile — it was still running when its client
+        # retried, after a timeout or a lost connection — the operation happened and may be on
+        # its way to the chain: its answer is this request's, never the 5xx.
+        committed = _committed_meanwhile(request, request_id) if request_id is not None else None
+        if committed is None:
+            raise
+        logger.info("an earlier attempt of request %s committed while this one ran; replaying it", request_id)
+        return _replay(committed, fingerprint)
+
+
+def _committed_meanwhile(request, request_id):
+    from tenancy.models import IdempotencyRecord
+
+    try:
+        return next(iter(IdempotencyRecord.objects.filter(api_key=request.user, request_id=request_id).order_by()[:1]), None)
+    except Exception:  # noqa: BLE001 - the database failed too: the original error stands
+        return None
 
 
 logger = logging.getLogger("ledger.api")

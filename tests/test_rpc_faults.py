@@ -96,3 +96,48 @@ def test_a_wait_that_fails_after_commit_answers_the_committed_result_and_the_ret
     assert again.status_code == 201 and again["x-idempotent-replay"] == "true"
     assert again.json() == first.json()
     assert Transaction.unscoped.filter(request_id=request_id).count() == 1
+
+
+def _already_processed(*args, **kwargs):
+    from chain.errors import SimulationFailed
+
+    raise SimulationFailed("AlreadyProcessed", err="TransactionErrorFieldless.AlreadyProcessed")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_retry_whose_simulation_finds_the_first_attempts_transaction_processed_replays_the_first(api, owner_and_instrument, monkeypatch, chain):
+    """The client retried while its first attempt was still running; that attempt committed
+    and its transaction executed while the retry built the very same message, so the retry's
+    simulation answers AlreadyProcessed (what Agave's status cache answers for a processed
+    message). The retry answers the first attempt's result, not 400."""
+    from chain.rpc import ChainRpc
+
+    owner, instrument = owner_and_instrument
+    request_id = uuid.uuid4()
+    real = ChainRpc.simulate
+    first: list = []
+
+    def simulate(self, transaction, **kwargs):
+        if first:
+            return real(self, transaction, **kwargs)
+        first.append(None)
+        first[0] = kit.initialize(api, owner, instrument, wait=True, request_id=request_id)  # the first attempt, to the end
+        _already_processed()
+
+    monkeypatch.setattr(ChainRpc, "simulate", simulate)
+    retry = kit.initialize(api, owner, instrument, wait=True, request_id=request_id)
+    assert first[0].status_code == 201, first[0].content[:300]
+    assert retry.status_code == 201 and retry["x-idempotent-replay"] == "true", retry.content[:300]
+    assert retry.json()["svmTransaction"]["offchainId"] == first[0].json()["svmTransaction"]["offchainId"]
+    assert Transaction.unscoped.filter(request_id=request_id).count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_message_the_node_already_processed_is_409_duplicate_transaction_not_a_simulation_failure(api, owner_and_instrument, monkeypatch):
+    from chain.rpc import ChainRpc
+
+    owner, instrument = owner_and_instrument
+    monkeypatch.setattr(ChainRpc, "simulate", _already_processed)
+    rows = Transaction.unscoped.count()
+    assert_error(kit.initialize(api, owner, instrument, wait=False, request_id=uuid.uuid4()), 409, "DUPLICATE_TRANSACTION")
+    assert Transaction.unscoped.count() == rows

@@ -59,7 +59,8 @@ class ConfirmationFacts:
     - ``accounts``: address → account data (solders ``Account``; None when absent on chain)
       for every address an area asked for with ``needs_accounts``; read in one
       getMultipleAccounts (per 100 addresses) at ``confirmed``, after the transaction
-      confirmed.
+      confirmed, at a slot no older than the newest confirmation of the pass that asked
+      (``minContextSlot``: a lagging node never answers it from before the write).
     - ``accounts_slot``: the slot that read answered at (None when nothing was asked): a
       handler compares it with what its record already reflects, so a read that another
       worker's fresher one overtook never moves a record backwards.
@@ -273,7 +274,12 @@ def prefetch_many(txs) -> dict[int, ConfirmationFacts]:
         for pk, asked in ask([(tx, addresses[tx.pk]) for tx in txs]).items():
             wanted[pk].extend(str(a) for a in asked)
     everything = [a for asked in wanted.values() for a in asked]
-    read = rpc.read_accounts(everything) if everything else None
+    # Never from a node behind the confirmations being applied: the read carries the
+    # newest of their slots as minContextSlot (a node behind it: retried, then
+    # ChainBehind — a ChainUnavailable, so nothing is claimed and the next pass reads again).
+    landed = [record.slot if record is not None else tx.slot for tx, record in zip(txs, records) if wanted[tx.pk]]
+    newest = max((slot for slot in landed if slot), default=None)
+    read = rpc.read_accounts(everything, min_context_slot=newest) if everything else None
     order = _slot_order(rpc, records)
     facts = {}
     for tx, record in zip(txs, records):

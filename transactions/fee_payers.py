@@ -91,7 +91,8 @@ def ensure_localnet_funds(cluster: str, pubkey: Pubkey, minimum: int = LOCALNET_
     rpc = rpc_for(cluster)
     if rpc.balance(pubkey) < minimum:
         signature = rpc.airdrop(pubkey, LOCALNET_TOP_UP)
-        for _ in range(100):
+        # None: another process's identical top-up (same slot, same bytes) already landed.
+        for _ in range(100 if signature is not None else 0):
             status = rpc.signature_statuses([signature])[0]
             if status is not None:
                 break

@@ -241,25 +241,29 @@ def _is_pool_nonce(rpc, row: NonceAccount) -> bool:
     )
 
 
-def _wait_landed(rpc, signature, what: str, attempts: int = 200) -> None:
+def _wait_landed(rpc, signature, what: str, attempts: int = 200) -> int:
+    """The slot the transaction landed in (reads of what it wrote carry it: minContextSlot)."""
     for _ in range(attempts):
         status = rpc.signature_statuses([signature])[0]
         if status is not None:
             if status.err is not None:
                 raise RuntimeError(f"{what} failed: {status.err}")
-            return
+            return status.slot
         time.sleep(0.05)
     raise RuntimeError(f"{what} did not land")
 
 
-def _next_blockhash(rpc, address: Pubkey, attempts: int = 100) -> bool:
+def _next_blockhash(rpc, address: Pubkey, attempts: int = 100, *, written: int | None = None) -> bool:
     """Wait until the nonce stored in ``address`` can be advanced or withdrawn: the runtime
     refuses both while the latest blockhash is the one it was stored under ("nonce can only
     advance once per slot"). The stored value is derived from that blockhash, never equal
-    to it (``builder.durable_nonce_of``). Returns whether the blockhash moved on in time."""
-    stored = builder.nonce_value(rpc, address)
+    to it (``builder.durable_nonce_of``). Returns whether the blockhash moved on in time.
+    ``written``: the slot of the service's own write of the account (its creation, an
+    advance) — both reads are at least that recent, so a node behind it answers -32016
+    (retried) rather than the account as it was before, or a blockhash older than it."""
+    stored = builder.nonce_value(rpc, address, min_context_slot=written)
     for _ in range(attempts):
-        if builder.durable_nonce_of(rpc.latest_blockhash().blockhash) != stored:
+        if builder.durable_nonce_of(rpc.latest_blockhash(min_context_slot=written).blockhash) != stored:
             return True
         time.sleep(0.05)
     return False
@@ -292,8 +296,8 @@ def _nonce_account_finish(row: NonceAccount) -> None:
             if not _is_pool_nonce(rpc, row):
                 raise
         else:
-            _wait_landed(rpc, signature, "nonce account creation")
-        _next_blockhash(rpc, address)
+            written = _wait_landed(rpc, signature, "nonce account creation")
+        _next_blockhash(rpc, address, written=written)
     NonceAccount.objects.filter(pk=row.pk, state=NonceState.CREATING).update(state=NonceState.READY)
 
 
@@ -320,8 +324,7 @@ def nonce_advance(*, cluster: str, nonce_address: str, expected: str) -> bool:
         signature = rpc.send_raw(bytes(builder.assemble(message, signatures)))
     except SimulationFailed:
         return False  # the nonce moved on meanwhile (whoever moved it, ``expected`` is spent)
-    _wait_landed(rpc, signature, "nonce advance")
-    _next_blockhash(rpc, address)
+    _next_blockhash(rpc, address, written=_wait_landed(rpc, signature, "nonce advance"))
     return True
 
 

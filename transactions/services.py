@@ -38,6 +38,8 @@ from .specs import SignerSpec, TxConfig
 
 logger = logging.getLogger("ledger.transactions")
 
+_DUPLICATE_MESSAGE = "An identical transaction (same message and signature) was just recorded by another request; retry to build a new one."
+
 
 @dataclass
 class Prepared:
@@ -143,15 +145,23 @@ def transaction_build(
         fee, fee_debit = _fee_check(tenant, cluster, config, fee_payer, built.message, api_key)
         if simulate:
             try:
-                rpc.simulate(builder.assemble(built.message, {}), tenant=tenant)
+                try:
+                    rpc.simulate(builder.assemble(built.message, {}), tenant=tenant)
+                except SimulationFailed as exc:
+                    if not (built.reused_blockhash and "BlockhashNotFound" in str(exc.err)):
+                        raise
+                    # The node does not know the reused blockhash (another node behind the URL,
+                    # a restarted local node): once more on a fresh one.
+                    builder.forget_blockhash(rpc)
+                    built = builder.build(dataclasses.replace(plan, blockhash_reuse_seconds=0.0), rpc)
+                    rpc.simulate(builder.assemble(built.message, {}), tenant=tenant)
             except SimulationFailed as exc:
-                if not (built.reused_blockhash and "BlockhashNotFound" in str(exc.err)):
-                    raise
-                # The node does not know the reused blockhash (another node behind the URL,
-                # a restarted local node): once more on a fresh one.
-                builder.forget_blockhash(rpc)
-                built = builder.build(dataclasses.replace(plan, blockhash_reuse_seconds=0.0), rpc)
-                rpc.simulate(builder.assemble(built.message, {}), tenant=tenant)
+                if "AlreadyProcessed" in str(exc.err):
+                    # The very same message (instructions, signers, blockhash) executed already:
+                    # not a refusal of this request's operation but a copy of one recorded
+                    # (an attempt of the same x-request-id replays it: tenancy/idempotency.py).
+                    raise ConflictError(_DUPLICATE_MESSAGE, code="DUPLICATE_TRANSACTION") from exc
+                raise
         message_bytes = built.to_bytes()
         signatures = platform_keys.engine_sign(message_bytes, built.message, managed, grants=grants, loaded=built.loaded, fields=fields, api_key=api_key)
     except BaseException:
@@ -237,10 +247,7 @@ def transaction_record(
     except IntegrityError:
         # Another request recorded the very same message (same instructions, signers and
         # blockhash, so the same signature) first: a second copy could never execute.
-        raise ConflictError(
-            "An identical transaction (same message and signature) was just recorded by another request; retry to build a new one.",
-            code="DUPLICATE_TRANSACTION",
-        )
+        raise ConflictError(_DUPLICATE_MESSAGE, code="DUPLICATE_TRANSACTION")
     # The signer index of Fetch Transactions (TransactionSigner): one insert for all.
     TransactionSigner.objects.bulk_create([TransactionSigner(transaction=tx, address=address, position=i) for i, address in enumerate(prepared.required)])
     if prepared.nonce_row is not None:

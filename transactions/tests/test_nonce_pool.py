@@ -204,7 +204,7 @@ def test_trim_closes_free_accounts_above_target_and_returns_their_rent(private_n
     # leave it): the trim must wait itself rather than fail "nonce can only advance once
     # per slot".
     with monkeypatch.context() as patch:
-        patch.setattr(nonce_pool, "_next_blockhash", lambda rpc, address: True)
+        patch.setattr(nonce_pool, "_next_blockhash", lambda rpc, address, **kwargs: True)
         assert nonce_pool.nonce_pool_fill(cluster=CLUSTER, target=6) == 6  # demand has gone since
     leased = [nonce_pool.nonce_lease(cluster=CLUSTER) for _ in range(2)]  # in use: never touched
     rent = client.get_minimum_balance_for_rent_exemption(80).value

@@ -9,6 +9,7 @@ import json
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from chain.errors import ChainBehind
 from positions.reconcile import reconcile
 
 
@@ -26,7 +27,10 @@ class Command(BaseCommand):
             raise CommandError(f"Unknown cluster(s): {', '.join(unknown)}")
         drifted = False
         for name in clusters:
-            report = reconcile(cluster=name, repair=repair)
+            try:
+                report = reconcile(cluster=name, repair=repair)
+            except ChainBehind as exc:  # no read older than the service's writes: no report rather than a wrong one
+                raise CommandError(f"{name}: {exc.message}") from exc
             self.stdout.write(json.dumps(report.as_dict()))
             drifted |= len(report.drift) > report.repaired  # each repaired drift is one fix; the rest stay
         if drifted:

@@ -1,0 +1,212 @@
+"""Issue 36 behind a lagging pool (the fault front's ``lagging`` profile: reads answered by a
+node some slots behind, -32016 for a ``minContextSlot`` it has not reached).
+
+- The campaign's setup was answered 400 TRANSACTION_SIMULATION_FAILED "AlreadyProcessed" on
+  Create Position: two processes topped up the platform fee payer on the local node in one
+  slot (a lagging getBalance showed each the balance from before the other's airdrop), the
+  faucet signed the very same bytes twice, and the node refused the second as processed.
+- A request retried with the same x-request-id whose first attempt committed while the
+  retry's network phase ran answers the first's stored answer, never a 5xx.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from solders.pubkey import Pubkey
+
+from chain.errors import ChainUnavailable
+from chain.rpc import rpc_for
+from faultfront.testing import FaultFrontProcess
+from localnet.testing import LocalnetProcess, rpc_call
+from tenancy.idempotency import REPLAY_HEADER
+from tenancy.models import IdempotencyRecord, TenantOrganization
+from transactions import fee_payers
+
+CLUSTER = "CHAIN_LOCALNET"
+
+
+@pytest.fixture
+def slow_node(tmp_path):
+    """A node of its own whose slots last 30 s: two calls of a test share one blockhash."""
+    node = LocalnetProcess(tmp_path / "slow-node", extra_args=("--slot-seconds", "30")).start()
+    yield node
+    node.stop()
+
+
+@pytest.mark.chain
+@pytest.mark.django_db(transaction=True)
+def test_two_processes_topping_up_the_fee_payer_in_one_slot_behind_a_lagging_pool_both_go_on(slow_node, tmp_path, settings):
+    front = FaultFrontProcess(slow_node.url, "lagging", 36, work_dir=tmp_path).start()
+    try:
+        settings.LEDGER_CLUSTERS = {**settings.LEDGER_CLUSTERS, CLUSTER: front.url}
+        slot = rpc_call(slow_node.url, "getSlot")["result"]
+        payer = fee_payers.platform_fee_payer(CLUSTER)  # process A: 0 lamports, tops up
+        assert rpc_call(slow_node.url, "getBalance", [str(payer.pubkey), {"commitment": "confirmed"}])["result"]["value"] == fee_payers.LOCALNET_TOP_UP
+        fee_payers._checked.clear()  # process B: its first request of the cluster
+        assert rpc_for(CLUSTER).balance(Pubkey.from_string(str(payer.pubkey))) == 0  # the pool's stale view
+        # The same faucet, recipient, amount and blockhash: the node refuses B's airdrop as
+        # processed. Before the fix that refusal was B's request's 400.
+        again = fee_payers.platform_fee_payer(CLUSTER)
+        assert again.pubkey == payer.pubkey
+        assert rpc_call(slow_node.url, "getSlot")["result"] == slot, "the slot changed: the two top-ups were not one transaction"
+        assert rpc_call(slow_node.url, "getBalance", [str(payer.pubkey), {"commitment": "confirmed"}])["result"]["value"] == fee_payers.LOCALNET_TOP_UP  # landed once
+    finally:
+        front.stop()
+
+
+@pytest.mark.chain
+def test_an_identical_airdrop_already_processed_is_no_error(slow_node, settings):
+    settings.LEDGER_CLUSTERS = {**settings.LEDGER_CLUSTERS, CLUSTER: slow_node.url}
+    rpc = rpc_for(CLUSTER)
+    address = Pubkey.from_string("9xQeWvG816bUx9EPjHmaT23yvVM2ZWbrrpZb9PusVFin")
+    assert rpc.airdrop(address, 12345) is not None
+    assert rpc.airdrop(address, 12345) is None  # the same bytes: processed already
+    assert rpc.balance(address) == 12345
+
+
+# -- a retry whose first attempt committed meanwhile ----------------------------------------------
+PHASED = "/test/phased-probe"
+
+
+@pytest.mark.urls("tests.support.urls")
+@pytest.mark.django_db(transaction=True)
+def test_a_retry_failing_in_its_network_phase_after_the_first_attempt_committed_replays_it(api, monkeypatch):
+    """The first attempt of a request was still running when its client retried (a timeout,
+    a lost connection); the retry's network phase fails (503) after the first committed.
+    The retry answers the first's stored answer: the operation happened."""
+    from tests.support import urls
+
+    rid = uuid.uuid4()
+    body = {"itemData": {"externalId": "RETRY1"}}
+    first: list = []
+
+    def network(external_id: str) -> None:
+        if not first:  # the retry's network phase: the first attempt commits now, then the node fails
+            first.append(None)
+            monkeypatch.setattr(urls, "probe_network", lambda _: None)
+            first[0] = api.call("post", PHASED, body, request_id=rid)
+            monkeypatch.setattr(urls, "probe_network", network)
+            raise ChainUnavailable("The RPC endpoint of CHAIN_LOCALNET did not answer.")
+
+    monkeypatch.setattr(urls, "probe_network", network)
+    retry = api.call("post", PHASED, body, request_id=rid)
+    assert first[0].status_code == 201
+    assert retry.status_code == 201, retry.content
+    assert retry[REPLAY_HEADER] == "true" and retry.content == first[0].content
+    assert TenantOrganization.objects.filter(external_id="RETRY1").count() == 1
+    assert IdempotencyRecord.objects.filter(request_id=rid).count() == 1
+
+
+@pytest.mark.urls("tests.support.urls")
+@pytest.mark.django_db(transaction=True)
+def test_a_network_phase_failure_with_nothing_committed_is_still_a_503(api, monkeypatch):
+    from tests.support import urls
+
+    def network(external_id: str) -> None:
+        raise ChainUnavailable("The RPC endpoint of CHAIN_LOCALNET did not answer.")
+
+    monkeypatch.setattr(urls, "probe_network", network)
+    rid = uuid.uuid4()
+    response = api.call("post", PHASED, {"itemData": {"externalId": "RETRY2"}}, request_id=rid)
+    assert response.status_code == 503 and response["Retry-After"]
+    assert not IdempotencyRecord.objects.filter(request_id=rid).exists()
+
+
+# -- reads after a write carry minContextSlot ----------------------------------------------------
+LAG = 4  # the profile's 8, shortened: the tests wait for the view to catch up
+
+
+def _lagging(fault_front, settings, slots: int = LAG):
+    front = fault_front({**_profile("lagging"), "lag": {"slots": slots}})
+    settings.LEDGER_CLUSTERS = {**settings.LEDGER_CLUSTERS, CLUSTER: front.url}
+    settings.LEDGER_RPC_DEADLINE_SECONDS = 8.0  # room for the view to pass the write (LAG slots)
+    settings.LEDGER_RPC_MAX_ATTEMPTS = 12
+    return front
+
+
+def _profile(name: str) -> dict:
+    from faultfront.profiles import PROFILES
+
+    return {k: v for k, v in PROFILES[name].items() if k != "name"}
+
+
+@pytest.mark.chain
+def test_the_confirmation_prefetch_never_reads_accounts_from_a_node_behind_the_confirmation(fault_front, settings, chain, monkeypatch):
+    """The pump's prefetch reads the accounts the effects need after the transaction
+    confirmed; through a pool whose reads lag, that read carries the confirmation's slot as
+    minContextSlot and is answered only once a node has reached it — never the account as
+    it was before the write (which the effect would then apply)."""
+    from solders.keypair import Keypair
+    from solders.system_program import TransferParams, transfer
+
+    from transactions import effects
+    from transactions.models import Transaction
+    from transactions.tests.chainkit import funded, next_slot, send, wait
+
+    front = _lagging(fault_front, settings)
+    payer, destination = funded(chain), Keypair().pubkey()
+    rpc = rpc_for(CLUSTER)
+    assert rpc.read_accounts([str(destination)]).accounts[str(destination)] is None  # the pool remembers it absent
+    next_slot(chain)  # the write lands in a later slot than that read (the local node answers a slot's reads mid-slot)
+    signature = send(chain, payer, [transfer(TransferParams(from_pubkey=payer.pubkey(), to_pubkey=destination, lamports=5_000_000))], v0=False)
+    wait(chain, signature)
+    assert rpc.read_accounts([str(destination)]).accounts[str(destination)] is None  # a plain read: still the old view
+    raw = chain.get_transaction(signature, encoding="base64", max_supported_transaction_version=0).value
+    landed = raw.slot
+    tx = Transaction(pk=10**9, cluster=CLUSTER, onchain_id=str(signature), message=bytes(raw.transaction.transaction.message))
+    monkeypatch.setattr(effects, "_ACCOUNTS_NEEDED", [lambda named: {t.pk: [str(destination)] for t, _ in named}])
+    monkeypatch.setattr(effects, "_BALANCES_RECORDED", [])
+    facts = effects.prefetch_many([tx])[tx.pk]
+    assert facts.transaction.slot == landed
+    assert facts.accounts_slot >= landed
+    assert facts.accounts[str(destination)] is not None and facts.accounts[str(destination)].lamports == 5_000_000
+    assert any(f["fault"] == "-32016" and f["method"] == "getMultipleAccounts" for f in front.faults())  # it was behind, and waited
+
+
+@pytest.mark.chain
+def test_a_read_no_node_can_answer_at_the_writes_slot_is_503_chain_behind_with_retry_after(fault_front, settings, chain):
+    from chain.errors import ChainBehind
+    from transactions.tests.chainkit import next_slot
+
+    front = _lagging(fault_front, settings, slots=10**6)  # never catches up
+    settings.LEDGER_RPC_DEADLINE_SECONDS = 0.8
+    settings.LEDGER_RPC_RETRY_BASE_SECONDS = 0.05
+    tip = next_slot(chain)
+    address = str(Pubkey.from_string("9xQeWvG816bUx9EPjHmaT23yvVM2ZWbrrpZb9PusVFin"))
+    with pytest.raises(ChainBehind) as caught:
+        rpc_for(CLUSTER).read_accounts([address], min_context_slot=tip)
+    assert caught.value.status_code == 503 and caught.value.code == "CHAIN_BEHIND" and caught.value.retry_after >= 1
+    assert front.url not in caught.value.message
+    assert any(f["fault"] == "-32016" for f in front.faults())
+
+
+@pytest.mark.chain
+def test_a_node_behind_the_write_fails_over_to_one_that_reached_it(fault_front, settings, chain, localnet_url):
+    from transactions.tests.chainkit import next_slot
+
+    front = _lagging(fault_front, settings, slots=10**6)
+    settings.LEDGER_CLUSTERS = {**settings.LEDGER_CLUSTERS, CLUSTER: f"{front.url}|{localnet_url}"}  # the lagging member first
+    settings.LEDGER_RPC_DEADLINE_SECONDS = 0.8
+    tip = next_slot(chain)
+    read = rpc_for(CLUSTER).read_accounts(["9xQeWvG816bUx9EPjHmaT23yvVM2ZWbrrpZb9PusVFin"], min_context_slot=tip)
+    assert read.slot >= tip
+    assert [f["fault"] for f in front.faults()] == ["-32016"]  # asked once, then the other member
+
+
+@pytest.mark.urls("tests.support.urls")
+@pytest.mark.django_db(transaction=True)
+def test_an_api_request_whose_read_stays_behind_answers_503_chain_behind_with_retry_after(api, monkeypatch):
+    from chain.errors import ChainBehind
+    from conftest import assert_error
+    from tests.support import urls
+
+    def network(external_id: str) -> None:
+        raise ChainBehind("The RPC endpoints of CHAIN_LOCALNET have not reached the slot of the service's latest write.", retry_after=2)
+
+    monkeypatch.setattr(urls, "probe_network", network)
+    response = api.call("post", PHASED, {"itemData": {"externalId": "BEHIND1"}}, request_id=uuid.uuid4())
+    assert_error(response, 503, "CHAIN_BEHIND")
+    assert response["Retry-After"] == "2"
+    assert not TenantOrganization.objects.filter(external_id="BEHIND1").exists()

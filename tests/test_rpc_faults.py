@@ -66,6 +66,10 @@ def test_a_passing_fault_on_transfer_is_retried_inside_the_request(api, owner_an
     movekit.settled(movekit.mint(api, movekit.at(source), {"amount": "5"}))
     destination = kit.position(api, kit.wallet(api), instrument)
     through(settings, front)
+    # The 429's Retry-After is 1 s: a deadline that holds it (with 0.6 s the request could
+    # only pass when the blockhash was still cached from the mint, in process — not in Redis).
+    settings.LEDGER_RPC_DEADLINE_SECONDS = 3.0
+    settings.LEDGER_BLOCKHASH_REUSE_SECONDS = 0  # the 429 is met, whatever the cache holds
     front.rules["simulateTransaction"] = ["unhealthy", "502"]
     front.rules["getLatestBlockhash"] = ["429"]
     response = movekit.transfer(api, movekit.at(source), movekit.at(destination), {"amount": "2"}, wait=False, request_id=uuid.uuid4())

@@ -15,15 +15,21 @@ Rules (docs/accounts.md, Lookups):
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from django.db.models import QuerySet
+from django.db.models import F, QuerySet
 
 from ledger_project.api.errors import LedgerError, NotFoundError
 from ledger_project.statements import Statement
 from tenancy.scoping import require_tenant
+from transactions.models import MessageLifetime, NonceAccount
 
-from .models import Account
+from .models import Account, AccountType
+
+if TYPE_CHECKING:
+    from transactions.services import TxConfig
 
 
 @dataclass(frozen=True)
@@ -78,6 +84,18 @@ def single_match(matches: list[tuple[str, object | None]], field: str):
     return next((m for _, m in matches if m is not None), None)
 
 
+def for_display(queryset: QuerySet) -> QuerySet:
+    """What responses show of related rows, as columns of the same query: the owner's
+    external id and the two transactions' ids (never whole Transaction rows)."""
+    return queryset.annotate(
+        tenant_external_id=F("tenant__external_id"),
+        last_tx_signature=F("last_transaction__onchain_id"),
+        last_tx_offchain=F("last_transaction__offchain_id"),
+        creation_tx_signature=F("creation_transaction__onchain_id"),
+        creation_tx_offchain=F("creation_transaction__offchain_id"),
+    )
+
+
 _LOOKUP = Statement("accounts.lookup")
 
 
@@ -89,8 +107,6 @@ def resolve_account(tenant, cluster: str, lookup: dict | None, *, field: str, wr
         raise LedgerError("A lookup needs onchainId, offchainId or offchainReferences.", field=field, code="INVALID_LOOKUP")
     queryset = lookup_scope(Account, tenant, cluster, lookup, field, writable).order_by()
     if display:  # responses never need the key row
-        from .selectors import for_display
-
         queryset = for_display(queryset)
     else:
         queryset = queryset.select_related("managed_key")
@@ -211,3 +227,37 @@ def resolve_own_account(tenant, cluster: str, lookup: dict | None, *, field: str
     account = resolve_account(tenant, cluster, lookup, field=field, writable=True)
     assert isinstance(account, Account)
     return account
+
+
+# --- durable nonce accounts (accounts/nonces.py creates them) ------------------------------
+
+NAMED_FIELD = "svmTransactionConfig.durableNonceAccount"
+
+
+def resolve_nonce_account(tenant, cluster: str, lookup: dict, *, field: str) -> Account:
+    """The acting tenant's own durable nonce account a lookup names (with its ``nonce``
+    row). Anything else — no such account, another tenant's, an account of another type —
+    is 404 NOT_FOUND, one answer for all (docs/accounts.md, Lookups)."""
+    try:
+        account = resolve_account(tenant, cluster, lookup, field=field, writable=True)
+    except NotFoundError as exc:
+        if exc.code != "NOT_FOUND":
+            raise  # CONFLICTING_LOOKUP: the lookup's own fields disagree
+        account = None
+    if account is None or account.type != AccountType.NONCE or not NonceAccount.objects.filter(account=account).exists():
+        raise NotFoundError("No such durable nonce account.", field=field)
+    return account
+
+
+def named_nonce_config(tenant, cluster: str, data: dict, config: TxConfig) -> TxConfig:
+    """svmTransactionConfig.durableNonceAccount (our extension of the spec's SVM
+    transaction config): the tenant's nonce account the transaction must use. It goes with
+    messageLifetimeStrategy DURABLE_NONCE (else 400 CONFLICTING_FIELDS); whether it is free
+    is decided when it is leased (transactions.nonce_pool.nonce_lease)."""
+    lookup = data.get("durableNonceAccount")
+    if not lookup:
+        return config
+    if data.get("messageLifetimeStrategy") != MessageLifetime.DURABLE_NONCE:
+        raise LedgerError("durableNonceAccount goes with messageLifetimeStrategy DURABLE_NONCE.", field=NAMED_FIELD, code="CONFLICTING_FIELDS")
+    account = resolve_nonce_account(tenant, cluster, lookup, field=NAMED_FIELD)
+    return dataclasses.replace(config, nonce_account=NonceAccount.objects.values_list("pk", flat=True).get(account=account))

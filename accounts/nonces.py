@@ -13,7 +13,6 @@ is sent; its effects make the account READY (accounts/effects.py).
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from types import SimpleNamespace
 
@@ -42,7 +41,7 @@ from transactions.models import MessageLifetime, NonceAccount, NonceState, Trans
 from transactions.services import SignerSpec, TxConfig, transaction_build, transaction_record
 
 from . import operations
-from .lookup import resolve_account
+from .lookup import NAMED_FIELD, resolve_account, resolve_nonce_account
 from .models import Account, AccountStatus, AccountType
 from .services import account_save, funding_effects, funding_signer
 from .signers import can_sign_on_platform, ensure_usable, transaction_config
@@ -51,39 +50,6 @@ from .signers import can_sign_on_platform, ensure_usable, transaction_config
 MAX_NONCE_ACCOUNTS_PER_REQUEST = 20
 NONCE_SIZE = builder.NONCE_ACCOUNT_SIZE
 SYSTEM_PROGRAM = Pubkey.from_string("11111111111111111111111111111111")
-NAMED_FIELD = "svmTransactionConfig.durableNonceAccount"
-
-
-# --- lookups ------------------------------------------------------------------------------
-
-
-def resolve_nonce_account(tenant, cluster: str, lookup: dict, *, field: str) -> Account:
-    """The acting tenant's own durable nonce account a lookup names (with its ``nonce``
-    row). Anything else — no such account, another tenant's, an account of another type —
-    is 404 NOT_FOUND, one answer for all (docs/accounts.md, Lookups)."""
-    try:
-        account = resolve_account(tenant, cluster, lookup, field=field, writable=True)
-    except NotFoundError as exc:
-        if exc.code != "NOT_FOUND":
-            raise  # CONFLICTING_LOOKUP: the lookup's own fields disagree
-        account = None
-    if account is None or account.type != AccountType.NONCE or not NonceAccount.objects.filter(account=account).exists():
-        raise NotFoundError("No such durable nonce account.", field=field)
-    return account
-
-
-def named_nonce_config(tenant, cluster: str, data: dict, config: TxConfig) -> TxConfig:
-    """svmTransactionConfig.durableNonceAccount (our extension of the spec's SVM
-    transaction config): the tenant's nonce account the transaction must use. It goes with
-    messageLifetimeStrategy DURABLE_NONCE (else 400 CONFLICTING_FIELDS); whether it is free
-    is decided when it is leased (transactions.nonce_pool.nonce_lease)."""
-    lookup = data.get("durableNonceAccount")
-    if not lookup:
-        return config
-    if data.get("messageLifetimeStrategy") != MessageLifetime.DURABLE_NONCE:
-        raise LedgerError("durableNonceAccount goes with messageLifetimeStrategy DURABLE_NONCE.", field=NAMED_FIELD, code="CONFLICTING_FIELDS")
-    account = resolve_nonce_account(tenant, cluster, lookup, field=NAMED_FIELD)
-    return dataclasses.replace(config, nonce_account=NonceAccount.objects.values_list("pk", flat=True).get(account=account))
 
 
 # --- Create Durable Nonce Accounts --------------------------------------------------------

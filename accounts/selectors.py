@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from django.db.models import F, QuerySet
+from django.db.models import QuerySet
 
 from ledger_project.api.query import QueryField, QuerySpec, apply_item_query
 from tenancy.scoping import scoped_tenant
 from transactions.models import PlatformFeePayer
 
-from .lookup import display_account
+from .lookup import display_account, for_display
 from .models import Account, BalanceSnapshot
 
 _TEXT_NULL = {"nullable": True, "blank_is_null": True}
@@ -46,18 +46,6 @@ ACCOUNT_QUERY = QuerySpec(
     default_limit=50,
     max_limit=500,
 )
-
-
-def for_display(queryset: QuerySet) -> QuerySet:
-    """What responses show of related rows, as columns of the same query: the owner's
-    external id and the two transactions' ids (never whole Transaction rows)."""
-    return queryset.annotate(
-        tenant_external_id=F("tenant__external_id"),
-        last_tx_signature=F("last_transaction__onchain_id"),
-        last_tx_offchain=F("last_transaction__offchain_id"),
-        creation_tx_signature=F("creation_transaction__onchain_id"),
-        creation_tx_offchain=F("creation_transaction__offchain_id"),
-    )
 
 
 def account_get(*, tenant, cluster: str, lookup: dict, field: str = "itemData") -> Account:

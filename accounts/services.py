@@ -176,7 +176,7 @@ def account_draft(*, tenant, cluster: str, api_key, data: dict, prefix: str = "i
 #: Called in the write phase of every account write that sets an alId, before the row is
 #: saved: ``hook(tenant=, cluster=, al_id=)``. The instruments area registers the lock of
 #: its alId sequence (instruments/apps.py), so an alId generated concurrently never
-#: collides; accounts cannot import an area (STYLE.md: apps depend downward).
+#: collides; accounts cannot import an area (docs/style.md, "Apps depend downward").
 _AL_ID_WRITE_HOOKS: list[Callable[..., None]] = []
 
 

@@ -13,7 +13,7 @@ from ledger_project.api.errors import ForbiddenError, LedgerError
 from tenancy.scoping import worker_only
 from transactions.services import SignerSpec, TxConfig
 
-from .lookup import OffPlatform, resolve_account
+from .lookup import OffPlatform, named_nonce_config, resolve_account
 from .models import Account, AccountStatus
 
 
@@ -81,7 +81,7 @@ def sign_transaction_signer(*, tenant, cluster: str, api_key, lookup: dict, fiel
 
 def transaction_config(tenant, cluster: str, data: dict | None) -> TxConfig:
     """svmTransactionConfig → TxConfig, resolving feePayer to a signer (default: the
-    platform's) and durableNonceAccount to the tenant's nonce account (accounts/nonces.py)."""
+    platform's) and durableNonceAccount to the tenant's nonce account (accounts/lookup.py, named_nonce_config)."""
     data = data or {}
     fee_payer = None
     if data.get("feePayer"):
@@ -97,8 +97,6 @@ def transaction_config(tenant, cluster: str, data: dict | None) -> TxConfig:
         fee_payer = platform_fee_payer(cluster)
     config = TxConfig.from_validated(data, fee_payer=fee_payer)
     if data.get("durableNonceAccount"):
-        from .nonces import named_nonce_config  # it builds on this module
-
         config = named_nonce_config(tenant, cluster, data, config)
     return config
 

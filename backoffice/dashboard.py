@@ -17,12 +17,10 @@ from django.utils import timezone
 from transactions.models import NonceAccount, NonceState, PlatformFeePayer, PumpLease, Transaction, TransactionStatus
 from transactions.shards import shard_count
 
+from .metrics import OPEN_STATUSES, webhook_figures
 from .models import Heartbeat
 from .plots import plots
 
-#: statuses a transaction passes through before it ends (TERMINAL ones are over)
-OPEN_STATUSES = (TransactionStatus.BUILT, TransactionStatus.PENDING_APPROVAL, TransactionStatus.PARTIALLY_SIGNED, TransactionStatus.SIGNED,
-                 TransactionStatus.SUBMITTED, TransactionStatus.CONFIRMED)
 AGE_BUCKETS = (("under 1 min", 0, 60), ("1–10 min", 60, 600), ("10–60 min", 600, 3600), ("over 1 h", 3600, None))
 HELD = Q(status=TransactionStatus.PENDING_APPROVAL) | Q(status=TransactionStatus.PARTIALLY_SIGNED, approval_required=True)
 
@@ -128,8 +126,6 @@ def webhook_backlog() -> dict:
     the same figures /metrics reports)."""
     from webhooks.delivery import LEASE
     from webhooks.models import DeliveryStatus, WebhookStatus, WebhookSubscription
-
-    from .metrics import webhook_figures
 
     now = timezone.now()
     figures = webhook_figures(now)

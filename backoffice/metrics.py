@@ -24,8 +24,12 @@ from ledger_project.metrics.collect import collector_register
 from transactions.models import NonceAccount, NonceState, PumpLease, Transaction, TransactionStatus
 from transactions.shards import shard_count, shard_of
 
-from .dashboard import OPEN_STATUSES
 from .models import BalanceAccount, BalanceSample, Heartbeat
+
+
+#: statuses a transaction passes through before it ends (TERMINAL ones are over)
+OPEN_STATUSES = (TransactionStatus.BUILT, TransactionStatus.PENDING_APPROVAL, TransactionStatus.PARTIALLY_SIGNED, TransactionStatus.SIGNED,
+                 TransactionStatus.SUBMITTED, TransactionStatus.CONFIRMED)
 
 
 def _age(now, at) -> float:

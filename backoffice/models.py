@@ -71,7 +71,7 @@ class StaffAuditEntry(models.Model):
         return f"{self.at:%Y-%m-%d %H:%M:%S} {self.actor} {self.kind} {self.action} {self.model}".strip()
 
     def save(self, *args, **kwargs):
-        # Append-only is the model's invariant (STYLE rule 12), so it is stated here.
+        # Append-only is the model's invariant (docs/style.md, "Models state invariants"), so it is stated here.
         if not self._state.adding:
             raise AuditImmutable("Staff audit entries cannot be changed.")
         super().save(*args, **kwargs)

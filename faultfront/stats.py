@@ -5,7 +5,7 @@ budget, and every sendTransaction's bytes per signature.
 ``refused``: calls per budget answered 429; ``peak``: the most calls any budget held in one
 window (never above its limit: the front refuses first). ``sends``: signatures seen,
 ``signatures_with_two_bytes``: signatures sent with different wire bytes (the service must
-resend the very same bytes: STYLE.md rule 9), ``first_sent``: signature → the epoch
+resend the very same bytes: docs/style.md, "Intent before effect"), ``first_sent``: signature → the epoch
 wall time of its first send that passed the limits (for a send-rate figure).
 """
 

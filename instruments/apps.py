@@ -13,4 +13,4 @@ class InstrumentsConfig(AppConfig):
 
         from .alid import lock_for_account
 
-        register_al_id_write_hook(lock_for_account)  # accounts cannot import an area (STYLE.md)
+        register_al_id_write_hook(lock_for_account)  # accounts cannot import an area (docs/style.md, "Apps depend downward")

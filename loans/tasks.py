@@ -1,4 +1,4 @@
-"""Celery tasks of the loans area: thin, named, calling services (STYLE.md rule 10)."""
+"""Celery tasks of the loans area: thin, named, calling services (docs/style.md, "Tasks")."""
 
 from __future__ import annotations
 

@@ -26,6 +26,9 @@ from solders.pubkey import Pubkey
 
 from ledger_project.base58 import b58encode
 
+from .instruction_parts import NotParsable, need, typed
+from .token_instructions import parse_token
+
 SYSTEM = "11111111111111111111111111111111"
 ASSOCIATED_TOKEN = "ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL"
 MEMO_V1 = "Memo1UhkJRfHyvLMcVucJwxXeuD728EqVDDwQDxFMNo"
@@ -36,16 +39,6 @@ BPF_UPGRADEABLE_LOADER = "BPFLoaderUpgradeab1e11111111111111111111111"
 TOKEN = "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA"
 TOKEN_2022 = "TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb"
 
-
-
-class NotParsable(Exception):
-    """The reference's InstructionNotParsable / InstructionKeyMismatch: render raw."""
-
-
-def need(accounts: list[str], count: int) -> None:
-    """check_num_accounts: fewer accounts than the variant names is a key mismatch."""
-    if len(accounts) < count:
-        raise NotParsable
 
 
 def parse_instruction(program_id: str, accounts: list[str], data: bytes, stack_height) -> dict:
@@ -61,10 +54,6 @@ def parse_instruction(program_id: str, accounts: list[str], data: bytes, stack_h
         else:
             return {"program": name, "programId": program_id, "parsed": parsed, "stackHeight": stack_height}
     return {"programId": program_id, "accounts": accounts, "data": b58encode(data), "stackHeight": stack_height}
-
-
-def typed(kind: str, info: dict) -> dict:
-    return {"type": kind, "info": info}
 
 
 def _pk(raw: bytes) -> str:
@@ -277,11 +266,6 @@ def _upgradeable_loader(accounts: list[str], data: bytes) -> dict:
     raise NotParsable
 
 
-def _token(accounts: list[str], data: bytes) -> dict:
-    from .token_instructions import parse_token  # it imports NotParsable, need and typed from here
-
-    return parse_token(accounts, data)
-
 # Program id → (the reference's ParsableProgram name in kebab case, parser).
 _PROGRAMS: dict[str, tuple[str, Callable]] = {
     SYSTEM: ("system", _system),
@@ -291,6 +275,6 @@ _PROGRAMS: dict[str, tuple[str, Callable]] = {
     LOOKUP_TABLE: ("address-lookup-table", _lookup_table),
     BPF_LOADER: ("bpf-loader", _bpf_loader),
     BPF_UPGRADEABLE_LOADER: ("bpf-upgradeable-loader", _upgradeable_loader),
-    TOKEN: ("spl-token", _token),
-    TOKEN_2022: ("spl-token", _token),
+    TOKEN: ("spl-token", parse_token),
+    TOKEN_2022: ("spl-token", parse_token),
 }

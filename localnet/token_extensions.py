@@ -17,7 +17,7 @@ import struct
 
 from solders.pubkey import Pubkey
 
-from .instructions import NotParsable, need, typed
+from .instruction_parts import NotParsable, need, typed
 from .parsing import _float_string
 from .tokens import ui_amount
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import struct
 
-from .instructions import NotParsable, need, typed
+from .instruction_parts import NotParsable, need, typed
 from .token_extensions import (
     confidential_mint_burn,
     confidential_transfer,

@@ -29,7 +29,7 @@ worked example; token transfers, mints into others' positions, trades do the sam
   DEFI_SETTLEMENT_WALLET) have limits; every source has its debit API keys.
 - ``lock=True`` (the write phase): the debited account's row is locked
   (``accounts.locks.lock_visible_account``) and it and the position are read fresh, so two
-  concurrent debits cannot jointly exceed a DURATION window (STYLE.md rule 11): the second
+  concurrent debits cannot jointly exceed a DURATION window (docs/style.md, "Locks and races"): the second
   sees the first's Transaction row. A service debiting several accounts (a trade) locks them
   all first, in pk order (``accounts.locks.lock_accounts``), then calls with ``lock=False``
   and the locked rows.

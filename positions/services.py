@@ -1,5 +1,5 @@
 """Writes of the positions area (docs/positions.md): read and check, build and sign
-(network phase, no locks), then one write phase (STYLE.md; docs/transactions.md)."""
+(network phase, no locks), then one write phase (docs/style.md, "Intent before effect"; docs/transactions.md)."""
 
 from __future__ import annotations
 

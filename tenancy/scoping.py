@@ -1,4 +1,4 @@
-"""Tenant scoping for every tenant-owned model (STYLE.md rule 3, "Converge (a)").
+"""Tenant scoping for every tenant-owned model (docs/style.md, "One tenant door").
 
 Every tenant-owned model subclasses ``TenantOwnedModel`` and so gets two managers:
 

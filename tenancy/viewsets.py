@@ -4,7 +4,7 @@ It authenticates (DRF), resolves the acting tenant (the key's organization, or t
 named by tenancyConfig.overrideOrganizationExternalId for keys with
 PLATFORM_CROSS_TENANT_ACCESS), resolves the cluster, and owns get_queryset so every read
 is scoped to that tenant. Subclasses narrow it in ``scoped_queryset()`` and may not
-override ``get_queryset`` or ``get_permissions`` (STYLE.md, rule 3). A view cannot forget
+override ``get_queryset`` or ``get_permissions`` (docs/style.md, "One tenant door"). A view cannot forget
 the tenant: ``Model.objects`` of a tenant-owned model refuses every query without one
 (tenancy/scoping.py), so reads go through ``get_queryset()`` (bulk pages, fetches by id)
 or the lookup resolvers and selectors, which take the tenant.

@@ -1,4 +1,4 @@
-"""Display amounts are exact decimals end to end (STYLE.md: money is never float):
+"""Display amounts are exact decimals end to end (docs/style.md, "Money and time": never a float):
 u64 max and 9+ decimals keep every digit, in responses and in request bodies."""
 
 from __future__ import annotations

@@ -1,17 +1,28 @@
-"""The map of the house holds (docs/architecture.md): read from the code's own imports, every
-one of them (function-level imports too), so a new import that breaks a floor fails here."""
+"""The map of the house holds (docs/architecture.md): the rules are data (docs/house.toml),
+read here against the code's own imports, every one of them (function-level imports too), its
+models and its test layout, so a new import that breaks a floor, a new circle, a foreign key
+up a floor or a package's test left out of the run fails here."""
 
 from __future__ import annotations
 
 import ast
+import configparser
 import pathlib
+import re
+import sys
+import tomllib
 from collections import defaultdict
 
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 NOT_PRODUCT = {".venv", "node_modules", "migrations", "tests", "bench", "scripts", "var", ".git", "deploy", "docs", "templates", "build"}
-AREAS = {"tenancy", "custody", "accounts", "instruments", "positions", "loans", "marketdata", "transactions", "webhooks", "lookup_tables", "vaults", "backoffice"}
+HOUSE = tomllib.loads((ROOT / "docs" / "house.toml").read_text())
+MAP = ROOT / "docs" / "architecture.md"
+TABLE_START = "<!-- floors: rendered from docs/house.toml (python tests/test_house.py); tests/test_house.py fails when they differ -->"
+TABLE_END = "<!-- end of floors -->"
+FLOOR = {room: row["floor"] for row in HOUSE["floor"] for room in row["rooms"]}
+ONLY = {room: row["only"] for row in HOUSE["floor"] if "only" in row for room in row["rooms"]}
 
 
 def _modules() -> dict[str, pathlib.Path]:
@@ -55,8 +66,6 @@ EDGES = {name: _imports(name, path) for name, path in MODULES.items()}
 def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     """Strongly connected components with more than one member (Tarjan, iterative enough for
     a few hundred modules)."""
-    import sys
-
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
     index: dict[str, int] = {}
     low: dict[str, int] = {}
@@ -91,51 +100,208 @@ def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def _app(module: str) -> str:
+def _room(module: str) -> str:
     return module.split(".")[0]
 
 
-def test_no_two_apps_import_each_other():
-    apps: dict[str, set[str]] = defaultdict(set)
+def _entry_point(module: str) -> bool:
+    return MODULES[module].parent == ROOT
+
+
+def _within(target: str, names: list[str]) -> bool:
+    return any(target == name or target.startswith(f"{name}.") for name in names)
+
+
+# --- floors -------------------------------------------------------------------------------------
+
+
+def floor_table() -> str:
+    """docs/architecture.md's floor table, from the [[floor]] rows of docs/house.toml."""
+    lines = ["| Floor | Room | Holds |", "|---|---|---|"]
+    for row in HOUSE["floor"]:
+        lines.append(f"| {row['floor']} | {', '.join(f'`{room}/`' for room in row['rooms'])} | {row['holds']} |")
+    return "\n".join(lines)
+
+
+def _page_table(text: str) -> str:
+    assert TABLE_START in text and TABLE_END in text, f"docs/architecture.md lost its table markers ({TABLE_START} ... {TABLE_END})"
+    return text.split(TABLE_START, 1)[1].split(TABLE_END, 1)[0].strip()
+
+
+def test_the_maps_floor_table_is_the_data():
+    assert [row["floor"] for row in HOUSE["floor"]] == sorted(row["floor"] for row in HOUSE["floor"]), "floors are listed bottom up"
+    assert _page_table(MAP.read_text()) == floor_table(), "docs/architecture.md's floor table differs from docs/house.toml: run python tests/test_house.py"
+
+
+def test_every_room_has_a_floor():
+    """A new top-level package gets a row in docs/house.toml before anything can hold it."""
+    rooms = {_room(name) for name in MODULES if not _entry_point(name)}
+    assert sorted(rooms - set(FLOOR)) == []
+    assert sorted(set(FLOOR) - rooms) == []
+    assert sorted(name for name in MODULES if _entry_point(name)) == sorted(HOUSE["entry_points"])
+
+
+def test_no_room_imports_a_higher_floor():
+    """A room imports only from its floor or below; a room with ``only`` imports nothing else
+    outside itself. Where a lower floor needs an answer only a higher one has, the higher one
+    registers it (docs/architecture.md)."""
+    reached = []
     for name, targets in EDGES.items():
-        apps[_app(name)] |= {_app(t) for t in targets if _app(t) != _app(name)}
-    assert not _cycles(apps)
-
-
-@pytest.mark.parametrize(("lower", "higher"), [
-    ("transactions", "accounts"), ("transactions", "webhooks"), ("transactions", "lookup_tables"), ("custody", "transactions"), ("chain", "transactions"),
-    ("chain", "tenancy"), ("threshold", "accounts"), ("localnet", "transactions"), ("localnet", "chain"),
-])
-def test_a_lower_floor_imports_nothing_of_a_higher_one(lower, higher):
-    reached = sorted(f"{name} -> {t}" for name, targets in EDGES.items() if _app(name) == lower for t in targets if _app(t) == higher)
+        if _entry_point(name):
+            continue
+        room = _room(name)
+        for target in sorted(targets):
+            other = _room(target)
+            if other == room:
+                continue
+            if room in ONLY:
+                if not _within(target, ONLY[room]):
+                    reached.append(f"{name} -> {target} (only {ONLY[room]})")
+            elif _entry_point(target) or FLOOR[other] > FLOOR[room]:
+                reached.append(f"{name} -> {target} (floor {FLOOR[room]} -> {FLOOR.get(other)})")
     assert not reached
 
 
-def test_ledger_project_imports_no_area_app():
-    reached = sorted(f"{name} -> {t}" for name, targets in EDGES.items() if _app(name) == "ledger_project" for t in targets if _app(t) in AREAS)
-    assert not reached
+def test_no_two_rooms_import_each_other():
+    rooms: dict[str, set[str]] = defaultdict(set)
+    for name, targets in EDGES.items():
+        rooms[_room(name)] |= {_room(t) for t in targets if _room(t) != _room(name)}
+    assert not _cycles(rooms)
 
 
-def test_the_threshold_package_stands_alone():
-    """pip install ./threshold ships it alone: it imports nothing else of the project."""
-    reached = sorted(f"{name} -> {t}" for name, targets in EDGES.items() if _app(name) == "threshold" for t in targets if _app(t) != "threshold")
-    assert not reached
+# --- circles inside a room ----------------------------------------------------------------------
 
 
-def test_the_fault_front_stands_alone():
-    """faultfront/ is a server of its own in front of any node (docs/chain.md "The fault front"):
-    the standard library only, nothing of the project, not even the local node it often fronts."""
-    reached = sorted(f"{name} -> {t}" for name, targets in EDGES.items() if _app(name) == "faultfront" for t in targets if _app(t) != "faultfront")
-    assert not reached
+def _room_edges(room: str, without: str | None = None) -> dict[str, set[str]]:
+    return {name: {t for t in targets if _room(t) == room and t != without} for name, targets in EDGES.items() if _room(name) == room and name != without}
 
 
-@pytest.mark.parametrize("app", ["transactions", "webhooks"])
-def test_the_engines_only_loop_is_a_task_and_its_kick(app):
-    """Without the imports of ``tasks.py`` (a kick, at call time) the app's files import one way."""
-    edges = {name: {t for t in targets if _app(t) == app and t != f"{app}.tasks"} for name, targets in EDGES.items() if _app(name) == app}
-    assert not _cycles(edges)
+def test_circles_inside_a_room_are_the_argued_ones():
+    """Every import circle between a room's modules is listed in docs/house.toml with its
+    reason, and every listed one still exists (a broken circle leaves the list)."""
+    found = {tuple(c) for room in FLOOR for c in _cycles(_room_edges(room))}
+    listed = {tuple(sorted(c["modules"])): c for c in HOUSE["circle"]}
+    assert all(c["reason"].strip() for c in listed.values())
+    for circle in listed.values():
+        if "kick" in circle:  # what is left once the kick's imports are gone is listed too (or nothing)
+            room = _room(circle["kick"])
+            found |= {tuple(c) for c in _cycles({n: t & set(circle["modules"]) for n, t in _room_edges(room, circle["kick"]).items() if n in circle["modules"]})}
+    assert sorted(found - set(listed)) == [], "a new circle: break it (move the shared piece to a module both need) or argue it in docs/house.toml"
+    assert sorted(set(listed) - found) == [], "a listed circle is gone: take it out of docs/house.toml"
+
+
+@pytest.mark.parametrize("circle", [c for c in HOUSE["circle"] if "kick" in c], ids=lambda c: c["kick"])
+def test_a_kick_circle_goes_through_the_kick_alone(circle):
+    """``kick``: the circle's imports of tasks.py are made at call time, in the function that
+    starts the task, never at module level."""
+    top_level = []
+    for name in circle["modules"]:
+        if name == circle["kick"] or name not in MODULES:
+            continue
+        for node in ast.parse(MODULES[name].read_text()).body:
+            if isinstance(node, ast.ImportFrom) and _imports_kick(name, node, circle["kick"]):
+                top_level.append(name)
+    assert not top_level
+
+
+def _imports_kick(name: str, node: ast.ImportFrom, kick: str) -> bool:
+    package = name.split(".") if MODULES[name].name == "__init__.py" else name.split(".")[:-1]
+    base = ".".join(package[: len(package) - node.level + 1] + ([node.module] if node.module else [])) if node.level else node.module
+    return base == kick or any(f"{base}.{alias.name}" == kick for alias in node.names)
+
+
+# --- foreign keys -------------------------------------------------------------------------------
+
+
+def test_no_foreign_key_points_up_a_floor():
+    from django.apps import apps
+
+    def room(model) -> str | None:
+        name = apps.get_app_config(model._meta.app_label).name.split(".")[0]
+        return name if name in FLOOR else None  # Django's and third-party apps stand outside the house
+
+    up = set()
+    for model in apps.get_models():
+        for field in model._meta.get_fields():
+            if not (field.concrete and (field.many_to_one or field.one_to_one or field.many_to_many)) or field.related_model is None:
+                continue
+            low, high = room(model), room(field.related_model)
+            if low and high and FLOOR[high] > FLOOR[low]:
+                up.add(f"{model._meta.label}.{field.name}")
+    listed = {entry["field"] for entry in HOUSE["foreign_key_up"]}
+    assert sorted(up - listed) == [], "a foreign key up a floor: point it down, or argue it in docs/house.toml"
+    assert sorted(listed - up) == [], "a listed foreign key no longer points up: take it out of docs/house.toml"
+
+
+# --- where tests live, and that they run --------------------------------------------------------
+
+
+def _test_files() -> list[pathlib.Path]:
+    skip = {".venv", "node_modules", ".git", "var", "build"}
+    return sorted(p for p in ROOT.rglob("test_*.py") if not set(p.relative_to(ROOT).parts) & skip and not p.relative_to(ROOT).parts[0].endswith(".egg-info"))
+
+
+def _testpaths() -> list[str]:
+    config = configparser.ConfigParser()
+    config.read(ROOT / "pytest.ini")
+    return config["pytest"]["testpaths"].split()
+
+
+def test_every_test_file_is_collected():
+    """`make test` runs pytest on pytest.ini's testpaths, narrowed by no path of its own, so a
+    test file outside them is a test no run collects."""
+    recipe = re.search(r"^test:.*\n((?:\t.*\n)+)", (ROOT / "Makefile").read_text(), re.MULTILINE)
+    assert recipe and "-m pytest" in recipe.group(1)
+    pytest_args = recipe.group(1).split("-m pytest", 1)[1].split()
+    assert not [arg for arg in pytest_args if (ROOT / arg).exists()], "make test names paths: testpaths would not be what runs"
+    paths = _testpaths()
+    assert not [p for p in paths if not (ROOT / p).is_dir()]
+    missed = [str(p.relative_to(ROOT)) for p in _test_files() if p.relative_to(ROOT).parts[0] not in paths]
+    assert not missed
+
+
+@pytest.mark.parametrize("package", HOUSE["package"], ids=lambda p: p["room"])
+def test_a_packages_tests_live_with_it_and_run(package):
+    room = package["room"]
+    home = ROOT / room / "tests"
+    assert (home / "__init__.py").exists() and list(home.glob("test_*.py")), f"{room}/tests holds no tests"
+    assert room in _testpaths(), f"{room}/ is not in pytest.ini's testpaths: its tests never run"
+    own_modules = {name.split(".")[-1] for name in MODULES if _room(name) == room}
+    elsewhere_modules = {name.split(".")[-1] for name in MODULES if _room(name) != room}
+    only_here = own_modules - elsewhere_modules - {room}
+    elsewhere = {entry["file"] for entry in HOUSE["test_elsewhere"]}
+    strays = []
+    for path in _test_files():
+        relative = path.relative_to(ROOT)
+        if relative.parts[0] == room or str(relative) in elsewhere:
+            continue
+        if any(path.name.startswith(prefix) for prefix in package["names"]) or path.stem.removeprefix("test_") in only_here:
+            strays.append(str(relative))
+    assert not strays, f"tests of {room}/ outside {room}/tests: move them there (git mv), or argue them in docs/house.toml"
+
+
+def test_tests_argued_elsewhere_exist():
+    assert not [e["file"] for e in HOUSE["test_elsewhere"] if not (ROOT / e["file"]).exists() or not e["reason"].strip()]
+
+
+# --- the house style ----------------------------------------------------------------------------
+
+
+def test_the_house_style_is_a_page_of_the_repository():
+    """Comments cite docs/style.md; nothing cites a style file a clone does not have."""
+    assert (ROOT / "docs" / "style.md").exists()
+    outside = "STYLE" + ".md"
+    cited = sorted(str(p.relative_to(ROOT)) for p in [*MODULES.values(), *_test_files(), *(ROOT / "docs").glob("*.md")] if outside in p.read_text())
+    assert not cited
 
 
 def test_no_product_file_is_over_500_lines():
     long = sorted(f"{path.relative_to(ROOT)}: {n}" for path in MODULES.values() if (n := len(path.read_text().splitlines())) > 500)
     assert not long
+
+
+if __name__ == "__main__":
+    # Rewrites docs/architecture.md's floor table from docs/house.toml.
+    text = MAP.read_text()
+    before, rest = text.split(TABLE_START, 1)
+    MAP.write_text(f"{before}{TABLE_START}\n{floor_table()}\n{TABLE_END}{rest.split(TABLE_END, 1)[1]}")

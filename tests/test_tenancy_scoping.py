@@ -1,4 +1,4 @@
-"""Tenancy by construction (STYLE.md rule 3): a tenant-owned model's default API manager
+"""Tenancy by construction (docs/style.md, "One tenant door"): a tenant-owned model's default API manager
 cannot be queried without a tenant, views read through TenantScopedViewSet.get_queryset(),
 raw SQL fast paths bind the tenant, and only workers and the admin use ``unscoped``."""
 

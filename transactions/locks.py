@@ -1,4 +1,4 @@
-"""Row-lock helpers (STYLE.md rule 11): rows of one table are locked in pk order, tables
+"""Row-lock helpers (docs/style.md, "Locks and races"): rows of one table are locked in pk order, tables
 in a fixed order (records first, hot shared rows such as sequences last), and only inside
 a write phase (tenancy.idempotency.write_phase), never across a network call.
 On SQLite ``select_for_update`` is a no-op: BEGIN IMMEDIATE already serializes writers."""

@@ -225,7 +225,7 @@ def transaction_record(
     hold_for_approval: bool = False, hold_reason: str = "",
 ) -> Transaction:
     """Write phase: store the Transaction row (and bind the leased nonce) in the caller's
-    ``write_phase()``, together with the domain rows it belongs to (STYLE.md rule 9);
+    ``write_phase()``, together with the domain rows it belongs to (docs/style.md, "Intent before effect");
     submission follows on commit.
 
     ``hold_for_approval`` (a debit limit was exceeded, positions/limits.py): the signed

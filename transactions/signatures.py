@@ -10,7 +10,7 @@ or ``transaction_submit``, under the transaction's row lock, which check the sta
 
 Which account a lookup names, and whether the calling API key may sign with its key here,
 is the accounts area's to say: it registers an ``AccountSigner`` (accounts/apps.py), so the
-engine does not import an area (STYLE.md: apps depend downward; pass in what the engine
+engine does not import an area (docs/style.md, "Apps depend downward": pass in what the engine
 needs).
 """
 

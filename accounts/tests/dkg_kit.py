@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from accounts.mpc import keygen, sessions
 from accounts.mpc.models import DkgSession, SigningSession
-from accounts.tests.threshold_kit import InProcessPlayer
+from threshold.tests.threshold_kit import InProcessPlayer
 from threshold import messages as M
 from threshold import signing as S
 

@@ -1,4 +1,4 @@
-"""Races on one account (STYLE.md rule 11): the competing call is injected right after the
+"""Races on one account (docs/style.md, "Locks and races"): the competing call is injected right after the
 request under test built its transaction, before its write phase."""
 
 from __future__ import annotations

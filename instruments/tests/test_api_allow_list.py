@@ -196,7 +196,7 @@ def test_initialize_after_switching_to_the_hook_is_paid_by_the_funding_account(a
 
 @pytest.mark.django_db(transaction=True)
 def test_two_concurrent_adds_of_one_owner_record_one_transaction(api, celery_worker_process, chain, monkeypatch):
-    """STYLE.md rule 11: the competing add runs right after the first one built its
+    """docs/style.md, "Locks and races": the competing add runs right after the first one built its
     transaction; the first one's write phase sees the marker and answers 409."""
     from instruments.allowlist import services as allow_services
     from transactions.responses import wait_for

@@ -1,4 +1,4 @@
-"""Races on one instrument (STYLE.md rule 11): the competing call is injected at an exact
+"""Races on one instrument (docs/style.md, "Locks and races"): the competing call is injected at an exact
 point — right after the first request built and signed its transaction, before its write
 phase — and the write phase's re-check under the row lock must see it."""
 

@@ -10,7 +10,7 @@ ledger_project.middleware parses the body first; the DRF parser then reuses that
 - malformed JSON, NaN/Infinity or a non-UTF-8 body → 400 ``MALFORMED_JSON``.
 
 Non-integer numbers are parsed as ``Decimal``, never ``float``: an amount such as
-18446744073.709551615 keeps every digit (STYLE.md, money is never float).
+18446744073.709551615 keeps every digit (docs/style.md, "Money and time": never a float).
 """
 
 from __future__ import annotations

@@ -8,5 +8,5 @@
 - ``middleware`` / ``views``: requests by route and status; ``GET /metrics``.
 
 This package imports no app: the database figures are registered by the apps that own the
-tables (backoffice/metrics.py), so the layers still point downward (STYLE.md, (c)).
+tables (backoffice/metrics.py), so the layers still point downward (docs/style.md, "Apps depend downward").
 """

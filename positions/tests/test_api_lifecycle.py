@@ -71,7 +71,7 @@ def by_id(created: dict) -> dict:
 
 def inject_after_build(monkeypatch, competitor):
     """Run ``competitor`` once, right after the request under test built and signed its
-    transaction and before its write phase (STYLE.md rule 11)."""
+    transaction and before its write phase (docs/style.md, "Locks and races")."""
     real = lifecycle.transaction_build
     armed, results = [True], []
 

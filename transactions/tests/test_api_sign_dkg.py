@@ -21,7 +21,7 @@ from solders.signature import Signature
 
 from accounts.mpc.models import NonceStatus, SigningNonce, SigningPlayer, SigningSession
 from accounts.tests.dkg_kit import SIGNING, ApiPlayer, backend_done, create, dkg_account, dkg_item, share_verifies
-from accounts.tests.threshold_kit import Player, client_env, parse_result
+from threshold.tests.threshold_kit import Player, client_env, parse_result
 from threshold import frost
 from threshold import messages as M
 from conftest import assert_error

@@ -24,7 +24,7 @@ from transactions.models import ProgramDeployment, ProgramDeploymentState
 from transactions.programs import program_id
 from transactions.tests.chainkit import funded, next_slot, wait
 
-from .test_localnet_programs import INVALID, custom_error_of
+from localnet.tests.test_localnet_programs import INVALID, custom_error_of
 
 pytestmark = pytest.mark.chain
 

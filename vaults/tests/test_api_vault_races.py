@@ -1,4 +1,4 @@
-"""Two repayments of one vault at once (STYLE.md rule 11: the competing call injected at an
+"""Two repayments of one vault at once (docs/style.md, "Locks and races": the competing call injected at an
 exact point). Sequences are handed out under the vault's row lock before signing; the write
 phase re-checks the in-flight marker under the same lock, so one repayment is recorded per
 vault at a time, and the recorded ones carry increasing sequences."""

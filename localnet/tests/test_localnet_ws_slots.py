@@ -20,7 +20,7 @@ from solders.transaction import VersionedTransaction
 
 from localnet.testing import rpc_call
 from transactions.tests.chainkit import funded, next_slot, wait
-from transactions.tests.wskit import PubSub, ws_url_of
+from localnet.tests.wskit import PubSub, ws_url_of
 
 pytestmark = pytest.mark.chain
 ORDER = [SlotUpdateCreatedBank, SlotUpdateCompleted, SlotUpdateFrozen, SlotUpdateOptimisticConfirmation]

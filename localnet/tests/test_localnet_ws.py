@@ -30,8 +30,8 @@ from websockets.exceptions import ConnectionClosed
 
 from localnet.testing import LocalnetProcess, rpc_call
 from transactions.tests.chainkit import create_ata, create_mint, funded, mint_to, send, wait
-from transactions.tests.jskit import JS_DIR, npm_installed
-from transactions.tests.wskit import PubSub, ws_url_of
+from localnet.tests.jskit import JS_DIR, npm_installed
+from localnet.tests.wskit import PubSub, ws_url_of
 
 pytestmark = pytest.mark.chain
 SYSTEM = "11111111111111111111111111111111"

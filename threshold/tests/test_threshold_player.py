@@ -18,7 +18,7 @@ import pytest
 from solders.pubkey import Pubkey
 from solders.signature import Signature
 
-from accounts.tests.threshold_kit import PASSPHRASE, ROOT, CliError, Player, client_env, parse_result, write
+from threshold.tests.threshold_kit import PASSPHRASE, ROOT, CliError, Player, client_env, parse_result, write
 from threshold.player import Store
 
 MESSAGE = b"a message for two of three"

@@ -19,7 +19,7 @@ from threshold import frost
 from threshold import group as G
 from threshold import messages as M
 from threshold import signing as S
-from accounts.tests.threshold_kit import InProcessPlayer, Player, client_env, write
+from threshold.tests.threshold_kit import InProcessPlayer, Player, client_env, write
 from transactions.tests.chainkit import create_ata, create_mint, create_nonce, funded, mint_to, next_slot, nonce_value, wait
 
 pytestmark = pytest.mark.chain

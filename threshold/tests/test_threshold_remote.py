@@ -19,7 +19,7 @@ from solders.system_program import AdvanceNonceAccountParams, TransferParams, ad
 from spl.token.constants import TOKEN_PROGRAM_ID
 from spl.token.instructions import TransferCheckedParams, transfer_checked
 
-from accounts.tests.threshold_kit import CliError, Player, client_env, write
+from threshold.tests.threshold_kit import CliError, Player, client_env, write
 from threshold.player import remote, solana_message
 
 

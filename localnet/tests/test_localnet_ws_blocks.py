@@ -20,8 +20,8 @@ from solders.system_program import TransferParams, transfer
 from solders.transaction import VersionedTransaction
 
 from localnet.testing import LocalnetProcess, rpc_call
+from localnet.tests.wskit import PubSub, ws_url_of
 from transactions.tests.chainkit import funded, send, wait
-from transactions.tests.wskit import PubSub, ws_url_of
 
 pytestmark = pytest.mark.chain
 

@@ -11,8 +11,8 @@ import subprocess
 
 import pytest
 
-from transactions.tests.jskit import JS_DIR, npm_installed
-from transactions.tests.wskit import ws_url_of
+from localnet.tests.jskit import JS_DIR, npm_installed
+from localnet.tests.wskit import ws_url_of
 
 pytestmark = pytest.mark.chain
 SYSTEM = "11111111111111111111111111111111"

@@ -20,7 +20,7 @@ LANDED = (TransactionStatus.CONFIRMED, TransactionStatus.FINALIZED, TransactionS
 
 
 def chain_record_fields(record) -> dict:
-    """Transaction columns from the chain's record of it (``chain.rpc.TransactionBalances``)."""
+    """Transaction columns from the chain's record of it (``chain.balances.TransactionBalances``)."""
     from datetime import datetime, timezone as dt_timezone
 
     return {

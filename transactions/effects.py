@@ -49,7 +49,7 @@ _IN_FLIGHT_MARKED: list = []
 class ConfirmationFacts:
     """What the chain says about one confirmed transaction, read before its effects apply.
 
-    - ``transaction``: its own record from one getTransaction (``chain.rpc.TransactionBalances``:
+    - ``transaction``: its own record from one getTransaction (``chain.balances.TransactionBalances``:
       ``slot``; ``keys``, static then loaded from lookup tables; ``lamports`` address →
       (pre, post); ``tokens`` token account → ``TokenBalance`` (mint, owner, program_id,
       decimals, pre, post, opened, closed), amounts in base units). None when the node has

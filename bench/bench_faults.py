@@ -311,7 +311,7 @@ def campaign(setup: str, name: str, ops: int, concurrency: int, seed: int, keep:
             return {
                 "bench": "faults", "setup": setup, "database": "postgresql" if setup == "postgres" else "sqlite", "profile": name, "seed": seed,
                 "ops": ops, "concurrency": concurrency, "accepted": sum(result["accepted"].values()), "accepted_by_kind": dict(result["accepted"]),
-                "refused": dict(result["refused"]), "gave_up": result["gave_up"], "transactions": len(result["transactions"]),
+                "refused": dict(result["refused"]), "refused_examples": result["refused_examples"], "gave_up": result["gave_up"], "transactions": len(result["transactions"]),
                 "terminal": sum(n for s, n in statuses.items() if s in ("CONFIRMED", "FINALIZED", "FAILED", "EXPIRED", "CANCELLED")),
                 "pending_left": left, "held": held, "statuses": statuses, "statuses_by_kind": found["by_kind"],
                 "confirmed": sum(statuses.get(s, 0) for s in LANDED), "expired": statuses.get("EXPIRED", 0), "failed": statuses.get("FAILED", 0),

@@ -196,7 +196,7 @@ def run_operations(api: Api, world: dict, ops: int, concurrency: int, seed: int,
     kinds = ["batch_payout" if i == ops // 2 else rng.choices([k for k, _ in MIX], [w for _, w in MIX])[0] for i in range(ops)]
     plan = iter(range(ops))
     lock = threading.Lock()
-    out = {"accepted": Counter(), "refused": Counter(), "gave_up": 0, "transactions": {}, "batch": None}
+    out = {"accepted": Counter(), "refused": Counter(), "refused_examples": {}, "gave_up": 0, "transactions": {}, "batch": None}
     answered = [0]
 
     def client(n: int) -> None:
@@ -222,7 +222,10 @@ def run_operations(api: Api, world: dict, ops: int, concurrency: int, seed: int,
                 elif status == 0:
                     out["gave_up"] += 1
                 else:
-                    out["refused"][f"{kind}:{status}:{error_code(json.dumps(data).encode())}"] += 1
+                    key = f"{kind}:{status}:{error_code(json.dumps(data).encode())}"
+                    out["refused"][key] += 1
+                    # One answer of each kind of refusal, to read what it said.
+                    out["refused_examples"].setdefault(key, json.dumps(data)[:400])
                 done = answered[0]
             on_progress(done)
 

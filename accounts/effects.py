@@ -183,7 +183,7 @@ def nonce_accounts_created(tx, facts: ConfirmationFacts) -> None:
 
     ids, now = _nonce_accounts(tx), timezone.now()
     Account.unscoped.filter(offchain_id__in=ids, status=AccountStatus.PENDING).update(status=AccountStatus.ACTIVE, creation_transaction_at=tx.confirmed_at or now, updated_at=now)
-    NonceAccount.objects.filter(account__offchain_id__in=ids, state=NonceState.CREATING).update(state=NonceState.READY)
+    NonceAccount.objects.filter(account__offchain_id__in=ids, state=NonceState.CREATING).update(state=NonceState.READY, written_slot=facts.transaction.slot if facts.transaction else None)
 
 
 @failure_handler(operations.NONCE_CREATE)

@@ -50,6 +50,7 @@ class ComputeUnits:
 class NonceLease:
     address: Pubkey
     authority: Pubkey
+    written_slot: int | None = None  # the account's last known write: its nonce is read at least that recent
 
 
 @dataclass(frozen=True)
@@ -363,7 +364,7 @@ def _build(plan: BuildPlan, rpc: ChainRpc, *, reuse: bool) -> BuiltMessage:
 
     reused = False
     if plan.nonce is not None:
-        blockhash, last_valid = nonce_value(rpc, plan.nonce.address), None
+        blockhash, last_valid = nonce_value(rpc, plan.nonce.address, min_context_slot=plan.nonce.written_slot), None
     elif reuse:
         latest, reused = recent_blockhash(rpc, plan.blockhash_reuse_seconds)
         blockhash, last_valid = latest.blockhash, latest.last_valid_block_height

@@ -210,3 +210,57 @@ def test_an_api_request_whose_read_stays_behind_answers_503_chain_behind_with_re
     assert_error(response, 503, "CHAIN_BEHIND")
     assert response["Retry-After"] == "2"
     assert not TenantOrganization.objects.filter(external_id="BEHIND1").exists()
+
+
+@pytest.mark.chain
+@pytest.mark.django_db(transaction=True)
+def test_a_durable_nonce_request_behind_a_lagging_pool_reads_the_nonce_its_last_write_left(api, fault_front, settings, chain, monkeypatch):
+    """Found by the campaign (profiles lagging and staging-mix: 400 INVALID_NONCE_ACCOUNT and
+    TRANSACTION_SIMULATION_FAILED BlockhashNotFound on DURABLE_NONCE transfers): a pool nonce
+    created or advanced a moment before was read from the lagging view as it was before the
+    write — not yet a nonce account, or its previous value. The slot of the service's last
+    write of the account (NonceAccount.written_slot) goes with the lease, and the read of
+    its nonce waits for a node that has reached it."""
+    from solders.hash import Hash
+
+    from chain import builder
+    from ledger_project.api.errors import LedgerError
+    from transactions import nonce_pool
+    from transactions.models import NonceAccount, Transaction
+    from transactions.tests.test_nonce_pool import seeded_create, tenant_payer
+
+    monkeypatch.setattr(nonce_pool, "_kick_fill", lambda cluster: None)  # this test's pool alone
+    front = _lagging(fault_front, settings)
+    payer = tenant_payer(api, chain)
+    nonce_pool.nonce_pool_fill(cluster=CLUSTER, target=1)
+    row = NonceAccount.objects.get()
+    address = Pubkey.from_string(row.address)
+    assert row.written_slot is not None and row.written_slot > 0
+    rpc = rpc_for(CLUSTER)
+    with pytest.raises(LedgerError, match="not an initialized nonce account"):
+        builder.nonce_value(rpc, address)  # the pool's view remembers the account absent
+    reads: list = []
+    real = builder.nonce_value
+
+    def noted(rpc, address, *, min_context_slot=None):
+        reads.append((str(address), min_context_slot))
+        return real(rpc, address, min_context_slot=min_context_slot)
+
+    monkeypatch.setattr(builder, "nonce_value", noted)
+    response = seeded_create(api, payer, 2_000_000)
+    assert response.status_code == 201, response.json()  # before the fix: 400 INVALID_NONCE_ACCOUNT
+    tx = Transaction.unscoped.get(offchain_id=response.json()["svmTransaction"]["offchainId"])
+    assert tx.nonce_account == row.address
+    assert reads == [(row.address, row.written_slot)]  # read no older than the creation
+    monkeypatch.setattr(builder, "nonce_value", real)
+
+    # An advance of the service's own: its slot is recorded, and a read at it sees the new value.
+    stored = Hash(bytes(chain.get_account_info(address).value.data[40:72]))
+    NonceAccount.objects.filter(pk=row.pk).update(leased_by=None, leased_at=None)
+    Transaction.unscoped.filter(pk=tx.pk).update(status="EXPIRED")  # (the request's transaction: not this check's)
+    assert nonce_pool.nonce_advance(cluster=CLUSTER, nonce_address=row.address, expected=str(stored)) is True
+    advanced = NonceAccount.objects.get(pk=row.pk)
+    assert advanced.written_slot > row.written_slot
+    now_stored = Hash(bytes(chain.get_account_info(address).value.data[40:72]))
+    assert now_stored != stored
+    assert builder.nonce_value(rpc, address, min_context_slot=advanced.written_slot) == now_stored

@@ -276,6 +276,9 @@ class NonceAccount(models.Model):
     authority_account = models.ForeignKey("accounts.Account", null=True, blank=True, on_delete=models.PROTECT, related_name="+", help_text="The tenant's account named as nonceAuthority, if any.")
     leased_by = models.OneToOneField("transactions.Transaction", null=True, blank=True, on_delete=models.SET_NULL, related_name="nonce_lease")
     leased_at = models.DateTimeField(null=True, blank=True)
+    written_slot = models.BigIntegerField(null=True, blank=True, help_text=(
+        "The slot of the service's last write of the account it knows of (its creation, an advance, a transaction that used it): "
+        "reads of its nonce carry it as minContextSlot, so a node behind it never answers the value it held before (docs/chain.md)."))
     created_at = models.DateTimeField(auto_now_add=True)
     closed_at = models.DateTimeField(null=True, blank=True)
 

@@ -275,10 +275,20 @@ def nonce_wait_usable(rpc, address: Pubkey) -> bool:
     return _next_blockhash(rpc, address)
 
 
+def later_slot(slot: int | None):
+    """An update of ``written_slot`` to ``slot`` that never moves it back (a late record of
+    an older write keeps the newer one)."""
+    from django.db.models import F, Value
+    from django.db.models.functions import Coalesce, Greatest
+
+    return F("written_slot") if slot is None else Greatest(Coalesce(F("written_slot"), Value(0)), Value(int(slot)))
+
+
 def _nonce_account_finish(row: NonceAccount) -> None:
     """Create and initialize the recorded account on chain (one transaction: either both
     happened or neither), unless it already is; then mark it READY."""
     rpc = rpc_for(row.cluster)
+    written = row.written_slot
     if not _is_pool_nonce(rpc, row):
         payer = platform_fee_payer(row.cluster)
         address = Pubkey.from_string(row.address)
@@ -298,7 +308,7 @@ def _nonce_account_finish(row: NonceAccount) -> None:
         else:
             written = _wait_landed(rpc, signature, "nonce account creation")
         _next_blockhash(rpc, address, written=written)
-    NonceAccount.objects.filter(pk=row.pk, state=NonceState.CREATING).update(state=NonceState.READY)
+    NonceAccount.objects.filter(pk=row.pk, state=NonceState.CREATING).update(state=NonceState.READY, written_slot=later_slot(written))
 
 
 def nonce_advance(*, cluster: str, nonce_address: str, expected: str) -> bool:
@@ -312,7 +322,7 @@ def nonce_advance(*, cluster: str, nonce_address: str, expected: str) -> bool:
         return False
     rpc = rpc_for(cluster)
     address = Pubkey.from_string(nonce_address)
-    if str(builder.nonce_value(rpc, address)) != expected:
+    if str(builder.nonce_value(rpc, address, min_context_slot=row.written_slot)) != expected:
         return False
     payer = platform_fee_payer(cluster)
     authority = Pubkey.from_string(row.authority)
@@ -324,7 +334,9 @@ def nonce_advance(*, cluster: str, nonce_address: str, expected: str) -> bool:
         signature = rpc.send_raw(bytes(builder.assemble(message, signatures)))
     except SimulationFailed:
         return False  # the nonce moved on meanwhile (whoever moved it, ``expected`` is spent)
-    _next_blockhash(rpc, address, written=_wait_landed(rpc, signature, "nonce advance"))
+    written = _wait_landed(rpc, signature, "nonce advance")
+    NonceAccount.objects.filter(pk=row.pk).update(written_slot=later_slot(written))
+    _next_blockhash(rpc, address, written=written)
     return True
 
 

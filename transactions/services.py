@@ -104,7 +104,7 @@ def transaction_build(
     nonce = None
     if config.lifetime == MessageLifetime.DURABLE_NONCE:
         nonce_row = nonce_pool.nonce_lease(cluster=cluster, tenant=tenant, named=config.nonce_account)
-        nonce = builder.NonceLease(address=Pubkey.from_string(nonce_row.address), authority=Pubkey.from_string(nonce_row.authority))
+        nonce = builder.NonceLease(address=Pubkey.from_string(nonce_row.address), authority=Pubkey.from_string(nonce_row.authority), written_slot=nonce_row.written_slot)
         # An authority key the service does not hold (a tenant's account with an off-platform
         # authority) leaves the transaction PARTIALLY_SIGNED until that signature arrives.
         authority = SignerSpec(nonce.authority, nonce_row.authority_key, platform=nonce_row.tenant_id is None)

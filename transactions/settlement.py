@@ -277,7 +277,7 @@ def _settle_each(settled: list[tuple[Transaction, object]], facts: dict, now, *,
                     if batch_hooks:
                         effects.apply_batch([(tx, facts[tx.pk])])
                 if finalized:
-                    NonceAccount.objects.filter(leased_by_id=tx.pk).update(leased_by=None, leased_at=None)
+                    NonceAccount.objects.filter(leased_by_id=tx.pk).update(leased_by=None, leased_at=None, written_slot=nonce_pool.later_slot(status.slot))
                     event(tx, "FINALIZED", slot=status.slot)
         except Exception:  # noqa: BLE001 - one transaction's bug must not hold up the others
             logger.exception("could not settle transaction %s; it stays in flight", tx.pk)

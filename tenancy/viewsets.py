@@ -15,7 +15,9 @@ from __future__ import annotations
 from rest_framework import viewsets
 
 from ledger_project.api.clusters import cluster_from_request
+from ledger_project.api.envelope import validated
 from ledger_project.api.errors import LedgerError
+from tenancy.context import OperationContext
 from tenancy.permissions import require_role
 from ledger_project.request_context import acting_api_key_var
 
@@ -71,6 +73,17 @@ class TenantScopedViewSet(viewsets.ViewSet):
             acting_api_key_var.reset(token)
             self._api_key_token = None
         return super().finalize_response(request, response, *args, **kwargs)
+
+    def operation(self, input_serializer) -> tuple[OperationContext, dict]:
+        """The request's body validated by ``input_serializer``, and the operation's context
+        (tenancy/context.py): this door's tenant, cluster and acting key, the body's
+        svmTransactionConfig as validated, the request's x-request-id."""
+        body = validated(input_serializer, self.request)
+        context = OperationContext(
+            tenant=self.tenant, cluster=self.cluster, api_key=self.api_key,
+            svm_config=body.get("svmTransactionConfig"), request_id=self.request.client_request_id,
+        )
+        return context, body
 
     def get_queryset(self):
         """The acting tenant's own records of ``model``, narrowed by ``scoped_queryset()``."""

@@ -29,6 +29,7 @@ from chain.fees import message_fee
 from chain.rpc import rpc_for
 from ledger_project.api.errors import ConflictError, LedgerError
 from ledger_project.request_context import acting_api_key_var
+from tenancy.context import OperationContext
 
 from . import fee_payers, fees, nonce_pool, notify, platform_keys, shards
 from .compression import compression_tables
@@ -76,8 +77,9 @@ class Prepared:
 
 def transaction_build(
     *,
-    tenant,
-    cluster: str,
+    context: OperationContext | None = None,
+    tenant=None,
+    cluster: str | None = None,
     operation: str,
     instructions: Sequence[Instruction],
     signers: Sequence[SignerSpec] = (),
@@ -87,10 +89,17 @@ def transaction_build(
     """Network phase: lease a nonce (when asked), fetch the blockhash, estimate fees,
     simulate and sign. Writes nothing in the caller's database transaction and must run
     outside one (docs/transactions.md, "Path of a mutation"). Signers whose key the service
-    holds sign now; the others leave the transaction PARTIALLY_SIGNED."""
+    holds sign now; the others leave the transaction PARTIALLY_SIGNED.
+
+    ``context`` (tenancy/context.py) names the tenant, the cluster and the acting API key
+    the checks run for; callers not handed one yet name ``tenant`` and ``cluster``, and the
+    acting key is the request's (``acting_api_key_var``)."""
+    if context is not None:
+        tenant, cluster, api_key = context.tenant, context.cluster, context.api_key
+    else:
+        api_key = acting_api_key_var.get()
     config = config or TxConfig()
     rpc = rpc_for(cluster)
-    api_key = acting_api_key_var.get()
     fee_payer = config.fee_payer or fee_payers.platform_fee_payer(cluster)
     by_key: dict[str, SignerSpec] = {str(fee_payer.pubkey): fee_payer}
     for spec in signers:

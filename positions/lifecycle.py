@@ -313,7 +313,7 @@ def position_update(ctx: OperationContext, *, position: Position, changes: dict)
         if fields:
             locked.save(update_fields=[*fields, "updated_at"])
         if refs:
-            account_update(tenant=tenant, cluster=cluster, api_key=ctx.api_key, account=locked.account, changes={"offchainReferences": refs})
+            account_update(ctx, account=locked.account, changes={"offchainReferences": refs})
         if prepared is not None:
             tx = _record(locked, prepared, ctx, requested_by=None, **effects)
     return PositionResult(locked, tx)

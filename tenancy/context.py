@@ -9,8 +9,9 @@ API keys, the organization's fee budget.
 
 Without a request (workers, the admin, management commands) the caller builds one itself:
 ``OperationContext.system(tenant=..., cluster=...)`` acts for no API key (``api_key`` None:
-the engine then applies no key's rights and no fee budget, as for every worker), and a
-worker that acts for a recorded key (a batch's retries) names it.
+the engine then skips the shared-key debit-API-key check and the organization's fee budget,
+as it always did without a key), and a worker that acts for a recorded key (a batch's
+retries) names it.
 """
 
 from __future__ import annotations

@@ -28,7 +28,6 @@ from chain.errors import SimulationFailed
 from chain.fees import message_fee
 from chain.rpc import rpc_for
 from ledger_project.api.errors import ConflictError, LedgerError
-from ledger_project.request_context import acting_api_key_var
 from tenancy.context import OperationContext
 
 from . import fee_payers, fees, nonce_pool, notify, platform_keys, shards
@@ -77,9 +76,7 @@ class Prepared:
 
 def transaction_build(
     *,
-    context: OperationContext | None = None,
-    tenant=None,
-    cluster: str | None = None,
+    context: OperationContext,
     operation: str,
     instructions: Sequence[Instruction],
     signers: Sequence[SignerSpec] = (),
@@ -92,12 +89,8 @@ def transaction_build(
     holds sign now; the others leave the transaction PARTIALLY_SIGNED.
 
     ``context`` (tenancy/context.py) names the tenant, the cluster and the acting API key
-    the checks run for; callers not handed one yet name ``tenant`` and ``cluster``, and the
-    acting key is the request's (``acting_api_key_var``)."""
-    if context is not None:
-        tenant, cluster, api_key = context.tenant, context.cluster, context.api_key
-    else:
-        api_key = acting_api_key_var.get()
+    the fee and signing checks run for (None outside a request: ``OperationContext.system``)."""
+    tenant, cluster, api_key = context.tenant, context.cluster, context.api_key
     config = config or TxConfig()
     rpc = rpc_for(cluster)
     fee_payer = config.fee_payer or fee_payers.platform_fee_payer(cluster)
@@ -297,10 +290,11 @@ def transaction_prepare(
     submit: bool = True,
 ) -> Transaction:
     """Build and record in one call, for callers without domain rows of their own to
-    write (network phase, then a write phase of its own)."""
+    write (network phase, then a write phase of its own). It acts for no API key
+    (``OperationContext.system``); ``api_key`` is only recorded as the row's creator."""
     from tenancy.idempotency import write_phase
 
-    prepared = transaction_build(tenant=tenant, cluster=cluster, operation=operation, instructions=instructions, signers=signers, config=config, simulate=simulate)
+    prepared = transaction_build(context=OperationContext.system(tenant=tenant, cluster=cluster), operation=operation, instructions=instructions, signers=signers, config=config, simulate=simulate)
     with write_phase(on_abort=prepared.release):
         return transaction_record(prepared, effects_data=effects_data, api_key=api_key, request_id=request_id, submit=submit)
 

@@ -12,6 +12,7 @@ from django.contrib import admin, messages
 
 from ledger_project.api.errors import LedgerError
 from ledger_project.staff import ReadOnlyAdmin, staff_action
+from tenancy.context import OperationContext
 
 from . import services
 from .lookup import resolve_account
@@ -73,7 +74,7 @@ class AccountAdmin(admin.ModelAdmin):
                 refund = None
                 if destination:
                     refund = resolve_account(account.tenant, account.cluster, {"onchainId": destination, "offPlatform": True}, field="itemData.refundDestination", allow_off_platform=True)
-                result = services.account_inactivate(tenant=account.tenant, cluster=account.cluster, api_key=None, account=account, refund_to=refund,
+                result = services.account_inactivate(OperationContext.system(tenant=account.tenant, cluster=account.cluster), account=account, refund_to=refund,
                                                      requested_by=request.user.get_username())
                 done += 1
                 if result.transaction is not None:

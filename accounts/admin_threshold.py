@@ -5,6 +5,7 @@ service as Refresh DKG Shares."""
 from django.contrib import admin, messages
 
 from ledger_project.api.errors import LedgerError
+from tenancy.context import OperationContext
 
 from .mpc import keygen
 from .mpc.models import DkgSession, DkgStatus, SigningSession, ThresholdKey, ThresholdShare
@@ -44,7 +45,7 @@ class ThresholdKeyAdmin(admin.ModelAdmin):
     def refresh_shares(self, request, queryset):
         for key in queryset.select_related("account", "account__tenant"):
             try:
-                session = keygen.refresh_start(tenant=key.account.tenant, api_key=None, account=key.account)
+                session = keygen.refresh_start(OperationContext.system(tenant=key.account.tenant, cluster=key.account.cluster), account=key.account)
             except LedgerError as exc:
                 self.message_user(request, f"{key.account.address}: {exc.message}", messages.ERROR)
                 continue

@@ -32,6 +32,7 @@ from solders.system_program import (
 
 from custody import services as custody
 from ledger_project.api.errors import LedgerError, NotFoundError
+from tenancy.context import OperationContext
 from tenancy.idempotency import write_phase
 from ledger_project.api.query import QueryField, QuerySpec, apply_item_query
 from tenancy.scoping import scoped_tenant
@@ -121,7 +122,7 @@ def _authority(tenant, cluster: str, lookup: dict | None) -> tuple[Account | Non
     return account, (account.managed_key if can_sign_on_platform(account, tenant) else None)
 
 
-def durable_nonce_accounts_create(*, tenant, cluster: str, api_key, data: dict, svm_config: dict | None = None, request_id=None) -> NonceAccountsCreated:
+def durable_nonce_accounts_create(ctx: OperationContext, *, data: dict) -> NonceAccountsCreated:
     """Create Durable Nonce Accounts: ``count`` accounts in as few transactions as fit.
 
     Read and network phase (no writes): the authority, the funder (the rent of every
@@ -130,11 +131,12 @@ def durable_nonce_accounts_create(*, tenant, cluster: str, api_key, data: dict, 
     the NonceAccount rows (CREATING) and the Transaction rows — committed before the pump
     sends anything, so no account can exist on chain without its rows and keys.
     """
+    tenant, cluster = ctx.tenant, ctx.cluster
     count = data["count"]
     authority_account, authority_key = _authority(tenant, cluster, data.get("nonceAuthority"))
     rent = rpc_for(cluster).minimum_balance_for_rent_exemption(NONCE_SIZE)
-    config = transaction_config(tenant, cluster, svm_config)
-    funding = funding_signer(tenant=tenant, cluster=cluster, api_key=api_key, svm_config=svm_config, lamports=rent * count, destination_type="MANAGED")
+    config = transaction_config(tenant, cluster, ctx.svm_config)
+    funding = funding_signer(tenant=tenant, cluster=cluster, api_key=ctx.api_key, svm_config=ctx.svm_config, lamports=rent * count, destination_type="MANAGED")
     drafts = []
     for _ in range(count):
         key = custody.managed_key_generate(save=False)
@@ -159,7 +161,7 @@ def durable_nonce_accounts_create(*, tenant, cluster: str, api_key, data: dict, 
         for batch in batches:
             instructions = [ix for draft in batch for ix in _instructions(draft, funding.pubkey, rent)]
             signers = [funding.signer, *(SignerSpec(Pubkey.from_string(d.account.address), d.account.managed_key) for d in batch)]
-            prepared.append(transaction_build(tenant=tenant, cluster=cluster, operation=operations.NONCE_CREATE, instructions=instructions, signers=signers, config=config))
+            prepared.append(transaction_build(context=ctx, operation=operations.NONCE_CREATE, instructions=instructions, signers=signers, config=config))
     except BaseException:
         for built in prepared:  # the nonce leases of the transactions built so far
             built.release()
@@ -171,10 +173,10 @@ def durable_nonce_accounts_create(*, tenant, cluster: str, api_key, data: dict, 
 
     transactions = []
     with write_phase(on_abort=release):
-        funded = funding_effects(funding, tenant=tenant, api_key=api_key).get("funding")  # the whole rent, under the funder's lock
+        funded = funding_effects(funding, tenant=tenant, api_key=ctx.api_key).get("funding")  # the whole rent, under the funder's lock
         for batch, built in zip(batches, prepared):
             share = {"funding": {**funded, "lamports": rent * len(batch)}} if funded else {}
-            tx = transaction_record(built, effects_data={"nonceAccounts": [str(d.account.offchain_id) for d in batch], **share}, api_key=api_key, request_id=request_id)
+            tx = transaction_record(built, effects_data={"nonceAccounts": [str(d.account.offchain_id) for d in batch], **share}, api_key=ctx.api_key, request_id=ctx.request_id)
             for draft in batch:
                 account = draft.account
                 account.creation_transaction = account.last_transaction = account.pending_transaction = tx

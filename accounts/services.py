@@ -16,6 +16,7 @@ from custody import services as custody
 from custody.errors import ManagedKeyExists
 from custody.models import KeyLocation
 from ledger_project.api.errors import ConflictError, LedgerError, NotFoundError
+from tenancy.context import OperationContext
 from tenancy.idempotency import write_phase
 from tenancy.permissions import require_role
 from tenancy.roles import Role
@@ -278,12 +279,13 @@ def funding_effects(funding: Funding | None, *, tenant, api_key) -> dict:
     return {"funding": {"source": str(funding.pubkey), "lamports": funding.lamports, "destinationType": funding.destination_type}}
 
 
-def account_create(*, tenant, cluster: str, api_key, data: dict, svm_config: dict | None = None, request_id=None) -> AccountResult:
+def account_create(ctx: OperationContext, *, data: dict) -> AccountResult:
     """Create Account (spec, Blockchain accounts 1): validate and draft (no writes), build
     and sign the funding transaction (network), then one write phase for the key, the
     account and the Transaction row."""
+    tenant, cluster = ctx.tenant, ctx.cluster
     prefix = "itemData"
-    account = account_draft(tenant=tenant, cluster=cluster, api_key=api_key, data=data, prefix=prefix)
+    account = account_draft(tenant=tenant, cluster=cluster, api_key=ctx.api_key, data=data, prefix=prefix)
     account_type, address = account.type, account.address
     already, seed, data_length = data.get("alreadyOnchain", False), data.get("seed"), data.get("dataLength") or 0
 
@@ -304,10 +306,10 @@ def account_create(*, tenant, cluster: str, api_key, data: dict, svm_config: dic
     prepared = funding = None
     if plan is not None:
         kind, lamports, owner = plan
-        funding = funding_signer(tenant=tenant, cluster=cluster, api_key=api_key, svm_config=svm_config, lamports=lamports, destination_type="MANAGED" if account.managed else "NON_MANAGED")
+        funding = funding_signer(tenant=tenant, cluster=cluster, api_key=ctx.api_key, svm_config=ctx.svm_config, lamports=lamports, destination_type="MANAGED" if account.managed else "NON_MANAGED")
         # A named funder pays the fee too; the airdrop funder holds exactly the amount, so
         # the platform fee payer pays the fee (fees only).
-        config = transaction_config(tenant, cluster, svm_config)
+        config = transaction_config(tenant, cluster, ctx.svm_config)
         target = Pubkey.from_string(address)
         if kind == "create":
             ix = create_account(CreateAccountParams(from_pubkey=funding.pubkey, to_pubkey=target, lamports=lamports, space=data_length, owner=owner))
@@ -315,15 +317,15 @@ def account_create(*, tenant, cluster: str, api_key, data: dict, svm_config: dic
         else:
             ix = transfer(TransferParams(from_pubkey=funding.pubkey, to_pubkey=target, lamports=lamports))
             signers = [funding.signer]
-        prepared = transaction_build(tenant=tenant, cluster=cluster, operation=operations.CREATE, instructions=[ix], signers=signers, config=config)
+        prepared = transaction_build(context=ctx, operation=operations.CREATE, instructions=[ix], signers=signers, config=config)
 
     tx = None
     with write_phase(on_abort=prepared.release if prepared else None):
-        funded = funding_effects(funding, tenant=tenant, api_key=api_key)
+        funded = funding_effects(funding, tenant=tenant, api_key=ctx.api_key)
         if prepared is not None:
             # The Transaction row first, so the account is inserted once, PENDING and
             # pointing at it (its offchain id is known before it is saved).
-            tx = transaction_record(prepared, effects_data={"account": str(account.offchain_id), **funded}, api_key=api_key, request_id=request_id)
+            tx = transaction_record(prepared, effects_data={"account": str(account.offchain_id), **funded}, api_key=ctx.api_key, request_id=ctx.request_id)
             account.status = AccountStatus.PENDING
             account.creation_transaction = account.last_transaction = account.pending_transaction = tx
         account_save(account, prefix=prefix)
@@ -343,14 +345,15 @@ _PATCHABLE = {
 _REFERENCE_FIELDS = {"code": "code", "alId": "al_id", "accountNumber": "account_number", "organizationExternalId": "organization_external_id", "name": "name", "type": "type"}
 
 
-def account_update(*, tenant, cluster: str, api_key, account: Account, changes: dict) -> Account:
+def account_update(ctx: OperationContext, *, account: Account, changes: dict) -> Account:
     """Update Account: patch semantics, only the fields present change (no transaction:
     one write phase under the account's row lock)."""
     with write_phase():
-        return _account_update(tenant=tenant, cluster=cluster, api_key=api_key, account=lock_account(account.pk, tenant=tenant), changes=changes)
+        return _account_update(ctx, account=lock_account(account.pk, tenant=ctx.tenant), changes=changes)
 
 
-def _account_update(*, tenant, cluster: str, api_key, account: Account, changes: dict) -> Account:
+def _account_update(ctx: OperationContext, *, account: Account, changes: dict) -> Account:
+    tenant, cluster = ctx.tenant, ctx.cluster
     refs = changes.get("offchainReferences") or {}
     new_type = refs.get("type") or account.type
     # A rule of the record, not of the body: the type enum is the same for every account.
@@ -359,7 +362,7 @@ def _account_update(*, tenant, cluster: str, api_key, account: Account, changes:
             raise LedgerError("The type of a position, lookup table or nonce account cannot change.", field="itemData.offchainReferences.type", code="IMMUTABLE")
         if refs["type"] in SPECIALIZED_TYPES:
             raise LedgerError(f"Only its own endpoint makes an account a {refs['type']}.", field="itemData.offchainReferences.type", code="USE_SPECIALIZED_ENDPOINT")
-    _check_debit_settings(api_key, changes, new_type, "itemData")
+    _check_debit_settings(ctx.api_key, changes, new_type, "itemData")
     for name, column in _PATCHABLE.items():
         if name in changes:
             value = changes[name]
@@ -391,8 +394,7 @@ def _inactivatable(account: Account) -> None:
     ensure_no_operation_in_flight(account, field="itemData.account")
 
 
-def account_inactivate(*, tenant, cluster: str, api_key, account: Account, refund_to, svm_config: dict | None = None, request_id=None,
-                       requested_by: str | None = None) -> AccountResult:
+def account_inactivate(ctx: OperationContext, *, account: Account, refund_to, requested_by: str | None = None) -> AccountResult:
     """Inactivate Account: close it on the network (lamports to refundDestination) and
     mark it INACTIVE once that is confirmed; without lamports or a key, at once.
 
@@ -401,6 +403,7 @@ def account_inactivate(*, tenant, cluster: str, api_key, account: Account, refun
     marker set: a concurrent second inactivation gets 409 OPERATION_IN_PROGRESS.
     ``requested_by``: the staff user of an admin action (no API key), recorded on the
     transaction as created_by_key records a key."""
+    tenant, cluster = ctx.tenant, ctx.cluster
     account = Account.objects.for_tenant(tenant).get(pk=account.pk)
     _inactivatable(account)
     destination = None
@@ -428,18 +431,18 @@ def account_inactivate(*, tenant, cluster: str, api_key, account: Account, refun
         raise LedgerError("The account holds data (dataLength > 0): the System program cannot move its lamports out, so it cannot be closed.", field="itemData.account", code="NOT_CLOSABLE")
     if destination is None:
         raise LedgerError(f"The account holds {lamports} lamports; give refundDestination to receive them.", field="itemData.refundDestination", code="REFUND_DESTINATION_REQUIRED")
-    config = transaction_config(tenant, cluster, svm_config)
+    config = transaction_config(tenant, cluster, ctx.svm_config)
     if config.fee_payer is not None and str(config.fee_payer.pubkey) == account.address:
         raise LedgerError("The account being closed cannot pay the fee for its own closing.", field="svmTransactionConfig.feePayer", code="INVALID")
     ix = transfer(TransferParams(from_pubkey=Pubkey.from_string(account.address), to_pubkey=Pubkey.from_string(destination), lamports=lamports))
     prepared = transaction_build(
-        tenant=tenant, cluster=cluster, operation=operations.INACTIVATE, instructions=[ix],
+        context=ctx, operation=operations.INACTIVATE, instructions=[ix],
         signers=[signer_for(account, tenant, field="itemData.account", require_platform=True)], config=config,
     )
     with write_phase(on_abort=prepared.release):
         account = lock_account(account.pk, tenant=tenant)
         _inactivatable(account)
-        tx = transaction_record(prepared, effects_data={"account": str(account.offchain_id)}, api_key=api_key, request_id=request_id)
+        tx = transaction_record(prepared, effects_data={"account": str(account.offchain_id)}, api_key=ctx.api_key, request_id=ctx.request_id)
         if requested_by:
             TransactionEvent.objects.create(transaction=tx, kind="REQUESTED_IN_ADMIN", detail={"user": requested_by})
         account.last_transaction = account.pending_transaction = tx

@@ -61,10 +61,10 @@ class AccountViewSet(TenantScopedViewSet):
     @extend_schema(operation_id="createAccount", summary="Create Account", request=CreateAccountInput, responses=api_responses({201: CreateAccountOutput}, mutation=True), parameters=operation_parameters(wait=True), tags=TAG)
     @idempotent
     def create(self, request):
-        body = validated(CreateAccountInput, request)
+        ctx, body = self.operation(CreateAccountInput)
         if has_dkg_keys(body["itemData"]):  # a threshold key: key generation among its players (accounts/mpc)
-            return create_account_response(self, request, body)
-        result = services.account_create(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, data=body["itemData"], svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id)
+            return create_account_response(ctx, body)
+        result = services.account_create(ctx, data=body["itemData"])
         return mutation_response(request, "newAccount", render.account_identifiers(result.account), result.transaction, status=status.HTTP_201_CREATED)
 
     @extend_schema(operation_id="fetchAccountDetails", summary="Fetch Account Details", description="Creates no transaction.", request=LookupInput, responses=api_responses({200: AccountOutput}), parameters=operation_parameters(), tags=TAG)
@@ -105,25 +105,26 @@ class AccountViewSet(TenantScopedViewSet):
     @extend_schema(operation_id="updateAccount", summary="Update Account", description="Patch semantics: only fields present change.", request=UpdateAccountInput, responses=api_responses({200: UpdateAccountOutput}, mutation=True), parameters=operation_parameters(), tags=TAG)
     @idempotent
     def update(self, request):
-        data = validated(UpdateAccountInput, request)["itemData"]
+        ctx, body = self.operation(UpdateAccountInput)
+        data = body["itemData"]
         raw = request.data.get("itemData") or {}
         changes = {k: v for k, v in data.items() if k in raw and k != "account"}
         if "offchainReferences" in changes:
             changes["offchainReferences"] = {k: v for k, v in changes["offchainReferences"].items() if k in (raw.get("offchainReferences") or {})}
         account = resolve_own_account(self.tenant, self.cluster, data["account"], field="itemData.account")
-        account = services.account_update(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, account=account, changes=changes)
+        account = services.account_update(ctx, account=account, changes=changes)
         return Response({"updatedAccount": render.account_identifiers(account)})
 
     @extend_schema(operation_id="inactivateAccount", summary="Inactivate Account", description="Closes the account on the network (lamports to refundDestination) and inactivates it.", request=InactivateInput, responses=api_responses({200: InactivateAccountOutput}, mutation=True), parameters=operation_parameters(wait=True), tags=TAG)
     @idempotent
     def inactivate(self, request):
-        body = validated(InactivateInput, request)
+        ctx, body = self.operation(InactivateInput)
         data = body["itemData"]
         account = resolve_own_account(self.tenant, self.cluster, data["account"], field="itemData.account")
         refund = None
         if data.get("refundDestination"):
             refund = resolve_account(self.tenant, self.cluster, data["refundDestination"], field="itemData.refundDestination", allow_off_platform=True)
-        result = services.account_inactivate(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, account=account, refund_to=refund, svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id)
+        result = services.account_inactivate(ctx, account=account, refund_to=refund)
         return mutation_response(request, "inactivatedAccount", render.account_identifiers(result.account), result.transaction)
 
     @extend_schema(operation_id="fetchAccountTenantInfo", summary="Fetch Account Tenant Info", description="Creates no transaction. Which organization owns an account you can see.", request=LookupInput, responses=api_responses({200: TenantInfoOutput}), parameters=operation_parameters(), tags=TAG)
@@ -167,11 +168,8 @@ class DurableNonceAccountViewSet(TenantScopedViewSet):
     )
     @idempotent
     def create(self, request):
-        body = validated(CreateDurableNonceAccountsInput, request)
-        created = nonces.durable_nonce_accounts_create(
-            tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, data=body["itemData"],
-            svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id,
-        )
+        ctx, body = self.operation(CreateDurableNonceAccountsInput)
+        created = nonces.durable_nonce_accounts_create(ctx, data=body["itemData"])
         response = Response({
             "newDurableNonceAccounts": [render.account_identifiers(a) for a in created.accounts],
             "svmTransactions": [transaction_result(tx) for tx in created.transactions],

@@ -8,6 +8,7 @@ from django.contrib import admin, messages
 
 from ledger_project.api.errors import LedgerError
 from ledger_project.staff import staff_action
+from tenancy.context import OperationContext
 
 from .allowlist.admin_view import allow_list_html, has_allow_list
 from .models import AUTHORITY_ROLES, AlIdSequence, FinancialInstrument, authority_column
@@ -67,7 +68,7 @@ class FinancialInstrumentAdmin(admin.ModelAdmin):
         done, refused = 0, []
         for instrument in queryset.select_related("tenant"):
             try:
-                instrument_set_paused(tenant=instrument.tenant, cluster=instrument.cluster, api_key=None, instrument=instrument, paused=paused,
+                instrument_set_paused(OperationContext.system(tenant=instrument.tenant, cluster=instrument.cluster), instrument=instrument, paused=paused,
                                       requested_by=request.user.get_username())
                 done += 1
             except LedgerError as exc:

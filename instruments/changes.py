@@ -13,6 +13,7 @@ from accounts.models import Account, AccountStatus
 from accounts.services import account_update, funding_effects, funding_signer
 from accounts.signers import transaction_config
 from ledger_project.api.errors import ConflictError, LedgerError
+from tenancy.context import OperationContext
 from tenancy.idempotency import write_phase
 from chain.rpc import rpc_for
 from transactions.models import Transaction, TransactionEvent
@@ -78,17 +79,18 @@ def _record(instrument: FinancialInstrument, prepared: Prepared, *, api_key, req
     return tx
 
 
-def instrument_update(*, tenant, cluster: str, api_key, instrument: FinancialInstrument, changes: dict, svm_config: dict | None = None, request_id=None) -> InstrumentResult:
+def instrument_update(ctx: OperationContext, *, instrument: FinancialInstrument, changes: dict) -> InstrumentResult:
     """Update Financial Instrument: patch semantics. Offchain fields change in the write
     phase (under the row lock, only the columns given); onchain ones through one
     transaction whose confirmation re-reads the mint (one at a time: in-flight marker)."""
+    tenant, cluster = ctx.tenant, ctx.cluster
     p = "itemData"
     instrument = read = FinancialInstrument.objects.for_tenant(tenant).get(pk=instrument.pk)  # what the instructions are built from
     _usable_instrument(instrument, f"{p}.mintAccount")
     updates: dict[str, object] = {}  # offchain columns this request sets (applied under the lock)
     mint = Pubkey.from_string(instrument.address)
     program = PROGRAMS[instrument.version]
-    config = transaction_config(tenant, cluster, svm_config)
+    config = transaction_config(tenant, cluster, ctx.svm_config)
     ixs: list = []
     signers: dict[str, SignerSpec] = {}
     funding = None  # a rent top-up's funder (funding_signer)
@@ -131,7 +133,7 @@ def instrument_update(*, tenant, cluster: str, api_key, instrument: FinancialIns
                 have = rpc.balance(mint)
                 if needed > have:
                     # The top-up comes from an account of the tenant, never the platform fee payer.
-                    funding = funding_signer(tenant=tenant, cluster=cluster, api_key=api_key, svm_config=svm_config, lamports=needed - have, destination_type="MANAGED")
+                    funding = funding_signer(tenant=tenant, cluster=cluster, api_key=ctx.api_key, svm_config=ctx.svm_config, lamports=needed - have, destination_type="MANAGED")
                     signers.setdefault(str(funding.pubkey), funding.signer)
                     ixs.insert(0, transfer(TransferParams(from_pubkey=funding.pubkey, to_pubkey=mint, lamports=needed - have)))
     if "decimals" in (onchain or {}) and onchain["decimals"] is not None and onchain["decimals"] != instrument.decimals:
@@ -206,13 +208,13 @@ def instrument_update(*, tenant, cluster: str, api_key, instrument: FinancialIns
     prepared = None
     if ixs:
         _in_flight_check(instrument, f"{p}.mintAccount")
-        prepared = transaction_build(tenant=tenant, cluster=cluster, operation=operations.UPDATE, instructions=ixs, signers=list(signers.values()), config=config)
+        prepared = transaction_build(context=ctx, operation=operations.UPDATE, instructions=ixs, signers=list(signers.values()), config=config)
     tx = None
     with write_phase(on_abort=prepared.release if prepared else None):
         instrument = _locked_again(read, f"{p}.mintAccount") if prepared else lock_instrument(read.pk, tenant=tenant)
-        funded = funding_effects(funding, tenant=tenant, api_key=api_key)
+        funded = funding_effects(funding, tenant=tenant, api_key=ctx.api_key)
         if mint_refs is not None:
-            account_update(tenant=tenant, cluster=cluster, api_key=api_key, account=instrument.mint_account, changes={"offchainReferences": mint_refs})
+            account_update(ctx, account=instrument.mint_account, changes={"offchainReferences": mint_refs})
         if hooks is not None:
             updates["post_transaction_submit_webhooks"] = webhooks.sealed(hooks)
             webhooks.subscriptions_sync(instrument, hooks)  # before the record: the update's own events reach them
@@ -221,17 +223,17 @@ def instrument_update(*, tenant, cluster: str, api_key, instrument: FinancialIns
         if updates:
             instrument.save(update_fields=[*updates, "updated_at"])
         if prepared is not None:
-            tx = _record(instrument, prepared, api_key=api_key, request_id=request_id, funded=funded)
+            tx = _record(instrument, prepared, api_key=ctx.api_key, request_id=ctx.request_id, funded=funded)
     return InstrumentResult(instrument, tx)
 
 
-def instrument_set_paused(*, tenant, cluster: str, api_key, instrument: FinancialInstrument, paused: bool, authority_lookup: dict | None = None, svm_config: dict | None = None, request_id=None,
-                          requested_by: str | None = None) -> InstrumentResult:
+def instrument_set_paused(ctx: OperationContext, *, instrument: FinancialInstrument, paused: bool, authority_lookup: dict | None = None, requested_by: str | None = None) -> InstrumentResult:
     """Pause / Unpause Financial Instrument: while paused, the Token-2022 program refuses
     transfers, mints and burns of the mint. One pause or unpause in flight at a time
     (409 OPERATION_IN_PROGRESS), re-checked under the row lock in the write phase.
     ``requested_by``: the staff user of an admin action (no API key), recorded on the
     transaction."""
+    tenant, cluster = ctx.tenant, ctx.cluster
     p = "itemData"
     field = f"{p}.financialInstrument"
 
@@ -248,21 +250,22 @@ def instrument_set_paused(*, tenant, cluster: str, api_key, instrument: Financia
     current = _current(instrument, "pausable", given, f"{p}.pausableAuthority")
     mint = Pubkey.from_string(instrument.address)
     ix = t22.pause(mint=mint, authority=current.pubkey) if paused else t22.resume(mint=mint, authority=current.pubkey)
-    prepared = transaction_build(tenant=tenant, cluster=cluster, operation=operations.PAUSE if paused else operations.UNPAUSE, instructions=[ix],
-                                 signers=[_signer(current, tenant, f"{p}.pausableAuthority")], config=transaction_config(tenant, cluster, svm_config))
+    prepared = transaction_build(context=ctx, operation=operations.PAUSE if paused else operations.UNPAUSE, instructions=[ix],
+                                 signers=[_signer(current, tenant, f"{p}.pausableAuthority")], config=transaction_config(tenant, cluster, ctx.svm_config))
     with write_phase(on_abort=prepared.release):
         locked = lock_instrument(instrument.pk, tenant=tenant)
         check(locked)
-        tx = _record(locked, prepared, api_key=api_key, request_id=request_id)
+        tx = _record(locked, prepared, api_key=ctx.api_key, request_id=ctx.request_id)
         if requested_by:
             TransactionEvent.objects.create(transaction=tx, kind="REQUESTED_IN_ADMIN", detail={"user": requested_by})
     return InstrumentResult(locked, tx)
 
 
-def instrument_close(*, tenant, cluster: str, api_key, instrument: FinancialInstrument, refund_lookup: dict | None, authority_lookup: dict | None, svm_config: dict | None = None, request_id=None) -> InstrumentResult:
+def instrument_close(ctx: OperationContext, *, instrument: FinancialInstrument, refund_lookup: dict | None, authority_lookup: dict | None) -> InstrumentResult:
     """Close Financial Instrument (spec: States): only with a close authority and a
     circulating supply of 0. Managed: the mint closes on the network, rent to
     refundDestination. Onboarded (alreadyOnchain): closed in the service only."""
+    tenant, cluster = ctx.tenant, ctx.cluster
     p = "itemData"
     field = f"{p}.financialInstrumentToClose"
     instrument = FinancialInstrument.objects.for_tenant(tenant).get(pk=instrument.pk)
@@ -292,9 +295,9 @@ def instrument_close(*, tenant, cluster: str, api_key, instrument: FinancialInst
         raise LedgerError("The refund destination is inactive.", field=f"{p}.refundDestination", code="ACCOUNT_INACTIVE")
     authority = given or Authority(close_authority, Account.objects.for_tenant(tenant).filter(cluster=cluster, address=close_authority).first())
     ix = t22.close_account(account=Pubkey.from_string(instrument.address), destination=refund.pubkey, authority=authority.pubkey)
-    prepared = transaction_build(tenant=tenant, cluster=cluster, operation=operations.CLOSE, instructions=[ix],
-                                 signers=[_signer(authority, tenant, f"{p}.closeAuthority")], config=transaction_config(tenant, cluster, svm_config))
+    prepared = transaction_build(context=ctx, operation=operations.CLOSE, instructions=[ix],
+                                 signers=[_signer(authority, tenant, f"{p}.closeAuthority")], config=transaction_config(tenant, cluster, ctx.svm_config))
     with write_phase(on_abort=prepared.release):
         locked = _locked_again(instrument, field)
-        tx = _record(locked, prepared, api_key=api_key, request_id=request_id)
+        tx = _record(locked, prepared, api_key=ctx.api_key, request_id=ctx.request_id)
     return InstrumentResult(locked, tx)

@@ -17,6 +17,7 @@ from accounts.models import Account, AccountStatus
 from accounts.services import account_draft, account_save, funding_effects, funding_signer
 from accounts.signers import ensure_usable, signer_for, transaction_config
 from ledger_project.api.errors import ConflictError, LedgerError
+from tenancy.context import OperationContext
 from tenancy.idempotency import write_phase
 from chain.errors import TransactionTooLarge
 from chain.rpc import rpc_for
@@ -149,8 +150,9 @@ def _mint_al_id(mint_account: Account, al_id: str, prefix: str, *, tenant, **fie
         raise ConflictError("An account with this alId was recorded meanwhile.", field=f"{prefix}.mintAccount.offchainReferences.alId", code="DUPLICATE_AL_ID")
 
 
-def instrument_create(*, tenant, cluster: str, api_key, data: dict, svm_config: dict | None = None, request_id=None) -> InstrumentResult:
+def instrument_create(ctx: OperationContext, *, data: dict) -> InstrumentResult:
     """Create Financial Instrument (spec: Financial instruments 1)."""
+    tenant, cluster = ctx.tenant, ctx.cluster
     prefix = "itemData"
     if "alreadyOnChain" in data and "alreadyOnchain" in data and data["alreadyOnChain"] != data["alreadyOnchain"]:
         raise LedgerError("alreadyOnchain and alreadyOnChain disagree.", field=f"{prefix}.alreadyOnchain", code="CONFLICTING_FIELDS")
@@ -164,7 +166,7 @@ def instrument_create(*, tenant, cluster: str, api_key, data: dict, svm_config: 
     if data.get("mintAccount") and data.get("existingMintAccount"):
         raise LedgerError("Give mintAccount (a new account) or existingMintAccount, not both.", field=f"{prefix}.existingMintAccount", code="CONFLICTING_FIELDS")
     if already:
-        return _onboard(tenant=tenant, cluster=cluster, api_key=api_key, data=data, mint_data=mint_data, kind=kind, al_id=given_al_id, reference_type=reference_type, prefix=prefix)
+        return _onboard(ctx, data=data, mint_data=mint_data, kind=kind, al_id=given_al_id, reference_type=reference_type, prefix=prefix)
 
     version = data.get("version") or TokenVersion.TOKEN_2022
     hooks = data.get("postTransactionSubmitWebhooks") or []
@@ -210,20 +212,20 @@ def instrument_create(*, tenant, cluster: str, api_key, data: dict, svm_config: 
             raise LedgerError("A mint's size and rent follow from its extensions; omit dataLength and seed.", field=f"{prefix}.mintAccount.dataLength", code="INVALID")
         if mint_data.get("managed") is False:
             raise LedgerError("A new mint account is created by the service and signs its creation: it must be managed.", field=f"{prefix}.mintAccount.managed", code="INVALID")
-        mint_account = account_draft(tenant=tenant, cluster=cluster, api_key=api_key, data={**mint_data, "offchainReferences": {**mint_refs, "type": reference_type, "alId": None}}, prefix=f"{prefix}.mintAccount", allowed_types={reference_type})
+        mint_account = account_draft(tenant=tenant, cluster=cluster, api_key=ctx.api_key, data={**mint_data, "offchainReferences": {**mint_refs, "type": reference_type, "alId": None}}, prefix=f"{prefix}.mintAccount", allowed_types={reference_type})
         lamports = None
     _al_id_free(tenant, cluster, given_al_id, prefix, mint_account=existing)
     mint = Pubkey.from_string(mint_account.address)
     program = PROGRAMS[version]
 
-    config = transaction_config(tenant, cluster, svm_config)
+    config = transaction_config(tenant, cluster, ctx.svm_config)
     ixs = []
     signers: list[SignerSpec] = []
     funding_needed = rent if existing is None else max(rent - lamports, 0)
     funding = None
     if funding_needed or allow_list:
         # The mint's rent (and the allow-list's) comes from an account of the tenant, never the platform fee payer.
-        funding = funding_signer(tenant=tenant, cluster=cluster, api_key=api_key, svm_config=svm_config, lamports=funding_needed + (allow_list.rent if allow_list else 0), destination_type="MANAGED")
+        funding = funding_signer(tenant=tenant, cluster=cluster, api_key=ctx.api_key, svm_config=ctx.svm_config, lamports=funding_needed + (allow_list.rent if allow_list else 0), destination_type="MANAGED")
         signers.append(funding.signer)
     if existing is None:
         ixs.append(create_account(CreateAccountParams(from_pubkey=funding.pubkey, to_pubkey=mint, lamports=rent, space=space, owner=program)))
@@ -281,7 +283,7 @@ def instrument_create(*, tenant, cluster: str, api_key, data: dict, svm_config: 
             setattr(instrument, authority_column(role), authority.account)
             setattr(instrument, f"{authority_column(role)}_address", authority.address)
     try:
-        prepared = transaction_build(tenant=tenant, cluster=cluster, operation=operations.CREATE, instructions=ixs, signers=signers, config=config)
+        prepared = transaction_build(context=ctx, operation=operations.CREATE, instructions=ixs, signers=signers, config=config)
     except TransactionTooLarge as exc:
         raise LedgerError(f"{TOO_LARGE} ({exc})", field=prefix, code="TRANSACTION_TOO_LARGE") from exc
 
@@ -290,7 +292,7 @@ def instrument_create(*, tenant, cluster: str, api_key, data: dict, svm_config: 
             existing = lock_account(existing.pk, tenant=tenant)
             if FinancialInstrument.objects.for_tenant(tenant).filter(mint_account=existing).exists():
                 raise ConflictError("This mint account already belongs to a financial instrument.", field=f"{prefix}.existingMintAccount", code="DUPLICATE_MINT")
-        funded = funding_effects(funding, tenant=tenant, api_key=api_key)  # the funder's limits, under its row lock
+        funded = funding_effects(funding, tenant=tenant, api_key=ctx.api_key)  # the funder's limits, under its row lock
         if existing is None:
             account_save(mint_account, prefix=f"{prefix}.mintAccount")
             instrument.mint_account = mint_account
@@ -304,7 +306,7 @@ def instrument_create(*, tenant, cluster: str, api_key, data: dict, svm_config: 
             raise ConflictError("This mint or alId is already recorded.", field=f"{prefix}.mintAccount", code="DUPLICATE_INSTRUMENT")
         if hooks:
             webhooks.subscriptions_sync(instrument, hooks)  # before the record: the creation's own events reach them
-        tx = transaction_record(prepared, effects_data={"instrument": str(instrument.offchain_id), **funded}, api_key=api_key, request_id=request_id)
+        tx = transaction_record(prepared, effects_data={"instrument": str(instrument.offchain_id), **funded}, api_key=ctx.api_key, request_id=ctx.request_id)
         FinancialInstrument.objects.for_tenant(tenant).filter(pk=instrument.pk).update(creation_transaction=tx, last_transaction=tx, pending_transaction=tx)
         # A new mint account is created by this transaction; an existing one only gets the alId.
         created = {"status": AccountStatus.PENDING, "creation_transaction": tx, "last_transaction": tx} if existing is None else {}
@@ -313,8 +315,9 @@ def instrument_create(*, tenant, cluster: str, api_key, data: dict, svm_config: 
     return InstrumentResult(instrument, tx)
 
 
-def _onboard(*, tenant, cluster, api_key, data, mint_data, kind, al_id, reference_type, prefix) -> InstrumentResult:
+def _onboard(ctx: OperationContext, *, data, mint_data, kind, al_id, reference_type, prefix) -> InstrumentResult:
     """alreadyOnchain: record a mint that exists, as the chain describes it; no transaction."""
+    tenant, cluster = ctx.tenant, ctx.cluster
     address = mint_data.get("onchainId")
     existing = None
     if data.get("existingMintAccount"):
@@ -337,7 +340,7 @@ def _onboard(*, tenant, cluster, api_key, data, mint_data, kind, al_id, referenc
         imported = bool((mint_data.get("privateKeyDetails") or {}).get("privateKey"))
         account_data = {**mint_data, "managed": imported and mint_data.get("managed", True), "alreadyOnchain": True, "onchainId": address,
                         "offchainReferences": {**(mint_data.get("offchainReferences") or {}), "type": reference_type, "alId": None}}
-        existing = account_draft(tenant=tenant, cluster=cluster, api_key=api_key, data=account_data, prefix=f"{prefix}.mintAccount", allowed_types={reference_type})
+        existing = account_draft(tenant=tenant, cluster=cluster, api_key=ctx.api_key, data=account_data, prefix=f"{prefix}.mintAccount", allowed_types={reference_type})
     elif existing.type != reference_type:
         raise LedgerError(f"The recorded mint account's type is {existing.type}; this instrument's mint is {reference_type}.", field=f"{prefix}.mintAccount", code="INVALID_ACCOUNT_TYPE")
     addresses = chain_fields(chain)["addresses"]

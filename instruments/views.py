@@ -52,8 +52,8 @@ class FinancialInstrumentViewSet(TenantScopedViewSet):
     @extend_schema(operation_id="createFinancialInstrument", summary="Create Financial Instrument", request=CreateInstrumentInput, responses=api_responses({201: CreateInstrumentOutput}, mutation=True), parameters=operation_parameters(wait=True), tags=TAG)
     @idempotent
     def create(self, request):
-        body = validated(CreateInstrumentInput, request)
-        result = services.instrument_create(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, data=body["itemData"], svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id)
+        ctx, body = self.operation(CreateInstrumentInput)
+        result = services.instrument_create(ctx, data=body["itemData"])
         return mutation_response(request, "newFinancialInstrument", render.instrument_identifiers(result.instrument), result.transaction, status=status.HTTP_201_CREATED)
 
     @extend_schema(operation_id="fetchFinancialInstrumentDetails", summary="Fetch Financial Instrument Details", description="Creates no transaction. Onchain fields are read from the network.", request=InstrumentLookupInput, responses=api_responses({200: InstrumentOutput}), parameters=operation_parameters(), tags=TAG)
@@ -95,19 +95,19 @@ class FinancialInstrumentViewSet(TenantScopedViewSet):
     @extend_schema(operation_id="updateFinancialInstrument", summary="Update Financial Instrument", description="Patch semantics: only fields present change.", request=UpdateInstrumentInput, responses=api_responses({200: UpdateInstrumentOutput}, mutation=True), parameters=operation_parameters(wait=True), tags=TAG)
     @idempotent
     def update(self, request):
-        body = validated(UpdateInstrumentInput, request)
+        ctx, body = self.operation(UpdateInstrumentInput)
         data = body["itemData"]
         raw = request.data.get("itemData") or {}
         changes = {k: v for k, v in data.items() if k in raw and k != "mintAccount"}
         instrument = resolve_instrument(self.tenant, self.cluster, data["mintAccount"], field="itemData.mintAccount", writable=True)
-        result = instrument_changes.instrument_update(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, instrument=instrument, changes=changes, svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id)
+        result = instrument_changes.instrument_update(ctx, instrument=instrument, changes=changes)
         return mutation_response(request, "updatedFinancialInstrument", render.instrument_identifiers(result.instrument), result.transaction)
 
     def _set_paused(self, request, paused: bool):
-        body = validated(PauseInput, request)
+        ctx, body = self.operation(PauseInput)
         data = body["itemData"]
         instrument = resolve_instrument(self.tenant, self.cluster, data["financialInstrument"], field="itemData.financialInstrument", writable=True)
-        result = instrument_changes.instrument_set_paused(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, instrument=instrument, paused=paused, authority_lookup=data.get("pausableAuthority"), svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id)
+        result = instrument_changes.instrument_set_paused(ctx, instrument=instrument, paused=paused, authority_lookup=data.get("pausableAuthority"))
         return mutation_response(request, "pausedFinancialInstrument" if paused else "unpausedFinancialInstrument", render.instrument_identifiers(result.instrument), result.transaction)
 
     @extend_schema(operation_id="pauseFinancialInstrument", summary="Pause Financial Instrument", description="Token-2022 PAUSABLE: transfers, mints and burns stop until unpaused.", request=PauseInput, responses=api_responses({200: PauseInstrumentOutput}, mutation=True), parameters=operation_parameters(wait=True), tags=TAG)
@@ -123,10 +123,10 @@ class FinancialInstrumentViewSet(TenantScopedViewSet):
     @extend_schema(operation_id="closeFinancialInstrument", summary="Close Financial Instrument", description="Needs a close authority and circulating supply 0; rent goes to refundDestination.", request=CloseInput, responses=api_responses({200: CloseInstrumentOutput}, mutation=True), parameters=operation_parameters(wait=True), tags=TAG)
     @idempotent
     def close(self, request):
-        body = validated(CloseInput, request)
+        ctx, body = self.operation(CloseInput)
         data = body["itemData"]
         instrument = resolve_instrument(self.tenant, self.cluster, data["financialInstrumentToClose"], field="itemData.financialInstrumentToClose", writable=True)
-        result = instrument_changes.instrument_close(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, instrument=instrument, refund_lookup=data.get("refundDestination"), authority_lookup=data.get("closeAuthority"), svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id)
+        result = instrument_changes.instrument_close(ctx, instrument=instrument, refund_lookup=data.get("refundDestination"), authority_lookup=data.get("closeAuthority"))
         return mutation_response(request, "closedFinancialInstrument", render.instrument_identifiers(result.instrument), result.transaction)
 
     @extend_schema(operation_id="tokenExtensionsCalculator", summary="Token Extensions Calculator", description="Creates no transaction. The mint account size for extensions and metadata, and its rent.", request=CalculatorInput, responses=api_responses({200: CalculatorOutput}, lookup=False), parameters=operation_parameters(), tags=TAG)

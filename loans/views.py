@@ -57,10 +57,9 @@ class LoanViewSet(TenantScopedViewSet):
 
     def _change(self, request, serializer, service):
         """A change of an existing loan: validate, resolve the escrow, call ``service``."""
-        body = validated(serializer, request)
+        ctx, body = self.operation(serializer)
         data = body["itemData"]
-        return service(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, loan=self._loan(data), data=data,
-                       svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id)
+        return service(ctx, loan=self._loan(data), data=data)
 
     @extend_schema(
         operation_id="createLoan", summary="Create Loan",
@@ -75,9 +74,8 @@ class LoanViewSet(TenantScopedViewSet):
     )
     @idempotent
     def create(self, request):
-        body = validated(CreateLoanInput, request)
-        result = services.loan_create(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, data=body["itemData"], svm_config=body.get("svmTransactionConfig"),
-                                      request_id=request.client_request_id)
+        ctx, body = self.operation(CreateLoanInput)
+        result = services.loan_create(ctx, data=body["itemData"])
         return mutation_response(request, "newLoan", identifiers(result.loan), result.transaction, status=status.HTTP_201_CREATED)
 
     @extend_schema(
@@ -170,9 +168,8 @@ class LoanStrategyViewSet(TenantScopedViewSet):
     )
     @idempotent
     def create(self, request):
-        body = validated(CreateStrategyInput, request)
-        result = services.strategy_create(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, data=body["itemData"], svm_config=body.get("svmTransactionConfig"),
-                                          request_id=request.client_request_id)
+        ctx, body = self.operation(CreateStrategyInput)
+        result = services.strategy_create(ctx, data=body["itemData"])
         return mutation_response(request, "newLoanStrategy", strategy_identifiers(result.strategy), result.transaction, status=status.HTTP_201_CREATED)
 
     @extend_schema(
@@ -183,10 +180,9 @@ class LoanStrategyViewSet(TenantScopedViewSet):
     )
     @idempotent
     def update(self, request):
-        body = validated(UpdateStrategyInput, request)
+        ctx, body = self.operation(UpdateStrategyInput)
         data = body["itemData"]
-        result = services.strategy_update(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, strategy=self._strategy(data), data=data,
-                                          svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id)
+        result = services.strategy_update(ctx, strategy=self._strategy(data), data=data)
         return mutation_response(request, "updatedLoanStrategy", strategy_identifiers(result.strategy), result.transaction)
 
     @extend_schema(
@@ -198,10 +194,9 @@ class LoanStrategyViewSet(TenantScopedViewSet):
     )
     @idempotent
     def liquidity(self, request):
-        body = validated(StrategyLiquidityInput, request)
+        ctx, body = self.operation(StrategyLiquidityInput)
         data = body["itemData"]
-        result = services.strategy_liquidity(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, strategy=self._strategy(data), data=data,
-                                             svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id)
+        result = services.strategy_liquidity(ctx, strategy=self._strategy(data), data=data)
         return mutation_response(request, "loanStrategy", strategy_identifiers(result.strategy), result.transaction)
 
     @extend_schema(

@@ -28,6 +28,7 @@ from accounts.lookup import OffPlatform, resolve_account, resolve_own_account
 from accounts.services import funding_effects, funding_signer
 from accounts.signers import ensure_usable, signer_for, transaction_config
 from ledger_project.api.errors import ConflictError, LedgerError
+from tenancy.context import OperationContext
 from tenancy.idempotency import write_phase
 
 from chain import lookup_tables as chain
@@ -163,10 +164,11 @@ def _free_address(rpc, *, authority: Pubkey, payer: Pubkey, taken: set[str]):
     return create_ix, address  # every slot taken: the insert answers 409 DUPLICATE_LOOKUP_TABLE (retry a slot later)
 
 
-def lookup_table_create(*, tenant, cluster: str, api_key, data: dict, svm_config: dict | None, request_id=None) -> LookupTableResult:
+def lookup_table_create(ctx: OperationContext, *, data: dict) -> LookupTableResult:
     """Create Address Lookup Table: CreateLookupTable (on a recent slot of the cluster) and,
     with componentAddresses, ExtendLookupTable in the same transaction. The authority is a
     tenant account (``authority``) or, by default, a key the service generates and holds."""
+    tenant, cluster = ctx.tenant, ctx.cluster
     authority_account, key = None, None
     if data.get("authority"):
         authority_account = ensure_usable(resolve_own_account(tenant, cluster, data["authority"], field="itemData.authority"), field="itemData.authority")
@@ -182,26 +184,26 @@ def lookup_table_create(*, tenant, cluster: str, api_key, data: dict, svm_config
     rpc = rpc_for(cluster)
     rent = rpc.minimum_balance_for_rent_exemption(chain.table_size(len(addresses)))
     managed = authority_signer.managed_key is not None
-    funding = funding_signer(tenant=tenant, cluster=cluster, api_key=api_key, svm_config=svm_config, lamports=rent, destination_type="MANAGED" if managed else "NON_MANAGED")
-    config = transaction_config(tenant, cluster, svm_config)
+    funding = funding_signer(tenant=tenant, cluster=cluster, api_key=ctx.api_key, svm_config=ctx.svm_config, lamports=rent, destination_type="MANAGED" if managed else "NON_MANAGED")
+    config = transaction_config(tenant, cluster, ctx.svm_config)
     taken = set(AddressLookupTable.objects.for_tenant(tenant).filter(cluster=cluster, authority=str(authority)).values_list("address", flat=True))
     create_ix, address = _free_address(rpc, authority=authority, payer=funding.pubkey, taken=taken)
     instructions = [create_ix]
     if addresses:
         instructions.append(chain.extend(table=address, authority=authority, payer=funding.pubkey, addresses=[Pubkey.from_string(a) for a in addresses]))
     try:
-        prepared = transaction_build(tenant=tenant, cluster=cluster, operation=operations.CREATE, instructions=instructions, signers=[funding.signer, authority_signer], config=config)
+        prepared = transaction_build(context=ctx, operation=operations.CREATE, instructions=instructions, signers=[funding.signer, authority_signer], config=config)
     except TransactionTooLarge as exc:
         raise _too_large(exc, len(addresses), COMPONENTS) from None
 
     table = AddressLookupTable(tenant=tenant, cluster=cluster, address=str(address), state=LookupTableState.CREATING, authority=str(authority), authority_account=authority_account)
     with write_phase(on_abort=prepared.release):
-        funded = funding_effects(funding, tenant=tenant, api_key=api_key)
+        funded = funding_effects(funding, tenant=tenant, api_key=ctx.api_key)
         if key is not None:
             table.authority_key = custody.managed_key_store(key)
         elif authority_account.managed_key_id is not None:
             table.authority_key = authority_account.managed_key
-        tx = transaction_record(prepared, effects_data={**_identifiers(table), "requestedAddresses": addresses, **funded}, api_key=api_key, request_id=request_id)
+        tx = transaction_record(prepared, effects_data={**_identifiers(table), "requestedAddresses": addresses, **funded}, api_key=ctx.api_key, request_id=ctx.request_id)
         table.creation_transaction = table.last_transaction = table.pending_transaction = tx
         try:
             with db_transaction.atomic():  # a savepoint: the write phase stays usable for the 409
@@ -214,9 +216,10 @@ def lookup_table_create(*, tenant, cluster: str, api_key, data: dict, svm_config
 # --- extend ------------------------------------------------------------------------------
 
 
-def lookup_table_extend(*, tenant, cluster: str, api_key, table: AddressLookupTable, components: list[dict], svm_config: dict | None, request_id=None) -> LookupTableResult:
+def lookup_table_extend(ctx: OperationContext, *, table: AddressLookupTable, components: list[dict]) -> LookupTableResult:
     """Extend Address Lookup Table (spec, Blockchain transactions 2): the addresses are
     appended in order once the transaction confirms; the funder tops the rent up."""
+    tenant, cluster = ctx.tenant, ctx.cluster
     _changeable(table)
     addresses = component_addresses(tenant, cluster, components)
     found = _on_chain(table)
@@ -231,17 +234,17 @@ def lookup_table_extend(*, tenant, cluster: str, api_key, table: AddressLookupTa
     authority = _authority_signer(table, tenant)
     funding = None
     if top_up:
-        funding = funding_signer(tenant=tenant, cluster=cluster, api_key=api_key, svm_config=svm_config, lamports=top_up, destination_type="MANAGED" if authority.managed_key is not None else "NON_MANAGED")
+        funding = funding_signer(tenant=tenant, cluster=cluster, api_key=ctx.api_key, svm_config=ctx.svm_config, lamports=top_up, destination_type="MANAGED" if authority.managed_key is not None else "NON_MANAGED")
     ix = chain.extend(table=Pubkey.from_string(table.address), authority=authority.pubkey, payer=funding.pubkey if funding else None, addresses=[Pubkey.from_string(a) for a in addresses])
     signers = [authority] + ([funding.signer] if funding else [])
     try:
-        prepared = transaction_build(tenant=tenant, cluster=cluster, operation=operations.EXTEND, instructions=[ix], signers=signers, config=transaction_config(tenant, cluster, svm_config))
+        prepared = transaction_build(context=ctx, operation=operations.EXTEND, instructions=[ix], signers=signers, config=transaction_config(tenant, cluster, ctx.svm_config))
     except TransactionTooLarge as exc:
         raise _too_large(exc, len(addresses), COMPONENTS) from None
     with write_phase(on_abort=prepared.release):
         table = _locked(table, tenant, allow=(LookupTableState.ACTIVE,))
-        funded = funding_effects(funding, tenant=tenant, api_key=api_key)
-        tx = transaction_record(prepared, effects_data={**_identifiers(table), "requestedAddresses": addresses, **funded}, api_key=api_key, request_id=request_id)
+        funded = funding_effects(funding, tenant=tenant, api_key=ctx.api_key)
+        tx = transaction_record(prepared, effects_data={**_identifiers(table), "requestedAddresses": addresses, **funded}, api_key=ctx.api_key, request_id=ctx.request_id)
         _mark(table, tx)
     return LookupTableResult(table, tx)
 
@@ -254,10 +257,11 @@ def _mark(table: AddressLookupTable, tx: Transaction) -> None:
 # --- freeze, deactivate, close -------------------------------------------------------------
 
 
-def lookup_table_update(*, tenant, cluster: str, api_key, table: AddressLookupTable, action: str, recipient_lookup: dict | None, svm_config: dict | None, request_id=None) -> LookupTableResult:
+def lookup_table_update(ctx: OperationContext, *, table: AddressLookupTable, action: str, recipient_lookup: dict | None) -> LookupTableResult:
     """Update Address Lookup Table: FREEZE (never changes again; still used for
     compression), DEACTIVATE (no new transaction uses it; the first step of closing), CLOSE
     (once the runtime's cool-down after deactivation is over: its rent to ``recipient``)."""
+    tenant, cluster = ctx.tenant, ctx.cluster
     if recipient_lookup and action != "CLOSE":
         raise LedgerError("recipient applies to action CLOSE only.", field="itemData.recipient", code="CONFLICTING_FIELDS")
     allow = (LookupTableState.DEACTIVATED,) if action == "CLOSE" else (LookupTableState.ACTIVE,)
@@ -279,10 +283,10 @@ def lookup_table_update(*, tenant, cluster: str, api_key, table: AddressLookupTa
             raise LedgerError(f"The lookup table is cooling down after its deactivation: the runtime lets it be closed{wait}, once its deactivation slot "
                               "has left the SlotHashes sysvar (512 slots).", field=TABLE, code="LOOKUP_TABLE_COOLING_DOWN")
         ix, operation = chain.close(table=address, authority=authority.pubkey, recipient=_recipient(tenant, cluster, table, recipient_lookup)), operations.CLOSE
-    prepared = transaction_build(tenant=tenant, cluster=cluster, operation=operation, instructions=[ix], signers=[authority], config=transaction_config(tenant, cluster, svm_config))
+    prepared = transaction_build(context=ctx, operation=operation, instructions=[ix], signers=[authority], config=transaction_config(tenant, cluster, ctx.svm_config))
     with write_phase(on_abort=prepared.release):
         table = _locked(table, tenant, allow=allow)
-        tx = transaction_record(prepared, effects_data={**_identifiers(table), "action": action}, api_key=api_key, request_id=request_id)
+        tx = transaction_record(prepared, effects_data={**_identifiers(table), "action": action}, api_key=ctx.api_key, request_id=ctx.request_id)
         _mark(table, tx)
     return LookupTableResult(table, tx)
 

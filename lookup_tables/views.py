@@ -64,9 +64,8 @@ class AddressLookupTableViewSet(TenantScopedViewSet):
     )
     @idempotent
     def create(self, request):
-        body = validated(CreateLookupTableInput, request)
-        result = services.lookup_table_create(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, data=body["itemData"] or {},
-                                              svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id)
+        ctx, body = self.operation(CreateLookupTableInput)
+        result = services.lookup_table_create(ctx, data=body["itemData"] or {})
         return _answer(request, "newAddressLookupTable", result, status_code=status.HTTP_201_CREATED)
 
     @extend_schema(
@@ -83,11 +82,10 @@ class AddressLookupTableViewSet(TenantScopedViewSet):
     )
     @idempotent
     def extend(self, request):
-        body = validated(ExtendLookupTableInput, request)
+        ctx, body = self.operation(ExtendLookupTableInput)
         data = body["itemData"]
         table = self._table(data["addressLookupTable"])
-        result = services.lookup_table_extend(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, table=table, components=data["componentAddresses"],
-                                              svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id)
+        result = services.lookup_table_extend(ctx, table=table, components=data["componentAddresses"])
         return _answer(request, "extendedAddressLookupTable", result)
 
     @extend_schema(
@@ -104,11 +102,10 @@ class AddressLookupTableViewSet(TenantScopedViewSet):
     )
     @idempotent
     def update(self, request):
-        body = validated(UpdateLookupTableInput, request)
+        ctx, body = self.operation(UpdateLookupTableInput)
         data = body["itemData"]
         table = self._table(data["addressLookupTable"])
-        result = services.lookup_table_update(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, table=table, action=data["action"],
-                                              recipient_lookup=data.get("recipient"), svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id)
+        result = services.lookup_table_update(ctx, table=table, action=data["action"], recipient_lookup=data.get("recipient"))
         return _answer(request, "updatedAddressLookupTable", result)
 
     @extend_schema(

@@ -22,6 +22,7 @@ from backoffice.records import related_link_register
 from programs.price_feed.client import decode_feed
 from ledger_project.api.errors import LedgerError
 from ledger_project.staff import staff_action
+from tenancy.context import OperationContext
 
 from .models import DataSourceEvaluation, EvaluationTrigger, OnchainDataSource
 from .onchain import price
@@ -110,7 +111,7 @@ class OnchainDataSourceAdmin(admin.ModelAdmin):
         queued = 0
         for source in queryset.select_related("tenant", "pending_transaction"):
             try:
-                data_source_refresh(tenant=source.tenant, source=source, trigger=EvaluationTrigger.ADMIN, requested_by=request.user.get_username())
+                data_source_refresh(OperationContext.system(tenant=source.tenant, cluster=source.cluster), source=source, trigger=EvaluationTrigger.ADMIN, requested_by=request.user.get_username())
                 queued += 1
             except LedgerError as exc:
                 self.message_user(request, f"{source.address}: {exc.message}", messages.WARNING)

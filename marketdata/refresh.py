@@ -42,6 +42,7 @@ from solders.pubkey import Pubkey
 
 from accounts.locks import ensure_no_operation_in_flight
 from ledger_project.api.errors import ConflictError, LedgerError
+from tenancy.context import OperationContext
 from tenancy.idempotency import write_phase
 from ledger_project.metrics import meters
 from marketdata.jobs import MantissaError, evaluate, parse_job, to_mantissa
@@ -95,10 +96,11 @@ def _new_evaluation(source: OnchainDataSource, **fields) -> DataSourceEvaluation
     return row
 
 
-def data_source_refresh(*, tenant, source: OnchainDataSource, trigger: str, api_key=None, request_id=None, requested_by: str = "") -> SourceResult:
+def data_source_refresh(ctx: OperationContext, *, source: OnchainDataSource, trigger: str, requested_by: str = "") -> SourceResult:
     """Refresh Oracle Data Source / "refresh now": queue an evaluation of ``source`` for the
     worker (REQUESTED; the task is sent once this commits). 409 OPERATION_IN_PROGRESS when
     one is queued or running, or the feed is changing."""
+    tenant = ctx.tenant
     refreshable(source)
     with write_phase():
         locked = refreshable(lock_source(source.pk, tenant=tenant))
@@ -267,7 +269,7 @@ def _evaluate_and_build(tenant, source: OnchainDataSource) -> _Outcome:
     instruction = client.update(Pubkey.from_string(source.program_address), feed=Pubkey.from_string(source.address), authority=signer.pubkey,
                                 round=fields["round"], value=fields["mantissa"], observed_at=int(fields["observed_at"].timestamp()))
     try:
-        prepared = build(tenant=tenant, cluster=source.cluster, operation=operations.UPDATE, instructions=[instruction], signers=[signer], svm_config=None)
+        prepared = build(OperationContext.system(tenant=tenant, cluster=source.cluster), operation=operations.UPDATE, instructions=[instruction], signers=[signer])
     except ProgramError as exc:
         if exc.failure.name == "OutOfOrder":
             _resync_round(tenant, source)

@@ -29,6 +29,7 @@ from accounts.services import funding_effects, funding_signer
 from accounts.signers import can_sign_on_platform, ensure_usable, signer_for, transaction_config
 from instruments.lookup import resolve_instrument
 from ledger_project.api.errors import ConflictError, LedgerError
+from tenancy.context import OperationContext
 from tenancy.idempotency import write_phase
 from marketdata.jobs import job_hash, parse_job
 from positions.services import usable_instrument
@@ -67,11 +68,11 @@ def parsed_job(text: str, field: str = JOB_FIELD):
     return parse_job(text, root=field), job_hash(text).hex()
 
 
-def build(*, tenant, cluster: str, operation: str, instructions, signers: list[SignerSpec], svm_config: dict | None):
+def build(ctx: OperationContext, *, operation: str, instructions, signers: list[SignerSpec]):
     """transaction_build; a refusal by the feed program names the field it is about."""
     try:
-        return transaction_build(tenant=tenant, cluster=cluster, operation=operation, instructions=instructions, signers=signers,
-                                 config=transaction_config(tenant, cluster, svm_config))
+        return transaction_build(context=ctx, operation=operation, instructions=instructions, signers=signers,
+                                 config=transaction_config(ctx.tenant, ctx.cluster, ctx.svm_config))
     except ProgramError as exc:
         exc.field = onchain.ERROR_FIELDS.get(exc.failure.name) if exc.failure.program == onchain.PROGRAM else None
         raise
@@ -161,11 +162,12 @@ def _refresh_every(details: dict) -> int | None:
     return settings.LEDGER_MARKETDATA_DEFAULT_REFRESH_SECONDS
 
 
-def data_source_create(*, tenant, cluster: str, api_key, data: dict, svm_config: dict | None = None, request_id=None) -> SourceResult:
+def data_source_create(ctx: OperationContext, *, data: dict) -> SourceResult:
     """Create Onchain Data Source: a new feed account (System CreateAccount + the program's
     Initialize, signed by the new feed's throwaway key, the authority and the account
     paying its rent), PENDING until the transaction confirms; or, with ``alreadyOnchain``,
     an existing feed onboarded after reading it from the chain (no transaction)."""
+    tenant, cluster = ctx.tenant, ctx.cluster
     text = data["partnerOracleDetails"]["jobDefinition"]
     _, hash_hex = parsed_job(text)
     instrument = usable_instrument(resolve_instrument(tenant, cluster, data["financialInstrument"], field=f"{P}.financialInstrument"), f"{P}.financialInstrument")
@@ -175,12 +177,12 @@ def data_source_create(*, tenant, cluster: str, api_key, data: dict, svm_config:
     source.program_address = str(program)
     every = _refresh_every(data["partnerOracleDetails"])
     if data.get("alreadyOnchain"):
-        return _onboard(tenant, cluster, data, source, every, request_id=request_id)
+        return _onboard(tenant, cluster, data, source, every, request_id=ctx.request_id)
 
     authority = _authority(tenant, cluster, data.get("oracleDataSourceAuthority"))
     feed = Keypair()
     rent = rpc_for(cluster).minimum_balance_for_rent_exemption(client.FEED_SIZE)
-    funding = funding_signer(tenant=tenant, cluster=cluster, api_key=api_key, svm_config=svm_config, lamports=rent, destination_type="MANAGED")
+    funding = funding_signer(tenant=tenant, cluster=cluster, api_key=ctx.api_key, svm_config=ctx.svm_config, lamports=rent, destination_type="MANAGED")
     instructions = [
         client.create_feed_account(program, payer=funding.pubkey, feed=feed.pubkey(), lamports=rent),
         client.initialize(program, feed=feed.pubkey(), authority=authority.pubkey, mint=Pubkey.from_string(instrument.address), exponent=source.exponent,
@@ -189,15 +191,15 @@ def data_source_create(*, tenant, cluster: str, api_key, data: dict, svm_config:
     # The feed's key signs its creation only (it owns nothing afterwards): held in memory,
     # never stored (transactions.services.SignerSpec.keypair).
     signers = [funding.signer, SignerSpec(feed.pubkey(), keypair=feed), authority.signer]
-    prepared = build(tenant=tenant, cluster=cluster, operation=operations.CREATE, instructions=instructions, signers=signers, svm_config=svm_config)
+    prepared = build(ctx, operation=operations.CREATE, instructions=instructions, signers=signers)
 
     with write_phase(on_abort=prepared.release):
-        funded = funding_effects(funding, tenant=tenant, api_key=api_key)
+        funded = funding_effects(funding, tenant=tenant, api_key=ctx.api_key)
         source.address, source.authority_address, source.authority_account = str(feed.pubkey()), str(authority.pubkey), authority.account
         source.authority_key = custody.managed_key_store(authority.key) if authority.new else None
         source.rent_payer_address = str(funding.pubkey)
         _save_new(source, instrument, source.data_kind)
-        tx = transaction_record(prepared, effects_data={"dataSource": str(source.offchain_id), **funded}, api_key=api_key, request_id=request_id)
+        tx = transaction_record(prepared, effects_data={"dataSource": str(source.offchain_id), **funded}, api_key=ctx.api_key, request_id=ctx.request_id)
         source.creation_transaction = source.last_transaction = source.pending_transaction = tx
         schedule_set(source, every=every)
         source.save(update_fields=["creation_transaction", "last_transaction", "pending_transaction", "schedule", "updated_at"])
@@ -270,12 +272,12 @@ def _changes_offchain(source: OnchainDataSource, data: dict, field_prefix: str =
     return changes
 
 
-def data_source_update(*, tenant, cluster: str, api_key, source: OnchainDataSource, data: dict, svm_config: dict | None = None, request_id=None,
-                       requested_by: str | None = None) -> SourceResult:
+def data_source_update(ctx: OperationContext, *, source: OnchainDataSource, data: dict, requested_by: str | None = None) -> SourceResult:
     """Update Oracle Data Source Definition: a new job definition is recorded on chain
     (SetJobHash signed by the authority) and takes effect once that confirms; the rating
     provider, the refresh interval and the status (ACTIVE / INACTIVE: refreshed or not)
     change at once. Patch semantics: what the body leaves out stays."""
+    tenant, cluster = ctx.tenant, ctx.cluster
     details = data.get("partnerOracleDetails") or {}
     changes = _changes_offchain(source, data)
     new_job = None
@@ -292,8 +294,7 @@ def data_source_update(*, tenant, cluster: str, api_key, source: OnchainDataSour
         ensure_no_operation_in_flight(source, field=SOURCE_FIELD)
         instruction = client.set_job_hash(Pubkey.from_string(source.program_address), feed=Pubkey.from_string(source.address),
                                           authority=Pubkey.from_string(source.authority_address), job_hash=bytes.fromhex(new_job[1]))
-        prepared = build(tenant=tenant, cluster=cluster, operation=operations.SET_JOB_HASH, instructions=[instruction],
-                         signers=[authority_signer(tenant, source)], svm_config=svm_config)
+        prepared = build(ctx, operation=operations.SET_JOB_HASH, instructions=[instruction], signers=[authority_signer(tenant, source)])
 
     tx = None
     with write_phase(on_abort=prepared.release if prepared is not None else None):
@@ -302,7 +303,7 @@ def data_source_update(*, tenant, cluster: str, api_key, source: OnchainDataSour
         if prepared is not None:
             ensure_no_operation_in_flight(locked, field=SOURCE_FIELD)
             tx = transaction_record(prepared, effects_data={"dataSource": str(locked.offchain_id), "jobDefinition": new_job[0], "jobHash": new_job[1]},
-                                    api_key=api_key, request_id=request_id)
+                                    api_key=ctx.api_key, request_id=ctx.request_id)
             record_admin_request(tx, requested_by)
             locked.last_transaction = locked.pending_transaction = tx
             fields += ["last_transaction", "pending_transaction"]

@@ -65,9 +65,8 @@ class OnchainDataSourceViewSet(TenantScopedViewSet):
     )
     @idempotent
     def create(self, request):
-        body = validated(CreateDataSourceInput, request)
-        result = services.data_source_create(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, data=body["itemData"],
-                                             svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id)
+        ctx, body = self.operation(CreateDataSourceInput)
+        result = services.data_source_create(ctx, data=body["itemData"])
         return _answer(request, {"newOnchainDataSource": render.identifiers(result.source)}, result)
 
     @extend_schema(
@@ -81,10 +80,9 @@ class OnchainDataSourceViewSet(TenantScopedViewSet):
     )
     @idempotent
     def update(self, request):
-        body = validated(UpdateDataSourceInput, request)
+        ctx, body = self.operation(UpdateDataSourceInput)
         data = body["itemData"]
-        result = services.data_source_update(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, source=self._source(data), data=data,
-                                             svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id)
+        result = services.data_source_update(ctx, source=self._source(data), data=data)
         return _answer(request, {"updatedOnchainDataSource": render.identifiers(result.source)}, result)
 
     @extend_schema(
@@ -101,9 +99,8 @@ class OnchainDataSourceViewSet(TenantScopedViewSet):
     )
     @idempotent
     def refresh(self, request):
-        body = validated(RefreshDataSourceInput, request)
-        result = refresh.data_source_refresh(tenant=self.tenant, source=self._source(body["itemData"]), trigger=EvaluationTrigger.API, api_key=self.api_key,
-                                             request_id=request.client_request_id)
+        ctx, body = self.operation(RefreshDataSourceInput)
+        result = refresh.data_source_refresh(ctx, source=self._source(body["itemData"]), trigger=EvaluationTrigger.API)
         exponent = result.source.exponent
         response = Response({"refreshedOnchainDataSource": render.identifiers(result.source), "evaluation": render.evaluation(result.evaluation, exponent),
                              RESULT: None})

@@ -7,6 +7,7 @@ from django.contrib import admin, messages
 
 from ledger_project.api.errors import LedgerError
 from ledger_project.staff import staff_action
+from tenancy.context import OperationContext
 
 from .lifecycle import position_set_frozen
 from .models import Position, PositionBalanceSnapshot
@@ -56,7 +57,7 @@ class PositionAdmin(admin.ModelAdmin):
         done, refused = 0, []
         for position in queryset.select_related("tenant"):
             try:
-                position_set_frozen(tenant=position.tenant, cluster=position.cluster, api_key=None, position=position, frozen=frozen, requested_by=request.user.get_username())
+                position_set_frozen(OperationContext.system(tenant=position.tenant, cluster=position.cluster), position=position, frozen=frozen, requested_by=request.user.get_username())
                 done += 1
             except LedgerError as exc:
                 refused.append(f"{position.address}: {exc.message}")

@@ -187,7 +187,7 @@ def build(ctx: _Context, pack_: _Pack) -> list[_Pack]:
     pack_.plan = reference
     try:
         pack_.prepared = transaction_build(
-            tenant=ctx.tenant, cluster=ctx.cluster, operation=operations.TRANSFER_NETWORK_CURRENCY_BATCH, instructions=_instructions(pack_.items, reference),
+            context=ctx.op, operation=operations.TRANSFER_NETWORK_CURRENCY_BATCH, instructions=_instructions(pack_.items, reference),
             signers=[pack_.items[0].plan.signer], config=transaction_config(ctx.tenant, ctx.cluster, ctx.svm_config),
         )
         return [pack_]

@@ -2,10 +2,9 @@
 that could not be recorded, a packed transaction that FAILED): ``batch_retry`` for one
 batch, ``batch_retry_due`` for the sweep, ``retry_on_commit`` to queue one.
 
-A retry acts as the key that created the batch, as the request did: the engine reads the
-acting key from ``ledger_project.request_context.acting_api_key_var`` where it signs (a key
-another organization shares signs only under its debit API keys), and the view base sets it
-for a request; the worker sets it here for the retry's duration and restores the one before.
+A retry acts as the key that created the batch, as the request did: its operation context
+(tenancy/context.py) names that key, and the engine checks it where it signs (a key another
+organization shares signs only under its debit API keys), as for the request.
 A batch whose key was revoked since (or whose organization was deactivated, or whose key
 is gone) builds nothing more: its due items end REJECTED, ``API_KEY_REVOKED``.
 """
@@ -16,7 +15,7 @@ import logging
 
 from django.db import transaction as db_transaction
 
-from ledger_project.request_context import acting_api_key_var
+from tenancy.context import OperationContext
 from tenancy.idempotency import write_phase
 from tenancy.models import ApiKey
 
@@ -52,18 +51,14 @@ def batch_retry(*, batch_pk: int) -> int:
     do. Returns how many items it settled."""
     batch = Batch.unscoped.select_related("tenant", "created_by_key").get(pk=batch_pk)
     due = list(BatchItem.objects.filter(batch=batch, status=BatchItemStatus.RETRY_DUE).order_by("index").values_list("pk", "index", "data"))
-    token = acting_api_key_var.set(batch.created_by_key)
-    try:
-        for pk, index, data in due:
-            _retry_item(batch, pk, _Item(index, data))
-    finally:
-        acting_api_key_var.reset(token)
+    for pk, index, data in due:
+        _retry_item(batch, pk, _Item(index, data))
     return len(due)
 
 
 def _retry_item(batch: Batch, pk: int, item: _Item) -> None:
     ops = _kinds()[batch.kind]
-    ctx = _Context(batch.tenant, batch.cluster, batch.created_by_key, batch.svm_config)
+    ctx = _Context(OperationContext(tenant=batch.tenant, cluster=batch.cluster, api_key=batch.created_by_key, svm_config=batch.svm_config))
     packs: list[_Pack] = []
     if not _key_active(batch):
         item.errors, item.http_status = [{**REVOKED, "field": item.field}], 401

@@ -57,6 +57,7 @@ from accounts.services import funding_effects
 from accounts.signers import transaction_config
 from ledger_project.api.envelope import validated
 from ledger_project.api.errors import LedgerError, ValidationFailed
+from tenancy.context import OperationContext
 from tenancy.idempotency import write_phase
 from transactions import fee_payers
 from chain.builder import MAX_TRANSACTION_SIZE
@@ -126,12 +127,25 @@ class _Pack:
 
 @dataclass
 class _Context:
-    tenant: object
-    cluster: str
-    api_key: object
-    svm_config: dict | None
+    op: OperationContext  # the request's (a retry: the batch's key and svmTransactionConfig)
     running: dict = dc_field(default_factory=lambda: defaultdict(int))
     memo: dict = dc_field(default_factory=dict)  # validated item parts (``validated_item``)
+
+    @property
+    def tenant(self):
+        return self.op.tenant
+
+    @property
+    def cluster(self) -> str:
+        return self.op.cluster
+
+    @property
+    def api_key(self):
+        return self.op.api_key
+
+    @property
+    def svm_config(self) -> dict | None:
+        return self.op.svm_config
 
 
 # --- read phase ---------------------------------------------------------------------------
@@ -269,7 +283,7 @@ def _build(ctx: _Context, pack: _Pack) -> list[_Pack]:
     """Build ``pack``; the packs built (itself, or its items split when it did not build)."""
     pack.plan = pack.merged_plan()
     try:
-        pack.prepared, pack.funding = movement._build(pack.plan, tenant=ctx.tenant, cluster=ctx.cluster, api_key=ctx.api_key, svm_config=ctx.svm_config, operation=operations.TRANSFER_BATCH)  # packed or alone: effects list each item (effects.batch.items, in the order of effects.movement.legs)
+        pack.prepared, pack.funding = movement._build(pack.plan, ctx.op, operation=operations.TRANSFER_BATCH)  # packed or alone: effects list each item (effects.batch.items, in the order of effects.movement.legs)
         return [pack]
     except LedgerError as exc:
         if exc.status_code >= 500:
@@ -408,11 +422,11 @@ def _stored(value):
     return None if value is None else json.loads(json.dumps(value, cls=DjangoJSONEncoder))
 
 
-def transfer_batch(*, tenant, cluster: str, api_key, items: list[dict], svm_config: dict | None = None, request_id=None, kind: str = BatchKind.TRANSFER) -> Batch:
+def transfer_batch(op: OperationContext, *, items: list[dict], kind: str = BatchKind.TRANSFER) -> Batch:
     """A batch of ``kind`` (module docstring): every item resolved, packed, built and
     recorded; returns the Batch, whose items say what became of each."""
     ops = _kinds()[kind]
-    ctx = _Context(tenant, cluster, api_key, svm_config)
+    ctx = _Context(op)
     entries = [_Item(i, data) for i, data in enumerate(items)]
     with resolution_memo():
         for item in entries:
@@ -430,8 +444,8 @@ def transfer_batch(*, tenant, cluster: str, api_key, items: list[dict], svm_conf
             pack.prepared.release()
 
     with write_phase(on_abort=release):
-        batch = Batch.objects.for_tenant(tenant).create(
-            tenant=tenant, cluster=cluster, kind=kind, request_id=request_id, created_by_key=api_key, item_count=len(entries), svm_config=_stored(svm_config),
+        batch = Batch.objects.for_tenant(op.tenant).create(
+            tenant=op.tenant, cluster=op.cluster, kind=kind, request_id=op.request_id, created_by_key=op.api_key, item_count=len(entries), svm_config=_stored(op.svm_config),
         )
         outcome = ops.write(ctx, batch, packs)
         rows = []

@@ -34,6 +34,7 @@ from accounts.models import Account, AccountStatus
 from accounts.services import account_update
 from accounts.signers import ensure_usable, signer_for, transaction_config
 from ledger_project.api.errors import LedgerError
+from tenancy.context import OperationContext
 from tenancy.idempotency import write_phase
 from chain.rpc import rpc_for
 from transactions.models import Transaction, TransactionEvent
@@ -107,9 +108,9 @@ def _owner_signer(tenant, position: Position, state: TokenAccountState, field: s
     return _signer(tenant, position.cluster, state.owner, position.owner, field)
 
 
-def _record(locked: Position, prepared: Prepared, *, api_key, request_id, requested_by: str | None, **effects) -> Transaction:
+def _record(locked: Position, prepared: Prepared, ctx: OperationContext, *, requested_by: str | None, **effects) -> Transaction:
     """Write phase: the Transaction row, and the position's in-flight marker set to it."""
-    tx = transaction_record(prepared, effects_data={"position": str(locked.offchain_id), **effects}, api_key=api_key, request_id=request_id)
+    tx = transaction_record(prepared, effects_data={"position": str(locked.offchain_id), **effects}, api_key=ctx.api_key, request_id=ctx.request_id)
     locked.last_transaction = locked.pending_transaction = tx
     locked.save(update_fields=["last_transaction", "pending_transaction", "updated_at"])
     if requested_by:
@@ -128,12 +129,13 @@ def _state_error(frozen: bool, where: str = "") -> LedgerError:
     return LedgerError(f"The position is not frozen{where}.", field=FIELD, code="NOT_FROZEN")
 
 
-def position_set_frozen(*, tenant, cluster: str, api_key, position: Position, frozen: bool, authority_lookup: dict | None = None,
-                        svm_config: dict | None = None, request_id=None, requested_by: str | None = None) -> PositionResult:
+def position_set_frozen(ctx: OperationContext, *, position: Position, frozen: bool, authority_lookup: dict | None = None,
+                        requested_by: str | None = None) -> PositionResult:
     """Freeze / Unfreeze Position: FreezeAccount / ThawAccount of the token account, signed
     by the mint's freeze authority (SPL Token and Token-2022 alike: the authority is the
     mint's, the freeze is per token account). ``authority_lookup`` (the position lookup's
     freezeAuthority), when given, must name that authority. Frozen on confirmation."""
+    tenant, cluster = ctx.tenant, ctx.cluster
     def check(record: Position) -> None:
         _on_network(record)
         if record.frozen == frozen:
@@ -159,12 +161,12 @@ def position_set_frozen(*, tenant, cluster: str, api_key, position: Position, fr
     signer = _signer(tenant, cluster, authority, record, field)
     accounts = {"program_id": ix.program_of(instrument), "account": Pubkey.from_string(position.address), "mint": Pubkey.from_string(instrument.address), "authority": signer.pubkey}
     instruction = freeze_account(FreezeAccountParams(**accounts)) if frozen else thaw_account(ThawAccountParams(**accounts))
-    prepared = transaction_build(tenant=tenant, cluster=cluster, operation=operations.FREEZE if frozen else operations.UNFREEZE, instructions=[instruction],
-                                 signers=[signer], config=transaction_config(tenant, cluster, svm_config))
+    prepared = transaction_build(context=ctx, operation=operations.FREEZE if frozen else operations.UNFREEZE, instructions=[instruction],
+                                 signers=[signer], config=transaction_config(tenant, cluster, ctx.svm_config))
     with write_phase(on_abort=prepared.release):
         locked = lock_position(position.pk, tenant=tenant)
         check(locked)
-        tx = _record(locked, prepared, api_key=api_key, request_id=request_id, requested_by=requested_by, frozen=frozen)
+        tx = _record(locked, prepared, ctx, requested_by=requested_by, frozen=frozen)
     return PositionResult(locked, tx)
 
 
@@ -188,13 +190,14 @@ def _mark_inactive(locked: Position, *, tenant) -> None:
     account.save(update_fields=["status", "token_balance", "lamports_balance", "updated_at"])
 
 
-def position_inactivate(*, tenant, cluster: str, api_key, position: Position, refund_to: Account | OffPlatform | None,
-                        svm_config: dict | None = None, request_id=None, requested_by: str | None = None) -> PositionResult:
+def position_inactivate(ctx: OperationContext, *, position: Position, refund_to: Account | OffPlatform | None,
+                        requested_by: str | None = None) -> PositionResult:
     """Inactivate Position: CloseAccount of the token account, its rent to ``refund_to``
     (default: the owner), signed by its close authority (the owner unless one was set).
     The chain decides: a token balance → 400 BALANCE_NOT_ZERO; frozen → 400 POSITION_FROZEN
     (a service rule, see docs/positions.md); no token account any more (closed outside the
     service) → INACTIVE at once, no transaction. INACTIVE on confirmation."""
+    tenant, cluster = ctx.tenant, ctx.cluster
     position = _fresh(tenant, position)
     _inactivatable(position)
     field = "itemData.refundDestination"
@@ -225,13 +228,13 @@ def position_inactivate(*, tenant, cluster: str, api_key, position: Position, re
         signer = _owner_signer(tenant, position, state)
     instruction = close_account(CloseAccountParams(program_id=ix.program_of(position.instrument), account=Pubkey.from_string(position.address),
                                                    dest=Pubkey.from_string(destination), owner=signer.pubkey))
-    prepared = transaction_build(tenant=tenant, cluster=cluster, operation=operations.INACTIVATE, instructions=[instruction],
-                                 signers=[signer], config=transaction_config(tenant, cluster, svm_config))
+    prepared = transaction_build(context=ctx, operation=operations.INACTIVATE, instructions=[instruction],
+                                 signers=[signer], config=transaction_config(tenant, cluster, ctx.svm_config))
     with write_phase(on_abort=prepared.release):
         locked = lock_position(position.pk, tenant=tenant)
         _inactivatable(locked)
         _not_frozen(locked.frozen, "close")
-        tx = _record(locked, prepared, api_key=api_key, request_id=request_id, requested_by=requested_by, refundDestination=destination)
+        tx = _record(locked, prepared, ctx, requested_by=requested_by, refundDestination=destination)
     return PositionResult(locked, tx)
 
 
@@ -244,9 +247,10 @@ def _delegate_checks(record: Position) -> None:
     _not_frozen(record.frozen, "approve or revoke a delegate of")
 
 
-def _delegate_build(*, tenant, cluster: str, position: Position, delegate: dict | None, svm_config: dict | None) -> tuple[Prepared, dict]:
+def _delegate_build(ctx: OperationContext, *, position: Position, delegate: dict | None) -> tuple[Prepared, dict]:
     """Read and network phase of a delegate change: ApproveChecked (``delegate`` given) or
     Revoke (null), signed by the owner. Returns the prepared transaction and its effects."""
+    tenant, cluster = ctx.tenant, ctx.cluster
     from .values import base_units
 
     _delegate_checks(position)
@@ -271,27 +275,28 @@ def _delegate_build(*, tenant, cluster: str, position: Position, delegate: dict 
         instruction = approve_checked(ApproveCheckedParams(program_id=program, source=source, mint=Pubkey.from_string(instrument.address),
                                                            delegate=Pubkey.from_string(target.address), owner=owner.pubkey, amount=amount, decimals=instrument.decimals))
         operation, effects = operations.APPROVE, {"delegate": {"onchainId": target.address, "lamports": amount}}
-    prepared = transaction_build(tenant=tenant, cluster=cluster, operation=operation, instructions=[instruction], signers=[owner],
-                                 config=transaction_config(tenant, cluster, svm_config))
+    prepared = transaction_build(context=ctx, operation=operation, instructions=[instruction], signers=[owner],
+                                 config=transaction_config(tenant, cluster, ctx.svm_config))
     return prepared, effects
 
 
-def position_update(*, tenant, cluster: str, api_key, position: Position, changes: dict, svm_config: dict | None = None, request_id=None) -> PositionResult:
+def position_update(ctx: OperationContext, *, position: Position, changes: dict) -> PositionResult:
     """Update Position: patch semantics, only the fields present change. Offchain fields
     (the token account's offchainReferences, tokenDebitLimits, tokenDebitApiKeys) change in
     the write phase under the position's row lock; ``delegate`` approves (ApproveChecked)
     or, null, revokes on the network, one delegate change in flight at a time, and the
     record's delegate follows the chain on confirmation."""
+    tenant, cluster = ctx.tenant, ctx.cluster
     p = "itemData"
     position = _fresh(tenant, position)
-    check_token_debit_settings(api_key, changes, position.owner, p, present=True)
+    check_token_debit_settings(ctx.api_key, changes, position.owner, p, present=True)
     refs = dict(changes.get("offchainReferences") or {})
     if refs.get("type") and refs["type"] != position.account.type:
         raise LedgerError(f"A position in this instrument is a {position.account.type}; its type cannot change.", field=f"{p}.offchainReferences.type", code="INVALID_ACCOUNT_TYPE")
     refs.pop("type", None)
     prepared, effects = None, {}
     if "delegate" in changes:
-        prepared, effects = _delegate_build(tenant=tenant, cluster=cluster, position=position, delegate=changes["delegate"], svm_config=svm_config)
+        prepared, effects = _delegate_build(ctx, position=position, delegate=changes["delegate"])
 
     tx = None
     with write_phase(on_abort=prepared.release if prepared else None):
@@ -308,7 +313,7 @@ def position_update(*, tenant, cluster: str, api_key, position: Position, change
         if fields:
             locked.save(update_fields=[*fields, "updated_at"])
         if refs:
-            account_update(tenant=tenant, cluster=cluster, api_key=api_key, account=locked.account, changes={"offchainReferences": refs})
+            account_update(ctx, account=locked.account, changes={"offchainReferences": refs})
         if prepared is not None:
-            tx = _record(locked, prepared, api_key=api_key, request_id=request_id, requested_by=None, **effects)
+            tx = _record(locked, prepared, ctx, requested_by=None, **effects)
     return PositionResult(locked, tx)

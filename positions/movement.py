@@ -47,6 +47,7 @@ from instruments.allowlist.chain import ensure_owner_allowed
 from instruments.models import FinancialInstrument, PositionState
 from instruments.token2022.transfer_hook import HookAccountsError, transfer_hook_accounts
 from ledger_project.api.errors import LedgerError
+from tenancy.context import OperationContext
 from tenancy.idempotency import write_phase
 from ledger_project.statements import Statement
 from chain.rpc import rpc_for
@@ -236,7 +237,8 @@ def _movement_instruction(leg: Leg, cluster: str) -> Instruction:
     return instruction
 
 
-def _build(plan: _Plan, *, tenant, cluster: str, api_key, svm_config: dict | None, operation: str | None = None):
+def _build(plan: _Plan, ctx: OperationContext, *, operation: str | None = None):
+    tenant, cluster = ctx.tenant, ctx.cluster
     creations = [p for p in plan.parties.values() if p.create]
     funding = None
     instructions: list[Instruction] = []
@@ -248,7 +250,7 @@ def _build(plan: _Plan, *, tenant, cluster: str, api_key, svm_config: dict | Non
         instruments = {p.address: _party_instrument(plan, p) for p in creations}
         rent = sum(associated_rent(cluster, instruments[p.address]) for p in creations)
         kind = min((p.funding_type for p in creations), key=_STRICTNESS.index)
-        funding = funding_signer(tenant=tenant, cluster=cluster, api_key=api_key, svm_config=svm_config, lamports=rent, destination_type=kind)
+        funding = funding_signer(tenant=tenant, cluster=cluster, api_key=ctx.api_key, svm_config=ctx.svm_config, lamports=rent, destination_type=kind)
         signers.append(funding.signer)
         for party in creations:
             instructions.append(ix.create_associated_idempotent(payer=funding.pubkey, owner=Pubkey.from_string(party.owner_address), instrument=instruments[party.address]))
@@ -263,7 +265,7 @@ def _build(plan: _Plan, *, tenant, cluster: str, api_key, svm_config: dict | Non
     head = instructions[first]
     instructions[first] = Instruction(head.program_id, head.data, [*head.accounts, AccountMeta(plan.reference, is_signer=False, is_writable=False)])
     # ``operation``: a caller packing several requests' legs names its own (positions/batches.py).
-    prepared = transaction_build(tenant=tenant, cluster=cluster, operation=operation or operations.OF_MOVEMENT[plan.kind], instructions=instructions, signers=signers, config=transaction_config(tenant, cluster, svm_config))
+    prepared = transaction_build(context=ctx, operation=operation or operations.OF_MOVEMENT[plan.kind], instructions=instructions, signers=signers, config=transaction_config(tenant, cluster, ctx.svm_config))
     return prepared, funding
 
 
@@ -364,7 +366,8 @@ def _effects(plan: _Plan, funded: dict, decision: Decision | None) -> dict:
     }
 
 
-def _write(plan: _Plan, prepared, funding, *, tenant, api_key, request_id) -> Transaction:
+def _write(plan: _Plan, prepared, funding, ctx: OperationContext) -> Transaction:
+    tenant, api_key = ctx.tenant, ctx.api_key
     with write_phase(on_abort=prepared.release):
         reread = _reread(plan, tenant)
         owners = _lock_debited_accounts(plan, tenant, funding)
@@ -375,7 +378,7 @@ def _write(plan: _Plan, prepared, funding, *, tenant, api_key, request_id) -> Tr
         for party in drafted:
             position_save_new(*party.draft, field=_party_field(plan, party))
         held = decision is not None and decision.needs_approval
-        tx = transaction_record(prepared, effects_data=_effects(plan, funded, decision), api_key=api_key, request_id=request_id, hold_for_approval=held, hold_reason=decision.reason if held else "")
+        tx = transaction_record(prepared, effects_data=_effects(plan, funded, decision), api_key=api_key, request_id=ctx.request_id, hold_for_approval=held, hold_reason=decision.reason if held else "")
         for party in drafted:
             if party.create:
                 position_link_creation(*party.draft, tx)
@@ -392,10 +395,10 @@ def _party_field(plan: _Plan, party: Party) -> str:
     return f"{leg.field}.destination" if leg.kind == TRANSFER else f"{leg.field}.position"
 
 
-def _run(plan: _Plan, *, tenant, cluster: str, api_key, svm_config, request_id) -> Transaction:
-    _debits(plan, tenant, api_key)  # 403 DEBIT_NOT_ALLOWED before anything is signed
-    prepared, funding = _build(plan, tenant=tenant, cluster=cluster, api_key=api_key, svm_config=svm_config)
-    return _write(plan, prepared, funding, tenant=tenant, api_key=api_key, request_id=request_id)
+def _run(plan: _Plan, ctx: OperationContext) -> Transaction:
+    _debits(plan, ctx.tenant, ctx.api_key)  # 403 DEBIT_NOT_ALLOWED before anything is signed
+    prepared, funding = _build(plan, ctx)
+    return _write(plan, prepared, funding, ctx)
 
 
 def _created(plan: _Plan) -> bool:
@@ -405,11 +408,12 @@ def _created(plan: _Plan) -> bool:
 # --- operations ---------------------------------------------------------------------------------
 
 
-def position_mint(*, tenant, cluster: str, api_key, lookup: dict, value: dict, create_if_missing: bool = False, svm_config: dict | None = None, request_id=None) -> MovementResult:
+def position_mint(ctx: OperationContext, *, lookup: dict, value: dict, create_if_missing: bool = False) -> MovementResult:
     """Mint: MintToChecked into the position, signed by the instrument's mint authority
     (``lookup.mintAuthority`` may name it; it must be the mint's). With
     ``createIfMissing``, an owner + instrument lookup without a position creates the
     owner's associated token account in the same transaction (recorded PENDING)."""
+    tenant, cluster = ctx.tenant, ctx.cluster
     p = "itemData.position"
     plan = _Plan(MINT, [])
     destination = _destination(plan, tenant, cluster, lookup, p, instrument=None, create=create_if_missing, off_platform=False, allowed=("mintAuthority",))
@@ -417,43 +421,46 @@ def position_mint(*, tenant, cluster: str, api_key, lookup: dict, value: dict, c
     amount = base_units(value, instrument, field="itemData.value")
     authority = _mint_authority(tenant, cluster, instrument, lookup.get("mintAuthority"), f"{p}.mintAuthority")
     plan.legs.append(Leg(MINT, instrument, amount, authority, destination=destination, field="itemData"))
-    tx = _run(plan, tenant=tenant, cluster=cluster, api_key=api_key, svm_config=svm_config, request_id=request_id)
+    tx = _run(plan, ctx)
     return MovementResult(destination.identifiers, tx, _created(plan))
 
 
-def position_burn(*, tenant, cluster: str, api_key, lookup: dict, value: dict, authority_lookup: dict | None = None, svm_config: dict | None = None, request_id=None) -> MovementResult:
+def position_burn(ctx: OperationContext, *, lookup: dict, value: dict, authority_lookup: dict | None = None) -> MovementResult:
     """Burn: BurnChecked from the position, signed by its owner (default), its delegate
     or the instrument's permanent delegate (``authority``)."""
+    tenant, cluster = ctx.tenant, ctx.cluster
     p = "itemData.position"
     position = _source(tenant, cluster, lookup, p, role="burn")
     amount = base_units(value, position.instrument, field="itemData.value")
     authority = _debit_authority(tenant, cluster, position, authority_lookup, "itemData.authority")
     source = Party(position.address, position.owner_address, position=position)
     plan = _Plan(BURN, [Leg(BURN, position.instrument, amount, authority, source=source, field="itemData")], {position.address: source})
-    tx = _run(plan, tenant=tenant, cluster=cluster, api_key=api_key, svm_config=svm_config, request_id=request_id)
+    tx = _run(plan, ctx)
     return MovementResult(position_identifiers(position), tx, False)
 
 
-def position_transfer(*, tenant, cluster: str, api_key, data: dict, svm_config: dict | None = None, request_id=None) -> MovementResult:
+def position_transfer(ctx: OperationContext, *, data: dict) -> MovementResult:
     """Transfer Financial Instrument: TransferChecked from ``source`` to ``destination``
     (an existing position, the owner's associated position created on the way, or an
     off-platform owner's associated token account), with a transfer hook's extra
     accounts when the mint has one."""
+    tenant, cluster = ctx.tenant, ctx.cluster
     plan = _Plan(TRANSFER, [])
     leg = _transfer_leg(plan, tenant, cluster, data, "itemData")
     plan.legs.append(leg)
-    tx = _run(plan, tenant=tenant, cluster=cluster, api_key=api_key, svm_config=svm_config, request_id=request_id)
+    tx = _run(plan, ctx)
     return MovementResult(leg.destination.identifiers, tx, _created(plan))
 
 
-def position_trade(*, tenant, cluster: str, api_key, legs: list[dict], svm_config: dict | None = None, request_id=None) -> MovementResult:
+def position_trade(ctx: OperationContext, *, legs: list[dict]) -> MovementResult:
     """Trade (delivery versus payment): every leg is a transfer, all in one transaction,
     so either every leg settles or none does. Each leg's authority signs; a party whose
     key the service may not use leaves the trade PARTIALLY_SIGNED."""
+    tenant, cluster = ctx.tenant, ctx.cluster
     plan = _Plan(TRADE, [])
     for i, data in enumerate(legs):
         plan.legs.append(_transfer_leg(plan, tenant, cluster, data, f"itemData.legs[{i}]"))
-    tx = _run(plan, tenant=tenant, cluster=cluster, api_key=api_key, svm_config=svm_config, request_id=request_id)
+    tx = _run(plan, ctx)
     # The trade is named by its transaction; its signature stays undisclosed while held for
     # approval, as in the transaction result (transactions/serializers.py).
     return MovementResult({"onchainId": None if tx.approval_required else tx.onchain_id, "offchainId": str(tx.offchain_id)}, tx, _created(plan))

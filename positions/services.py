@@ -19,6 +19,7 @@ from accounts.signers import ensure_usable, transaction_config
 from instruments.allowlist.chain import ensure_owner_allowed
 from instruments.models import FinancialInstrument, InstrumentStatus, PositionState
 from ledger_project.api.errors import ConflictError, LedgerError, NotFoundError
+from tenancy.context import OperationContext
 from tenancy.idempotency import write_phase
 from tenancy.permissions import require_role
 from tenancy.roles import Role
@@ -120,18 +121,19 @@ def _save(account: Account, position: Position, *, field: str = "itemData") -> N
         raise ConflictError("The owner already has this position.", field=field, code="DUPLICATE_POSITION")
 
 
-def position_initialize(*, tenant, cluster: str, api_key, owner: Account | OffPlatform, instrument: FinancialInstrument, data: dict, svm_config: dict | None = None, request_id=None) -> PositionResult:
+def position_initialize(ctx: OperationContext, *, owner: Account | OffPlatform, instrument: FinancialInstrument, data: dict) -> PositionResult:
     """Initialize Position: the owner's associated token account for the instrument (the
     token program follows its version), or with ``associated: false`` a token account of a
     new managed key. Its rent comes from the funding account (docs/accounts.md, "Who
     pays"). Default-frozen instruments yield frozen positions. ``alreadyOnchain`` onboards
     an existing associated token account without a transaction."""
+    tenant, cluster = ctx.tenant, ctx.cluster
     p = "itemData"
     if isinstance(owner, OffPlatform):
         raise LedgerError("The owner must be an account the service knows (onboard it with Create Account).", field=f"{p}.owner", code="OFF_PLATFORM_NOT_ALLOWED")
     ensure_usable(owner, field=f"{p}.owner")
     usable_instrument(instrument, f"{p}.financialInstrument")
-    check_token_debit_settings(api_key, data, owner, p)
+    check_token_debit_settings(ctx.api_key, data, owner, p)
     refs = data.get("offchainReferences") or {}
     _reference_conflicts(tenant, cluster, refs, p)
     associated, already = data.get("associated", True), data.get("alreadyOnchain", False)
@@ -163,7 +165,7 @@ def position_initialize(*, tenant, cluster: str, api_key, owner: Account | OffPl
         account, position = _draft(tenant=tenant, cluster=cluster, owner=owner, instrument=instrument, address=address, data=data, managed_key=key, already=False)
         size = ix.account_size(instrument)
         rent = rpc.minimum_balance_for_rent_exemption(size)
-    funding = funding_signer(tenant=tenant, cluster=cluster, api_key=api_key, svm_config=svm_config, lamports=rent, destination_type="MANAGED")
+    funding = funding_signer(tenant=tenant, cluster=cluster, api_key=ctx.api_key, svm_config=ctx.svm_config, lamports=rent, destination_type="MANAGED")
     target = Pubkey.from_string(address)
     if associated:
         instructions = [ix.create_associated_idempotent(payer=funding.pubkey, owner=Pubkey.from_string(owner.address), instrument=instrument)]
@@ -175,11 +177,11 @@ def position_initialize(*, tenant, cluster: str, api_key, owner: Account | OffPl
             initialize_account3(InitializeAccount3Params(program_id=program, account=target, mint=Pubkey.from_string(instrument.address), owner=Pubkey.from_string(owner.address))),
         ]
         signers = [funding.signer, SignerSpec(target, key)]
-    prepared = transaction_build(tenant=tenant, cluster=cluster, operation=operations.INITIALIZE, instructions=instructions, signers=signers, config=transaction_config(tenant, cluster, svm_config))
+    prepared = transaction_build(context=ctx, operation=operations.INITIALIZE, instructions=instructions, signers=signers, config=transaction_config(tenant, cluster, ctx.svm_config))
     with write_phase(on_abort=prepared.release):
-        funded = funding_effects(funding, tenant=tenant, api_key=api_key)
+        funded = funding_effects(funding, tenant=tenant, api_key=ctx.api_key)
         position_save_new(account, position, field=p)
-        tx = transaction_record(prepared, effects_data={"position": str(position.offchain_id), **funded}, api_key=api_key, request_id=request_id)
+        tx = transaction_record(prepared, effects_data={"position": str(position.offchain_id), **funded}, api_key=ctx.api_key, request_id=ctx.request_id)
         position_link_creation(account, position, tx)
     return PositionResult(position, tx)
 

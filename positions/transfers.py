@@ -23,6 +23,7 @@ from accounts.lookup import OffPlatform
 from accounts.models import Account
 from accounts.signers import ensure_usable, signer_for, transaction_config
 from ledger_project.api.errors import LedgerError
+from tenancy.context import OperationContext
 from tenancy.idempotency import write_phase
 from chain.fees import LAMPORTS_PER_SIGNATURE, MAX_COMPUTE_UNIT_LIMIT, default_compute_unit_limit, prioritization_fee
 from chain.rpc import rpc_for
@@ -89,13 +90,12 @@ def _rent_guard(rpc, *, source: Pubkey, destination: Pubkey, lamports: int, fee:
         )
 
 
-def network_currency_transfer(
-    *, tenant, cluster: str, api_key, source: Account, destination: Account | OffPlatform, value: dict, svm_config: dict | None = None, request_id=None,
-) -> NetworkTransferResult:
+def network_currency_transfer(ctx: OperationContext, *, source: Account, destination: Account | OffPlatform, value: dict) -> NetworkTransferResult:
     """Transfer Network Currency: a System transfer of ``value`` from ``source`` (signed
     here when its key is held and usable by the tenant, else PARTIALLY_SIGNED) to
     ``destination``. Debit keys: 403; over a debit limit: recorded PENDING_APPROVAL, nothing
     submitted until approved."""
+    tenant, cluster = ctx.tenant, ctx.cluster
     p = "itemData"
     ensure_usable(source, field=f"{p}.source")
     if isinstance(destination, Account):
@@ -106,12 +106,12 @@ def network_currency_transfer(
     if destination_address == source.address:
         raise LedgerError("The destination is the source itself.", field=f"{p}.destination", code="INVALID")
     lamports = base_units(value, NETWORK_CURRENCY_UNITS, field=f"{p}.value")
-    decide = dict(tenant=tenant, api_key=api_key, kind=NETWORK_CURRENCY, amount=lamports, destination=destination, field=f"{p}.source")
+    decide = dict(tenant=tenant, api_key=ctx.api_key, kind=NETWORK_CURRENCY, amount=lamports, destination=destination, field=f"{p}.source")
     debit_decision(source=source, **decide)  # 403 DEBIT_NOT_ALLOWED before anything is signed
 
     # Another organization's account is debited only with its key usable by this one.
     signer = signer_for(source, tenant, field=f"{p}.source", require_platform=source.tenant_id != tenant.pk)
-    config = transaction_config(tenant, cluster, svm_config)
+    config = transaction_config(tenant, cluster, ctx.svm_config)
     source_key, destination_key = Pubkey.from_string(source.address), Pubkey.from_string(destination_address)
     fee = _fee_estimate(config, source_key) if config.fee_payer is not None and config.fee_payer.pubkey == source_key else 0
     _rent_guard(rpc_for(cluster), source=source_key, destination=destination_key, lamports=lamports, fee=fee, p=p)
@@ -122,7 +122,7 @@ def network_currency_transfer(
     reference = Keypair().pubkey()
     plain = transfer(TransferParams(from_pubkey=source_key, to_pubkey=destination_key, lamports=lamports))
     ix = Instruction(plain.program_id, plain.data, [*plain.accounts, AccountMeta(reference, is_signer=False, is_writable=False)])
-    prepared = transaction_build(tenant=tenant, cluster=cluster, operation=operations.TRANSFER_NETWORK_CURRENCY, instructions=[ix], signers=[signer], config=config)
+    prepared = transaction_build(context=ctx, operation=operations.TRANSFER_NETWORK_CURRENCY, instructions=[ix], signers=[signer], config=config)
     with write_phase(on_abort=prepared.release):
         # Under the source's row lock: a concurrent debit committed meanwhile is counted.
         locked = lock_visible_account(source.pk, tenant=tenant)
@@ -132,5 +132,5 @@ def network_currency_transfer(
             "transfer": {"kind": NETWORK_CURRENCY, "source": source.address, "destination": destination_address, "lamports": lamports, "reference": str(reference)},
             **decision.effects,
         }
-        tx = transaction_record(prepared, effects_data=effects, api_key=api_key, request_id=request_id, hold_for_approval=decision.needs_approval, hold_reason=decision.reason)
+        tx = transaction_record(prepared, effects_data=effects, api_key=ctx.api_key, request_id=ctx.request_id, hold_for_approval=decision.needs_approval, hold_reason=decision.reason)
     return NetworkTransferResult(destination, tx)

@@ -61,11 +61,11 @@ class PositionViewSet(TenantScopedViewSet):
     @extend_schema(operation_id="initializePosition", summary="Initialize Position", description="Creates the owner's token account for the instrument (its associated token account by default).", request=InitializePositionInput, responses=api_responses({201: InitializePositionOutput}, mutation=True), parameters=operation_parameters(wait=True), tags=TAG)
     @idempotent
     def initialize(self, request):
-        body = validated(InitializePositionInput, request)
+        ctx, body = self.operation(InitializePositionInput)
         data = body["itemData"]
         owner = resolve_account(self.tenant, self.cluster, data["owner"], field="itemData.owner")
         instrument = resolve_instrument(self.tenant, self.cluster, data["financialInstrument"], field="itemData.financialInstrument")
-        result = services.position_initialize(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, owner=owner, instrument=instrument, data=data, svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id)
+        result = services.position_initialize(ctx, owner=owner, instrument=instrument, data=data)
         return mutation_response(request, "newPosition", render.position_identifiers(result.position), result.transaction, status=status.HTTP_201_CREATED)
 
     @extend_schema(operation_id="fetchPositionBalance", summary="Fetch Position Balance", description="Creates no transaction. The current offchain and onchain token balance, or the offchain balance at a past time (`at`).", request=PositionBalanceInput, responses=api_responses({200: PositionBalanceOutput}), parameters=operation_parameters(), tags=TAG)
@@ -92,14 +92,11 @@ class PositionViewSet(TenantScopedViewSet):
     )
     @idempotent
     def transfer_network_currency(self, request):
-        body = validated(TransferNetworkCurrencyInput, request)
+        ctx, body = self.operation(TransferNetworkCurrencyInput)
         data = body["itemData"]
         source = resolve_account(self.tenant, self.cluster, data["source"], field="itemData.source")
         destination = resolve_account(self.tenant, self.cluster, data["destination"], field="itemData.destination", allow_off_platform=True)
-        result = transfers.network_currency_transfer(
-            tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, source=source, destination=destination, value=data["value"],
-            svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id,
-        )
+        result = transfers.network_currency_transfer(ctx, source=source, destination=destination, value=data["value"])
         identifiers = {"onchainId": result.destination.address, "offchainId": str(result.destination.offchain_id) if hasattr(result.destination, "offchain_id") else None}
         return mutation_response(request, "destinationAccount", identifiers, result.transaction)
     # --- lifecycle (positions/lifecycle.py) and Fetch Positions -----------------------------
@@ -110,33 +107,33 @@ class PositionViewSet(TenantScopedViewSet):
     @extend_schema(operation_id="updatePosition", summary="Update Position", description="Patch semantics: only fields present change. Offchain fields change at once; `delegate` approves (or, null, revokes) a delegate on the network, signed by the owner.", request=UpdatePositionInput, responses=api_responses({200: UpdatePositionOutput}, mutation=True), parameters=operation_parameters(wait=True), tags=TAG)
     @idempotent
     def update(self, request):
-        body = validated(UpdatePositionInput, request)
+        ctx, body = self.operation(UpdatePositionInput)
         data = body["itemData"]
         raw = request.data.get("itemData") or {}
         changes = {k: v for k, v in data.items() if k in raw and k != "position"}
         if changes.get("offchainReferences"):
             changes["offchainReferences"] = {k: v for k, v in changes["offchainReferences"].items() if k in (raw.get("offchainReferences") or {})}
         position = self._lifecycle_position(data)
-        result = lifecycle.position_update(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, position=position, changes=changes, svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id)
+        result = lifecycle.position_update(ctx, position=position, changes=changes)
         return mutation_response(request, "updatedPosition", render.position_identifiers(result.position), result.transaction)
 
     @extend_schema(operation_id="inactivatePosition", summary="Inactivate Position", description="Closes the empty token account (CloseAccount; its rent to refundDestination, default the owner); INACTIVE once confirmed.", request=InactivatePositionInput, responses=api_responses({200: InactivatePositionOutput}, mutation=True), parameters=operation_parameters(wait=True), tags=TAG)
     @idempotent
     def inactivate(self, request):
-        body = validated(InactivatePositionInput, request)
+        ctx, body = self.operation(InactivatePositionInput)
         data = body["itemData"]
         position = self._lifecycle_position(data)
         refund = None
         if data.get("refundDestination"):
             refund = resolve_account(self.tenant, self.cluster, data["refundDestination"], field="itemData.refundDestination", allow_off_platform=True)
-        result = lifecycle.position_inactivate(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, position=position, refund_to=refund, svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id)
+        result = lifecycle.position_inactivate(ctx, position=position, refund_to=refund)
         return mutation_response(request, "inactivatedPosition", render.position_identifiers(result.position), result.transaction)
 
     def _set_frozen(self, request, frozen: bool):
-        body = validated(FreezePositionInput, request)
+        ctx, body = self.operation(FreezePositionInput)
         lookup = body["itemData"]["position"]
         position = self._lifecycle_position(body["itemData"])
-        result = lifecycle.position_set_frozen(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, position=position, frozen=frozen, authority_lookup=lookup.get("freezeAuthority"), svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id)
+        result = lifecycle.position_set_frozen(ctx, position=position, frozen=frozen, authority_lookup=lookup.get("freezeAuthority"))
         return mutation_response(request, "frozenPosition" if frozen else "unfrozenPosition", render.position_identifiers(result.position), result.transaction)
 
     @extend_schema(operation_id="freezePosition", summary="Freeze Position", description="FreezeAccount, signed by the mint's freeze authority: the token account can then neither send nor receive.", request=FreezePositionInput, responses=api_responses({200: FreezePositionOutput}, mutation=True), parameters=operation_parameters(wait=True), tags=TAG)
@@ -169,33 +166,31 @@ class PositionMovementViewSet(TenantScopedViewSet):
     @extend_schema(operation_id="mintToPosition", summary="Mint", description="MintToChecked into the position, signed by the instrument's mint authority; with createIfMissing the owner's associated position is created in the same transaction (201).", request=MintInput, responses=api_responses({200: MintPositionOutput, 201: MintPositionOutput}, mutation=True), parameters=operation_parameters(wait=True), tags=TAG)
     @idempotent
     def mint(self, request):
-        body = validated(MintInput, request)
+        ctx, body = self.operation(MintInput)
         data = body["itemData"]
-        result = movement.position_mint(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, lookup=data["position"], value=data["value"], create_if_missing=data.get("createIfMissing", False),
-                                        svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id)
+        result = movement.position_mint(ctx, lookup=data["position"], value=data["value"], create_if_missing=data.get("createIfMissing", False))
         return mutation_response(request, "mintedPosition", result.identifiers, result.transaction, status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK)
 
     @extend_schema(operation_id="burnFromPosition", summary="Burn", description="BurnChecked from the position, signed by its owner, its delegate or the instrument's permanent delegate.", request=BurnInput, responses=api_responses({200: BurnPositionOutput}, mutation=True), parameters=operation_parameters(wait=True), tags=TAG)
     @idempotent
     def burn(self, request):
-        body = validated(BurnInput, request)
+        ctx, body = self.operation(BurnInput)
         data = body["itemData"]
-        result = movement.position_burn(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, lookup=data["position"], value=data["value"], authority_lookup=data.get("authority"),
-                                        svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id)
+        result = movement.position_burn(ctx, lookup=data["position"], value=data["value"], authority_lookup=data.get("authority"))
         return mutation_response(request, "burnedPosition", result.identifiers, result.transaction)
 
     @extend_schema(operation_id="transferFinancialInstrument", summary="Transfer Financial Instrument", description="TransferChecked from the source position to the destination (created on the way when it is missing: 201).", request=TransferInput, responses=api_responses({200: TransferPositionOutput, 201: TransferPositionOutput}, mutation=True), parameters=operation_parameters(wait=True), tags=TAG)
     @idempotent
     def transfer(self, request):
-        body = validated(TransferInput, request)
-        result = movement.position_transfer(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, data=body["itemData"], svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id)
+        ctx, body = self.operation(TransferInput)
+        result = movement.position_transfer(ctx, data=body["itemData"])
         return mutation_response(request, "destinationPosition", result.identifiers, result.transaction, status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK)
 
     @extend_schema(operation_id="trade", summary="Trade", description="Delivery versus payment: every leg is a transfer, all in one transaction (every leg settles or none). `trade` names that transaction.", request=TradeInput, responses=api_responses({200: TradeOutput, 201: TradeOutput}, mutation=True), parameters=operation_parameters(wait=True), tags=TAG)
     @idempotent
     def trade(self, request):
-        body = validated(TradeInput, request)
-        result = movement.position_trade(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, legs=body["itemData"]["legs"], svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id)
+        ctx, body = self.operation(TradeInput)
+        result = movement.position_trade(ctx, legs=body["itemData"]["legs"])
         return mutation_response(request, "trade", result.identifiers, result.transaction, status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK)
 
 
@@ -229,11 +224,8 @@ class PositionBatchViewSet(TenantScopedViewSet):
     )
     @idempotent
     def transfer(self, request):
-        body = validated(TransferBatchInput, request)
-        batch = batches.transfer_batch(
-            tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, items=body["itemData"]["items"], svm_config=body.get("svmTransactionConfig"),
-            request_id=request.client_request_id,
-        )
+        ctx, body = self.operation(TransferBatchInput)
+        batch = batches.transfer_batch(ctx, items=body["itemData"]["items"])
         return Response(batch_render.batch_render(batch))
 
     @extend_schema(
@@ -247,11 +239,8 @@ class PositionBatchViewSet(TenantScopedViewSet):
     )
     @idempotent
     def transfer_network_currency(self, request):
-        body = validated(TransferNetworkCurrencyBatchInput, request)
-        batch = batches.transfer_batch(
-            tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, items=body["itemData"]["items"], svm_config=body.get("svmTransactionConfig"),
-            request_id=request.client_request_id, kind=BatchKind.NETWORK_CURRENCY_TRANSFER,
-        )
+        ctx, body = self.operation(TransferNetworkCurrencyBatchInput)
+        batch = batches.transfer_batch(ctx, items=body["itemData"]["items"], kind=BatchKind.NETWORK_CURRENCY_TRANSFER)
         return Response(batch_render.batch_render(batch))
 
     @extend_schema(

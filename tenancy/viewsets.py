@@ -7,7 +7,9 @@ is scoped to that tenant. Subclasses narrow it in ``scoped_queryset()`` and may 
 override ``get_queryset`` or ``get_permissions`` (docs/style.md, "One tenant door"). A view cannot forget
 the tenant: ``Model.objects`` of a tenant-owned model refuses every query without one
 (tenancy/scoping.py), so reads go through ``get_queryset()`` (bulk pages, fetches by id)
-or the lookup resolvers and selectors, which take the tenant.
+or the lookup resolvers and selectors, which take the tenant. A mutation's view method
+starts with ``self.operation(Input)``: the validated body and the operation's context
+(tenancy/context.py), which its service takes and hands down to the engine.
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ from __future__ import annotations
 from rest_framework import viewsets
 
 from ledger_project.api.clusters import cluster_from_request
+from ledger_project.api.envelope import validated
 from ledger_project.api.errors import LedgerError
+from tenancy.context import OperationContext
 from tenancy.permissions import require_role
-from ledger_project.request_context import acting_api_key_var
 
 
 def tenant_from_request(request):
@@ -58,19 +61,19 @@ class TenantScopedViewSet(viewsets.ViewSet):
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)
         self.api_key = request.user
-        # The engine checks a shared key's debit API keys where it signs (transactions/
-        # platform_keys.py); reset in finalize_response, so no later work of this thread
-        # inherits the key.
-        self._api_key_token = acting_api_key_var.set(self.api_key)
         self.tenant = tenant_from_request(request)
         self.cluster = cluster_from_request(request) if self.uses_cluster else None
 
-    def finalize_response(self, request, response, *args, **kwargs):
-        token = getattr(self, "_api_key_token", None)
-        if token is not None:
-            acting_api_key_var.reset(token)
-            self._api_key_token = None
-        return super().finalize_response(request, response, *args, **kwargs)
+    def operation(self, input_serializer) -> tuple[OperationContext, dict]:
+        """The request's body validated by ``input_serializer``, and the operation's context
+        (tenancy/context.py): this door's tenant, cluster and acting key, the body's
+        svmTransactionConfig as validated, the request's x-request-id."""
+        body = validated(input_serializer, self.request)
+        context = OperationContext(
+            tenant=self.tenant, cluster=self.cluster, api_key=self.api_key,
+            svm_config=body.get("svmTransactionConfig"), request_id=self.request.client_request_id,
+        )
+        return context, body
 
     def get_queryset(self):
         """The acting tenant's own records of ``model``, narrowed by ``scoped_queryset()``."""

@@ -20,6 +20,7 @@ from solders.keypair import Keypair
 from solders.pubkey import Pubkey
 
 from accounts.models import Account, AccountStatus, AccountType
+from tenancy.context import OperationContext
 from transactions.tests.chainkit import wallet
 from conftest import assert_error, make_client
 from scripts.schemathesis_hooks import lookup_paths
@@ -118,12 +119,12 @@ def test_the_engine_refuses_every_role_but_fee_payer_for_a_platform_key(tenant, 
             (transfer(TransferParams(from_pubkey=outsider.pubkey(), to_pubkey=key, lamports=1)), [SignerSpec(outsider.pubkey(), keypair=outsider)]),
         ):
             with pytest.raises(platform_keys.PlatformKeyRefused) as refused:
-                transaction_build(tenant=tenant, cluster=CLUSTER, operation="test", instructions=[ix], signers=signers, config=TxConfig(fee_payer=payer))
+                transaction_build(context=OperationContext.system(tenant=tenant, cluster=CLUSTER), operation="test", instructions=[ix], signers=signers, config=TxConfig(fee_payer=payer))
             assert address in refused.value.message, name
     # The fee payer in its own role only: a transfer between two others is signed.
     other = Keypair()
     ix = transfer(TransferParams(from_pubkey=outsider.pubkey(), to_pubkey=other.pubkey(), lamports=SOL // 10))
-    prepared = transaction_build(tenant=tenant, cluster=CLUSTER, operation="test", instructions=[ix], signers=[SignerSpec(outsider.pubkey(), keypair=outsider)], config=TxConfig(fee_payer=payer))
+    prepared = transaction_build(context=OperationContext.system(tenant=tenant, cluster=CLUSTER), operation="test", instructions=[ix], signers=[SignerSpec(outsider.pubkey(), keypair=outsider)], config=TxConfig(fee_payer=payer))
     assert set(prepared.signatures) == {str(payer.pubkey), str(outsider.pubkey())}
 
 

@@ -28,7 +28,7 @@ from chain.errors import SimulationFailed
 from chain.fees import message_fee
 from chain.rpc import rpc_for
 from ledger_project.api.errors import ConflictError, LedgerError
-from ledger_project.request_context import acting_api_key_var
+from tenancy.context import OperationContext
 
 from . import fee_payers, fees, nonce_pool, notify, platform_keys, shards
 from .compression import compression_tables
@@ -78,8 +78,7 @@ class Prepared:
 
 def transaction_build(
     *,
-    tenant,
-    cluster: str,
+    context: OperationContext,
     operation: str,
     instructions: Sequence[Instruction],
     signers: Sequence[SignerSpec] = (),
@@ -89,10 +88,13 @@ def transaction_build(
     """Network phase: lease a nonce (when asked), fetch the blockhash, estimate fees,
     simulate and sign. Writes nothing in the caller's database transaction and must run
     outside one (docs/transactions.md, "Path of a mutation"). Signers whose key the service
-    holds sign now; the others leave the transaction PARTIALLY_SIGNED."""
+    holds sign now; the others leave the transaction PARTIALLY_SIGNED.
+
+    ``context`` (tenancy/context.py) names the tenant, the cluster and the acting API key
+    the fee and signing checks run for (None outside a request: ``OperationContext.system``)."""
+    tenant, cluster, api_key = context.tenant, context.cluster, context.api_key
     config = config or TxConfig()
     rpc = rpc_for(cluster)
-    api_key = acting_api_key_var.get()
     fee_payer = config.fee_payer or fee_payers.platform_fee_payer(cluster)
     by_key: dict[str, SignerSpec] = {str(fee_payer.pubkey): fee_payer}
     for spec in signers:
@@ -295,10 +297,11 @@ def transaction_prepare(
     submit: bool = True,
 ) -> Transaction:
     """Build and record in one call, for callers without domain rows of their own to
-    write (network phase, then a write phase of its own)."""
+    write (network phase, then a write phase of its own). It acts for no API key
+    (``OperationContext.system``); ``api_key`` is only recorded as the row's creator."""
     from tenancy.idempotency import write_phase
 
-    prepared = transaction_build(tenant=tenant, cluster=cluster, operation=operation, instructions=instructions, signers=signers, config=config, simulate=simulate)
+    prepared = transaction_build(context=OperationContext.system(tenant=tenant, cluster=cluster), operation=operation, instructions=instructions, signers=signers, config=config, simulate=simulate)
     with write_phase(on_abort=prepared.release):
         return transaction_record(prepared, effects_data=effects_data, api_key=api_key, request_id=request_id, submit=submit)
 

@@ -30,6 +30,7 @@ from accounts.services import account_save, funding_effects, funding_signer
 from accounts.signers import ensure_usable, signer_for, transaction_config
 from instruments.lookup import resolve_instrument
 from ledger_project.api.errors import ConflictError, LedgerError
+from tenancy.context import OperationContext
 from tenancy.idempotency import write_phase
 from tenancy.permissions import require_role
 from positions import instructions as ix
@@ -85,11 +86,11 @@ def _checked(vault: Vault) -> Vault:
     return vault
 
 
-def _build(*, tenant, cluster: str, operation: str, instruction, signers: list[SignerSpec], svm_config: dict | None):
-    """transaction_build; a refusal by the vault program names the field it is about."""
+def _build(*, context: OperationContext, operation: str, instruction, signers: list[SignerSpec]):
+    """transaction_build (keywords only, as it); a refusal by the vault program names the field it is about."""
     try:
-        return transaction_build(tenant=tenant, cluster=cluster, operation=operation, instructions=[instruction], signers=signers,
-                                 config=transaction_config(tenant, cluster, svm_config))
+        return transaction_build(context=context, operation=operation, instructions=[instruction], signers=signers,
+                                 config=transaction_config(context.tenant, context.cluster, context.svm_config))
     except ProgramError as exc:
         exc.field = onchain.ERROR_FIELDS.get(exc.failure.name) if exc.failure.program == onchain.PROGRAM else None
         raise
@@ -109,10 +110,10 @@ def _admin_signer(tenant, cluster: str, vault: Vault, lookup: dict | None, field
     return SignerSpec(Pubkey.from_string(vault.admin_address), None)
 
 
-def _record(locked: Vault, prepared, *, api_key, request_id, hold=None, **effects) -> Transaction:
+def _record(locked: Vault, prepared, ctx: OperationContext, *, hold=None, **effects) -> Transaction:
     """Write phase: the Transaction row and the vault's in-flight marker."""
     held = hold is not None and hold.needs_approval
-    tx = transaction_record(prepared, effects_data={"vault": str(locked.offchain_id), **effects}, api_key=api_key, request_id=request_id,
+    tx = transaction_record(prepared, effects_data={"vault": str(locked.offchain_id), **effects}, api_key=ctx.api_key, request_id=ctx.request_id,
                             hold_for_approval=held, hold_reason=hold.reason if held else "")
     locked.last_transaction = locked.pending_transaction = tx
     locked.save(update_fields=["last_transaction", "pending_transaction", "updated_at"])
@@ -156,13 +157,14 @@ def _position_data(data: dict) -> dict:
     return {"offchainReferences": refs, "tokenDebitLimits": data.get("tokenDebitLimits"), "tokenDebitApiKeys": data.get("tokenDebitApiKeys")}
 
 
-def vault_create(*, tenant, cluster: str, api_key, data: dict, svm_config: dict | None = None, request_id=None) -> VaultResult:
+def vault_create(ctx: OperationContext, *, data: dict) -> VaultResult:
     """Create Loan Remittance Vault: CreateVault of the pair (the vault authority PDA, its
     token account of the payment mint, the program-owned whitelist; the admin recorded on
     chain), signed by the loan mint's mint authority; its rent from the funding account.
     Offchain: the vault, a FUNDS_TOKEN_ACCOUNT position representing it (owner: the vault
     authority's VAULT_AUTHORITY record), PENDING until the transaction confirms. A closed
     or failed vault of the pair is opened again in place."""
+    tenant, cluster = ctx.tenant, ctx.cluster
     p = "itemData"
     loan = usable_instrument(resolve_instrument(tenant, cluster, data["loanFinancialInstrument"], field=f"{p}.loanFinancialInstrument"), f"{p}.loanFinancialInstrument")
     payment = usable_instrument(resolve_instrument(tenant, cluster, data["paymentFinancialInstrument"], field=f"{p}.paymentFinancialInstrument"), f"{p}.paymentFinancialInstrument")
@@ -173,20 +175,20 @@ def vault_create(*, tenant, cluster: str, api_key, data: dict, svm_config: dict 
     if not isinstance(admin, OffPlatform):
         ensure_usable(admin, field=f"{p}.admin")
     if data.get("tokenDebitApiKeys") is not None:
-        require_role(api_key, Role.PLATFORM_UPDATE_DEBIT_API_KEYS, field=f"{p}.tokenDebitApiKeys", why="set tokenDebitApiKeys")
+        require_role(ctx.api_key, Role.PLATFORM_UPDATE_DEBIT_API_KEYS, field=f"{p}.tokenDebitApiKeys", why="set tokenDebitApiKeys")
     addresses = onchain.addresses_for(cluster, loan, payment)
     existing = Vault.objects.for_tenant(tenant).filter(cluster=cluster, state_address=str(addresses.state)).first()
     if existing is not None and existing.status in (VaultStatus.PENDING, VaultStatus.ACTIVE):
         raise ConflictError("The organization already has a vault for this loan and payment instrument.", field=p, code="VAULT_EXISTS")
     capacity = data.get("capacity") or DEFAULT_CAPACITY
     rent = rpc_for(cluster).minimum_balance_for_rent_exemption(abi.state_size(capacity)) + associated_rent(cluster, payment)
-    funding = funding_signer(tenant=tenant, cluster=cluster, api_key=api_key, svm_config=svm_config, lamports=rent, destination_type="MANAGED")
+    funding = funding_signer(tenant=tenant, cluster=cluster, api_key=ctx.api_key, svm_config=ctx.svm_config, lamports=rent, destination_type="MANAGED")
     issuer = _loan_mint_authority(tenant, cluster, loan, data.get("loanMintAuthority"))
     instruction = client.create_vault(addresses, payer=funding.pubkey, loan_mint_authority=issuer.pubkey, admin=Pubkey.from_string(admin.address), capacity=capacity)
-    prepared = _build(tenant=tenant, cluster=cluster, operation=operations.CREATE, instruction=instruction, signers=[funding.signer, issuer], svm_config=svm_config)
+    prepared = _build(context=ctx, operation=operations.CREATE, instruction=instruction, signers=[funding.signer, issuer])
 
     with write_phase(on_abort=prepared.release):
-        funded = funding_effects(funding, tenant=tenant, api_key=api_key)
+        funded = funding_effects(funding, tenant=tenant, api_key=ctx.api_key)
         authority = _authority_record(tenant, cluster, str(addresses.authority), loan, payment)
         account, position = associated_draft(tenant=tenant, cluster=cluster, owner=authority, instrument=payment, data=_position_data(data))
         assert position.address == str(addresses.vault_token) == str(ix.associated_address(addresses.authority, payment))
@@ -209,7 +211,7 @@ def vault_create(*, tenant, cluster: str, api_key, data: dict, svm_config: dict 
         except IntegrityError as exc:  # a concurrent request recorded the pair first
             raise ConflictError("The organization already has a vault for this loan and payment instrument.", field=p, code="VAULT_EXISTS") from exc
         vault.destinations.all().delete()
-        tx = _record(vault, prepared, api_key=api_key, request_id=request_id, position=str(position.offchain_id), capacity=capacity, **funded)
+        tx = _record(vault, prepared, ctx, position=str(position.offchain_id), capacity=capacity, **funded)
         vault.creation_transaction = tx
         vault.save(update_fields=["creation_transaction", "updated_at"])
         position_link_creation(account, position, tx)
@@ -219,17 +221,17 @@ def vault_create(*, tenant, cluster: str, api_key, data: dict, svm_config: dict 
 # --- Update Repayment Destinations Whitelist -------------------------------------------------------
 
 
-def vault_update_whitelist(*, tenant, cluster: str, api_key, vault: Vault, action: str, destination: dict, admin: dict | None = None,
-                           svm_config: dict | None = None, request_id=None) -> VaultResult:
+def vault_update_whitelist(ctx: OperationContext, *, vault: Vault, action: str, destination: dict, admin: dict | None = None) -> VaultResult:
     """UpdateWhitelist: add (ADD) or remove (REMOVE) one destination, signed by the admin."""
+    tenant, cluster = ctx.tenant, ctx.cluster
     _checked(vault)
     target = resolve_destination(tenant, cluster, vault, destination, field="itemData.destination")
     signer = _admin_signer(tenant, cluster, vault, admin)
     instruction = client.update_whitelist(onchain.addresses_of(vault), admin=signer.pubkey, destination=Pubkey.from_string(target.address), remove=action == "REMOVE")
-    prepared = _build(tenant=tenant, cluster=cluster, operation=operations.UPDATE_WHITELIST, instruction=instruction, signers=[signer], svm_config=svm_config)
+    prepared = _build(context=ctx, operation=operations.UPDATE_WHITELIST, instruction=instruction, signers=[signer])
     with write_phase(on_abort=prepared.release):
         locked = _checked(lock_vault(vault.pk, tenant=tenant))
-        tx = _record(locked, prepared, api_key=api_key, request_id=request_id, whitelist={"action": action, "destination": target.identifiers})
+        tx = _record(locked, prepared, ctx, whitelist={"action": action, "destination": target.identifiers})
     return VaultResult(locked, tx, target)
 
 
@@ -257,38 +259,38 @@ def _resync_sequence(tenant, cluster: str, vault: Vault) -> None:
         Vault.objects.for_tenant(tenant).filter(pk=vault.pk, last_sequence__lt=state.last_sequence).update(last_sequence=state.last_sequence)
 
 
-def vault_repayment(*, tenant, cluster: str, api_key, vault: Vault, destination: dict, value: dict, admin: dict | None = None,
-                    svm_config: dict | None = None, request_id=None) -> VaultResult:
+def vault_repayment(ctx: OperationContext, *, vault: Vault, destination: dict, value: dict, admin: dict | None = None) -> VaultResult:
     """Loan Repayment: ``value`` of the payment instrument from the vault to a whitelisted
     destination (Repayment: TransferChecked signed by the vault authority PDA inside the
     program), signed by the admin, with the vault's next sequence. The vault position's
     debit keys and limits apply (positions/limits.py): 403 DEBIT_NOT_ALLOWED, or held
     PENDING_APPROVAL over a limit."""
+    tenant, cluster = ctx.tenant, ctx.cluster
     _checked(vault)
     payment = movable_instrument(vault.payment_instrument, FIELD)
     target = resolve_destination(tenant, cluster, vault, destination, field="itemData.destination")
     amount = base_units(value, payment, field="itemData.value")
     signer = _admin_signer(tenant, cluster, vault, admin)
     position = vault.position
-    debit_decision(tenant=tenant, api_key=api_key, kind=TOKEN, source=position.owner, position=position, amount=amount, destination=target.for_limits(), field=FIELD)
+    debit_decision(tenant=tenant, api_key=ctx.api_key, kind=TOKEN, source=position.owner, position=position, amount=amount, destination=target.for_limits(), field=FIELD)
     sequence = _allocate_sequence(tenant, vault)
     extra = onchain.hook_accounts(cluster, vault, target.address, amount)
     instruction = client.repayment(onchain.addresses_of(vault), admin=signer.pubkey, destination=Pubkey.from_string(target.address), amount=amount, sequence=sequence, extra=extra)
     try:
-        prepared = _build(tenant=tenant, cluster=cluster, operation=operations.REPAYMENT, instruction=instruction, signers=[signer], svm_config=svm_config)
+        prepared = _build(context=ctx, operation=operations.REPAYMENT, instruction=instruction, signers=[signer])
     except ProgramError as exc:
         if exc.failure.name == "StaleSequence":
             _resync_sequence(tenant, cluster, vault)
         raise
     with write_phase(on_abort=prepared.release):
-        decision = debit_decision(tenant=tenant, api_key=api_key, kind=TOKEN, source=position.owner, position=position, amount=amount, destination=target.for_limits(), field=FIELD, lock=True)
+        decision = debit_decision(tenant=tenant, api_key=ctx.api_key, kind=TOKEN, source=position.owner, position=position, amount=amount, destination=target.for_limits(), field=FIELD, lock=True)
         locked = _checked(lock_vault(vault.pk, tenant=tenant))
         if locked.last_sequence != sequence:
             # A later number was handed out meanwhile (and may have landed): this one would be
             # stale on chain. Recording only the newest keeps landing order = sequence order.
             raise ConflictError("Another repayment of this vault was handed a later sequence while this one was being prepared; retry.", field=FIELD, code="OPERATION_IN_PROGRESS")
         repayment = {"sequence": sequence, "amount": str(amount), "destination": target.identifiers}
-        tx = _record(locked, prepared, api_key=api_key, request_id=request_id, hold=decision, repayment=repayment, **decision.effects)
+        tx = _record(locked, prepared, ctx, hold=decision, repayment=repayment, **decision.effects)
         Position.objects.for_tenant(tenant).filter(pk=position.pk).update(last_transaction=tx)
     return VaultResult(locked, tx, target, sequence)
 
@@ -309,18 +311,18 @@ def _refund_destination(tenant, cluster: str, vault: Vault, lookup: dict | None)
                       field=field, code="REFUND_DESTINATION_REQUIRED")
 
 
-def vault_close(*, tenant, cluster: str, api_key, vault: Vault, refund: dict | None = None, admin: dict | None = None,
-                svm_config: dict | None = None, request_id=None) -> VaultResult:
+def vault_close(ctx: OperationContext, *, vault: Vault, refund: dict | None = None, admin: dict | None = None) -> VaultResult:
     """Close Loan Remittance Vault: CloseVault, signed by the admin — the program's
     preconditions are an empty whitelist (WhitelistNotEmpty) and a zero balance
     (VaultNotEmpty); the token account's and the state's rent go to ``refund`` (default: the
     account that paid them). CLOSED on confirmation, its position INACTIVE."""
+    tenant, cluster = ctx.tenant, ctx.cluster
     _checked(vault)
     destination = _refund_destination(tenant, cluster, vault, refund)
     signer = _admin_signer(tenant, cluster, vault, admin)
     instruction = client.close_vault(onchain.addresses_of(vault), admin=signer.pubkey, rent_destination=Pubkey.from_string(destination))
-    prepared = _build(tenant=tenant, cluster=cluster, operation=operations.CLOSE, instruction=instruction, signers=[signer], svm_config=svm_config)
+    prepared = _build(context=ctx, operation=operations.CLOSE, instruction=instruction, signers=[signer])
     with write_phase(on_abort=prepared.release):
         locked = _checked(lock_vault(vault.pk, tenant=tenant))
-        tx = _record(locked, prepared, api_key=api_key, request_id=request_id, refundDestination=destination)
+        tx = _record(locked, prepared, ctx, refundDestination=destination)
     return VaultResult(locked, tx)

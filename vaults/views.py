@@ -60,9 +60,8 @@ class VaultViewSet(TenantScopedViewSet):
     )
     @idempotent
     def create_vault(self, request):
-        body = validated(CreateVaultInput, request)
-        result = services.vault_create(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, data=body["itemData"],
-                                       svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id)
+        ctx, body = self.operation(CreateVaultInput)
+        result = services.vault_create(ctx, data=body["itemData"])
         return _answer(request, {"newVault": vault_identifiers(result.vault)}, result, status_code=status.HTTP_201_CREATED)
 
     @extend_schema(
@@ -72,11 +71,9 @@ class VaultViewSet(TenantScopedViewSet):
     )
     @idempotent
     def update_whitelist(self, request):
-        body = validated(UpdateWhitelistInput, request)
+        ctx, body = self.operation(UpdateWhitelistInput)
         data = body["itemData"]
-        result = services.vault_update_whitelist(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, vault=self._vault(data), action=data["action"],
-                                                 destination=data["destination"], admin=data.get("admin"), svm_config=body.get("svmTransactionConfig"),
-                                                 request_id=request.client_request_id)
+        result = services.vault_update_whitelist(ctx, vault=self._vault(data), action=data["action"], destination=data["destination"], admin=data.get("admin"))
         return _answer(request, {"updatedVault": vault_identifiers(result.vault), "destination": result.destination.identifiers}, result)
 
     @extend_schema(
@@ -91,10 +88,9 @@ class VaultViewSet(TenantScopedViewSet):
     )
     @idempotent
     def repayment(self, request):
-        body = validated(RepaymentInput, request)
+        ctx, body = self.operation(RepaymentInput)
         data = body["itemData"]
-        result = services.vault_repayment(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, vault=self._vault(data), destination=data["destination"],
-                                          value=data["value"], admin=data.get("admin"), svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id)
+        result = services.vault_repayment(ctx, vault=self._vault(data), destination=data["destination"], value=data["value"], admin=data.get("admin"))
         return _answer(request, {"vault": vault_identifiers(result.vault), "destination": result.destination.identifiers, "sequence": result.sequence}, result)
 
     @extend_schema(
@@ -108,10 +104,9 @@ class VaultViewSet(TenantScopedViewSet):
     )
     @idempotent
     def close_vault(self, request):
-        body = validated(CloseVaultInput, request)
+        ctx, body = self.operation(CloseVaultInput)
         data = body["itemData"]
-        result = services.vault_close(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, vault=self._vault(data), refund=data.get("refundDestination"),
-                                      admin=data.get("admin"), svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id)
+        result = services.vault_close(ctx, vault=self._vault(data), refund=data.get("refundDestination"), admin=data.get("admin"))
         return _answer(request, {"closedVault": vault_identifiers(result.vault)}, result)
 
     @extend_schema(

@@ -25,6 +25,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from ledger_project.api.errors import ConflictError, LedgerError
+from tenancy.context import OperationContext
 from tenancy.idempotency import write_phase
 from tenancy.scoping import worker_only
 
@@ -92,26 +93,27 @@ def _create_account(session: DkgSession, public: PublicKeyPackage, players, back
 # --- Create Account with dkgKeys (request) -----------------------------------------------------------
 
 
-def dkg_account_create(*, tenant, cluster: str, api_key, data: dict, request_id=None):
+def dkg_account_create(ctx: OperationContext, *, data: dict):
     """Create Account with ``dkgKeys``: validates like any New account definition, then runs
     the DKG at once when every player is a backend player (the account exists, ACTIVE, on
     return) or opens a session the external players join (the account is created when it
     completes). Returns (account or None, session)."""
+    tenant, cluster = ctx.tenant, ctx.cluster
     from ..services import account_draft
 
     plan = dkg_plan(data)
-    account_draft(tenant=tenant, cluster=cluster, api_key=api_key, data=data, threshold_address="")  # every other rule (no writes)
+    account_draft(tenant=tenant, cluster=cluster, api_key=ctx.api_key, data=data, threshold_address="")  # every other rule (no writes)
     if not plan.all_backend:
         with write_phase():
-            session = _session_rows(tenant=tenant, cluster=cluster, kind=DkgKind.DKG, plan=plan, api_key=api_key, request_id=request_id, account_data=data)
+            session = _session_rows(tenant=tenant, cluster=cluster, kind=DkgKind.DKG, plan=plan, api_key=ctx.api_key, request_id=ctx.request_id, account_data=data)
             kick(_advance_task(), session_pk=session.pk)
         return None, session
     session_id = str(uuid.uuid4())
     keys = run_in_memory(DkgKind.DKG, session_id, plan.threshold, [p.identifier for p in plan.players])
     public = keys[1].public
-    account = account_draft(tenant=tenant, cluster=cluster, api_key=api_key, data=data, threshold_address=M.base58(public.group_public_key))
+    account = account_draft(tenant=tenant, cluster=cluster, api_key=ctx.api_key, data=data, threshold_address=M.base58(public.group_public_key))
     with write_phase():
-        session = _session_rows(tenant=tenant, cluster=cluster, kind=DkgKind.DKG, plan=plan, api_key=api_key, request_id=request_id,
+        session = _session_rows(tenant=tenant, cluster=cluster, kind=DkgKind.DKG, plan=plan, api_key=ctx.api_key, request_id=ctx.request_id,
                                 account_data=data, status=DkgStatus.COMPLETED, offchain_id=session_id)
         account = _create_account(session, public, plan.players, {p.code: keys[p.identifier] for p in plan.players}, account=account)
         _mark_completed(session, account, public)
@@ -127,10 +129,11 @@ def _mark_completed(session: DkgSession, account, public: PublicKeyPackage) -> N
 # --- refresh (request) ---------------------------------------------------------------------------------
 
 
-def refresh_start(*, tenant, api_key, account, codes: list[str] | None = None, request_id=None) -> DkgSession:
+def refresh_start(ctx: OperationContext, *, account, codes: list[str] | None = None) -> DkgSession:
     """Refresh the shares of ``account``'s key among ``codes`` (default: every player); the
     address does not change, and players left out are removed from the key. Backend players
     only: at once; with external players, a session they join (refresh-round1 ...)."""
+    tenant = ctx.tenant
     key = ThresholdKey.objects.filter(account=account).first()
     if key is None:
         raise LedgerError("This account has no threshold key (dkgKeys): there are no shares to refresh.", field="itemData.account", code="NOT_A_DKG_ACCOUNT")
@@ -149,14 +152,14 @@ def refresh_start(*, tenant, api_key, account, codes: list[str] | None = None, r
         raise ConflictError("A refresh of this account's shares is under way; wait for it to end.", field="itemData.account", code="REFRESH_IN_PROGRESS")
     if not plan.all_backend:
         with write_phase():
-            session = _session_rows(tenant=tenant, cluster=account.cluster, kind=DkgKind.REFRESH, plan=plan, api_key=api_key, request_id=request_id, account=account)
+            session = _session_rows(tenant=tenant, cluster=account.cluster, kind=DkgKind.REFRESH, plan=plan, api_key=ctx.api_key, request_id=ctx.request_id, account=account)
             kick(_advance_task(), session_pk=session.pk)
         return session
     old = {p.identifier: _backend_key(key, p.code) for p in players}
     session_id = str(uuid.uuid4())
     keys = run_in_memory(DkgKind.REFRESH, session_id, key.threshold, [p.identifier for p in players], old)
     with write_phase():
-        session = _session_rows(tenant=tenant, cluster=account.cluster, kind=DkgKind.REFRESH, plan=plan, api_key=api_key, request_id=request_id,
+        session = _session_rows(tenant=tenant, cluster=account.cluster, kind=DkgKind.REFRESH, plan=plan, api_key=ctx.api_key, request_id=ctx.request_id,
                                 account=account, status=DkgStatus.COMPLETED, offchain_id=session_id)
         public = keys[players[0].identifier].public
         _next_generation(ThresholdKey.objects.select_for_update().get(pk=key.pk), public, players, {p.code: keys[p.identifier] for p in players})

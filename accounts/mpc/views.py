@@ -11,6 +11,7 @@ from rest_framework.response import Response
 
 from ledger_project.api.envelope import validated
 from ledger_project.api.errors import NotFoundError
+from tenancy.context import OperationContext
 from tenancy.idempotency import idempotent
 from ledger_project.api.schema import api_responses, operation_parameters
 from tenancy.viewsets import TenantScopedViewSet
@@ -104,16 +105,17 @@ class DkgViewSet(TenantScopedViewSet):
                    request=DkgRefreshInput, responses=api_responses({201: DkgSessionOutput}, mutation=True), parameters=operation_parameters(), tags=KEYS)
     @idempotent
     def refresh(self, request):
-        data = validated(DkgRefreshInput, request)["itemData"]
+        ctx, body = self.operation(DkgRefreshInput)
+        data = body["itemData"]
         account = resolve_own_account(self.tenant, self.cluster, data["account"], field="itemData.account")
-        session = keygen.refresh_start(tenant=self.tenant, api_key=self.api_key, account=account, codes=data.get("mpcPlayerCodes"), request_id=request.client_request_id)
+        session = keygen.refresh_start(ctx, account=account, codes=data.get("mpcPlayerCodes"))
         return self._answer(session, status.HTTP_201_CREATED)
 
 
-def create_account_response(view, request, body: dict) -> Response:
+def create_account_response(ctx: OperationContext, body: dict) -> Response:
     """Create Account with dkgKeys (accounts/views.py hands it over): 201 with newAccount
     (onchainId null until the key exists) and dkgSession."""
-    account, session = keygen.dkg_account_create(tenant=view.tenant, cluster=view.cluster, api_key=view.api_key, data=body["itemData"], request_id=request.client_request_id)
+    account, session = keygen.dkg_account_create(ctx, data=body["itemData"])
     identifiers = {"onchainId": account.address if account else None, "offchainId": str(account.offchain_id if account else session.account_offchain_id)}
     return Response({"newAccount": identifiers, "svmTransaction": None, "dkgSession": dkg_session_output(session)}, status=status.HTTP_201_CREATED)
 

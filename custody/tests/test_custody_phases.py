@@ -18,6 +18,7 @@ from custody import services as custody
 from custody.models import KeyLocation, ManagedKey
 from custody.tests.test_custody import _verify, isolated_keys  # noqa: F401 (autouse fixture)
 from ledger_project.api.errors import ConflictError
+from tenancy.context import OperationContext
 from tenancy.idempotency import write_phase
 
 CLUSTER = "CHAIN_LOCALNET"
@@ -84,7 +85,7 @@ def test_webhook_secrets_are_sealed_under_the_key_current_in_the_write_phase(ten
     instrument = FinancialInstrumentFactory(tenant=tenant)
     rotated = _rotate_and_retire_before_write_phase(monkeypatch, instrument_changes)
     hook = {"endpointUrl": "https://hooks.example/tx", "name": "ops", "apiKeyAuthConfig": {"httpHeaderName": "X-Key", "keyValue": "hook-secret"}}
-    instrument_changes.instrument_update(tenant=tenant, cluster=CLUSTER, api_key=None, instrument=instrument, changes={"postTransactionSubmitWebhooks": [hook]})
+    instrument_changes.instrument_update(OperationContext.system(tenant=tenant, cluster=CLUSTER), instrument=instrument, changes={"postTransactionSubmitWebhooks": [hook]})
     instrument.refresh_from_db()
     stored = instrument.post_transaction_submit_webhooks[0]
     assert stored["apiKeyAuthConfig"]["keyValue"]["sealed"]["kid"] == rotated["master_key_id"]

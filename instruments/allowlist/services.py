@@ -16,6 +16,7 @@ from accounts.nonces import transaction_fits
 from accounts.services import funding_effects, funding_signer
 from accounts.signers import ensure_usable, transaction_config
 from ledger_project.api.errors import ConflictError, LedgerError
+from tenancy.context import OperationContext
 from tenancy.idempotency import write_phase
 from programs.allowlist_hook import client as hook
 from transactions.models import Transaction
@@ -93,11 +94,12 @@ def _record_all(instrument: FinancialInstrument, built: list, *, effects: list[d
     return txs
 
 
-def allow_list_initialize(*, tenant, cluster: str, api_key, instrument: FinancialInstrument, data: dict, svm_config: dict | None = None, request_id=None) -> AllowListResult:
+def allow_list_initialize(ctx: OperationContext, *, instrument: FinancialInstrument, data: dict) -> AllowListResult:
     """Initialize Allow-List: the hook's validation account and an empty allow-list of
     ``capacity`` owners, managed by ``authority``. The mint authority signs (the program
     asks it); the rent of both accounts comes from the funding account, never the platform
     fee payer (docs/accounts.md, "Who pays")."""
+    tenant, cluster = ctx.tenant, ctx.cluster
     p = "itemData"
     field = f"{p}.financialInstrument"
     instrument = read = FinancialInstrument.objects.for_tenant(tenant).get(pk=instrument.pk)
@@ -109,15 +111,15 @@ def allow_list_initialize(*, tenant, cluster: str, api_key, instrument: Financia
     given = _authority(tenant, cluster, data.get("authority"), f"{p}.authority")
     authority = given or _recorded(tenant, instrument, instrument.transfer_hook_authority_address or mint_authority.address)
     capacity = chain.check_capacity(data.get("capacity"), f"{p}.capacity")
-    funding = funding_signer(tenant=tenant, cluster=cluster, api_key=api_key, svm_config=svm_config, lamports=chain.allow_list_rent(cluster, capacity), destination_type="MANAGED")
+    funding = funding_signer(tenant=tenant, cluster=cluster, api_key=ctx.api_key, svm_config=ctx.svm_config, lamports=chain.allow_list_rent(cluster, capacity), destination_type="MANAGED")
     ix = chain.initialize_instruction(program=listed.program, payer=funding.pubkey, mint=Pubkey.from_string(instrument.address), mint_authority=mint_authority.pubkey, authority=authority.pubkey, capacity=capacity)
-    prepared = transaction_build(tenant=tenant, cluster=cluster, operation=ALLOW_LIST_INITIALIZE, instructions=[ix],
-                                 signers=[funding.signer, _signer(mint_authority, tenant, f"{p}.mintAuthority")], config=transaction_config(tenant, cluster, svm_config))
+    prepared = transaction_build(context=ctx, operation=ALLOW_LIST_INITIALIZE, instructions=[ix],
+                                 signers=[funding.signer, _signer(mint_authority, tenant, f"{p}.mintAuthority")], config=transaction_config(tenant, cluster, ctx.svm_config))
     with write_phase(on_abort=prepared.release):
         locked = _locked_again(read, field)
-        funded = funding_effects(funding, tenant=tenant, api_key=api_key)
+        funded = funding_effects(funding, tenant=tenant, api_key=ctx.api_key)
         effects = {"allowList": {"action": "INITIALIZE", "address": str(listed.address), "authority": authority.address, "capacity": capacity}, **funded}
-        txs = _record_all(locked, [prepared], effects=[effects], api_key=api_key, request_id=request_id)
+        txs = _record_all(locked, [prepared], effects=[effects], api_key=ctx.api_key, request_id=ctx.request_id)
     return AllowListResult(locked, str(listed.address), txs)
 
 
@@ -150,11 +152,12 @@ def _batches(instructions: list, fee_payer: Pubkey, config) -> list[list]:
     return batches
 
 
-def allow_list_change(*, tenant, cluster: str, api_key, instrument: FinancialInstrument, action: str, data: dict, svm_config: dict | None = None, request_id=None) -> AllowListResult:
+def allow_list_change(ctx: OperationContext, *, instrument: FinancialInstrument, action: str, data: dict) -> AllowListResult:
     """Add or Remove Allow-List Owners: one AddOwner / RemoveOwner per owner, packed into
     as few transactions as fit, each signed by the allow-list's authority (on platform when
     the service holds its key for the organization, else PARTIALLY_SIGNED for Sign
     Transaction). Checked against the list on chain before anything is built."""
+    tenant, cluster = ctx.tenant, ctx.cluster
     p = "itemData"
     field = f"{p}.financialInstrument"
     instrument = read = FinancialInstrument.objects.for_tenant(tenant).get(pk=instrument.pk)
@@ -179,13 +182,13 @@ def allow_list_change(*, tenant, cluster: str, api_key, instrument: FinancialIns
     signer = _signer(authority, tenant, f"{p}.authority")
     encode = hook.add_owner if action == ADD else hook.remove_owner
     mint = Pubkey.from_string(instrument.address)
-    config = transaction_config(tenant, cluster, svm_config)
+    config = transaction_config(tenant, cluster, ctx.svm_config)
     batches = _batches([encode(program=listed.program, mint=mint, authority=authority.pubkey, owner=Pubkey.from_string(o)) for o in owners], config.fee_payer.pubkey, config)
     operation = ALLOW_LIST_ADD if action == ADD else ALLOW_LIST_REMOVE
     built = []
     try:
         for batch in batches:
-            built.append(transaction_build(tenant=tenant, cluster=cluster, operation=operation, instructions=batch, signers=[signer], config=config))
+            built.append(transaction_build(context=ctx, operation=operation, instructions=batch, signers=[signer], config=config))
     except BaseException:
         for prepared in built:
             prepared.release()
@@ -201,5 +204,5 @@ def allow_list_change(*, tenant, cluster: str, api_key, instrument: FinancialIns
         start += len(batch)
     with write_phase(on_abort=release):
         locked = _locked_again(read, field)
-        txs = _record_all(locked, built, effects=effects, api_key=api_key, request_id=request_id)
+        txs = _record_all(locked, built, effects=effects, api_key=ctx.api_key, request_id=ctx.request_id)
     return AllowListResult(locked, str(listed.address), txs)

@@ -49,17 +49,15 @@ class AllowListViewSet(TenantScopedViewSet):
     )
     @idempotent
     def initialize(self, request):
-        body = validated(InitializeAllowListInput, request)
+        ctx, body = self.operation(InitializeAllowListInput)
         data = body["itemData"]
-        result = services.allow_list_initialize(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, instrument=self._instrument(data), data=data,
-                                                svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id)
+        result = services.allow_list_initialize(ctx, instrument=self._instrument(data), data=data)
         return mutation_response(request, "initializedAllowList", services.allow_list_identifiers(result.instrument, result.allow_list), result.transactions[0], status=status.HTTP_201_CREATED)
 
     def _change(self, request, action: str):
-        body = validated(ChangeAllowListInput, request)
+        ctx, body = self.operation(ChangeAllowListInput)
         data = body["itemData"]
-        result = services.allow_list_change(tenant=self.tenant, cluster=self.cluster, api_key=self.api_key, instrument=self._instrument(data), action=action, data=data,
-                                            svm_config=body.get("svmTransactionConfig"), request_id=request.client_request_id)
+        result = services.allow_list_change(ctx, instrument=self._instrument(data), action=action, data=data)
         response = Response({"allowList": services.allow_list_identifiers(result.instrument, result.allow_list), "svmTransactions": [transaction_result(tx) for tx in result.transactions]})
         attach_wait_all(response, request, result.transactions)
         return response

@@ -17,6 +17,7 @@ from solders.pubkey import Pubkey
 from accounts.lookup import OffPlatform, resolve_account
 from accounts.signers import ensure_usable
 from ledger_project.api.errors import LedgerError
+from tenancy.context import OperationContext
 from tenancy.idempotency import write_phase
 from positions import instructions as ix
 from programs.lending import abi, client
@@ -62,8 +63,8 @@ def _escrow(cluster: str, loan: Loan) -> Escrow:
                   held={str(i.mint): (int(i.amount), str(i.token_account)) for i in state.pledged}, borrowed=[str(i.mint) for i in state.borrowed])
 
 
-def _plan(tenant, cluster: str, api_key, loan: Loan, svm_config: dict | None) -> Plan:
-    return Plan(tenant, cluster, api_key, borrower_config(tenant, cluster, svm_config, loan.borrower), loan.borrower)
+def _plan(ctx: OperationContext, loan: Loan) -> Plan:
+    return Plan(ctx, borrower_config(ctx.tenant, ctx.cluster, ctx.svm_config, loan.borrower), loan.borrower)
 
 
 def _deposits(plan: Plan, e: Escrow, items: list[dict], prefix: str) -> None:
@@ -103,46 +104,48 @@ def _releases(plan: Plan, e: Escrow, items: list[dict], prefix: str) -> None:
         plan.for_item(field)
 
 
-def _write(plan: Plan, prepared, funding, loan: Loan, *, tenant, request_id, statuses, submit: bool = True, **effects):
+def _write(plan: Plan, prepared, funding, loan: Loan, *, statuses, submit: bool = True, **effects):
     with write_phase(on_abort=prepared.release):
-        locked, tx = record(plan, prepared, funding, lock=lambda: open_loan(lock_loan(loan.pk, tenant=tenant), statuses=statuses), key="loan",
-                            request_id=request_id, submit=submit, **effects)
+        locked, tx = record(plan, prepared, funding, lock=lambda: open_loan(lock_loan(loan.pk, tenant=plan.tenant), statuses=statuses), key="loan",
+                            submit=submit, **effects)
     return LoanResult(locked, tx)
 
 
-def loan_swap_collateral(*, tenant, cluster: str, api_key, loan: Loan, data: dict, svm_config: dict | None = None, request_id=None) -> LoanResult:
+def loan_swap_collateral(ctx: OperationContext, *, loan: Loan, data: dict) -> LoanResult:
     """Swap Collateral: DepositCollateral per itemsToDeposit, then WithdrawCollateral per
     itemsToWithdraw (the loan-to-value ratio must hold after each withdrawal)."""
+    tenant, cluster = ctx.tenant, ctx.cluster
     protocol(data)
     statuses = (LoanStatus.ACTIVE,)
     open_loan(loan, statuses=statuses)
     if not (data.get("itemsToDeposit") or data.get("itemsToWithdraw")):
         raise LedgerError("Give itemsToDeposit and/or itemsToWithdraw.", field="itemData.itemsToDeposit", code="ITEMS_REQUIRED")
     e = _escrow(cluster, loan)
-    plan = _plan(tenant, cluster, api_key, loan, svm_config)
+    plan = _plan(ctx, loan)
     _deposits(plan, e, data.get("itemsToDeposit"), "itemData.itemsToDeposit")
     _releases(plan, e, data.get("itemsToWithdraw"), "itemData.itemsToWithdraw")
     debits_allowed(plan)
     prepared, funding = build(plan, operations.SWAP_COLLATERAL)
-    return _write(plan, prepared, funding, loan, tenant=tenant, request_id=request_id, statuses=statuses, strategies=[str(e.strategy)])
+    return _write(plan, prepared, funding, loan, statuses=statuses, strategies=[str(e.strategy)])
 
 
 def _debt(e: Escrow, mint: str, at: int) -> int:
     return e.state.debt_at(Pubkey.from_string(mint), at)
 
 
-def loan_repay(*, tenant, cluster: str, api_key, loan: Loan, data: dict, svm_config: dict | None = None, request_id=None) -> LoanResult:
+def loan_repay(ctx: OperationContext, *, loan: Loan, data: dict) -> LoanResult:
     """Repay Loan: Repay per itemsToRepay from the borrower's positions (interest first;
     ``repayAll`` pays the whole debt of the mint), then WithdrawCollateral per
     itemsToRelease. The repaid transfers are debits of the borrower's positions to the
     strategy (positions/limits.py: over a limit the transaction is held PENDING_APPROVAL)."""
+    tenant, cluster = ctx.tenant, ctx.cluster
     protocol(data)
     statuses = (LoanStatus.ACTIVE, LoanStatus.REPAID)
     open_loan(loan, statuses=statuses)
     if not (data.get("itemsToRepay") or data.get("itemsToRelease")):
         raise LedgerError("Give itemsToRepay and/or itemsToRelease.", field="itemData.itemsToRepay", code="ITEMS_REQUIRED")
     e = _escrow(cluster, loan)
-    plan = _plan(tenant, cluster, api_key, loan, svm_config)
+    plan = _plan(ctx, loan)
     mine = recorded_strategy(tenant, cluster, str(e.strategy))
     for i, item in enumerate(data.get("itemsToRepay") or []):
         field = f"itemData.itemsToRepay[{i}]"
@@ -171,7 +174,7 @@ def loan_repay(*, tenant, cluster: str, api_key, loan: Loan, data: dict, svm_con
     _releases(plan, e, data.get("itemsToRelease"), "itemData.itemsToRelease")
     debits_allowed(plan)
     prepared, funding = build(plan, operations.REPAY)
-    return _write(plan, prepared, funding, loan, tenant=tenant, request_id=request_id, statuses=statuses, strategies=[str(e.strategy)])
+    return _write(plan, prepared, funding, loan, statuses=statuses, strategies=[str(e.strategy)])
 
 
 def _lender_address(tenant, cluster: str, lookup: dict, field: str) -> str:
@@ -179,11 +182,12 @@ def _lender_address(tenant, cluster: str, lookup: dict, field: str) -> str:
     return resolved.address
 
 
-def loan_refinance(*, tenant, cluster: str, api_key, loan: Loan, data: dict, svm_config: dict | None = None, request_id=None) -> LoanResult:
+def loan_refinance(ctx: OperationContext, *, loan: Loan, data: dict) -> LoanResult:
     """Refinance Loan: the strategy at partnerLendingDetails.loanStrategyAddress (toLender's)
     pays off the loan's strategy (fromLender's) in every borrowed mint and the loan moves to
     it, on its terms — which must be the expected ones — from now (Refinance; the
     loan-to-value ratio is checked with the new strategy's feeds)."""
+    tenant, cluster = ctx.tenant, ctx.cluster
     protocol(data)
     p = "itemData"
     statuses = (LoanStatus.ACTIVE,)
@@ -201,7 +205,7 @@ def loan_refinance(*, tenant, cluster: str, api_key, loan: Loan, data: dict, svm
             raise LedgerError(f"toLender is not the lender of the strategy at loanStrategyAddress ({new_lender}).", field=f"{p}.toLender", code="LENDER_MISMATCH")
     elif new_lender != current_lender:
         raise LedgerError("toLender may be omitted only when the new strategy's lender is the loan's lender.", field=f"{p}.toLender", code="LENDER_REQUIRED")
-    plan = _plan(tenant, cluster, api_key, loan, svm_config)
+    plan = _plan(ctx, loan)
     mine = recorded_strategy(tenant, cluster, details["loanStrategyAddress"])
     borrowed, at = [], int(time.time())
     for mint in e.borrowed:
@@ -217,25 +221,26 @@ def loan_refinance(*, tenant, cluster: str, api_key, loan: Loan, data: dict, svm
                                               feeds=feeds, **expected_values(details)))
     debits_allowed(plan)
     prepared, funding = build(plan, operations.REFINANCE)
-    return _write(plan, prepared, funding, loan, tenant=tenant, request_id=request_id, statuses=statuses, strategies=[str(e.strategy), details["loanStrategyAddress"]])
+    return _write(plan, prepared, funding, loan, statuses=statuses, strategies=[str(e.strategy), details["loanStrategyAddress"]])
 
 
 def _instrument(e: Escrow, mint: str):
     return next(i.instrument for i in e.loan.borrowed_items.select_related("instrument") if i.mint_address == mint)
 
 
-def loan_close(*, tenant, cluster: str, api_key, loan: Loan, data: dict, svm_config: dict | None = None, request_id=None) -> LoanResult:
+def loan_close(ctx: OperationContext, *, loan: Loan, data: dict) -> LoanResult:
     """Close Loan: CloseLoan — the loan owes nothing (DebtOutstanding otherwise); remaining
     collateral back to the borrower's positions (created on the way), the escrow and its
     token accounts closed, their rent to transferRentRefundTo (default: the borrower).
     ``submitTransaction`` false: built and signed, recorded SIGNED and not sent (Submit
     Transaction sends it)."""
+    tenant, cluster = ctx.tenant, ctx.cluster
     protocol(data)
     p = "itemData"
     statuses = (LoanStatus.ACTIVE, LoanStatus.REPAID, LoanStatus.LIQUIDATED)
     open_loan(loan, statuses=statuses)
     borrower = loan.borrower
-    config = dict(svm_config or {})
+    config = dict(ctx.svm_config or {})
     if data.get("borrower"):
         named = resolve_account(tenant, cluster, data["borrower"], field=f"{p}.borrower")
         if named.address != loan.borrower_address:
@@ -243,9 +248,9 @@ def loan_close(*, tenant, cluster: str, api_key, loan: Loan, data: dict, svm_con
         ensure_usable(named, field=f"{p}.borrower")
         config.setdefault("feePayer", {"offchainId": str(borrower.offchain_id)})  # another fee payer is allowed here (spec, Close Loan)
     else:
-        config = borrower_config(tenant, cluster, svm_config, borrower)
+        config = borrower_config(tenant, cluster, ctx.svm_config, borrower)
     e = _escrow(cluster, loan)
-    plan = Plan(tenant, cluster, api_key, config, borrower)
+    plan = Plan(ctx, config, borrower)
     recipient = borrower.address
     if data.get("transferRentRefundTo"):
         resolved = resolve_account(tenant, cluster, data["transferRentRefundTo"], field=f"{p}.transferRentRefundTo", allow_off_platform=True)
@@ -261,4 +266,4 @@ def loan_close(*, tenant, cluster: str, api_key, loan: Loan, data: dict, svm_con
     plan.instructions.append(client.close_loan(e.program, escrow=e.escrow, borrower=plan.borrower_key, rent_recipient=Pubkey.from_string(recipient), pledged=pledged))
     submit = data.get("submitTransaction", True)
     prepared, funding = build(plan, operations.CLOSE)
-    return _write(plan, prepared, funding, loan, tenant=tenant, request_id=request_id, statuses=statuses, submit=submit, rentRefundTo=recipient, strategies=[str(e.strategy)])
+    return _write(plan, prepared, funding, loan, statuses=statuses, submit=submit, rentRefundTo=recipient, strategies=[str(e.strategy)])

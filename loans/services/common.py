@@ -37,6 +37,7 @@ from positions.services import associated_draft, associated_rent, position_link_
 from positions.values import base_units
 from chain.errors import ProgramError
 from chain.rpc import rpc_for
+from tenancy.context import OperationContext
 from transactions.models import Transaction
 from transactions.services import SignerSpec, transaction_build, transaction_record
 
@@ -104,10 +105,8 @@ class Plan:
     ``borrower``: the account that signs for the request and pays the rent of the token
     accounts it creates (the loan's borrower; for a strategy's operations, its lender)."""
 
-    tenant: object
-    cluster: str
-    api_key: object
-    svm_config: dict
+    ctx: OperationContext  # the request's: who it acts for (tenant, cluster, acting key, x-request-id)
+    svm_config: dict  # the request's svmTransactionConfig, the borrower (or lender) as fee payer by default
     borrower: Account
     instructions: list[Instruction] = dc_field(default_factory=list)
     signers: list[SignerSpec] = dc_field(default_factory=list)
@@ -118,6 +117,18 @@ class Plan:
     #: instruction index → the request item it is for (itemData.itemsToBorrow[1]): a refusal
     #: of that instruction by the program names the item (``build``)
     item_fields: dict[int, str] = dc_field(default_factory=dict)
+
+    @property
+    def tenant(self):
+        return self.ctx.tenant
+
+    @property
+    def cluster(self) -> str:
+        return self.ctx.cluster
+
+    @property
+    def api_key(self):
+        return self.ctx.api_key
 
     @property
     def borrower_key(self) -> Pubkey:
@@ -312,7 +323,7 @@ def build(plan: Plan, operation: str):
         funding = funding_signer(tenant=plan.tenant, cluster=plan.cluster, api_key=plan.api_key, svm_config=payer, lamports=plan.rent, destination_type="MANAGED")
     signers = [signer_for(plan.borrower, plan.tenant, field=FEE_PAYER), *plan.signers]
     try:
-        prepared = transaction_build(tenant=plan.tenant, cluster=plan.cluster, operation=operation, instructions=plan.instructions, signers=signers,
+        prepared = transaction_build(context=plan.ctx, operation=operation, instructions=plan.instructions, signers=signers,
                                      config=transaction_config(plan.tenant, plan.cluster, plan.svm_config))
     except ProgramError as exc:
         exc.field = _refused_field(plan, exc) if exc.failure.program == onchain.PROGRAM else None
@@ -360,7 +371,7 @@ def link_created(plan: Plan, tx: Transaction) -> None:
             position_link_creation(*made.draft, tx)
 
 
-def record(plan: Plan, prepared, funding, *, lock, key: str, request_id, submit: bool = True, **effects):
+def record(plan: Plan, prepared, funding, *, lock, key: str, submit: bool = True, **effects):
     """Write phase, in the house's lock order (loans/locks.py): the debits and the funding
     re-decided under their accounts' row locks, the drafted positions saved, then ``lock()``
     — which locks and re-checks the loan or strategy (or writes a new one) and returns it —
@@ -373,7 +384,7 @@ def record(plan: Plan, prepared, funding, *, lock, key: str, request_id, submit:
     held = decision is not None and decision.needs_approval
     data = {key: str(target.offchain_id), **effects, **(decision.effects if decision is not None else {}), **funded,
             "created": [str(p.offchain_id) for p in created], "thawed": plan.thawed}
-    tx = transaction_record(prepared, effects_data=data, api_key=plan.api_key, request_id=request_id, submit=submit,
+    tx = transaction_record(prepared, effects_data=data, api_key=plan.api_key, request_id=plan.ctx.request_id, submit=submit,
                             hold_for_approval=held, hold_reason=decision.reason if held else "")
     link_created(plan, tx)
     target.last_transaction = target.pending_transaction = tx

@@ -21,6 +21,7 @@ from accounts.services import account_save
 from accounts.signers import ensure_usable
 from instruments.models import PositionState
 from ledger_project.api.errors import LedgerError
+from tenancy.context import OperationContext
 from tenancy.idempotency import write_phase
 from programs.lending import abi, client
 from chain.rpc import rpc_for
@@ -112,12 +113,13 @@ def deposit(plan: Plan, *, program: Pubkey, escrow: Pubkey, escrow_account: Acco
     return target
 
 
-def loan_create(*, tenant, cluster: str, api_key, data: dict, svm_config: dict | None = None, request_id=None) -> LoanResult:
+def loan_create(ctx: OperationContext, *, data: dict) -> LoanResult:
+    tenant, cluster = ctx.tenant, ctx.cluster
     protocol(data)
     p = "itemData"
-    if not (svm_config or {}).get("feePayer"):
+    if not (ctx.svm_config or {}).get("feePayer"):
         raise LedgerError("Name the borrower as svmTransactionConfig.feePayer (the fee payer is the loan's borrower).", field=FEE_PAYER, code="BORROWER_REQUIRED")
-    borrower = resolve_account(tenant, cluster, svm_config["feePayer"], field=FEE_PAYER, writable=True)
+    borrower = resolve_account(tenant, cluster, ctx.svm_config["feePayer"], field=FEE_PAYER, writable=True)
     ensure_usable(borrower, field=FEE_PAYER)
     details = data["partnerLendingDetails"]
     strategy_field = f"{p}.partnerLendingDetails.loanStrategyAddress"
@@ -129,7 +131,7 @@ def loan_create(*, tenant, cluster: str, api_key, data: dict, svm_config: dict |
     escrow = client.escrow_address(program, Pubkey.from_string(borrower.address), nonce)[0]
     escrow_account = Account(tenant=tenant, cluster=cluster, address=str(escrow), managed=False, type=AccountType.LOAN_ESCROW, status=AccountStatus.PENDING,
                              name=f"Loan escrow of {borrower.name or borrower.address}"[:200])
-    plan = Plan(tenant, cluster, api_key, borrower_config(tenant, cluster, svm_config, borrower), borrower)
+    plan = Plan(ctx, borrower_config(tenant, cluster, ctx.svm_config, borrower), borrower)
     mine = recorded_strategy(tenant, cluster, details["loanStrategyAddress"])
 
     # What must happen before the pledges, then CreateLoan, then the pledges and the borrows.
@@ -185,7 +187,7 @@ def loan_create(*, tenant, cluster: str, api_key, data: dict, svm_config: dict |
                 rent_payer_address=borrower.address,
             )
 
-        loan, tx = record(plan, prepared, funding, lock=new_loan, key="loan", request_id=request_id, strategies=[details["loanStrategyAddress"]],
+        loan, tx = record(plan, prepared, funding, lock=new_loan, key="loan", strategies=[details["loanStrategyAddress"]],
                           borrowedTo={mint: str(h.position.offchain_id) for mint, (_, h, _) in intent_borrowed.items() if h.position is not None})
         loan.creation_transaction = tx
         loan.save(update_fields=["creation_transaction", "updated_at"])

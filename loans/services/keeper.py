@@ -26,6 +26,7 @@ from django.utils import timezone
 from solders.pubkey import Pubkey
 
 from ledger_project.api.errors import LedgerError
+from tenancy.context import OperationContext
 from tenancy.idempotency import write_phase
 from programs.lending import abi, client
 from tenancy.scoping import worker_only
@@ -141,7 +142,7 @@ def loan_liquidate(*, loan: Loan, state, strategy, reason: str = "") -> object:
         instrument = next(i.instrument for i in loan.pledged_items.select_related("instrument") if i.mint_address == str(item.mint))
         instructions.append(client.claim_collateral(program, escrow=escrow, strategy=strategy_key, borrower=Pubkey.from_string(loan.borrower_address),
                                                     mint=onchain.token_mint(instrument)))
-    prepared = transaction_build(tenant=loan.tenant, cluster=loan.cluster, operation=operations.LIQUIDATE, instructions=instructions)
+    prepared = transaction_build(context=OperationContext.system(tenant=loan.tenant, cluster=loan.cluster), operation=operations.LIQUIDATE, instructions=instructions)
     with write_phase(on_abort=prepared.release):
         locked = Loan.unscoped.select_for_update().get(pk=loan.pk)
         if locked.status != LoanStatus.ACTIVE or (locked.pending_transaction_id is not None and locked.pending_transaction.effects_applied_at is None):

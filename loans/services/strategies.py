@@ -27,6 +27,7 @@ from accounts.services import account_save, funding_signer
 from accounts.signers import ensure_usable
 from instruments.lookup import resolve_instrument
 from ledger_project.api.errors import ConflictError, LedgerError
+from tenancy.context import OperationContext
 from tenancy.idempotency import write_phase
 from positions import instructions as ix
 from positions.models import Position
@@ -108,9 +109,10 @@ def _lender_pays(plan: Plan, lender: Account) -> int:
     return owed
 
 
-def strategy_create(*, tenant, cluster: str, api_key, data: dict, svm_config: dict | None = None, request_id=None) -> StrategyResult:
+def strategy_create(ctx: OperationContext, *, data: dict) -> StrategyResult:
     """Create Loan Strategy: InitializeStrategy with the terms, then SetMint for each
     pledge and borrow instrument (its feed and maximum feed age), signed by the lender."""
+    tenant, cluster = ctx.tenant, ctx.cluster
     protocol(data)
     p = "itemData"
     lender = resolve_account(tenant, cluster, data["lender"], field=f"{p}.lender", writable=True)
@@ -124,7 +126,7 @@ def strategy_create(*, tenant, cluster: str, api_key, data: dict, svm_config: di
     if existing is not None and existing.status != StrategyStatus.FAILED:
         raise ConflictError("The organization already has this loan strategy (lender and strategyId).", field=f"{p}.strategyId", code="STRATEGY_EXISTS")
     terms = _terms(data.get("terms"), None, f"{p}.terms")
-    plan = Plan(tenant, cluster, api_key, dict(svm_config or {}), lender)
+    plan = Plan(ctx, dict(ctx.svm_config or {}), lender)
     pda = existing.account if existing is not None else Account(
         tenant=tenant, cluster=cluster, address=str(address), managed=False, type=AccountType.VAULT, status=AccountStatus.PENDING,
         name=((data.get("offchainReferences") or {}).get("name") or f"Loan strategy {strategy_id}")[:200], code=(data.get("offchainReferences") or {}).get("code") or "",
@@ -133,7 +135,7 @@ def strategy_create(*, tenant, cluster: str, api_key, data: dict, svm_config: di
     lender_key = Pubkey.from_string(lender.address)
     # The strategy's rent from the funding account (InitializeStrategy's payer), its token
     # accounts' from the lender (SetMint).
-    funding = funding_signer(tenant=tenant, cluster=cluster, api_key=api_key, svm_config=svm_config,
+    funding = funding_signer(tenant=tenant, cluster=cluster, api_key=ctx.api_key, svm_config=ctx.svm_config,
                              lamports=rpc_for(cluster).minimum_balance_for_rent_exemption(abi.STRATEGY_SIZE), destination_type="MANAGED")
     plan.instructions.append(client.initialize_strategy(program, payer=funding.pubkey, lender=lender_key, strategy_id=strategy_id,
                                                         oracle_program=onchain.oracle_program_id(cluster), terms=terms))
@@ -164,7 +166,7 @@ def strategy_create(*, tenant, cluster: str, api_key, data: dict, svm_config: di
                 raise ConflictError("The organization already has this loan strategy (lender and strategyId).", field=f"{p}.strategyId", code="STRATEGY_EXISTS") from exc
             return strategy
 
-        strategy, tx = record(plan, prepared, funding, lock=save_strategy, key="strategy", request_id=request_id, lenderRent=lender_rent)
+        strategy, tx = record(plan, prepared, funding, lock=save_strategy, key="strategy", lenderRent=lender_rent)
         strategy.creation_transaction = tx
         strategy.save(update_fields=["creation_transaction", "updated_at"])
         Account.objects.for_tenant(tenant).filter(pk=pda.pk).update(creation_transaction=tx, last_transaction=tx)
@@ -180,14 +182,15 @@ def _live(strategy: LoanStrategy, field: str = FIELD) -> LoanStrategy:
     return strategy
 
 
-def strategy_update(*, tenant, cluster: str, api_key, strategy: LoanStrategy, data: dict, svm_config: dict | None = None, request_id=None) -> StrategyResult:
+def strategy_update(ctx: OperationContext, *, strategy: LoanStrategy, data: dict) -> StrategyResult:
     """Update Loan Strategy: new terms (SetTerms, for new loans and refinancings), mints
     added or their feed changed (SetMint), mints removed (RemoveMint), signed by the
     lender; ``liquidationMode`` is the service's own (no transaction when only it changes)."""
+    tenant, cluster = ctx.tenant, ctx.cluster
     protocol(data)
     p = "itemData"
     _live(strategy)
-    plan = Plan(tenant, cluster, api_key, dict(svm_config or {}), strategy.lender)
+    plan = Plan(ctx, dict(ctx.svm_config or {}), strategy.lender)
     program, address, lender_key = Pubkey.from_string(strategy.program_address), Pubkey.from_string(strategy.address), Pubkey.from_string(strategy.lender_address)
     if data.get("terms"):
         terms = _terms(data["terms"], strategy, f"{p}.terms")
@@ -218,16 +221,17 @@ def strategy_update(*, tenant, cluster: str, api_key, strategy: LoanStrategy, da
         return locked
 
     with write_phase(on_abort=prepared.release):
-        locked, tx = record(plan, prepared, funding, lock=locked_with_mode, key="strategy", request_id=request_id, lenderRent=lender_rent)
+        locked, tx = record(plan, prepared, funding, lock=locked_with_mode, key="strategy", lenderRent=lender_rent)
     return StrategyResult(locked, tx)
 
 
-def strategy_liquidity(*, tenant, cluster: str, api_key, strategy: LoanStrategy, data: dict, svm_config: dict | None = None, request_id=None) -> StrategyResult:
+def strategy_liquidity(ctx: OperationContext, *, strategy: LoanStrategy, data: dict) -> StrategyResult:
     """Strategy Liquidity: DEPOSIT moves the lender's tokens into the strategy's token
     account of a listed mint (DepositLiquidity); WITHDRAW moves tokens out of the strategy's
     token account of any mint — liquidity, repayments, liquidated collateral — to the
     lender's position or ``destination`` (WithdrawLiquidity, signed by the strategy inside
     the program). The lender signs both; debit limits apply as to any transfer."""
+    tenant, cluster = ctx.tenant, ctx.cluster
     p = "itemData"
     _live(strategy)
     instrument = lendable(resolve_instrument(tenant, cluster, data["financialInstrument"], field=f"{p}.financialInstrument"), f"{p}.financialInstrument")
@@ -237,7 +241,7 @@ def strategy_liquidity(*, tenant, cluster: str, api_key, strategy: LoanStrategy,
     if pool is None:
         pool = Position.objects.for_tenant(tenant).filter(cluster=cluster, address=str(token_account)).first()
     amount = amount_of(data["value"], instrument, f"{p}.value")
-    plan = Plan(tenant, cluster, api_key, dict(svm_config or {}), strategy.lender)
+    plan = Plan(ctx, dict(ctx.svm_config or {}), strategy.lender)
     lender = strategy.lender
     default = {"owner": {"offchainId": str(lender.offchain_id)}, "financialInstrument": {"offchainId": str(instrument.offchain_id)}}
     program, address, lender_key = Pubkey.from_string(strategy.program_address), Pubkey.from_string(strategy.address), Pubkey.from_string(strategy.lender_address)
@@ -258,6 +262,6 @@ def strategy_liquidity(*, tenant, cluster: str, api_key, strategy: LoanStrategy,
     lender_rent = _lender_pays(plan, lender)
     prepared, funding = build(plan, operations.STRATEGY_LIQUIDITY)
     with write_phase(on_abort=prepared.release):
-        locked, tx = record(plan, prepared, funding, lock=lambda: _live(lock_strategy(strategy.pk, tenant=tenant)), key="strategy", request_id=request_id,
+        locked, tx = record(plan, prepared, funding, lock=lambda: _live(lock_strategy(strategy.pk, tenant=tenant)), key="strategy",
                             lenderRent=lender_rent, liquidity={"action": data["action"], "mint": instrument.address, "amount": str(amount)})
     return StrategyResult(locked, tx)

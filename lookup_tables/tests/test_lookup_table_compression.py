@@ -21,6 +21,7 @@ from positions.tests.movekit import at, mint, settled, trade
 from chain import builder
 from chain.builder import TableCandidate, _loadable, choose_tables
 from lookup_tables.compression import tenant_tables, tenant_tables_forget
+from tenancy.context import OperationContext
 from transactions.models import Transaction
 from transactions.tests.chainkit import next_slot
 from lookup_tables.tests.factories import AddressLookupTableFactory
@@ -159,7 +160,7 @@ def test_the_chain_decides_a_table_deactivated_outside_the_service_is_left_out(a
     signer = SignerSpec(payer.pubkey(), keypair=payer)
 
     def lookups() -> list[str]:
-        built = transaction_build(tenant=tenant, cluster="CHAIN_LOCALNET", operation="test.transfers", signers=[signer], config=TxConfig(fee_payer=signer),
+        built = transaction_build(context=OperationContext.system(tenant=tenant, cluster="CHAIN_LOCALNET"), operation="test.transfers", signers=[signer], config=TxConfig(fee_payer=signer),
                                   instructions=[transfer(TransferParams(from_pubkey=payer.pubkey(), to_pubkey=t, lamports=1_000_000)) for t in targets])
         return [str(lookup.account_key) for lookup in message_from_bytes(built.message).address_table_lookups]
 

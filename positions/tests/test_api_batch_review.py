@@ -171,8 +171,6 @@ def test_a_retry_checks_a_shared_key_under_the_key_that_made_the_batch(tenant, o
 
 @pytest.mark.django_db(transaction=True)
 def test_a_retry_of_a_batch_whose_key_was_revoked_rejects_its_items(tenant, api_key, api, celery_worker_process, chain):
-    from ledger_project.request_context import acting_api_key_var
-
     source, destination = _wallet_with(api, SOL // 10), _wallet_with(api)
     batch = Batch.unscoped.create(tenant=tenant, cluster="CHAIN_LOCALNET", kind=BatchKind.NETWORK_CURRENCY_TRANSFER, created_by_key=api_key.api_key, item_count=1)
     BatchItem.objects.create(batch=batch, index=0, data=nc_item(source, destination, 1_000_000), status=BatchItemStatus.RETRY_DUE)
@@ -182,22 +180,21 @@ def test_a_retry_of_a_batch_whose_key_was_revoked_rejects_its_items(tenant, api_
     row = BatchItem.objects.get(batch=batch)
     assert row.status == BatchItemStatus.REJECTED and row.http_status == 401 and row.errors[0]["code"] == "API_KEY_REVOKED", (row.status, row.errors)
     assert row.errors[0]["field"] == "itemData.items[0]"
-    assert Transaction.unscoped.count() == transactions and acting_api_key_var.get() is None
+    assert Transaction.unscoped.count() == transactions
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_retry_runs_as_the_batchs_key_and_restores_the_one_before(tenant, api_key, api, celery_worker_process, chain, monkeypatch):
-    from ledger_project.request_context import acting_api_key_var
+def test_a_retry_runs_as_the_batchs_key(tenant, api_key, api, celery_worker_process, chain, monkeypatch):
     from positions import batch_network
 
     seen = []
     real = batch_network.transaction_build
-    monkeypatch.setattr(batch_network, "transaction_build", lambda **kwargs: seen.append(acting_api_key_var.get()) or real(**kwargs))
+    monkeypatch.setattr(batch_network, "transaction_build", lambda **kwargs: seen.append(kwargs["context"].api_key) or real(**kwargs))
     source, destination = _wallet_with(api, SOL // 10), _wallet_with(api)
     batch = Batch.unscoped.create(tenant=tenant, cluster="CHAIN_LOCALNET", kind=BatchKind.NETWORK_CURRENCY_TRANSFER, created_by_key=api_key.api_key, item_count=1)
     BatchItem.objects.create(batch=batch, index=0, data=nc_item(source, destination, 1_000_000), status=BatchItemStatus.RETRY_DUE)
     batch_retries.batch_retry(batch_pk=batch.pk)
-    assert [k.pk for k in seen] == [api_key.api_key.pk] and acting_api_key_var.get() is None
+    assert [k.pk for k in seen] == [api_key.api_key.pk]
     assert BatchItem.objects.get(batch=batch).status == BatchItemStatus.SENT
 
 

@@ -10,6 +10,7 @@ from solders.keypair import Keypair
 from solders.system_program import TransferParams, transfer
 
 from ledger_project.api.errors import LedgerError
+from tenancy.context import OperationContext
 from tenancy.roles import Role
 from tenancy.tests.factories import issue_key
 from transactions import approvals, collecting, services
@@ -25,7 +26,7 @@ pytestmark = pytest.mark.chain
 def build(tenant, source: Keypair, *, signs_here: bool = True):
     ix = transfer(TransferParams(from_pubkey=source.pubkey(), to_pubkey=Keypair().pubkey(), lamports=1_000_000))
     signer = managed(source) if signs_here else SignerSpec(source.pubkey(), None)
-    return services.transaction_build(tenant=tenant, cluster=CLUSTER, operation="test.transfer", instructions=[ix], signers=[signer])
+    return services.transaction_build(context=OperationContext.system(tenant=tenant, cluster=CLUSTER), operation="test.transfer", instructions=[ix], signers=[signer])
 
 
 def record(prepared, **kwargs) -> Transaction:

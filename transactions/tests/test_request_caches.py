@@ -15,6 +15,7 @@ from solders.keypair import Keypair
 from solders.system_program import TransferParams, transfer
 
 from custody import services as custody
+from tenancy.context import OperationContext
 from transactions import fee_payers
 from chain import builder
 from chain.rpc import ChainRpc, LatestBlockhash, rpc_for
@@ -97,7 +98,7 @@ def test_a_reused_blockhash_the_node_does_not_know_is_replaced_and_simulated_aga
     entry = builder._recent.setdefault(CLUSTER, builder._RecentBlockhash())
     entry.value, entry.fetched_at = unknown, time.monotonic()
     prepared = transaction_build(
-        tenant=tenant, cluster=CLUSTER, operation="test", instructions=_plan(source.pubkey(), 0).instructions, signers=[SignerSpec(source.pubkey(), keypair=source)],
+        context=OperationContext.system(tenant=tenant, cluster=CLUSTER), operation="test", instructions=_plan(source.pubkey(), 0).instructions, signers=[SignerSpec(source.pubkey(), keypair=source)],
     )
     assert prepared.blockhash != str(unknown.blockhash)
     assert rpc.is_blockhash_valid(Hash.from_string(prepared.blockhash))

@@ -104,14 +104,8 @@ class ChainRpc:
         grant = budget().take(self.cluster, "sendTransaction", most=wanted, least=1)
         prepay(grant.units)
         # When a refused send may try again (the pump sleeps until then, not a pass later).
-        self.send_refused_until = time.monotonic() + grant.wait if not grant.units else None
+        _send_refused_until[self.cluster] = time.monotonic() + grant.wait if not grant.units else None
         return grant.units
-
-    def send_wait(self) -> float | None:
-        """Seconds until the send budget that refused this client's last claim has room
-        again (0 once it has), None when the last claim was not refused."""
-        until = getattr(self, "send_refused_until", None)
-        return None if until is None else max(0.0, until - time.monotonic())
 
     def unused_budget(self) -> None:
         clear_prepaid()
@@ -390,6 +384,16 @@ class ChainRpc:
 def _method_name(body) -> str:
     """The JSON-RPC method of a typed solders request (``{"method": ...}`` of its JSON)."""
     return json.loads(body.to_json()).get("method", "unknown")
+
+
+_send_refused_until: dict[str, float | None] = {}
+
+
+def send_wait(cluster: str) -> float | None:
+    """Seconds until the send budget that refused this process's last claim of ``cluster``
+    has room again (0 once it has), None when that claim was not refused."""
+    until = _send_refused_until.get(cluster)
+    return None if until is None else max(0.0, until - time.monotonic())
 
 
 def rpc_for(cluster: str) -> ChainRpc:

@@ -304,9 +304,9 @@ def _pause(cluster: str) -> None:
     """Between passes that sent nothing: _IDLE_SLEEP, or until the send budget that refused
     the last claim has room when that is sooner than the next pass would find it (a pass
     follows first: under a budget that lag was 5 % of the sends, docs/chain.md)."""
-    from chain.rpc import rpc_for
+    from chain.rpc import send_wait
 
-    wait = rpc_for(cluster).send_wait()
+    wait = send_wait(cluster)
     time.sleep(_IDLE_SLEEP if wait is None else min(wait, _IDLE_SLEEP))
 
 

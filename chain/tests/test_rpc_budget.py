@@ -362,7 +362,7 @@ def test_a_pump_refused_by_the_send_budget_sleeps_until_the_window_has_room(sett
     budget is not a pass late at every window (docs/chain.md, "Budgets as windows")."""
     import types
 
-    from chain.rpc import rpc_for
+    from chain.rpc import rpc_for, send_wait
     from transactions import pump
 
     settings.LEDGER_RPC_WINDOW_MARGIN_SECONDS = 0.0
@@ -371,12 +371,14 @@ def test_a_pump_refused_by_the_send_budget_sleeps_until_the_window_has_room(sett
     monkeypatch.setattr(pump, "time", types.SimpleNamespace(sleep=slept.append))
     rpc = rpc_for("CHAIN_LOCALNET")
     try:
-        assert rpc.send_budget(5) == 2 and rpc.send_wait() is None
+        assert rpc.send_budget(5) == 2 and send_wait("CHAIN_LOCALNET") is None
         pump._pause("CHAIN_LOCALNET")
         assert slept[-1] == pump._IDLE_SLEEP  # not refused: the usual pause
         assert rpc.send_budget(1) == 0
         pump._pause("CHAIN_LOCALNET")
         assert 0 <= slept[-1] <= 0.02 < pump._IDLE_SLEEP  # refused: until the window has room
+        pump._pause("CHAIN_NOT_CONFIGURED")  # a pump of a cluster with no client: the usual pause
+        assert slept[-1] == pump._IDLE_SLEEP
     finally:
         rpc.unused_budget()
         budget_module.reset(None)

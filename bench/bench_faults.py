@@ -55,7 +55,7 @@ CAMPAIGN_PROFILES = {
 #: Payrolls queued while the worker is down, sent once it is back (profile → batches, items
 #: each): the send budget, not this machine's accept rate (~32 transactions/s on 2 cores,
 #: docs/performance.md), is then what paces the sends — the figure the campaign checks.
-QUEUED_PAYROLLS = {"send-budget-50": (8, 1000)}
+QUEUED_PAYROLLS = {"send-budget-50": (16, 1000)}
 DEFAULT_PROFILES = ["passthrough", "rate-limited", "method-budgets", "lagging", "lossy-sends", "flaky", "pruned", "old-blockstore", "staging-mix", "restricted", *CAMPAIGN_PROFILES]
 #: Methods the service calls; an ``each_method`` budget is set on each of them.
 SERVICE_METHODS = ("getLatestBlockhash", "getSignatureStatuses", "getTransaction", "getSignaturesForAddress", "getAccountInfo", "getMultipleAccounts",

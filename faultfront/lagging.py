@@ -3,7 +3,9 @@
 The cheapest faithful model with one upstream: remember what the node answered, and answer
 from memory. Every read of a lagged method is forwarded (the front learns the node's slot
 S from the answer's context), remembered under its method and parameters (minContextSlot
-left out), one answer per slot; the client gets the newest remembered answer whose slot is
+left out), one answer per slot, as the state of slot S - 1: the node answers from its open
+slot S, which may still execute writes after the answer (a real node's slot-S answer has
+all of slot S), so only S - 1 is surely whole in it; the client gets the newest remembered answer whose slot is
 at most S - lag, with that slot as its context. So a blockhash comes from N slots ago, a
 balance read again after a transfer still shows the old amount, and a minContextSlot above
 S - lag is refused with -32016, all as a pool member behind the others answers. When the
@@ -53,18 +55,23 @@ class LaggingView:
         """(the answer of the lagging view, its slot) for the node's fresh ``result``."""
         slot = result["context"]["slot"]
         view = max(0, slot - self.slots)
+        # The node answers from its open slot: what slot `slot` executed so far, not yet all
+        # of it. A real node's slot-S answer has all of slot S (the bank is frozen), so this
+        # one is remembered as the state of S - 1, the newest slot it surely covers whole;
+        # remembered as S it would answer a minContextSlot of S (a write of S) from before
+        # that write, which no node does.
+        covered = max(0, slot - 1)
         with self._lock:
             seen = self._memory.setdefault(key, OrderedDict())
             self._memory.move_to_end(key)
-            if slot not in seen:
-                seen[slot] = copy.deepcopy(result)
+            if covered not in seen:
+                seen[covered] = copy.deepcopy(result)
             while len(seen) > self.slots + SLACK_SLOTS:
                 seen.popitem(last=False)
             while len(self._memory) > MAX_KEYS:
                 self._memory.popitem(last=False)
             old = [s for s in seen if s <= view]
-            if old:
-                return copy.deepcopy(seen[max(old)]), max(old)
-            oldest = copy.deepcopy(seen[min(seen)])
-        oldest["context"]["slot"] = view
-        return oldest, view
+            at = max(old) if old else view
+            answer = copy.deepcopy(seen[max(old)] if old else seen[min(seen)])
+        answer["context"]["slot"] = at
+        return answer, at

@@ -264,3 +264,64 @@ def test_a_durable_nonce_request_behind_a_lagging_pool_reads_the_nonce_its_last_
     now_stored = Hash(bytes(chain.get_account_info(address).value.data[40:72]))
     assert now_stored != stored
     assert builder.nonce_value(rpc, address, min_context_slot=advanced.written_slot) == now_stored
+
+
+@pytest.mark.chain
+def test_a_nonce_read_at_the_slot_of_its_advance_never_answers_what_the_slot_held_before_it(slow_node, tmp_path, settings):
+    """Found by the campaign (profile lagging: DURABLE_NONCE transfers 400
+    TRANSACTION_SIMULATION_FAILED BlockhashNotFound though b629dc5 read the nonce at the slot
+    of its last write): the read carried the write's slot S as minContextSlot and was answered
+    the value the write had consumed, with context slot S. The fault front had remembered a
+    read taken in slot S before the write executed in S as the node's answer for slot S; a
+    real node's slot-S answer has all of slot S. The front now remembers such an answer as
+    slot S - 1, so the read waits (-32016) for one taken after S."""
+    import base64
+
+    from solders.hash import Hash
+    from solders.keypair import Keypair
+    from solders.message import Message
+    from solders.system_program import (
+        AdvanceNonceAccountParams, CreateAccountParams, InitializeNonceAccountParams, advance_nonce_account, create_account, initialize_nonce_account,
+    )
+    from solders.transaction import VersionedTransaction
+
+    from chain import builder
+
+    node = slow_node.url
+
+    def send(instructions, signers, blockhash: Hash) -> int:
+        message = Message.new_with_blockhash(instructions, signers[0].pubkey(), blockhash)
+        raw = base64.b64encode(bytes(VersionedTransaction(message, signers))).decode()
+        signature = rpc_call(node, "sendTransaction", [raw, {"encoding": "base64"}])["result"]
+        status = rpc_call(node, "getSignatureStatuses", [[signature]])["result"]["value"][0]
+        assert status is not None and status["err"] is None, status
+        return status["slot"]
+
+    def warp(slots: int) -> int:
+        return rpc_call(node, "localnetWarpSlots", [slots])["result"]
+
+    payer, nonce = Keypair(), Keypair()
+    rpc_call(node, "requestAirdrop", [str(payer.pubkey()), 10**9])
+    rent = rpc_call(node, "getMinimumBalanceForRentExemption", [builder.NONCE_ACCOUNT_SIZE])["result"]
+    latest = Hash.from_string(rpc_call(node, "getLatestBlockhash")["result"]["value"]["blockhash"])
+    send([create_account(CreateAccountParams(from_pubkey=payer.pubkey(), to_pubkey=nonce.pubkey(), lamports=rent, space=builder.NONCE_ACCOUNT_SIZE, owner=Pubkey.from_string("11111111111111111111111111111111"))),
+          initialize_nonce_account(InitializeNonceAccountParams(nonce_pubkey=nonce.pubkey(), authority=payer.pubkey()))], [payer, nonce], latest)
+    slot = warp(LAG + 1)  # the nonce can advance (a new blockhash), and the view has seen it created
+
+    front = FaultFrontProcess(node, {**_profile("lagging"), "lag": {"slots": LAG}}, 36, work_dir=tmp_path).start()
+    try:
+        settings.LEDGER_CLUSTERS = {**settings.LEDGER_CLUSTERS, CLUSTER: front.url}
+        settings.LEDGER_RPC_DEADLINE_SECONDS, settings.LEDGER_RPC_MAX_ATTEMPTS = 30.0, 3 * LAG
+        rpc = rpc_for(CLUSTER)
+        rpc.transport.sleep = lambda seconds: warp(1)  # a retry waits one slot, exactly
+        before = builder.nonce_value(rpc, nonce.pubkey(), min_context_slot=0)  # a request's read in slot S, through the pool
+        written = send([advance_nonce_account(AdvanceNonceAccountParams(nonce_pubkey=nonce.pubkey(), authorized_pubkey=payer.pubkey()))], [payer], before)
+        assert written == slot, "the read and the advance were not in one slot"
+        answer = rpc_call(node, "getAccountInfo", [str(nonce.pubkey()), {"encoding": "base64", "commitment": "confirmed"}])
+        after = Hash(bytes(base64.b64decode(answer["result"]["value"]["data"][0])[40:72]))
+        assert after != before
+        warp(LAG)  # the pool's view reaches S
+        # Before the fix: `before`, answered as of slot S (the simulation's BlockhashNotFound).
+        assert builder.nonce_value(rpc, nonce.pubkey(), min_context_slot=written) == after
+    finally:
+        front.stop()

@@ -130,3 +130,15 @@ def test_stats_name_a_signature_sent_with_two_different_bytes_and_keep_the_peak(
     limits.admit({"total": 4})
     limits.admit({"total": 3})
     assert limits.admit({"total": 5}) is not None and limits.peak == {"total": 7}
+
+
+def test_the_lagging_view_never_answers_a_slot_with_what_the_node_said_before_that_slot_ended():
+    # The node answers from its open slot: a read in slot 206 may precede a write of 206 (a
+    # durable nonce transfer landing there). A real node's slot-206 answer has that write, so
+    # the read stands for slot 205, and a minContextSlot of 206 waits for a read taken later.
+    view = LaggingView(8)
+    key = "getMultipleAccounts[]"
+    view.answer(key, {"context": {"slot": 206}, "value": "before"})
+    # Before the fix: ({"slot": 206}, "before"), which a minContextSlot of 206 accepted.
+    assert view.answer(key, {"context": {"slot": 259}, "value": "after"}) == ({"context": {"slot": 205}, "value": "before"}, 205)
+    assert view.answer(key, {"context": {"slot": 267}, "value": "after"}) == ({"context": {"slot": 258}, "value": "after"}, 258)

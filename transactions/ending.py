@@ -52,7 +52,10 @@ def finish(tx: Transaction, status: str, *, unless_moved: Q | None = None, also=
         if not updated:
             return False
         if spent:
-            NonceAccount.objects.filter(leased_by_id=tx.pk).update(leased_by=None, leased_at=None)
+            # A transaction that executed and failed advanced its nonce at its slot: the next
+            # lease reads the nonce no older than that (docs/chain.md, the lagging row).
+            written = {"written_slot": nonce_pool.later_slot(fields["slot"])} if executed else {}
+            NonceAccount.objects.filter(leased_by_id=tx.pk).update(leased_by=None, leased_at=None, **written)
         else:
             event(tx, "NONCE_LEASE_KEPT", nonce=tx.nonce_account)
         event(tx, status, **{k: v for k, v in fields.items() if k in ("error_message",)})

@@ -301,3 +301,26 @@ def test_a_new_pool_account_can_be_used_at_once(private_node):
         row = NonceAccount.objects.order_by("-pk").first()
         stored = Hash(bytes(client.get_account_info(Pubkey.from_string(row.address)).value.data[40:72]))
         assert nonce_pool.nonce_advance(cluster=CLUSTER, nonce_address=row.address, expected=str(stored)) is True
+
+
+@pytest.mark.django_db
+def test_a_durable_nonce_transaction_that_failed_on_chain_leaves_its_slot_as_the_nonces_last_write(tenant):
+    """It executed (and advanced its nonce) at its slot: the lease ends with that slot kept,
+    so the next lease reads the nonce no older than it (behind a lagging pool it would read
+    the value the failed transaction consumed); a later record never moves it back."""
+    from solders.keypair import Keypair
+
+    from custody.services import managed_key_generate
+    from transactions.ending import finish
+    from transactions.models import MessageLifetime, TransactionStatus
+
+    address = str(Keypair().pubkey())
+    tx = Transaction.unscoped.create(tenant=tenant, cluster=CLUSTER, operation="test.op", status=TransactionStatus.SUBMITTED, message=b"", blockhash="x",
+                                     fee_payer="x", lifetime=MessageLifetime.DURABLE_NONCE, nonce_account=address)
+    row = NonceAccount.objects.create(cluster=CLUSTER, address=address, authority=str(Keypair().pubkey()), authority_key=managed_key_generate(), leased_by=tx,
+                                      leased_at=timezone.now(), written_slot=100)
+    assert finish(tx, TransactionStatus.FAILED, slot=250, error_message="custom program error")
+    row.refresh_from_db()
+    assert (row.leased_by_id, row.written_slot) == (None, 250)
+    NonceAccount.objects.filter(pk=row.pk).update(written_slot=nonce_pool.later_slot(200))
+    assert NonceAccount.objects.get(pk=row.pk).written_slot == 250

@@ -318,7 +318,7 @@ def campaign(setup: str, name: str, ops: int, concurrency: int, seed: int, keep:
                 "resigned": found["resigned"], "transfers_confirmed_share": round(transfer_landed / transfer_total, 4) if transfer_total else None,
                 "api_5xx": sum(n for k, n in tally.items() if k.startswith("5xx:")), "api_5xx_detail": {k: n for k, n in tally.items() if k.startswith("5xx:")},
                 "api_503_retry_after": sum(n for k, n in tally.items() if k.startswith("503_retry_after")),
-                "api_503_detail": {k.split(":", 1)[1]: n for k, n in tally.items() if k.startswith("503_retry_after")}, "api_429": tally.get("429", 0), "conn_errors": tally.get("conn_error", 0),
+                "api_503_detail": {k.split(":", 1)[1]: n for k, n in tally.items() if k.startswith("503_retry_after")}, "api_429": sum(n for k, n in tally.items() if k.startswith("429")), "api_429_detail": {k.split(":", 1)[1]: n for k, n in tally.items() if k.startswith("429")}, "conn_errors": tally.get("conn_error", 0),
                 "setup_answers": setup_tally, "setup_attempts": setup_attempts, "budgets": budgets, "calls_over_budget": over, "front_calls": stats["calls"], "sends": stats["sends"],
                 "two_bytes_signatures": len(stats["signatures_with_two_bytes"]), "effects_twice": found["effects_twice"], "effects_missing": found["effects_missing"],
                 "reconcile_drift": reconcile_drift(env, node.url), "payroll": payroll(profile, queued or result["batch"], found["signatures"], stats["first_sent"]),

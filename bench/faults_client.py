@@ -46,7 +46,7 @@ class Api:
         self.port, self.secret = port, secret
         self.local = threading.local()
         self.lock = threading.Lock()
-        self.tally: Counter = Counter()  # answers seen: "503_retry_after:<code>", "5xx:<status>:<code>", "429", "conn_error"
+        self.tally: Counter = Counter()  # answers seen: "503_retry_after:<code>", "5xx:<status>:<code>", "429:<code>", "conn_error"
         self.record_attempts = False
         self.attempts: list[dict] = []  # while record_attempts: one entry per attempt (see the module docstring)
 
@@ -98,7 +98,7 @@ class Api:
                           status=status, code=code, retry_after=retry_after, replay=response.getheader("x-idempotent-replay") == "true",
                           conn_error=None, timed_out=False)
             if status == 429 or status >= 500:
-                self._count("429" if status == 429 else f"503_retry_after:{code}" if status == 503 and retry_after else f"5xx:{status}:{code}")
+                self._count(f"429:{code}" if status == 429 else f"503_retry_after:{code}" if status == 503 and retry_after else f"5xx:{status}:{code}")
                 time.sleep(min(float(retry_after or 0.5), RETRY_AFTER_MAX))
                 continue
             try:

@@ -21,8 +21,9 @@ default): nothing is counted, only a provider's 429 is remembered, in this proce
 
 With ``REDIS_URL`` the buckets and the back-off live in Redis, so every web and worker
 process of the deployment shares them: one Lua script checks the back-off and takes from
-every bucket atomically (all or nothing). Without Redis (the embedded default) the buckets
-are this process's. A Redis that does not answer does not stop the chain: the process
+every bucket atomically (all or nothing). Without Redis (the embedded default, one host)
+they live in a file under LEDGER_VAR_DIR that every process of the host takes from under
+a file lock (HostBudget). A Redis that does not answer does not stop the chain: the process
 falls back to its own buckets and logs it.
 """
 
@@ -91,8 +92,8 @@ class Grant:
 
 
 class LocalBudget:
-    """The buckets of this process (the embedded default, and the fallback when Redis is
-    down). ``clock`` is injectable so tests count, never sleep."""
+    """The buckets of this process (the fallback when Redis is down, and the counting
+    HostBudget keeps in a file). ``clock`` is injectable so tests count, never sleep."""
 
     def __init__(self, clock: Callable[[], float] = time.time):
         self.clock = clock
@@ -143,6 +144,49 @@ class LocalBudget:
     def back_off(self, key: str, seconds: float) -> None:
         with self._lock:
             self._until[key] = max(self._until.get(key, 0.0), self.clock() + seconds)
+
+
+class HostBudget:
+    """The budget of every process of this host (the embedded default, no Redis: its web
+    processes and its worker): LocalBudget's counting, its state in one JSON file under
+    ``LEDGER_VAR_DIR`` read and written under an exclusive file lock (a take costs a lock,
+    a read and a write of a few kB; only clusters with limits pay it)."""
+
+    def __init__(self, path, clock: Callable[[], float] = time.time):
+        from pathlib import Path
+
+        self.path, self.clock = Path(path), clock
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+
+    def _with_state(self, act):
+        import fcntl
+        import json
+        import os
+
+        with open(self.path.with_suffix(".lock"), "a+") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            counted = LocalBudget(self.clock)
+            try:
+                state = json.loads(self.path.read_text() or "{}")
+            except (FileNotFoundError, ValueError):
+                state = {}  # none yet, or a torn file: start afresh (under the budget)
+            counted._buckets = {k: tuple(v) for k, v in state.get("buckets", {}).items()}
+            counted._logs = {k: deque(v) for k, v in state.get("logs", {}).items()}
+            counted._until = dict(state.get("until", {}))
+            answer = act(counted)
+            now = self.clock()
+            state = {"buckets": counted._buckets, "logs": {k: list(v) for k, v in counted._logs.items() if v},
+                     "until": {k: u for k, u in counted._until.items() if u > now}}
+            temporary = self.path.with_suffix(f".{os.getpid()}.tmp")
+            temporary.write_text(json.dumps(state))
+            os.replace(temporary, self.path)
+            return answer
+
+    def take(self, keys: list[tuple[str, Limit]], backoff_keys: list[str], most: int, least: int) -> Grant:
+        return self._with_state(lambda counted: counted.take(keys, backoff_keys, most, least))
+
+    def back_off(self, key: str, seconds: float) -> None:
+        self._with_state(lambda counted: counted.back_off(key, seconds))
 
 
 # KEYS: back-off keys (n_backoff of them), then one key per limit.
@@ -307,7 +351,7 @@ def budget() -> Budget:
             if _budget is None:
                 limits = parse_budgets(settings.LEDGER_RPC_BUDGETS)
                 redis_url = getattr(settings, "REDIS_URL", "")
-                store = RedisBudget(redis_url, settings.LEDGER_CACHE_PREFIX) if redis_url else LocalBudget()
+                store = RedisBudget(redis_url, settings.LEDGER_CACHE_PREFIX) if redis_url else HostBudget(settings.VAR_DIR / "rpc-budget.json")
                 _budget = Budget(limits, store)
     return _budget
 

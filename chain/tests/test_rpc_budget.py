@@ -382,3 +382,42 @@ def test_a_pump_refused_by_the_send_budget_sleeps_until_the_window_has_room(sett
     finally:
         rpc.unused_budget()
         budget_module.reset(None)
+
+
+def test_without_redis_every_process_of_the_host_takes_from_one_budget(tmp_path, settings):
+    """The embedded default (no REDIS_URL): the web processes and the worker of one host
+    share one count, a file under LEDGER_VAR_DIR, as they share one through Redis elsewhere
+    (before, each process counted alone: the campaign's embedded run sent its provider P
+    times the send budget and met 215 of its 429s)."""
+    from chain.budget import HostBudget
+
+    settings.LEDGER_RPC_WINDOW_MARGIN_SECONDS = 0.0
+    clock = Clock()
+    limits = parse_budgets("C.sendTransaction=5/1s,C.*=8/s")
+    path = tmp_path / "rpc-budget.json"
+    web, worker = Budget(limits, HostBudget(path, clock)), Budget(limits, HostBudget(path, clock))
+    assert web.take("C", "sendTransaction", most=3).units == 3
+    assert worker.take("C", "sendTransaction", most=5, least=1).units == 2  # what the web left
+    refused = worker.take("C", "sendTransaction", most=1)
+    assert refused.units == 0 and refused.wait == pytest.approx(1.0)
+    assert web.take("C", "getSlot", most=5, least=1).units == 3  # 8 in total, 5 taken
+    web.back_off("C", "getTransaction", 2)
+    assert worker.take("C", "getTransaction", most=1).backed_off
+    clock.now += 2.01
+    assert worker.take("C", "sendTransaction", most=5).units == 5 and worker.take("C", "getTransaction", most=1).units == 1
+    path.write_text("{torn")  # a file cut short (a crash mid-write is avoided by the rename; still): afresh
+    assert web.take("C", "sendTransaction", most=1).units == 1
+
+
+def test_the_embedded_default_budget_is_the_hosts(settings, tmp_path):
+    from chain.budget import HostBudget
+
+    settings.REDIS_URL = ""
+    settings.VAR_DIR = tmp_path
+    settings.LEDGER_RPC_BUDGETS = "CHAIN_DEVNET.sendTransaction=5/1s"
+    budget_module.reset(None)
+    try:
+        store = budget_module.budget().store
+        assert isinstance(store, HostBudget) and store.path == tmp_path / "rpc-budget.json"
+    finally:
+        budget_module.reset(None)

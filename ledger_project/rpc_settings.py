@@ -20,7 +20,8 @@ def named_urls(variable: str) -> dict[str, str]:
 
 __all__ = ["LEDGER_CACHE_PREFIX", "LEDGER_RPC_TIMEOUT_SECONDS", "LEDGER_CLUSTER_SEND_URLS", "LEDGER_RPC_BUDGETS", "LEDGER_RPC_BUDGET_WAIT_SECONDS", "LEDGER_RPC_WINDOW_MARGIN_SECONDS",
            "LEDGER_RPC_DEADLINE_SECONDS",
-           "LEDGER_RPC_MAX_ATTEMPTS", "LEDGER_RPC_RETRY_BASE_SECONDS", "LEDGER_RPC_URL_COOLOFF_SECONDS"]
+           "LEDGER_RPC_MAX_ATTEMPTS", "LEDGER_RPC_RETRY_BASE_SECONDS", "LEDGER_RPC_URL_COOLOFF_SECONDS",
+           "LEDGER_ADMISSION_HORIZON_SECONDS", "LEDGER_ADMISSION_REFRESH_SECONDS"]
 
 # The prefix of the shared budget's Redis keys (the cache's too: settings.CACHES).
 LEDGER_CACHE_PREFIX = env("LEDGER_CACHE_PREFIX", default="ledger")
@@ -45,3 +46,8 @@ LEDGER_RPC_MAX_ATTEMPTS = env.int("LEDGER_RPC_MAX_ATTEMPTS", default=5)
 LEDGER_RPC_RETRY_BASE_SECONDS = env.float("LEDGER_RPC_RETRY_BASE_SECONDS", default=0.1)
 # A URL that answered transiently is skipped this long while another URL is tried.
 LEDGER_RPC_URL_COOLOFF_SECONDS = env.float("LEDGER_RPC_URL_COOLOFF_SECONDS", default=10.0)
+# Admission by backlog (transactions/admission.py): under a send budget, a new operation is
+# refused 503 CHAIN_BUSY while the unsent SIGNED backlog holds what the budget sends in this
+# many seconds (a blockhash's life; 0: never refused); the count is read once per refresh.
+LEDGER_ADMISSION_HORIZON_SECONDS = env.float("LEDGER_ADMISSION_HORIZON_SECONDS", default=60.0)
+LEDGER_ADMISSION_REFRESH_SECONDS = env.float("LEDGER_ADMISSION_REFRESH_SECONDS", default=1.0)

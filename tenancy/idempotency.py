@@ -22,8 +22,9 @@ With an ``x-request-id`` (a UUID):
   run then, e.g. to release a leased nonce account) — unless an earlier attempt with the
   same id committed while it ran (the client retried while that attempt was still running):
   then it replays that attempt's answer instead of the 5xx;
-- 2xx and 4xx responses are stored and replayed; the same id with a different method,
-  path or body is a 409 ``REQUEST_ID_REUSED``.
+- 2xx and 4xx responses are stored and replayed — except 429 (a quota or rate: "retry
+  after"), rolled back like a 5xx so that the retry it asks for can succeed; the same id
+  with a different method, path or body is a 409 ``REQUEST_ID_REUSED``.
 
 ``@idempotent(phased=False)`` (views that only write, like the tests' probe) keeps the
 older shape: the write phase is entered before the view runs.
@@ -205,7 +206,9 @@ def _run(view, request, view_method, args, kwargs, pending: _Pending):
             failed = None
         except (LedgerError, APIException) as exc:
             response = view.handle_exception(exc)
-            if response.status_code >= 500:
+            if response.status_code >= 500 or response.status_code == 429:
+                # "Not now" is not an answer to keep: a 429 (a quota, a rate) is rolled
+                # back like a 5xx, so the same request id runs afresh once it may.
                 raise
             failed = exc
         pending.commit(response, failed=failed)

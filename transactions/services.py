@@ -30,7 +30,7 @@ from chain.rpc import rpc_for
 from ledger_project.api.errors import ConflictError, LedgerError
 from tenancy.context import OperationContext
 
-from . import fee_payers, fees, nonce_pool, notify, platform_keys, shards
+from . import admission, fee_payers, fees, nonce_pool, notify, platform_keys, shards
 from .compression import compression_tables
 from .ending import event
 from .models import MessageLifetime, NonceAccount, Transaction, TransactionSigner, TransactionStatus
@@ -93,6 +93,9 @@ def transaction_build(
     ``context`` (tenancy/context.py) names the tenant, the cluster and the acting API key
     the fee and signing checks run for (None outside a request: ``OperationContext.system``)."""
     tenant, cluster, api_key = context.tenant, context.cluster, context.api_key
+    # Before anything is leased, fetched or built: a send path already promised for a
+    # blockhash's life refuses here (503 CHAIN_BUSY, nothing stored).
+    admission.admit(cluster)
     config = config or TxConfig()
     rpc = rpc_for(cluster)
     fee_payer = config.fee_payer or fee_payers.platform_fee_payer(cluster)

@@ -3,6 +3,7 @@ created inside a request (docs/transactions.md, "Durable nonces")."""
 
 from __future__ import annotations
 
+import uuid
 from datetime import timedelta
 
 import pytest
@@ -14,6 +15,7 @@ from solders.pubkey import Pubkey
 
 from accounts.models import Account
 from conftest import assert_error
+from tenancy.models import IdempotencyRecord
 from transactions import nonce_pool, tasks
 from transactions.models import NonceAccount, NonceState, PlatformFeePayer, Transaction
 from transactions.tests.chainkit import SYSTEM_PROGRAM, funded
@@ -53,9 +55,9 @@ def tenant_payer(api, client: Client) -> dict:
     return {"onchainId": str(payer.pubkey())}
 
 
-def seeded_create(api, payer: dict, lamports: int):
+def seeded_create(api, payer: dict, lamports: int, request_id=None):
     body = {"itemData": {"managed": True, "seed": {"lamports": lamports}}, "svmTransactionConfig": {**NONCE, "feePayer": payer}}
-    return api.call("post", "/api/v1/accounts", body)
+    return api.call("post", "/api/v1/accounts", body, request_id=request_id)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -175,11 +177,20 @@ def test_tenant_nonce_lease_quota_is_429_and_changes_nothing(api, private_node, 
     nonce_pool.nonce_pool_fill(cluster=CLUSTER, target=2)
     assert seeded_create(api, payer, 2_000_000).status_code == 201
     accounts = Account.unscoped.count()
-    refused = seeded_create(api, payer, 2_000_000)
+    request_id = uuid.uuid4()
+    refused = seeded_create(api, payer, 2_000_000, request_id=request_id)
     assert_error(refused, 429, "NONCE_LEASE_QUOTA_EXCEEDED")
     assert int(refused["Retry-After"]) > 0
     assert Account.unscoped.count() == accounts and Transaction.unscoped.count() == 1
     assert NonceAccount.objects.filter(leased_at__isnull=False).count() == 1
+    # A 429 says "later", so it is not kept for the request id: once a lease is free (here:
+    # the quota raised), the same request, same x-request-id, runs and succeeds.
+    assert not IdempotencyRecord.objects.filter(request_id=request_id).exists()
+    settings.LEDGER_NONCE_LEASES_PER_TENANT = 2
+    retried = seeded_create(api, payer, 2_000_000, request_id=request_id)
+    assert retried.status_code == 201, retried.json()
+    assert retried.get("x-idempotent-replay") is None
+    assert seeded_create(api, payer, 2_000_000, request_id=request_id)["x-idempotent-replay"] == "true"
 
 
 # --- trimming: free accounts beyond what the pool keeps are closed, their rent recovered ----

@@ -46,6 +46,7 @@ from solders.transaction_status import TransactionStatus
 
 from ledger_project.api.errors import LedgerError
 
+from . import floor
 from .balances import TokenBalance, TransactionBalances, balances_of  # noqa: F401  (TokenBalance: the answers' types, imported from here too)
 from .errors import ChainRpcError, ChainUnavailable, SimulationFailed, caller_accounts, failing_account, simulation_failure
 from .transport import Endpoints, RetryingTransport, _MeteredTransport, clear_prepaid, prepay
@@ -123,7 +124,18 @@ class ChainRpc:
             raise ChainRpcError(f"The RPC endpoint of {self.cluster} answered an error: {message}") from exc
 
     # --- reads ---------------------------------------------------------------------
+    def wrote(self, slot: int) -> None:
+        """The service applied a change of this cluster at ``slot``: account, balance and
+        blockhash reads from now on reach it (chain/floor.py)."""
+        floor.note(self.cluster, tuple(self.urls), slot)
+
+    def _at_least(self, min_context_slot: int | None) -> int | None:
+        """The read's own ``minContextSlot`` or the cluster's read floor, the later."""
+        slots = [v for v in (min_context_slot, floor.floor(self.cluster, tuple(self.urls))) if v is not None]
+        return max(slots) if slots else None
+
     def latest_blockhash(self, commitment: str = "confirmed", *, min_context_slot: int | None = None) -> LatestBlockhash:
+        min_context_slot = self._at_least(min_context_slot)
         if min_context_slot is not None:
             config = RpcContextConfig(commitment=_LEVELS[commitment], min_context_slot=min_context_slot)
             value = self._request(GetLatestBlockhash(config), GetLatestBlockhashResp).value
@@ -150,10 +162,11 @@ class ChainRpc:
     # transport retries (another URL, backoff) and ends as ChainBehind (503 CHAIN_BEHIND):
     # never a read from before the write (docs/chain.md, "What the service does ...").
     def balance(self, address: Pubkey, commitment: str = "confirmed", *, min_context_slot: int | None = None) -> int:
-        config = RpcContextConfig(commitment=_LEVELS[commitment], min_context_slot=min_context_slot)
+        config = RpcContextConfig(commitment=_LEVELS[commitment], min_context_slot=self._at_least(min_context_slot))
         return self._request(GetBalance(address, config), GetBalanceResp).value
 
     def account(self, address: Pubkey, commitment: str = "confirmed", *, min_context_slot: int | None = None) -> Account | None:
+        min_context_slot = self._at_least(min_context_slot)
         if min_context_slot is not None:
             return self.read_accounts([str(address)], commitment, min_context_slot=min_context_slot).accounts[str(address)]
         return self._call(self.client.get_account_info, address, Commitment(commitment)).value
@@ -168,7 +181,7 @@ class ChainRpc:
         unique = list(dict.fromkeys(addresses))
         found: dict[str, Account | None] = {}
         slots: list[int] = []
-        config = RpcAccountInfoConfig(encoding=UiAccountEncoding.Base64, commitment=_LEVELS[commitment], min_context_slot=min_context_slot)
+        config = RpcAccountInfoConfig(encoding=UiAccountEncoding.Base64, commitment=_LEVELS[commitment], min_context_slot=self._at_least(min_context_slot))
         for start in range(0, len(unique), 100):
             batch = unique[start:start + 100]
             resp = self._request(GetMultipleAccounts([Pubkey.from_string(a) for a in batch], config), GetMultipleAccountsResp)

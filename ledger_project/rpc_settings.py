@@ -21,7 +21,8 @@ def named_urls(variable: str) -> dict[str, str]:
 __all__ = ["LEDGER_CACHE_PREFIX", "LEDGER_RPC_TIMEOUT_SECONDS", "LEDGER_CLUSTER_SEND_URLS", "LEDGER_RPC_BUDGETS", "LEDGER_RPC_BUDGET_WAIT_SECONDS", "LEDGER_RPC_WINDOW_MARGIN_SECONDS",
            "LEDGER_RPC_DEADLINE_SECONDS",
            "LEDGER_RPC_MAX_ATTEMPTS", "LEDGER_RPC_RETRY_BASE_SECONDS", "LEDGER_RPC_URL_COOLOFF_SECONDS",
-           "LEDGER_ADMISSION_HORIZON_SECONDS", "LEDGER_ADMISSION_REFRESH_SECONDS"]
+           "LEDGER_ADMISSION_HORIZON_SECONDS", "LEDGER_ADMISSION_REFRESH_SECONDS",
+           "LEDGER_RPC_READ_FLOOR_SECONDS", "LEDGER_RPC_READ_FLOOR_REFRESH_SECONDS"]
 
 # The prefix of the shared budget's Redis keys (the cache's too: settings.CACHES).
 LEDGER_CACHE_PREFIX = env("LEDGER_CACHE_PREFIX", default="ledger")
@@ -51,3 +52,8 @@ LEDGER_RPC_URL_COOLOFF_SECONDS = env.float("LEDGER_RPC_URL_COOLOFF_SECONDS", def
 # many seconds (a blockhash's life; 0: never refused); the count is read once per refresh.
 LEDGER_ADMISSION_HORIZON_SECONDS = env.float("LEDGER_ADMISSION_HORIZON_SECONDS", default=60.0)
 LEDGER_ADMISSION_REFRESH_SECONDS = env.float("LEDGER_ADMISSION_REFRESH_SECONDS", default=1.0)
+# The read floor (chain/floor.py): account, balance and blockhash reads carry the newest slot
+# the service applied a confirmation at as minContextSlot, for this long after it (0: off),
+# re-read from the shared store at most every REFRESH seconds per process.
+LEDGER_RPC_READ_FLOOR_SECONDS = env.float("LEDGER_RPC_READ_FLOOR_SECONDS", default=30.0)
+LEDGER_RPC_READ_FLOOR_REFRESH_SECONDS = env.float("LEDGER_RPC_READ_FLOOR_REFRESH_SECONDS", default=0.5)

@@ -166,6 +166,33 @@ def test_the_confirmation_prefetch_never_reads_accounts_from_a_node_behind_the_c
 
 
 @pytest.mark.chain
+def test_reads_after_a_confirmation_the_pump_settled_reach_its_slot(fault_front, settings, chain):
+    """A request's reads (a balance, an account) name no slot of their own; once the pump has
+    settled a confirmation (``ChainRpc.wrote``, chain/floor.py) they carry its slot, so a
+    lagging pool answers them only from a node that has seen it — not the balance as it was
+    before the write."""
+    from solders.keypair import Keypair
+    from solders.system_program import TransferParams, transfer
+
+    from transactions.tests.chainkit import funded, next_slot, send, wait
+
+    front = _lagging(fault_front, settings)
+    payer, destination = funded(chain), Keypair().pubkey()
+    rpc = rpc_for(CLUSTER)
+    assert rpc.balance(destination) == 0  # the pool remembers it empty
+    next_slot(chain)
+    signature = send(chain, payer, [transfer(TransferParams(from_pubkey=payer.pubkey(), to_pubkey=destination, lamports=5_000_000))], v0=False)
+    wait(chain, signature)
+    assert rpc.balance(destination) == 0  # no write of the service known: the pool's old view
+    landed = chain.get_transaction(signature, encoding="base64", max_supported_transaction_version=0).value.slot
+    rpc.wrote(landed)  # what the pump does when it settles the confirmation
+    assert rpc.balance(destination) == 5_000_000
+    assert rpc.account(destination).lamports == 5_000_000
+    assert rpc.latest_blockhash().blockhash is not None
+    assert any(f["fault"] == "-32016" and f["method"] == "getBalance" for f in front.faults())  # it was behind, and waited
+
+
+@pytest.mark.chain
 def test_a_read_no_node_can_answer_at_the_writes_slot_is_503_chain_behind_with_retry_after(fault_front, settings, chain):
     from chain.errors import ChainBehind
     from transactions.tests.chainkit import next_slot

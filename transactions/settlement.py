@@ -196,6 +196,10 @@ def _settle(settled: list[tuple[Transaction, object]]) -> set[int]:
     in_flight: set[int] = set()
     for start in range(0, len(settled), _SETTLE_CHUNK):
         in_flight |= _settle_chunk(settled[start:start + _SETTLE_CHUNK], facts, timezone.now())
+    # Reads of the cluster from now on reach the newest of these slots (chain/floor.py).
+    newest = max((status.slot for _, status in settled if status.slot is not None), default=None)
+    if newest is not None:
+        rpc_for(settled[0][0].cluster).wrote(newest)
     return in_flight
 
 

@@ -4,6 +4,7 @@ request path's direct rendering of a transaction result."""
 
 from __future__ import annotations
 
+import re
 import time
 from collections import Counter
 
@@ -31,7 +32,12 @@ def rpc_calls(monkeypatch):
     real = ChainRpc._call
 
     def counted(self, fn, *args, **kwargs):
-        calls[getattr(fn, "__name__", "?")] += 1
+        name = getattr(fn, "__name__", "?")
+        if name == "make_request" and args:
+            # A typed solders request (a read that carries minContextSlot, chain/floor.py):
+            # named as solana-py's Client names the method (GetLatestBlockhash → get_latest_blockhash).
+            name = re.sub(r"(?<!^)(?=[A-Z])", "_", type(args[0]).__name__).lower()
+        calls[name] += 1
         return real(self, fn, *args, **kwargs)
 
     monkeypatch.setattr(ChainRpc, "_call", counted)

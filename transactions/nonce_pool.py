@@ -19,6 +19,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 from solders.hash import Hash
 from solders.message import Message
@@ -130,7 +131,7 @@ def nonce_lease(*, cluster: str, tenant=None, named: int | None = None) -> Nonce
         if held >= settings.LEDGER_NONCE_LEASES_PER_TENANT:
             raise NonceLeaseQuotaExceeded(held, settings.LEDGER_NONCE_POOL_RETRY_AFTER_SECONDS)
     row = _claim(_free(cluster))
-    if row is None or _free(cluster).count() < settings.LEDGER_NONCE_POOL_LOW_WATER:
+    if row is None or _free(cluster).count() < max(settings.LEDGER_NONCE_POOL_LOW_WATER, _held(cluster) // 2):
         _kick_fill(cluster)
     if row is None:
         raise NoncePoolEmpty(cluster, settings.LEDGER_NONCE_POOL_RETRY_AFTER_SECONDS)
@@ -160,6 +161,21 @@ def _lease_named(cluster: str, tenant, pk: int) -> NonceAccount:
     )
 
 
+def _held(cluster: str) -> int:
+    """Pool accounts leased now (bound to a transaction, or claimed by a request in progress)."""
+    return NonceAccount.objects.filter(cluster=cluster, tenant__isnull=True, state=NonceState.READY).filter(
+        Q(leased_by__isnull=False) | Q(leased_at__isnull=False)).count()
+
+
+def pool_target(cluster: str) -> int:
+    """Free accounts the pool keeps: LEDGER_NONCE_POOL_TARGET, or as many as are leased now
+    when more. Demand sets the reserve: a lease lasts until its transaction finalizes (tens
+    of seconds), so under steady use the pool keeps a second set free for the next requests
+    instead of answering them NONCE_POOL_EMPTY while it creates accounts one by one; fill
+    and trim read the same figure, so they never undo each other while the load lasts."""
+    return max(settings.LEDGER_NONCE_POOL_TARGET, _held(cluster))
+
+
 def nonce_lease_release(*, nonce_account_id: int) -> None:
     """End a lease (the request that took it did not record a transaction, or the
     transaction relying on it finalized or is provably dead)."""
@@ -186,10 +202,11 @@ def nonce_pool_reclaim(*, cluster: str | None = None) -> int:
 
 
 def nonce_pool_fill(*, cluster: str, target: int | None = None) -> int:
-    """Bring the free part of the pool up to ``target`` (LEDGER_NONCE_POOL_TARGET), never
+    """Bring the free part of the pool up to ``target`` (``pool_target``: the configured
+    target, or as many as are leased now when more), never
     past LEDGER_NONCE_POOL_MAX accounts in all (free and leased); finish
     accounts a crash left CREATING. Returns how many accounts became READY."""
-    target = settings.LEDGER_NONCE_POOL_TARGET if target is None else target
+    target = pool_target(cluster) if target is None else target
     nonce_pool_reclaim(cluster=cluster)
     ready = 0
     stale = timezone.now() - timedelta(seconds=30)  # younger ones are another fill's, in progress
@@ -388,11 +405,11 @@ def nonce_leases_sweep(*, cluster: str) -> int:
 
 def nonce_pool_trim(*, cluster: str, keep: int | None = None) -> int:
     """Close free accounts beyond ``keep`` (LEDGER_NONCE_POOL_TRIM_ABOVE, never below
-    LEDGER_NONCE_POOL_TARGET, so fill and trim never undo each other): each is withdrawn in
+    ``pool_target``, so fill and trim never undo each other): each is withdrawn in
     full to the platform fee payer, which paid its rent. Finishes accounts a crash left
     CLOSING first. Never touches a leased account. Returns how many became CLOSED."""
     if keep is None:
-        keep = max(settings.LEDGER_NONCE_POOL_TRIM_ABOVE, settings.LEDGER_NONCE_POOL_TARGET)
+        keep = max(settings.LEDGER_NONCE_POOL_TRIM_ABOVE, pool_target(cluster))
     closed = 0
     for row in NonceAccount.objects.select_related("authority_key").filter(cluster=cluster, tenant__isnull=True, state=NonceState.CLOSING).order_by("pk"):
         closed += _nonce_account_close(row)

@@ -208,6 +208,31 @@ CLOSE_FEE = 2 * 5_000  # the platform fee payer's and the nonce authority's sign
 
 
 @pytest.mark.django_db(transaction=True)
+def test_the_reserve_follows_demand_and_trim_keeps_it_while_the_load_lasts(private_node, settings, monkeypatch):
+    """Leases last until finalization: with 3 held, the pool keeps 3 free (not the configured
+    1), a lease that leaves fewer than half of that free kicks the fill, and the trim closes
+    nothing of that reserve until the leases end."""
+    client, kicked = private_node
+    settings.LEDGER_NONCE_POOL_TARGET = settings.LEDGER_NONCE_POOL_TRIM_ABOVE = 1
+    settings.LEDGER_NONCE_POOL_LOW_WATER = 0
+    with monkeypatch.context() as patch:  # the fills need not wait for the next blockhash (the trim below does)
+        patch.setattr(nonce_pool, "_next_blockhash", lambda rpc, address, **kwargs: True)
+        assert nonce_pool.nonce_pool_fill(cluster=CLUSTER, target=3) == 3
+        leased = [nonce_pool.nonce_lease(cluster=CLUSTER) for _ in range(3)]
+        assert nonce_pool.pool_target(CLUSTER) == 3
+        assert kicked  # the third lease left none of the reserve of three free
+        assert nonce_pool.nonce_pool_fill(cluster=CLUSTER) == 3  # a second set, for the next requests
+    assert nonce_pool._free(CLUSTER).count() == 3
+    assert nonce_pool.nonce_pool_trim(cluster=CLUSTER) == 0  # the load lasts: the reserve stays
+    for row in leased:
+        nonce_pool.nonce_lease_release(nonce_account_id=row.pk)
+    assert nonce_pool.pool_target(CLUSTER) == 1  # demand gone: back to the configured target
+    assert nonce_pool.nonce_pool_trim(cluster=CLUSTER) == 5
+    assert nonce_pool._free(CLUSTER).count() == 1 and len(onchain_nonce_accounts(client)) == 1
+    assert NonceAccount.objects.filter(state=NonceState.CLOSED).count() == 5
+
+
+@pytest.mark.django_db(transaction=True)
 def test_trim_closes_free_accounts_above_target_and_returns_their_rent(private_node, settings, monkeypatch):
     client, _ = private_node
     settings.LEDGER_NONCE_POOL_TARGET = settings.LEDGER_NONCE_POOL_TRIM_ABOVE = 2

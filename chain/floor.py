@@ -35,12 +35,14 @@ _lock = threading.Lock()
 _read: dict[str, tuple[float, int | None]] = {}  # key -> (when read, floor)
 _own: dict[str, tuple[float, int]] = {}  # key -> (when noted, slot): this process's notes
 
-# KEYS[1]: the floor; ARGV: slot, ttl. Raised only, its life renewed by every note.
+# KEYS[1]: the floor; ARGV: slot, ttl. Raised only; only a note that reaches it renews its life.
 _RAISE = """
 local current = tonumber(redis.call('GET', KEYS[1]) or '0')
 local slot = tonumber(ARGV[1])
-if slot > current then current = slot end
-redis.call('SET', KEYS[1], current, 'EX', tonumber(ARGV[2]))
+if slot >= current then
+  redis.call('SET', KEYS[1], slot, 'EX', tonumber(ARGV[2]))
+  return slot
+end
 return current
 """
 
@@ -66,9 +68,11 @@ def note(cluster: str, urls: tuple[str, ...], slot: int | None) -> None:
         return
     key, ttl = _key(cluster, urls), settings.LEDGER_RPC_READ_FLOOR_SECONDS
     with _lock:
-        seen = _own.get(key)
-        if seen is None or slot > seen[1] or time.monotonic() - seen[0] > ttl / 2:
-            _own[key] = (time.monotonic(), max(slot, seen[1] if seen is not None else 0))
+        seen, now = _own.get(key), time.monotonic()
+        if seen is None or now - seen[0] >= ttl:
+            _own[key] = (now, slot)  # an expired floor never comes back (a node reset under its URL)
+        elif slot >= seen[1]:
+            _own[key] = (now, slot)
     try:
         store = _redis()
         if store is not None:
@@ -130,7 +134,8 @@ def _file_raise(key: str, slot: int, ttl: float) -> None:
         fcntl.flock(lock, fcntl.LOCK_EX)
         state = {k: v for k, v in _file_state(path).items() if v[1] > now}
         current = state.get(key, (0, 0))[0]
-        state[key] = (max(current, slot), now + ttl)
+        if slot >= current:  # a lower note neither lowers the floor nor keeps an old one alive
+            state[key] = (slot, now + ttl)
         temporary = path.with_suffix(f".{os.getpid()}.tmp")
         temporary.write_text(json.dumps(state))
         os.replace(temporary, path)

@@ -95,3 +95,20 @@ def test_reads_carry_the_floor_or_their_own_later_slot(store):
     assert seen[-1]["params"][-1]["minContextSlot"] == 180
     rpc.read_accounts([str(address)], min_context_slot=90)  # an earlier one is raised to the floor
     assert seen[-1]["params"][-1]["minContextSlot"] == 150
+
+
+def test_an_expired_floor_never_comes_back_with_a_lower_note(store, settings, monkeypatch):
+    """A node reset under its URL: the old floor expires, and the new node's first, lower
+    confirmation sets the floor — the old slot does not return with it."""
+    settings.LEDGER_RPC_READ_FLOOR_SECONDS = 30
+    floor.note("CHAIN_DEVNET", URLS, 5000)
+    clock = {"mono": floor.time.monotonic() + 40, "wall": floor.time.time() + 40}
+    monkeypatch.setattr(floor.time, "monotonic", lambda: clock["mono"])
+    monkeypatch.setattr(floor.time, "time", lambda: clock["wall"])
+    if store == "redis":
+        budget.budget().store.client.delete(budget.budget().store._key(f"floor:{floor._key('CHAIN_DEVNET', URLS)}"))  # its EX passed
+    floor._read.clear()
+    assert floor.floor("CHAIN_DEVNET", URLS) is None
+    floor.note("CHAIN_DEVNET", URLS, 12)
+    floor._read.clear()
+    assert floor.floor("CHAIN_DEVNET", URLS) == 12

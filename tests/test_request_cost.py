@@ -21,6 +21,7 @@ from django.test.utils import CaptureQueriesContext
 from positions.tests.kit import instrument, position, wallet
 from positions.tests.movekit import at, mint, settled, transfer
 from chain.rpc import ChainRpc
+from transactions.tests.chainkit import rpc_method_name
 
 pytestmark = pytest.mark.chain
 
@@ -51,8 +52,7 @@ def rpc_calls(monkeypatch):
     real = ChainRpc._call
 
     def counted(self, fn, *args, **kwargs):
-        name = getattr(fn, "__name__", "?")
-        calls[type(args[0]).__name__ if name == "make_request" and args else name] += 1
+        calls[rpc_method_name(fn, args)] += 1
         return real(self, fn, *args, **kwargs)
 
     monkeypatch.setattr(ChainRpc, "_call", counted)

@@ -118,3 +118,16 @@ def wallet(api, lamports: int = 0, **item) -> dict:
     response = api.call("post", "/api/v1/accounts?wait=confirmed", {"itemData": data})
     assert response.status_code == 201, response.json()
     return {"offchainId": response.json()["newAccount"]["offchainId"], "onchainId": response.json()["newAccount"]["onchainId"]}
+
+
+def rpc_method_name(fn, args) -> str:
+    """The name a call through ``ChainRpc._call`` is counted under: solana-py's Client method
+    (get_latest_blockhash), or, for a typed solders request sent through the provider (a read
+    that carries minContextSlot: chain/floor.py), the same name made from the request's type."""
+    import re
+
+    name = getattr(fn, "__name__", "?")
+    request = args[0] if args else None
+    if request is not None and type(request).__module__ == "solders.rpc.requests":
+        return re.sub(r"(?<!^)(?=[A-Z])", "_", type(request).__name__).lower()
+    return name

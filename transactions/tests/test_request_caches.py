@@ -4,7 +4,6 @@ request path's direct rendering of a transaction result."""
 
 from __future__ import annotations
 
-import re
 import time
 from collections import Counter
 
@@ -23,6 +22,8 @@ from chain.rpc import ChainRpc, LatestBlockhash, rpc_for
 from transactions.models import PlatformFeePayer
 from transactions.services import SignerSpec, transaction_build
 
+from transactions.tests.chainkit import rpc_method_name  # noqa: E402
+
 CLUSTER = "CHAIN_LOCALNET"
 
 
@@ -32,12 +33,7 @@ def rpc_calls(monkeypatch):
     real = ChainRpc._call
 
     def counted(self, fn, *args, **kwargs):
-        name = getattr(fn, "__name__", "?")
-        if name == "make_request" and args:
-            # A typed solders request (a read that carries minContextSlot, chain/floor.py):
-            # named as solana-py's Client names the method (GetLatestBlockhash → get_latest_blockhash).
-            name = re.sub(r"(?<!^)(?=[A-Z])", "_", type(args[0]).__name__).lower()
-        calls[name] += 1
+        calls[rpc_method_name(fn, args)] += 1
         return real(self, fn, *args, **kwargs)
 
     monkeypatch.setattr(ChainRpc, "_call", counted)

@@ -159,28 +159,19 @@ class HostBudget:
         self.path.parent.mkdir(parents=True, exist_ok=True)
 
     def _with_state(self, act):
-        import fcntl
-        import json
-        import os
+        from . import hostfile
 
-        with open(self.path.with_suffix(".lock"), "a+") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+        def step(state: dict):
             counted = LocalBudget(self.clock)
-            try:
-                state = json.loads(self.path.read_text() or "{}")
-            except (FileNotFoundError, ValueError):
-                state = {}  # none yet, or a torn file: start afresh (under the budget)
             counted._buckets = {k: tuple(v) for k, v in state.get("buckets", {}).items()}
             counted._logs = {k: deque(v) for k, v in state.get("logs", {}).items()}
             counted._until = dict(state.get("until", {}))
             answer = act(counted)
             now = self.clock()
-            state = {"buckets": counted._buckets, "logs": {k: list(v) for k, v in counted._logs.items() if v},
-                     "until": {k: u for k, u in counted._until.items() if u > now}}
-            temporary = self.path.with_suffix(f".{os.getpid()}.tmp")
-            temporary.write_text(json.dumps(state))
-            os.replace(temporary, self.path)
-            return answer
+            return {"buckets": counted._buckets, "logs": {k: list(v) for k, v in counted._logs.items() if v},
+                    "until": {k: u for k, u in counted._until.items() if u > now}}, answer
+
+        return hostfile.update(self.path, step)
 
     def take(self, keys: list[tuple[str, Limit]], backoff_keys: list[str], most: int, least: int) -> Grant:
         return self._with_state(lambda counted: counted.take(keys, backoff_keys, most, least))

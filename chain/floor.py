@@ -21,13 +21,13 @@ every LEDGER_RPC_READ_FLOOR_REFRESH_SECONDS (0.5 s) and always knows its own lat
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
-import os
 import threading
 import time
 
 from django.conf import settings
+
+from . import hostfile
 
 logger = logging.getLogger("ledger.chain")
 
@@ -119,28 +119,18 @@ def _path():
     return settings.VAR_DIR / "read-floor.json"
 
 
-def _file_state(path) -> dict:
-    try:
-        return json.loads(path.read_text() or "{}")
-    except (FileNotFoundError, ValueError):
-        return {}
-
-
 def _file_raise(key: str, slot: int, ttl: float) -> None:
-    import fcntl
+    now = time.time()
 
-    path, now = _path(), time.time()
-    with open(path.with_suffix(".lock"), "a+") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        state = {k: v for k, v in _file_state(path).items() if v[1] > now}
-        current = state.get(key, (0, 0))[0]
-        if slot >= current:  # a lower note neither lowers the floor nor keeps an old one alive
+    def step(state: dict):
+        state = {k: v for k, v in state.items() if v[1] > now}
+        if slot >= state.get(key, (0, 0))[0]:  # a lower note neither lowers the floor nor keeps an old one alive
             state[key] = (slot, now + ttl)
-        temporary = path.with_suffix(f".{os.getpid()}.tmp")
-        temporary.write_text(json.dumps(state))
-        os.replace(temporary, path)
+        return state, None
+
+    hostfile.update(_path(), step)
 
 
 def _file_read(key: str, ttl: float) -> int | None:
-    entry = _file_state(_path()).get(key)
+    entry = hostfile.read(_path()).get(key)
     return int(entry[0]) if entry is not None and entry[1] > time.time() else None

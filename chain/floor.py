@@ -62,6 +62,17 @@ def _redis():
     return store if isinstance(store, RedisBudget) else None
 
 
+_scripts: dict[int, object] = {}
+
+
+def _raise_script(store):
+    """The raise script registered once per Redis client (EVALSHA after the first call)."""
+    script = _scripts.get(id(store.client))
+    if script is None:
+        script = _scripts[id(store.client)] = store.client.register_script(_RAISE)
+    return script
+
+
 def note(cluster: str, urls: tuple[str, ...], slot: int | None) -> None:
     """The service applied a write of ``cluster`` at ``slot``: reads from now on carry it."""
     if slot is None or not _enabled():
@@ -76,7 +87,7 @@ def note(cluster: str, urls: tuple[str, ...], slot: int | None) -> None:
     try:
         store = _redis()
         if store is not None:
-            store.client.eval(_RAISE, 1, store._key(f"floor:{key}"), int(slot), int(ttl))
+            _raise_script(store)(keys=[store._key(f"floor:{key}")], args=[int(slot), int(ttl)])
         else:
             _file_raise(key, int(slot), ttl)
     except Exception as exc:  # noqa: BLE001 - a floor not shared costs staleness, never a write

@@ -112,7 +112,12 @@ def floor(cluster: str, urls: tuple[str, ...]) -> int | None:
         except Exception:  # noqa: BLE001 - no shared floor: this process's own notes only
             shared = None
         with _lock:
-            _read[key] = seen = (now, shared)
+            # A refresh begun later by another thread wins: a slower one never puts back
+            # the older answer it fetched.
+            current = _read.get(key)
+            if current is None or current[0] <= now:
+                _read[key] = (now, shared)
+            seen = _read[key]
     own = _own.get(key)
     mine = own[1] if own is not None and now - own[0] < ttl else None
     values = [v for v in (seen[1], mine) if v is not None]

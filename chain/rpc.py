@@ -372,7 +372,12 @@ class ChainRpc:
         """Raise SimulationFailed when the transaction would fail; its message names the
         failing account only when it is an account of ``tenant`` (the acting organization)
         on this cluster."""
-        value = self._call(self.client.simulate_transaction, transaction, sig_verify=False).value
+        # On the confirmed bank (solana-py's default, finalized, is about 32 slots behind
+        # what the service just confirmed: an account it created would not be there yet),
+        # at the read floor: a node behind the service's last write would simulate against
+        # state from before it (a balance not yet moved, an account not yet created).
+        value = self._call(self.client.simulate_transaction, transaction, sig_verify=False, commitment=Commitment("confirmed"),
+                           min_context_slot=self._at_least(None)).value
         if value.err is not None:
             exc = simulation_failure(self.cluster, list(value.logs or []), value.err, failing_account=failing_account(transaction, value.err))
             logger.info("simulation failed: %s (account %s)", exc.reason, exc.failing_account)

@@ -33,7 +33,7 @@ def decided(decide: Callable, items: list) -> dict[int, Decision | LedgerError]:
         try:
             out[item.index] = decide(item, running)
         except LedgerError as exc:
-            if exc.status_code >= 500:
+            if exc.not_now:
                 raise
             out[item.index] = exc
     return out

@@ -103,7 +103,7 @@ def read(ctx: _Context, item: _Item) -> None:
         item.held = _decide(ctx, leg, running=ctx.running).needs_approval
         item.plan = leg
     except LedgerError as exc:
-        if exc.status_code >= 500:
+        if exc.not_now:
             raise
         item.plan = None
         item.reject(exc)
@@ -192,7 +192,7 @@ def build(ctx: _Context, pack_: _Pack) -> list[_Pack]:
         )
         return [pack_]
     except LedgerError as exc:
-        if exc.status_code >= 500:
+        if exc.not_now:
             raise
         return rebuilt_after(ctx, pack_, exc, build)
 
@@ -226,7 +226,7 @@ def write(ctx: _Context, batch: Batch, packs: list[_Pack]) -> dict:
             with db_transaction.atomic() if pack_.prepared.nonce_row is not None else contextlib.nullcontext():
                 tx = _record(ctx, batch, pack_, locked, decisions)
         except (LedgerError, _Requeue, IntegrityError) as exc:
-            if isinstance(exc, LedgerError) and exc.status_code >= 500:
+            if isinstance(exc, LedgerError) and exc.not_now:
                 raise
             pack_.prepared.release()
             if len(pack_.items) == 1 and isinstance(exc, LedgerError):

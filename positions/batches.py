@@ -210,7 +210,7 @@ def _read(ctx: _Context, item: _Item) -> None:
         item.plan = plan
         item.held = _debit(ctx, item.leg, item.field, running=ctx.running).needs_approval
     except LedgerError as exc:
-        if exc.status_code >= 500:  # the service's trouble (a node down), not the item's: the request fails, the client retries
+        if exc.not_now:  # the service's trouble (a node down) or a quota, not the item's: the request fails, the client retries
             raise
         item.plan = None
         item.reject(exc)
@@ -286,7 +286,7 @@ def _build(ctx: _Context, pack: _Pack) -> list[_Pack]:
         pack.prepared, pack.funding = movement._build(pack.plan, ctx.op, operation=operations.TRANSFER_BATCH)  # packed or alone: effects list each item (effects.batch.items, in the order of effects.movement.legs)
         return [pack]
     except LedgerError as exc:
-        if exc.status_code >= 500:
+        if exc.not_now:
             raise
         return rebuilt_after(ctx, pack, exc, _build)
 
@@ -302,7 +302,16 @@ def rebuilt_after(ctx: _Context, pack: _Pack, exc: LedgerError, build: Callable)
     refused, parts = batch_bisect.split(exc, pack.items, transaction_config(ctx.tenant, ctx.cluster, ctx.svm_config))
     if refused is not None:
         refused.reject(exc)
-    return [built for part in parts if part for built in build(ctx, _Pack(part))]
+    built: list[_Pack] = []
+    try:
+        for part in parts:
+            if part:
+                built.extend(build(ctx, _Pack(part)))
+    except BaseException:
+        for done in built:
+            done.prepared.release()
+        raise
+    return built
 
 
 # --- write phase --------------------------------------------------------------------------------
@@ -375,7 +384,7 @@ def _write(ctx: _Context, batch: Batch, packs: list[_Pack]) -> dict[int, tuple[s
             with _savepoint_if_needed(pack):
                 tx = _record_pack(ctx, batch, pack, pack_decision(pack, decisions), sources=sources, destinations=destinations, instruments=fresh)
         except (LedgerError, _Requeue, IntegrityError) as exc:
-            if isinstance(exc, LedgerError) and exc.status_code >= 500:
+            if isinstance(exc, LedgerError) and exc.not_now:
                 raise
             pack.prepared.release()
             if len(pack.items) == 1 and isinstance(exc, LedgerError):
@@ -434,7 +443,16 @@ def transfer_batch(op: OperationContext, *, items: list[dict], kind: str = Batch
     if ops.check_all is not None:
         ops.check_all(ctx, [item for item in entries if item.errors is None])
     valid = [item for item in entries if item.errors is None]
-    packs = [built for pack in (ops.pack(ctx, valid) if valid else []) for built in ops.build(ctx, pack)]
+    packs: list = []
+    try:
+        for pack in ops.pack(ctx, valid) if valid else []:
+            packs.extend(ops.build(ctx, pack))
+    except BaseException:
+        # A refusal mid-batch (admission's CHAIN_BUSY, a budget's 503) must not keep the
+        # durable-nonce leases of the packs already built until the reclaim.
+        for built in packs:
+            built.prepared.release()
+        raise
     # Recorded in request order (the packs were made by kind: held ones, then by signer), so
     # the batch's transactions follow its items; the limits are decided in that order too.
     packs.sort(key=lambda pack: min(item.index for item in pack.items))

@@ -47,7 +47,7 @@ from django.db import IntegrityError, OperationalError, transaction
 from django.http import HttpResponse
 from rest_framework.exceptions import APIException
 
-from ledger_project.api.errors import ConflictError, LedgerError
+from ledger_project.api.errors import ConflictError, LedgerError, not_now
 from ledger_project.statements import Statement
 
 REPLAY_HEADER = "x-idempotent-replay"
@@ -206,7 +206,7 @@ def _run(view, request, view_method, args, kwargs, pending: _Pending):
             failed = None
         except (LedgerError, APIException) as exc:
             response = view.handle_exception(exc)
-            if response.status_code >= 500 or response.status_code == 429:
+            if not_now(response.status_code):
                 # "Not now" is not an answer to keep: a 429 (a quota, a rate) is rolled
                 # back like a 5xx, so the same request id runs afresh once it may.
                 raise

@@ -1,8 +1,9 @@
 """Admission by backlog (docs/chain.md, "Admission by backlog"): under a provider's send
 budget the engine accepts no more work than that budget can send within a blockhash's life.
 
-A cluster whose ``sendTransaction`` (else its total, ``*``) is limited by LEDGER_RPC_BUDGETS
-can send at most ``rate`` transactions a second. The pump's backlog is the SIGNED rows due
+A cluster whose ``sendTransaction`` or total (``*``) is limited by LEDGER_RPC_BUDGETS can
+send at most ``rate`` transactions a second: the send limit, or half the total (the other
+half carries the pump's reads), whichever is lower. The pump's backlog is the SIGNED rows due
 for submission and not yet sent (the partial index ``txn_signed_unsent_lvbh``). When it
 holds what the budget sends in LEDGER_ADMISSION_HORIZON_SECONDS (a blockhash's life: 150
 blocks, about 60 s), a new operation is refused before anything is built or stored: 503
@@ -28,6 +29,10 @@ from chain.errors import ChainBusy
 
 from .models import Transaction, TransactionStatus
 
+#: the share of a cluster's total budget (``*``) admission counts as sends: each sent
+#: transaction costs about one read more (its status, in batches; its blockhash, shared)
+TOTAL_SEND_SHARE = 0.5
+
 _counted: dict[str, tuple[float, int]] = {}
 _lock = threading.Lock()
 
@@ -47,7 +52,11 @@ class SendBacklogFull(ChainBusy):
 def send_rate(cluster: str) -> float | None:
     """Transactions a second the budget lets ``cluster`` send (None: unlimited)."""
     limits = budget().limits.get(cluster, {})
-    rates = [limits[name].rate for name in ("sendTransaction", TOTAL) if name in limits]
+    rates = [limits["sendTransaction"].rate] if "sendTransaction" in limits else []
+    if TOTAL in limits:
+        # The total carries the pump's reads too (statuses, blockhashes, the prefetch): the
+        # sends are given TOTAL_SEND_SHARE of it, not all of it.
+        rates.append(limits[TOTAL].rate * TOTAL_SEND_SHARE)
     return min(rates) if rates else None
 
 

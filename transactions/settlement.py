@@ -193,13 +193,15 @@ def _settle(settled: list[tuple[Transaction, object]]) -> set[int]:
         return set()
     due = [tx for tx, status in settled if tx.effects_applied_at is None and _applies(tx, _reached(status))]
     facts = effects.prefetch_many(due)
-    in_flight: set[int] = set()
-    for start in range(0, len(settled), _SETTLE_CHUNK):
-        in_flight |= _settle_chunk(settled[start:start + _SETTLE_CHUNK], facts, timezone.now())
-    # Reads of the cluster from now on reach the newest of these slots (chain/floor.py).
+    # Reads of the cluster from now on reach the newest of these slots (chain/floor.py):
+    # noted before the first chunk commits, so no reader sees a chunk's rows and then the
+    # chain from before them. The chain holds these slots already; an early note costs nothing.
     newest = max((status.slot for _, status in settled if status.slot is not None), default=None)
     if newest is not None:
         rpc_for(settled[0][0].cluster).wrote(newest)
+    in_flight: set[int] = set()
+    for start in range(0, len(settled), _SETTLE_CHUNK):
+        in_flight |= _settle_chunk(settled[start:start + _SETTLE_CHUNK], facts, timezone.now())
     return in_flight
 
 

@@ -75,6 +75,7 @@ def _answers(seen: list[dict]):
             "getBalance": {**context, "value": 7},
             "getMultipleAccounts": {**context, "value": [None]},
             "getLatestBlockhash": {**context, "value": {"blockhash": "4uQeVj5tqViQh7yWWGStvkEG1Zmhx6uasJtWCJziofM", "lastValidBlockHeight": 300}},
+            "simulateTransaction": {**context, "value": {"err": None, "logs": [], "accounts": None, "unitsConsumed": 150}},
         }
         return httpx.Response(200, json={"jsonrpc": "2.0", "id": body["id"], "result": results[body["method"]]})
     return httpx.MockTransport(handler)
@@ -95,6 +96,21 @@ def test_reads_carry_the_floor_or_their_own_later_slot(store):
     assert seen[-1]["params"][-1]["minContextSlot"] == 180
     rpc.read_accounts([str(address)], min_context_slot=90)  # an earlier one is raised to the floor
     assert seen[-1]["params"][-1]["minContextSlot"] == 150
+    rpc.simulate(_transfer(address))  # a simulation too: never against state before the write
+    assert seen[-1]["method"] == "simulateTransaction" and seen[-1]["params"][-1]["minContextSlot"] == 150
+    assert seen[-1]["params"][-1]["commitment"] == "confirmed"  # not the finalized bank, ~32 slots behind
+
+
+def _transfer(payer_address: Pubkey):
+    from solders.hash import Hash
+    from solders.keypair import Keypair
+    from solders.message import Message
+    from solders.system_program import TransferParams, transfer
+    from solders.transaction import Transaction
+
+    payer = Keypair()
+    message = Message([transfer(TransferParams(from_pubkey=payer.pubkey(), to_pubkey=payer_address, lamports=1))], payer.pubkey())
+    return Transaction([payer], message, Hash.default())
 
 
 def test_an_expired_floor_never_comes_back_with_a_lower_note(store, settings, monkeypatch):
@@ -112,3 +128,37 @@ def test_an_expired_floor_never_comes_back_with_a_lower_note(store, settings, mo
     floor.note("CHAIN_DEVNET", URLS, 12)
     floor._read.clear()
     assert floor.floor("CHAIN_DEVNET", URLS) == 12
+
+
+def test_a_slow_refresh_never_puts_back_the_older_answer(settings, monkeypatch):
+    """Two threads refresh at once: the one that began later answered the newer floor; the
+    slower, earlier one finishing last must not replace it with what it fetched."""
+    import threading
+
+    settings.LEDGER_RPC_READ_FLOOR_REFRESH_SECONDS = 0.5
+    floor.forget()
+    clock = {"now": 1000.0}
+    monkeypatch.setattr(floor.time, "monotonic", lambda: clock["now"])
+    monkeypatch.setattr(floor, "_redis", lambda: None)
+    started, release = threading.Event(), threading.Event()
+    answers = iter([100, 150])
+
+    def slow_then_fast(key, ttl):
+        value = next(answers)
+        if value == 100:  # the first refresh: fetched, then held before it stores
+            started.set()
+            release.wait(5)
+        return value
+
+    monkeypatch.setattr(floor, "_file_read", slow_then_fast)
+    seen: list = []
+    slow = threading.Thread(target=lambda: seen.append(floor.floor("CHAIN_DEVNET", URLS)))
+    slow.start()
+    assert started.wait(5)
+    clock["now"] = 1001.0  # past the refresh interval: the second reader fetches afresh
+    assert floor.floor("CHAIN_DEVNET", URLS) == 150
+    release.set()
+    slow.join(5)
+    assert seen == [150]  # the slow reader answers the newer floor too ...
+    assert floor.floor("CHAIN_DEVNET", URLS) == 150  # ... which stays
+    floor.forget()

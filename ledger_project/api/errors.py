@@ -36,6 +36,18 @@ class LedgerError(Exception):
     def as_errors(self) -> list[dict[str, Any]]:
         return [{"code": self.code, "message": self.message, "field": self.field}]
 
+    @property
+    def not_now(self) -> bool:
+        """An answer that says "not now" rather than "no": the service's trouble (5xx) or a
+        rate or quota (429). Never stored for an x-request-id (tenancy/idempotency.py), and
+        a batch meeting one fails as a whole rather than rejecting an item with it."""
+        return not_now(self.status_code)
+
+
+def not_now(status_code: int) -> bool:
+    """``LedgerError.not_now`` for an HTTP status."""
+    return status_code >= 500 or status_code == 429
+
 
 class ValidationFailed(LedgerError):
     """Several field errors at once (a 400 listing each)."""

@@ -105,3 +105,17 @@ def test_the_line_and_the_retry_after(settings, monkeypatch):
             assert caught.value.retry_after == expected and caught.value.code == "CHAIN_BUSY"
     finally:
         rpc_budget.reset()
+
+
+def test_a_total_budget_counts_half_of_it_as_sends(settings):
+    """Only a total limited: the sends get half of it (the pump's reads take the rest); with
+    both limited, the lower of the send limit and half the total."""
+    settings.LEDGER_RPC_WINDOW_MARGIN_SECONDS = 0
+    try:
+        for budgets, rate in (("CHAIN_DEVNET.*=100/1s", 50.0), ("CHAIN_DEVNET.*=100/1s,CHAIN_DEVNET.sendTransaction=20/1s", 20.0),
+                              ("CHAIN_DEVNET.*=30/1s,CHAIN_DEVNET.sendTransaction=20/1s", 15.0), ("CHAIN_DEVNET.getBalance=5/1s", None)):
+            settings.LEDGER_RPC_BUDGETS = budgets
+            rpc_budget.reset()
+            assert admission.send_rate("CHAIN_DEVNET") == rate, budgets
+    finally:
+        rpc_budget.reset()

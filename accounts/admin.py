@@ -11,6 +11,7 @@ from django import forms
 from django.contrib import admin, messages
 
 from ledger_project.api.errors import LedgerError
+from chain.errors import ChainError
 from ledger_project.staff import ReadOnlyAdmin, staff_action
 from tenancy.context import OperationContext
 
@@ -79,7 +80,7 @@ class AccountAdmin(admin.ModelAdmin):
                 done += 1
                 if result.transaction is not None:
                     self.message_user(request, f"{account.address}: closing transaction recorded ({result.transaction.status}); INACTIVE once confirmed.", messages.INFO)
-            except LedgerError as exc:
+            except (LedgerError, ChainError) as exc:
                 refused.append(f"{account.address}: {exc.message}")
         self.message_user(request, f"{done} account(s) inactivated or being closed.", messages.SUCCESS)
         for line in refused:

@@ -5,6 +5,7 @@ service as Refresh DKG Shares."""
 from django.contrib import admin, messages
 
 from ledger_project.api.errors import LedgerError
+from chain.errors import ChainError
 from tenancy.context import OperationContext
 
 from .mpc import keygen
@@ -46,7 +47,7 @@ class ThresholdKeyAdmin(admin.ModelAdmin):
         for key in queryset.select_related("account", "account__tenant"):
             try:
                 session = keygen.refresh_start(OperationContext.system(tenant=key.account.tenant, cluster=key.account.cluster), account=key.account)
-            except LedgerError as exc:
+            except (LedgerError, ChainError) as exc:
                 self.message_user(request, f"{key.account.address}: {exc.message}", messages.ERROR)
                 continue
             if session.status == DkgStatus.COMPLETED:

@@ -68,7 +68,7 @@ def chain_url(obj, site_name: str = "admin") -> str | None:
 
 def chain_read(record: ChainRecord, obj) -> dict:
     """What the cluster answers for ``obj``: {cluster, kind, locator, answer | error}."""
-    from chain.errors import ChainRpcError, ChainUnavailable
+    from chain.errors import ChainError
     from chain.rpc import rpc_for
 
     cluster, locator = record.cluster(obj), record.locate(obj)
@@ -79,7 +79,7 @@ def chain_read(record: ChainRecord, obj) -> dict:
     try:
         rpc = rpc_for(cluster)
         answer = rpc.account_raw(locator) if record.kind == "account" else rpc.transaction_raw(locator)
-    except (ChainUnavailable, ChainRpcError, LedgerError) as exc:
+    except (ChainError, LedgerError) as exc:
         out["error"] = getattr(exc, "message", None) or str(exc)
         return out
     out["answer"] = answer

@@ -27,7 +27,7 @@ from solders.system_program import AdvanceNonceAccountParams, advance_nonce_acco
 from solders.transaction import VersionedTransaction
 
 from . import fee_provider, fees
-from .errors import TransactionTooLarge
+from .errors import ChainRefused, TransactionTooLarge
 from .rpc import ChainRpc, LatestBlockhash
 
 logger = logging.getLogger("ledger.transactions")
@@ -123,9 +123,7 @@ def nonce_value(rpc: ChainRpc, address: Pubkey, *, min_context_slot: int | None 
     slot no older than ``min_context_slot`` (the slot of a write of it the caller knows of)."""
     account = rpc.account(address, min_context_slot=min_context_slot)
     if account is None or len(account.data) < NONCE_ACCOUNT_SIZE:
-        from ledger_project.api.errors import LedgerError
-
-        raise LedgerError(f"{address} is not an initialized nonce account.", code="INVALID_NONCE_ACCOUNT")
+        raise ChainRefused(f"{address} is not an initialized nonce account.", code="INVALID_NONCE_ACCOUNT")
     return Hash(bytes(account.data[40:72]))
 
 
@@ -215,21 +213,19 @@ def _lookup_tables(rpc: ChainRpc, addresses: Sequence[Pubkey], auto: Sequence[Ta
     400 INVALID_LOOKUP_TABLE) and the tenant's tables the builder chose, read from the chain
     in one call: a chosen table that is gone, not a table or deactivated is left out, and
     every table offers only the addresses a message may load now."""
-    from ledger_project.api.errors import LedgerError
-
     if not addresses and not auto:
         return []
     read = rpc.read_accounts([str(a) for a in [*addresses, *(c.address for c in auto)]])
     tables = []
     for index, address in enumerate(addresses):
-        field = f"svmTransactionConfig.addressLookupTables[{index}]"
+        field = f"config.lookup_tables[{index}]"  # a TxPlan's path; the API's door names it in the request
         account = read.accounts[str(address)]
         if account is None:
-            raise LedgerError(f"Address lookup table {address} does not exist.", field=field, code="INVALID_LOOKUP_TABLE")
+            raise ChainRefused(f"Address lookup table {address} does not exist.", field=field, code="INVALID_LOOKUP_TABLE")
         # Any existing account can be named: only one the lookup-table program owns is a table.
         table = _table_of(account)
         if table is None:
-            raise LedgerError(f"{address} is not an address lookup table.", field=field, code="INVALID_LOOKUP_TABLE")
+            raise ChainRefused(f"{address} is not an address lookup table.", field=field, code="INVALID_LOOKUP_TABLE")
         tables.append(AddressLookupTableAccount(address, _loadable(table, read.slot)))
     for candidate in auto:
         table = _table_of(read.accounts[str(candidate.address)])
@@ -375,9 +371,7 @@ def _build(plan: BuildPlan, rpc: ChainRpc, *, reuse: bool) -> BuiltMessage:
     loaded: tuple[tuple[Pubkey, ...], tuple[Pubkey, ...]] = ((), ())
     if plan.version == "LEGACY":
         if plan.lookup_tables:
-            from ledger_project.api.errors import LedgerError
-
-            raise LedgerError("Address lookup tables need transactionVersion V0.", field="svmTransactionConfig.transactionVersion", code="INVALID_ENUM")
+            raise ChainRefused("Address lookup tables need transactionVersion V0.", field="config.version", code="INVALID_ENUM")
         message: Message | MessageV0 = Message.new_with_blockhash(instructions, plan.fee_payer, blockhash)
     else:
         auto = choose_tables(plan.instructions, plan.fee_payer, plan.auto_lookup_tables, exclude=plan.lookup_tables)
@@ -393,6 +387,6 @@ def _build(plan: BuildPlan, rpc: ChainRpc, *, reuse: bool) -> BuiltMessage:
         raise TransactionTooLarge(
             f"The transaction would be {size} bytes; the network accepts at most {MAX_TRANSACTION_SIZE}. "
             "Split the operation, use transactionVersion V0 with an address lookup table, or move data (e.g. metadata) to a follow-up update.",
-            field="itemData", extra={"size": size},
+            extra={"size": size},
         )
     return built

@@ -1,14 +1,43 @@
-"""Chain errors, mapped onto the API error model (docs/errors.md, Chain)."""
+"""The chain client's own errors (docs/errors.md, Chain).
+
+Not HTTP: each carries a code, a message, the field it is about when the caller named one,
+and, when the same call may succeed later, ``transient`` and ``retry_after``. What an error
+means for an API answer (its status, its field in the request) is decided once, at the
+API's door (tenancy/chain_errors.py, registered with the API's exception handler).
+"""
 
 from __future__ import annotations
 
 import re
 from typing import Callable
 
-from ledger_project.api.errors import LedgerError, ServiceUnavailableError
+
+class ChainError(Exception):
+    """Base of every error the chain client raises on purpose."""
+
+    code = "CHAIN_ERROR"
+    default_message = "The cluster refused the request."
+    #: "not now": the same call may succeed later (an outage, a rate limit, a node behind)
+    transient = False
+
+    def __init__(self, message: str | None = None, *, field: str | None = None, code: str | None = None,
+                 retry_after: int | None = None, extra: dict | None = None):
+        self.message = message or self.default_message
+        self.field = field
+        if code:
+            self.code = code
+        self.retry_after = retry_after
+        self.extra = extra or {}
+        super().__init__(self.message)
 
 
-class ChainUnavailable(ServiceUnavailableError):
+class ChainRefused(ChainError):
+    """The request names something the cluster does not have as asked: a cluster not
+    configured, an account that is not a nonce account or lookup table, a message version
+    that cannot carry what it was given. The caller's to correct (an API 400)."""
+
+
+class ChainUnavailable(ChainError):
     """The cluster's RPC endpoint does not answer (connection refused, timeout, HTTP
     502/503/504) or answers that it cannot now (Agave's transient errors: -32005 node
     unhealthy, ...), and kept at it through the client's retries (chain/transport.py).
@@ -16,10 +45,10 @@ class ChainUnavailable(ServiceUnavailableError):
 
     code = "CHAIN_UNAVAILABLE"
     default_message = "The cluster's RPC endpoint is unavailable; retry later."
+    transient = True
 
     def __init__(self, message: str | None = None, *, retry_after: int = 1, **kwargs):
-        self.retry_after = retry_after
-        super().__init__(message, **kwargs)
+        super().__init__(message, retry_after=retry_after, **kwargs)
 
 
 class ChainBusy(ChainUnavailable):
@@ -43,11 +72,11 @@ class ChainBehind(ChainUnavailable):
     default_message = "The cluster's nodes have not reached the service's latest write yet; retry later."
 
 
-class ChainRpcError(LedgerError):
-    """The RPC node answered with an error we did not expect."""
+class ChainRpcError(ChainError):
+    """The RPC node answered with an error we did not expect (the service's trouble)."""
 
-    status_code = 500
     code = "CHAIN_RPC_ERROR"
+    default_message = "The cluster's RPC node answered with an unexpected error."
 
 
 _ADDRESS = re.compile(r"(?<![1-9A-HJ-NP-Za-km-z])[1-9A-HJ-NP-Za-km-z]{32,44}(?![1-9A-HJ-NP-Za-km-z])")
@@ -60,8 +89,8 @@ def scrubbed(reason: str) -> str:
     return _NUMBER.sub("<amount>", _ADDRESS.sub("<address>", reason))
 
 
-class SimulationFailed(LedgerError):
-    """Preflight simulation refused the transaction: a 400 carrying the program's reason.
+class SimulationFailed(ChainError):
+    """Preflight simulation refused the transaction, with the program's reason.
 
     The reason may quote an account's balance ("Transfer: insufficient lamports …"). The
     answer names the failing account and keeps its numbers only when that account is the
@@ -170,7 +199,9 @@ def caller_accounts(*, tenant, cluster: str, candidates) -> set[str]:
     return _own_addresses(tenant=tenant, cluster=cluster, candidates=candidates)
 
 
-class TransactionTooLarge(LedgerError):
+class TransactionTooLarge(ChainError):
+    """The message does not fit in a packet (1,232 bytes); ``extra["size"]`` says how big."""
+
     code = "TRANSACTION_TOO_LARGE"
 
 

@@ -44,11 +44,10 @@ from solders.transaction_status import UiTransactionEncoding
 from solders.signature import Signature
 from solders.transaction_status import TransactionStatus
 
-from ledger_project.api.errors import LedgerError
 
 from . import floor
 from .balances import TokenBalance, TransactionBalances, balances_of  # noqa: F401  (TokenBalance: the answers' types, imported from here too)
-from .errors import ChainRpcError, ChainUnavailable, SimulationFailed, caller_accounts, failing_account, simulation_failure
+from .errors import ChainRefused, ChainRpcError, ChainUnavailable, SimulationFailed, caller_accounts, failing_account, simulation_failure
 from .transport import Endpoints, RetryingTransport, _MeteredTransport, clear_prepaid, prepay
 
 logger = logging.getLogger("ledger.chain")
@@ -419,7 +418,7 @@ def rpc_for(cluster: str) -> ChainRpc:
     URL, or several separated by "|"; send URLs from LEDGER_CLUSTER_SEND_URLS)."""
     url = settings.LEDGER_CLUSTERS.get(cluster)
     if url is None:
-        raise LedgerError(f"Cluster {cluster!r} is not configured.", field="svmCluster", code="INVALID_CLUSTER")
+        raise ChainRefused(f"Cluster {cluster!r} is not configured.", field="cluster", code="INVALID_CLUSTER")
     send = getattr(settings, "LEDGER_CLUSTER_SEND_URLS", {}).get(cluster, "")
     key = (cluster, url, send)
     client = _clients.get(key)

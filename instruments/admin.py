@@ -7,6 +7,7 @@ recorded with the staff user; re-reading from the network is ``services.instrume
 from django.contrib import admin, messages
 
 from ledger_project.api.errors import LedgerError
+from chain.errors import ChainError
 from ledger_project.staff import staff_action
 from tenancy.context import OperationContext
 
@@ -71,7 +72,7 @@ class FinancialInstrumentAdmin(admin.ModelAdmin):
                 instrument_set_paused(OperationContext.system(tenant=instrument.tenant, cluster=instrument.cluster), instrument=instrument, paused=paused,
                                       requested_by=request.user.get_username())
                 done += 1
-            except LedgerError as exc:
+            except (LedgerError, ChainError) as exc:
                 refused.append(f"{instrument.al_id or instrument.address}: {exc.message}")
         verb = "pause" if paused else "unpause"
         self.message_user(request, f"{done} instrument(s): {verb} transaction recorded (the state changes once it is confirmed).", messages.SUCCESS)

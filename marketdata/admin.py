@@ -21,6 +21,7 @@ from backoffice.chainview import ChainRecord, chain_record_register
 from backoffice.records import related_link_register
 from programs.price_feed.client import decode_feed
 from ledger_project.api.errors import LedgerError
+from chain.errors import ChainError
 from ledger_project.staff import staff_action
 from tenancy.context import OperationContext
 
@@ -113,7 +114,7 @@ class OnchainDataSourceAdmin(admin.ModelAdmin):
             try:
                 data_source_refresh(OperationContext.system(tenant=source.tenant, cluster=source.cluster), source=source, trigger=EvaluationTrigger.ADMIN, requested_by=request.user.get_username())
                 queued += 1
-            except LedgerError as exc:
+            except (LedgerError, ChainError) as exc:
                 self.message_user(request, f"{source.address}: {exc.message}", messages.WARNING)
         if queued:
             self.message_user(request, f"{queued} data source(s): evaluation queued (its record shows the outcome).", messages.SUCCESS)

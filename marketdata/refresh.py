@@ -41,14 +41,14 @@ from django.utils import timezone
 from solders.pubkey import Pubkey
 
 from accounts.locks import ensure_no_operation_in_flight
-from ledger_project.api.errors import ConflictError, LedgerError
+from ledger_project.api.errors import ConflictError, LedgerError, api_error
 from tenancy.context import OperationContext
 from tenancy.idempotency import write_phase
 from ledger_project.metrics import meters
 from marketdata.jobs import MantissaError, evaluate, parse_job, to_mantissa
 from programs.price_feed import client
 from tenancy.scoping import worker_only
-from chain.errors import ProgramError
+from chain.errors import ChainError, ProgramError
 from transactions.services import transaction_record
 
 from . import onchain, operations
@@ -191,10 +191,10 @@ def _run(row: DataSourceEvaluation) -> str:
     try:
         refreshable(source)
         outcome = _evaluate_and_build(tenant, source)
-    except LedgerError as exc:
+    except (LedgerError, ChainError) as exc:
         # Not ACTIVE any more, its feed changing; or the cluster did not answer (5xx):
         # nothing was sent either way.
-        outcome = _Outcome({}, EvaluationStatus.FAILED if exc.status_code >= 500 else EvaluationStatus.REJECTED, f"{exc.code}: {exc.message}")
+        outcome = _Outcome({}, EvaluationStatus.FAILED if api_error(exc).status_code >= 500 else EvaluationStatus.REJECTED, f"{exc.code}: {exc.message}")
     if outcome.prepared is None:
         _finish(row, outcome.status, outcome.error, outcome.fields)
     else:
@@ -274,8 +274,8 @@ def _evaluate_and_build(tenant, source: OnchainDataSource) -> _Outcome:
         if exc.failure.name == "OutOfOrder":
             _resync_round(tenant, source)
         return _Outcome(fields, EvaluationStatus.REJECTED, exc.message)
-    except LedgerError as exc:
-        status = EvaluationStatus.FAILED if exc.status_code >= 500 else EvaluationStatus.REJECTED  # 5xx: the cluster did not answer
+    except (LedgerError, ChainError) as exc:
+        status = EvaluationStatus.FAILED if api_error(exc).status_code >= 500 else EvaluationStatus.REJECTED  # 5xx: the cluster did not answer
         return _Outcome(fields, status, f"{exc.code}: {exc.message}")
     return _Outcome(fields, prepared=prepared)
 

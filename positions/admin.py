@@ -6,6 +6,7 @@ staff user who asked."""
 from django.contrib import admin, messages
 
 from ledger_project.api.errors import LedgerError
+from chain.errors import ChainError
 from ledger_project.staff import staff_action
 from tenancy.context import OperationContext
 
@@ -59,7 +60,7 @@ class PositionAdmin(admin.ModelAdmin):
             try:
                 position_set_frozen(OperationContext.system(tenant=position.tenant, cluster=position.cluster), position=position, frozen=frozen, requested_by=request.user.get_username())
                 done += 1
-            except LedgerError as exc:
+            except (LedgerError, ChainError) as exc:
                 refused.append(f"{position.address}: {exc.message}")
         verb = "freeze" if frozen else "unfreeze"
         self.message_user(request, f"{done} position(s): {verb} transaction recorded (the state changes once it is confirmed).", messages.SUCCESS)

@@ -27,9 +27,10 @@ from accounts.locks import lock_visible_account
 from accounts.lookup import OffPlatform, resolve_account
 from accounts.models import Account
 from accounts.signers import ensure_usable, signer_for, transaction_config
-from ledger_project.api.errors import LedgerError
+from ledger_project.api.errors import LedgerError, api_error
 from transactions import fee_payers
 from chain.builder import MAX_TRANSACTION_SIZE
+from chain.errors import ChainError
 from chain.rpc import rpc_for
 from transactions.models import Transaction
 from transactions.services import SignerSpec, transaction_build, transaction_record
@@ -102,8 +103,8 @@ def read(ctx: _Context, item: _Item) -> None:
         leg = _Leg(source, destination, lamports, signer, p)
         item.held = _decide(ctx, leg, running=ctx.running).needs_approval
         item.plan = leg
-    except LedgerError as exc:
-        if exc.not_now:
+    except (LedgerError, ChainError) as exc:
+        if api_error(exc).not_now:
             raise
         item.plan = None
         item.reject(exc)
@@ -191,8 +192,8 @@ def build(ctx: _Context, pack_: _Pack) -> list[_Pack]:
             signers=[pack_.items[0].plan.signer], config=transaction_config(ctx.tenant, ctx.cluster, ctx.svm_config),
         )
         return [pack_]
-    except LedgerError as exc:
-        if exc.not_now:
+    except (LedgerError, ChainError) as exc:
+        if api_error(exc).not_now:
             raise
         return rebuilt_after(ctx, pack_, exc, build)
 

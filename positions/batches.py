@@ -56,11 +56,12 @@ from accounts.lookup import OffPlatform
 from accounts.services import funding_effects
 from accounts.signers import transaction_config
 from ledger_project.api.envelope import validated
-from ledger_project.api.errors import LedgerError, ValidationFailed
+from ledger_project.api.errors import LedgerError, ValidationFailed, api_error
 from tenancy.context import OperationContext
 from tenancy.idempotency import write_phase
 from transactions import fee_payers
 from chain.builder import MAX_TRANSACTION_SIZE
+from chain.errors import ChainError
 from transactions.compression import compression_tables
 from transactions.models import MessageLifetime, Transaction
 from transactions.services import transaction_record
@@ -106,8 +107,9 @@ class _Item:
     def creates(self) -> bool:
         return any(p.draft is not None or p.create for p in self.plan.parties.values())
 
-    def reject(self, exc: LedgerError) -> None:
-        self.errors, self.http_status = exc.as_errors(), exc.status_code
+    def reject(self, exc: LedgerError | ChainError) -> None:
+        answer = api_error(exc)
+        self.errors, self.http_status = answer.as_errors(), answer.status_code
 
 
 @dataclass
@@ -209,8 +211,8 @@ def _read(ctx: _Context, item: _Item) -> None:
         plan.legs.append(movement._transfer_leg(plan, ctx.tenant, ctx.cluster, data, item.field))
         item.plan = plan
         item.held = _debit(ctx, item.leg, item.field, running=ctx.running).needs_approval
-    except LedgerError as exc:
-        if exc.not_now:  # the service's trouble (a node down) or a quota, not the item's: the request fails, the client retries
+    except (LedgerError, ChainError) as exc:
+        if api_error(exc).not_now:  # the service's trouble (a node down) or a quota, not the item's: the request fails, the client retries
             raise
         item.plan = None
         item.reject(exc)
@@ -285,13 +287,13 @@ def _build(ctx: _Context, pack: _Pack) -> list[_Pack]:
     try:
         pack.prepared, pack.funding = movement._build(pack.plan, ctx.op, operation=operations.TRANSFER_BATCH)  # packed or alone: effects list each item (effects.batch.items, in the order of effects.movement.legs)
         return [pack]
-    except LedgerError as exc:
-        if exc.not_now:
+    except (LedgerError, ChainError) as exc:
+        if api_error(exc).not_now:
             raise
         return rebuilt_after(ctx, pack, exc, _build)
 
 
-def rebuilt_after(ctx: _Context, pack: _Pack, exc: LedgerError, build: Callable) -> list[_Pack]:
+def rebuilt_after(ctx: _Context, pack: _Pack, exc: LedgerError | ChainError, build: Callable) -> list[_Pack]:
     """The packs ``build`` makes of a pack refused with ``exc``: an item alone is rejected;
     several are split where the node says they failed, else in halves (batch_bisect), so
     the refusal lands on the item that causes it (a pack too large, when the estimate

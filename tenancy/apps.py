@@ -11,3 +11,6 @@ class TenancyConfig(AppConfig):
         from ledger_project.api import schema  # noqa: F401
 
         from . import authentication  # noqa: F401
+        from . import chain_errors
+
+        chain_errors.register()  # the chain client's errors answered as the API's (docs/errors.md, Chain)

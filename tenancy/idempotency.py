@@ -47,6 +47,7 @@ from django.db import IntegrityError, OperationalError, transaction
 from django.http import HttpResponse
 from rest_framework.exceptions import APIException
 
+from chain.errors import ChainError
 from ledger_project.api.errors import ConflictError, LedgerError, not_now
 from ledger_project.statements import Statement
 
@@ -204,7 +205,7 @@ def _run(view, request, view_method, args, kwargs, pending: _Pending):
         try:
             response = view_method(view, request, *args, **kwargs)
             failed = None
-        except (LedgerError, APIException) as exc:
+        except (LedgerError, ChainError, APIException) as exc:
             response = view.handle_exception(exc)
             if not_now(response.status_code):
                 # "Not now" is not an answer to keep: a 429 (a quota, a rate) is rolled

@@ -23,6 +23,7 @@ TABLE_START = "<!-- floors: rendered from docs/house.toml (python tests/test_hou
 TABLE_END = "<!-- end of floors -->"
 FLOOR = {room: row["floor"] for row in HOUSE["floor"] for room in row["rooms"]}
 ONLY = {room: row["only"] for row in HOUSE["floor"] if "only" in row for room in row["rooms"]}
+NEVER = {room: row["never"] for row in HOUSE["floor"] if "never" in row for room in row["rooms"]}
 
 
 def _modules() -> dict[str, pathlib.Path]:
@@ -154,6 +155,8 @@ def test_no_room_imports_a_higher_floor():
             other = _room(target)
             if other == room:
                 continue
+            if room in NEVER and _within(target, NEVER[room]):
+                reached.append(f"{name} -> {target} (never {NEVER[room]})")
             if room in ONLY:
                 if not _within(target, ONLY[room]):
                     reached.append(f"{name} -> {target} (only {ONLY[room]})")

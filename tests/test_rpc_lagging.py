@@ -23,6 +23,7 @@ from localnet.testing import LocalnetProcess, rpc_call
 from tenancy.idempotency import REPLAY_HEADER
 from tenancy.models import IdempotencyRecord, TenantOrganization
 from transactions import fee_payers
+from ledger_project.api.errors import api_error
 
 CLUSTER = "CHAIN_LOCALNET"
 
@@ -204,7 +205,7 @@ def test_a_read_no_node_can_answer_at_the_writes_slot_is_503_chain_behind_with_r
     address = str(Pubkey.from_string("9xQeWvG816bUx9EPjHmaT23yvVM2ZWbrrpZb9PusVFin"))
     with pytest.raises(ChainBehind) as caught:
         rpc_for(CLUSTER).read_accounts([address], min_context_slot=tip)
-    assert caught.value.status_code == 503 and caught.value.code == "CHAIN_BEHIND" and caught.value.retry_after >= 1
+    assert api_error(caught.value).status_code == 503 and caught.value.code == "CHAIN_BEHIND" and caught.value.retry_after >= 1
     assert front.url not in caught.value.message
     assert any(f["fault"] == "-32016" for f in front.faults())
 
@@ -251,7 +252,7 @@ def test_a_durable_nonce_request_behind_a_lagging_pool_reads_the_nonce_its_last_
     from solders.hash import Hash
 
     from chain import builder
-    from ledger_project.api.errors import LedgerError
+    from chain.errors import ChainRefused
     from transactions import nonce_pool
     from transactions.models import NonceAccount, Transaction
     from transactions.tests.test_nonce_pool import seeded_create, tenant_payer
@@ -264,7 +265,7 @@ def test_a_durable_nonce_request_behind_a_lagging_pool_reads_the_nonce_its_last_
     address = Pubkey.from_string(row.address)
     assert row.written_slot is not None and row.written_slot > 0
     rpc = rpc_for(CLUSTER)
-    with pytest.raises(LedgerError, match="not an initialized nonce account"):
+    with pytest.raises(ChainRefused, match="not an initialized nonce account"):
         builder.nonce_value(rpc, address)  # the pool's view remembers the account absent
     reads: list = []
     real = builder.nonce_value

@@ -14,6 +14,7 @@ from django.contrib import admin, messages
 from django.utils import timezone
 
 from ledger_project.api.errors import LedgerError
+from chain.errors import ChainError
 from tenancy.idempotency import write_phase
 from ledger_project.staff import ReadOnlyAdmin, staff_action
 
@@ -129,7 +130,7 @@ class TransactionAdmin(admin.ModelAdmin):
                 done += 1
                 if note:
                     self.message_user(request, f"{_label(tx)}: {note}", messages.INFO)
-            except LedgerError as exc:
+            except (LedgerError, ChainError) as exc:
                 refused.append(f"{_label(tx)}: {exc.message}")
         self.message_user(request, f"{done} transaction(s) {verb}.", messages.SUCCESS)
         for line in refused:

@@ -41,6 +41,7 @@ from . import platform_keys
 from chain import builder
 from chain.errors import SimulationFailed
 from chain.rpc import rpc_for
+from chain.errors import ChainRefused
 from .fee_payers import platform_fee_payer
 from .models import NonceAccount, NonceState
 from .platform_keys import platform_addresses_forget
@@ -361,7 +362,7 @@ def stored_nonce(rpc, address: Pubkey) -> str | None:
     """The nonce value ``address`` holds, or None when it is no nonce account (any more)."""
     try:
         return str(builder.nonce_value(rpc, address))
-    except LedgerError:  # closed (withdrawn in full) or never created
+    except ChainRefused:  # closed (withdrawn in full) or never created
         return None
 
 
@@ -377,7 +378,7 @@ def nonce_spend(*, cluster: str, nonce_address: str, expected: str) -> bool:
     if row.authority_key is not None:
         try:
             nonce_advance(cluster=cluster, nonce_address=nonce_address, expected=expected)
-        except LedgerError:  # no nonce account any more: nothing can use its value
+        except (LedgerError, ChainRefused):  # no nonce account any more: nothing can use its value
             return True
         return True
     return stored_nonce(rpc_for(cluster), Pubkey.from_string(nonce_address)) != expected

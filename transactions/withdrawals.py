@@ -30,7 +30,7 @@ from django.utils import timezone
 from ledger_project.api.errors import LedgerError
 
 from . import settlement
-from chain.errors import ChainRpcError, ChainUnavailable
+from chain.errors import ChainError
 from .models import MessageLifetime, NonceAccount, Transaction, TransactionEvent, TransactionStatus
 from .ending import event
 from .dkg_signers import dkg_sessions_end
@@ -107,7 +107,7 @@ def transaction_withdraw(*, transaction: Transaction, api_key, reason: str = "",
     _mark(transaction, api_key=api_key, reason=reason, request_id=request_id)
     try:
         settlement.transaction_end_withdrawn(transaction=transaction)
-    except (ChainUnavailable, ChainRpcError, RuntimeError, LedgerError) as exc:
+    except (ChainError, RuntimeError, LedgerError) as exc:
         # Withdrawn and committed; ending it is retried by the reconciliation (every 15 s).
         logger.warning("withdrawn transaction %s not ended yet: %s", transaction.offchain_id, exc)
     return Transaction.objects.for_tenant(transaction.tenant).get(pk=transaction.pk)

@@ -25,6 +25,7 @@ from solders.pubkey import Pubkey
 
 from ledger_project.api.envelope import canonical_uuid
 from ledger_project.api.errors import ConflictError, LedgerError, NotFoundError
+from chain.errors import ChainError
 from tenancy.idempotency import write_phase
 from tenancy.scoping import worker_only
 from transactions.models import Transaction, TransactionStatus
@@ -330,7 +331,7 @@ def _step(session: SigningSession, players: list[SigningPlayer]) -> bool:
         try:
             with db_transaction.atomic():
                 transaction_add_signatures(transaction=session.transaction, signatures={session.account.address: signature})
-        except LedgerError as exc:
+        except (LedgerError, ChainError) as exc:
             session.error_message = f"The signature was made but the transaction did not take it: {exc.message}"
             session.save(update_fields=["error_message"])
     return False

@@ -24,11 +24,11 @@ def _address(address: str, records: dict[str, Account]):
 
 
 def allow_list_html(instrument) -> str:
-    from chain.errors import ChainRpcError, ChainUnavailable
+    from chain.errors import ChainError
 
     try:
         listed = instrument_allow_list(instrument)
-    except (ChainUnavailable, ChainRpcError, LedgerError) as exc:
+    except (ChainError, LedgerError) as exc:
         return format_html("The allow-list could not be read from the network: {}", getattr(exc, "message", None) or str(exc))
     if listed is None:
         return "—"

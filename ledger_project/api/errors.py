@@ -7,7 +7,7 @@ Every 4xx/5xx body is ``{"errors": [{"code", "message", "field"}], "requestId"}`
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Callable
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
@@ -47,6 +47,29 @@ class LedgerError(Exception):
 def not_now(status_code: int) -> bool:
     """``LedgerError.not_now`` for an HTTP status."""
     return status_code >= 500 or status_code == 429
+
+
+# Errors of the packages below the API (the chain client's): each raises its own, and the
+# package above both that owns the door registers, once at start-up, how one becomes the
+# API's (tenancy/chain_errors.py). This floor imports none of them.
+_translations: list[tuple[type, Callable[[Exception], LedgerError]]] = []
+
+
+def register_translation(kind: type, translate: Callable[[Exception], LedgerError]) -> None:
+    """Answer errors of ``kind`` as ``translate`` makes them LedgerErrors."""
+    if all(known is not kind for known, _ in _translations):
+        _translations.append((kind, translate))
+
+
+def api_error(exc: Exception) -> LedgerError | None:
+    """``exc`` as the API answers it: itself when a LedgerError, its registered
+    translation, else None (not an error raised on purpose)."""
+    if isinstance(exc, LedgerError):
+        return exc
+    for kind, translate in _translations:
+        if isinstance(exc, kind):
+            return translate(exc)
+    return None
 
 
 class ValidationFailed(LedgerError):
@@ -224,6 +247,7 @@ def exception_handler(exc: Exception, context: dict) -> Response:
     """DRF exception handler: every error, expected or not, leaves in the spec's shape."""
     request_id = _request_id(context)
     headers: dict[str, str] = {}
+    exc = api_error(exc) or exc
     if isinstance(exc, LedgerError):
         status, errors = exc.status_code, exc.as_errors()
         if getattr(exc, "retry_after", None) is not None:  # 429s and 503s that know when

@@ -30,8 +30,8 @@ from tenancy.context import OperationContext
 from tenancy.idempotency import write_phase
 from programs.lending import abi, client
 from tenancy.scoping import worker_only
-from chain.errors import ChainUnavailable
 from chain.rpc import rpc_for
+from chain.errors import ChainError
 from transactions.programs import program_id as configured_program_id
 from transactions.services import transaction_build, transaction_record
 
@@ -105,8 +105,8 @@ def loans_watch(*, cluster: str) -> KeeperReport:
             try:
                 loan_liquidate(loan=loan, state=state, strategy=strategy, reason=value.reason)
                 report.liquidated.append(str(loan.offchain_id))
-            except (LedgerError, ChainUnavailable) as exc:
-                report.refused[str(loan.offchain_id)] = exc.message if isinstance(exc, LedgerError) else str(exc)
+            except (LedgerError, ChainError) as exc:
+                report.refused[str(loan.offchain_id)] = exc.message
                 logger.info("the keeper could not liquidate loan %s: %s", loan.escrow_address, exc)
     return report
 

@@ -7,7 +7,7 @@ With REDIS_URL set the cache is Redis, so the count is shared by every web proce
 (INCR is atomic); the embedded default counts per process. 429 carries Retry-After.
 
 A request costs one unit, or what its view says it weighs (``throttle_weight(request)``):
-a batch payout weighs one unit per item (positions/views.py), since each item costs about
+a batch payout weighs one unit per item (positions/endpoints.py), since each item costs about
 what a request of its own does (a read, a build, its share of a simulation). A request
 over the budget left in the window is refused whole and costs nothing, so a batch too big
 for what is left does not starve the smaller requests that still fit (docs/api.md, "Rate

@@ -273,7 +273,7 @@ def test_row_locks_and_writes_take_the_tenant(tenant, other_tenant):
 #: functions marked @worker_only (called by workers, reconciliation, the admin, commands) or
 #: @cross_tenant_aggregate (a number over every tenant's rows, e.g. a shared funder's limits).
 REQUEST_PATH_MODULES = [
-    "ledger_project/api/*.py", "*/views.py", "*/selectors.py", "*/lookup.py", "*/serializers.py", "*/render.py",
+    "ledger_project/api/*.py", "*/views.py", "*/endpoints.py", "*/selectors.py", "*/lookup.py", "*/serializers.py", "*/render.py",
     "*/services.py", "*/lifecycle.py", "*/limits.py", "*/locks.py", "*/webhooks.py", "*/movement.py", "*/transfers.py",
     "lookup_tables/*.py",
     "tenancy/idempotency.py", "tenancy/viewsets.py", "tenancy/permissions.py", "tenancy/authentication.py", "tenancy/throttling.py",

@@ -1,0 +1,115 @@
+"""An API operation is one declaration (docs/architecture.md, "An operation is one declaration").
+
+An area lists its operations as ``Endpoint`` rows (``positions/endpoints.py``): the path and
+method, the OpenAPI description, the request serializer, what it runs and how it answers.
+From that table come the area's view sets (``viewsets``: one method per row, through the
+tenant door ``TenantScopedViewSet``, ``@idempotent`` for mutations), its URL routes
+(``urlpatterns``) and the OpenAPI operation of each (drf-spectacular reads the
+``extend_schema`` the method is given here). A row's ``run`` receives the door (the view:
+its ``request``, ``tenant``, ``cluster``), the operation's context and the validated body;
+it returns the Response. The context plumbing (``self.operation(Input)``, the body's
+``itemData``) is written here once, not in every view method.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from django.urls import path as url_path
+from drf_spectacular.utils import extend_schema
+
+from ledger_project.api.schema import api_responses, operation_parameters
+from tenancy.idempotency import idempotent
+from tenancy.viewsets import TenantScopedViewSet
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One operation of the API."""
+
+    #: the view set it belongs to (one per family of operations) and its action there
+    viewset: str
+    action: str
+    #: the route under /api/v1/ (Django path syntax; a converter's value is passed to ``run``)
+    path: str
+    method: str
+    #: the URL name of the route (the first row of a path names it)
+    url_name: str
+    operation_id: str
+    summary: str
+    description: str
+    #: the request serializer (validated before ``run`` unless ``validate`` is False)
+    input: type
+    #: run(door, context, body, **path values) -> Response
+    run: Callable
+    #: success status → output serializer (with the error answers of ``api_responses``)
+    responses: dict = field(default_factory=dict)
+    #: records a transaction or a row: idempotent on x-request-id; 409 among its answers
+    mutation: bool = True
+    #: offers ?wait= (docs/api.md)
+    wait: bool = False
+    tags: tuple[str, ...] = ()
+    #: the body is validated by ``run`` itself (a path value is checked first)
+    validate: bool = True
+    #: extend_schema arguments that replace the ones made from the fields above
+    schema: dict = field(default_factory=dict)
+    #: rate-limit units the request costs (tenancy/throttling.py), default 1
+    weight: Callable | None = None
+
+    def schema_arguments(self) -> dict:
+        arguments = {
+            "operation_id": self.operation_id, "summary": self.summary, "description": self.description, "request": self.input,
+            "responses": api_responses(self.responses, mutation=self.mutation), "parameters": operation_parameters(wait=self.wait),
+            "tags": list(self.tags),
+        }
+        return {**arguments, **self.schema}
+
+
+def _view_method(endpoint: Endpoint) -> Callable:
+    def view(self, request, **values):
+        if endpoint.validate:
+            context, body = self.operation(endpoint.input)
+        else:
+            context, body = None, None
+        return endpoint.run(self, context, body, **values)
+
+    view.__name__ = view.__qualname__ = endpoint.action
+    view.__doc__ = endpoint.summary
+    if endpoint.mutation:
+        view = idempotent(view)
+    return extend_schema(**endpoint.schema_arguments())(view)
+
+
+def viewsets(table: Sequence[Endpoint], *, module: str, model=None, docs: dict[str, str] | None = None) -> dict[str, type]:
+    """One TenantScopedViewSet per ``viewset`` name of ``table``, with a method per row."""
+    classes: dict[str, dict] = {}
+    for endpoint in table:
+        attrs = classes.setdefault(endpoint.viewset, {"__module__": module, "model": model, "__doc__": (docs or {}).get(endpoint.viewset), "_weights": {}})
+        if endpoint.action in attrs:
+            raise ValueError(f"{endpoint.viewset}.{endpoint.action} is declared twice")
+        attrs[endpoint.action] = _view_method(endpoint)
+        if endpoint.weight is not None:
+            attrs["_weights"][endpoint.action] = endpoint.weight
+    made = {}
+    for name, attrs in classes.items():
+        if attrs["_weights"]:
+            attrs["throttle_weight"] = _throttle_weight
+        made[name] = type(name, (TenantScopedViewSet,), attrs)
+    return made
+
+
+def _throttle_weight(self, request) -> int:
+    weigh = self._weights.get(self.action)
+    return weigh(request) if weigh is not None else 1
+
+
+def urlpatterns(table: Sequence[Endpoint], classes: dict[str, type]) -> list:
+    """The routes of ``table``, in its order: one per path, its methods mapped to actions."""
+    routes: dict[tuple[str, str], dict] = {}
+    for endpoint in table:
+        route = routes.setdefault((endpoint.viewset, endpoint.path), {"name": endpoint.url_name, "actions": {}})
+        if endpoint.method in route["actions"]:
+            raise ValueError(f"{endpoint.method.upper()} {endpoint.path} is declared twice")
+        route["actions"][endpoint.method] = endpoint.action
+    return [url_path(path, classes[viewset].as_view(route["actions"]), name=route["name"]) for (viewset, path), route in routes.items()]

@@ -1,10 +1,10 @@
-from django.urls import path
+"""The lookup tables' routes and view set, made from their table (lookup_tables/endpoints.py)."""
 
-from .views import AddressLookupTableViewSet
+from tenancy.endpoints import urlpatterns as routes
+from tenancy.endpoints import viewsets
 
-urlpatterns = [
-    path("address-lookup-tables", AddressLookupTableViewSet.as_view({"post": "create", "patch": "update"}), name="address-lookup-tables"),
-    path("address-lookup-tables/extend", AddressLookupTableViewSet.as_view({"patch": "extend"}), name="address-lookup-table-extend"),
-    path("address-lookup-tables/single", AddressLookupTableViewSet.as_view({"post": "details"}), name="address-lookup-table-details"),
-    path("address-lookup-tables/bulk/<str:detail_level>", AddressLookupTableViewSet.as_view({"post": "bulk"}), name="address-lookup-tables-bulk"),
-]
+from .endpoints import TABLE
+from .models import AddressLookupTable
+
+VIEWSETS = viewsets(TABLE, module=__name__, model=AddressLookupTable)
+urlpatterns = routes(TABLE, VIEWSETS)

@@ -14,9 +14,7 @@ from rest_framework.response import Response
 
 from accounts.lookup import resolve_account
 from instruments.lookup import resolve_instrument
-from ledger_project.api.errors import LedgerError
-from ledger_project.api.schema import DETAIL_LEVEL, bulk_responses, item_query, operation_parameters
-from tenancy.endpoints import Endpoint
+from tenancy.endpoints import Endpoint, bulk_fetch
 from transactions.responses import mutation_response
 
 from . import batch_render, batches, lifecycle, movement, render, selectors, services, transfers
@@ -120,17 +118,6 @@ def _balance(door, ctx, body):
     return Response(selectors.position_balance(tenant=door.tenant, cluster=door.cluster, lookup=data, at=at))
 
 
-def _bulk(door, ctx, body, detail_level: str):
-    from ledger_project.api.envelope import validated
-
-    output = render.RENDERERS.get(detail_level)
-    if output is None:  # before the body: the path names what the page is
-        raise LedgerError("detail-level must be detailed, compact or identifiers.", field="detail-level", code="INVALID_ENUM")
-    body = validated(BulkPositionsInput, door.request)
-    items, count = selectors.position_list(queryset=door.get_queryset(), tenant=door.tenant, cluster=door.cluster, item_query=body.get("itemQuery"), detail_level=detail_level)
-    return Response({"count": count, "items": [output(p) for p in items]})
-
-
 # --- moving lamports (positions/transfers.py) and tokens (positions/movement.py) ----------------
 
 
@@ -222,11 +209,10 @@ TABLE: tuple[Endpoint, ...] = (
     Endpoint(_P, "unfreeze", "positions/unfreeze", "patch", "position-unfreeze", "unfreezePosition", "Unfreeze Position",
              "ThawAccount, signed by the mint's freeze authority.",
              FreezePositionInput, _set_frozen(False), {200: UnfreezePositionOutput}, wait=True, tags=TAG),
-    Endpoint(_P, "bulk", "positions/bulk/<str:detail_level>", "post", "positions-bulk", item_query("fetchPositions", selectors.POSITION_QUERY), "Fetch Positions",
-             "Creates no transaction. detail-level: detailed, compact, identifiers.",
-             BulkPositionsInput, _bulk, mutation=False, tags=TAG, validate=False,
-             schema={"responses": bulk_responses("BulkPositionsPage", BulkPositionsOutput, BulkPositionsCompactOutput, BulkPositionsIdentifiersOutput),
-                     "parameters": [DETAIL_LEVEL, *operation_parameters()]}),
+    bulk_fetch(_P, "positions/bulk", "positions-bulk", operation_id="fetchPositions", query=selectors.POSITION_QUERY, summary="Fetch Positions",
+               input=BulkPositionsInput, page="BulkPositionsPage", outputs=(BulkPositionsOutput, BulkPositionsCompactOutput, BulkPositionsIdentifiersOutput),
+               renderers=render.RENDERERS, tags=TAG,
+               items=lambda door, query, level: selectors.position_list(queryset=door.get_queryset(), tenant=door.tenant, cluster=door.cluster, item_query=query, detail_level=level)),
     Endpoint(_M, "mint", "positions/mint", "post", "position-mint", "mintToPosition", "Mint",
              "MintToChecked into the position, signed by the instrument's mint authority; with createIfMissing the owner's associated position is created in the same transaction (201).",
              MintInput, _mint, {200: MintPositionOutput, 201: MintPositionOutput}, wait=True, tags=TAG),

@@ -18,8 +18,11 @@ from typing import Callable, Sequence
 
 from django.urls import path as url_path
 from drf_spectacular.utils import extend_schema
+from rest_framework.response import Response
 
-from ledger_project.api.schema import api_responses, operation_parameters
+from ledger_project.api.envelope import validated
+from ledger_project.api.errors import LedgerError
+from ledger_project.api.schema import DETAIL_LEVEL, api_responses, bulk_responses, item_query, operation_parameters
 from tenancy.idempotency import idempotent
 from tenancy.viewsets import TenantScopedViewSet
 
@@ -113,3 +116,23 @@ def urlpatterns(table: Sequence[Endpoint], classes: dict[str, type]) -> list:
             raise ValueError(f"{endpoint.method.upper()} {endpoint.path} is declared twice")
         route["actions"][endpoint.method] = endpoint.action
     return [url_path(path, classes[viewset].as_view(route["actions"]), name=route["name"]) for (viewset, path), route in routes.items()]
+
+
+def bulk_fetch(viewset: str, path: str, url_name: str, *, operation_id: str, query, summary: str, input: type, page: str, outputs: tuple,
+               renderers: dict, items: Callable, tags: tuple[str, ...], description: str = "Creates no transaction. detail-level: detailed, compact, identifiers.") -> Endpoint:
+    """A bulk fetch ("Fetch Positions"): POST ``path``/bulk/<detail_level> with an itemQuery,
+    answering ``{count, items}`` rendered at the path's detail level (``renderers``: level →
+    render). ``items(door, item_query, detail_level)`` gives (records, count). The level is
+    checked before the body: the path names what the page is."""
+
+    def run(door, ctx, body, detail_level: str):
+        render = renderers.get(detail_level)
+        if render is None:
+            raise LedgerError("detail-level must be detailed, compact or identifiers.", field="detail-level", code="INVALID_ENUM")
+        body = validated(input, door.request)
+        records, count = items(door, body.get("itemQuery"), detail_level)
+        return Response({"count": count, "items": [render(record) for record in records]})
+
+    return Endpoint(viewset, "bulk", f"{path}/<str:detail_level>", "post", url_name, item_query(operation_id, query), summary, description,
+                    input, run, mutation=False, tags=tags, validate=False,
+                    schema={"responses": bulk_responses(page, *outputs), "parameters": [DETAIL_LEVEL, *operation_parameters()]})

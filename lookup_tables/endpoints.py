@@ -8,7 +8,7 @@ from rest_framework import status
 from rest_framework.response import Response
 
 from tenancy.endpoints import Endpoint, bulk_fetch
-from transactions.responses import attach_wait, transaction_result
+from transactions.responses import transaction_answer
 
 from . import selectors, services
 from .serializers import (
@@ -31,12 +31,10 @@ RESULT = "svmTransactionResult"
 _V = "AddressLookupTableViewSet"
 
 
-def _answer(request, name: str, result, *, status_code: int = status.HTTP_200_OK) -> Response:
+def _answer(request, name: str, result, *, status_code: int = status.HTTP_200_OK):
     """``{<name>: {onchainId, offchainId}, svmTransactionResult}`` (the spec's Extend answer;
-    Create and Update answer the same way), waiting after commit when ``?wait=`` asks."""
-    response = Response({name: selectors.identifiers(result.table), RESULT: transaction_result(result.transaction)}, status=status_code)
-    attach_wait(response, request, result.transaction, transaction_result, path=(RESULT,))
-    return response
+    Create and Update answer the same way)."""
+    return transaction_answer(request, {name: selectors.identifiers(result.table)}, result.transaction, status=status_code, key=RESULT)
 
 
 def _table(door, lookup: dict):

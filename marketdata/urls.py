@@ -1,12 +1,10 @@
-from django.urls import path
+"""Market data's routes and view set, made from its table (marketdata/endpoints.py)."""
 
-from .views import OnchainDataSourceViewSet
+from tenancy.endpoints import urlpatterns as routes
+from tenancy.endpoints import viewsets
 
-BASE = "market-data/onchain-data-source"
+from .endpoints import TABLE
+from .models import OnchainDataSource
 
-urlpatterns = [
-    path(BASE, OnchainDataSourceViewSet.as_view({"post": "create", "patch": "update"}), name="onchain-data-source"),
-    path(f"{BASE}/refresh", OnchainDataSourceViewSet.as_view({"patch": "refresh"}), name="onchain-data-source-refresh"),
-    path(f"{BASE}/single", OnchainDataSourceViewSet.as_view({"post": "details"}), name="onchain-data-source-details"),
-    path(f"{BASE}/bulk/<str:detail_level>", OnchainDataSourceViewSet.as_view({"post": "bulk"}), name="onchain-data-sources-bulk"),
-]
+VIEWSETS = viewsets(TABLE, module=__name__, model=OnchainDataSource)
+urlpatterns = routes(TABLE, VIEWSETS)

@@ -41,7 +41,7 @@ class Endpoint:
     url_name: str
     operation_id: str
     summary: str
-    description: str
+    description: str | None
     #: the request serializer (validated before ``run`` unless ``validate`` is False)
     input: type
     #: run(door, context, body, **path values) -> Response
@@ -59,18 +59,24 @@ class Endpoint:
     schema: dict = field(default_factory=dict)
     #: rate-limit units the request costs (tenancy/throttling.py), default 1
     weight: Callable | None = None
+    #: before(door): a check ahead of the body's validation (a role only some operations need)
+    before: Callable | None = None
 
     def schema_arguments(self) -> dict:
         arguments = {
-            "operation_id": self.operation_id, "summary": self.summary, "description": self.description, "request": self.input,
+            "operation_id": self.operation_id, "summary": self.summary, "request": self.input,
             "responses": api_responses(self.responses, mutation=self.mutation), "parameters": operation_parameters(wait=self.wait),
             "tags": list(self.tags),
         }
+        if self.description is not None:
+            arguments["description"] = self.description
         return {**arguments, **self.schema}
 
 
 def _view_method(endpoint: Endpoint) -> Callable:
     def view(self, request, **values):
+        if endpoint.before is not None:
+            endpoint.before(self)
         if endpoint.validate:
             context, body = self.operation(endpoint.input)
         else:
@@ -78,7 +84,7 @@ def _view_method(endpoint: Endpoint) -> Callable:
         return endpoint.run(self, context, body, **values)
 
     view.__name__ = view.__qualname__ = endpoint.action
-    view.__doc__ = endpoint.summary
+    view.__doc__ = None  # drf-spectacular would take a docstring for the description
     if endpoint.mutation:
         view = idempotent(view)
     return extend_schema(**endpoint.schema_arguments())(view)
@@ -118,21 +124,38 @@ def urlpatterns(table: Sequence[Endpoint], classes: dict[str, type]) -> list:
     return [url_path(path, classes[viewset].as_view(route["actions"]), name=route["name"]) for (viewset, path), route in routes.items()]
 
 
-def bulk_fetch(viewset: str, path: str, url_name: str, *, operation_id: str, query, summary: str, input: type, page: str, outputs: tuple,
-               renderers: dict, items: Callable, tags: tuple[str, ...], description: str = "Creates no transaction. detail-level: detailed, compact, identifiers.") -> Endpoint:
-    """A bulk fetch ("Fetch Positions"): POST ``path``/bulk/<detail_level> with an itemQuery,
-    answering ``{count, items}`` rendered at the path's detail level (``renderers``: level →
-    render). ``items(door, item_query, detail_level)`` gives (records, count). The level is
-    checked before the body: the path names what the page is."""
+LEVELS = ("detailed", "compact", "identifiers")
+BULK_DESCRIPTION = "Creates no transaction. detail-level: detailed, compact, identifiers."
 
-    def run(door, ctx, body, detail_level: str):
-        render = renderers.get(detail_level)
-        if render is None:
-            raise LedgerError("detail-level must be detailed, compact or identifiers.", field="detail-level", code="INVALID_ENUM")
+
+def detail_level_checked(detail_level: str) -> str:
+    """A bulk fetch's path value; checked before the body: the path names what the page is."""
+    if detail_level not in LEVELS:
+        raise LedgerError("detail-level must be detailed, compact or identifiers.", field="detail-level", code="INVALID_ENUM")
+    return detail_level
+
+
+def bulk_schema(page: str, outputs: tuple) -> dict:
+    """A bulk fetch's OpenAPI answers (one items schema per detail level) and parameters."""
+    return {"responses": bulk_responses(page, *outputs), "parameters": [DETAIL_LEVEL, *operation_parameters()]}
+
+
+def bulk_fetch(viewset: str, path: str, url_name: str, *, operation_id: str, query, summary: str, input: type, page: str, outputs: tuple,
+               tags: tuple[str, ...], items: Callable | None = None, renderers: dict | None = None, run: Callable | None = None,
+               description: str = BULK_DESCRIPTION) -> Endpoint:
+    """A bulk fetch ("Fetch Positions"): POST ``path``/<detail_level> with an itemQuery,
+    answering ``{count, items}`` at the path's detail level. ``items(door, item_query,
+    detail_level)`` gives (records, count), each drawn by ``renderers[detail_level]``; or
+    ``run(door, body, detail_level)`` answers whole (a page drawn together)."""
+
+    def fetch(door, ctx, body, detail_level: str):
+        detail_level_checked(detail_level)
         body = validated(input, door.request)
+        if run is not None:
+            return run(door, body, detail_level)
         records, count = items(door, body.get("itemQuery"), detail_level)
+        render = renderers[detail_level]
         return Response({"count": count, "items": [render(record) for record in records]})
 
     return Endpoint(viewset, "bulk", f"{path}/<str:detail_level>", "post", url_name, item_query(operation_id, query), summary, description,
-                    input, run, mutation=False, tags=tags, validate=False,
-                    schema={"responses": bulk_responses(page, *outputs), "parameters": [DETAIL_LEVEL, *operation_parameters()]})
+                    input, fetch, mutation=False, tags=tags, validate=False, schema=bulk_schema(page, outputs))

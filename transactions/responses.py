@@ -90,15 +90,21 @@ def transaction_result(tx) -> dict | None:
     }
 
 
-def mutation_response(request, name: str, identifiers: dict, tx, *, status: int = 200):
-    """The spec's mutating answer: ``{<name>: {onchainId, offchainId}, svmTransaction}``,
-    waiting after commit when the request asks ``?wait=`` (and there is a transaction)."""
+def transaction_answer(request, body: dict, tx, *, status: int = 200, key: str = "svmTransaction"):
+    """``{…body, <key>: the transaction's result}`` (the spec names it ``svmTransaction`` or,
+    for lookup tables and vaults, ``svmTransactionResult``), waiting after commit when the
+    request asks ``?wait=`` (and there is a transaction)."""
     from rest_framework.response import Response
 
-    response = Response({name: identifiers, "svmTransaction": transaction_result(tx)}, status=status)
+    response = Response({**body, key: transaction_result(tx)}, status=status)
     if tx is not None:
-        attach_wait(response, request, tx, transaction_result, path=("svmTransaction",))
+        attach_wait(response, request, tx, transaction_result, path=(key,))
     return response
+
+
+def mutation_response(request, name: str, identifiers: dict, tx, *, status: int = 200):
+    """The spec's mutating answer: ``{<name>: {onchainId, offchainId}, svmTransaction}``."""
+    return transaction_answer(request, {name: identifiers}, tx, status=status)
 
 
 def attach_wait_all(response, request, txs, *, key: str = "svmTransactions") -> None:

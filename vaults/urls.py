@@ -1,13 +1,10 @@
-from django.urls import path
+"""The vaults' routes and view set, made from their table (vaults/endpoints.py)."""
 
-from .views import VaultViewSet
+from tenancy.endpoints import urlpatterns as routes
+from tenancy.endpoints import viewsets
 
-BASE = "platform-programs/loan-remittance"
+from .endpoints import TABLE
+from .models import Vault
 
-urlpatterns = [
-    path(f"{BASE}/create-vault", VaultViewSet.as_view({"post": "create_vault"}), name="vault-create"),
-    path(f"{BASE}/update-whitelist", VaultViewSet.as_view({"post": "update_whitelist"}), name="vault-update-whitelist"),
-    path(f"{BASE}/repayment", VaultViewSet.as_view({"post": "repayment"}), name="vault-repayment"),
-    path(f"{BASE}/close-vault", VaultViewSet.as_view({"post": "close_vault"}), name="vault-close"),
-    path(f"{BASE}/vault-details", VaultViewSet.as_view({"post": "vault_details"}), name="vault-details"),
-]
+VIEWSETS = viewsets(TABLE, module=__name__, model=Vault)
+urlpatterns = routes(TABLE, VIEWSETS)

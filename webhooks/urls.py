@@ -1,12 +1,11 @@
-from django.urls import path
+"""The webhook registry's routes and view set, made from its table (webhooks/endpoints.py;
+docs/webhooks.md)."""
 
-from .views import WebhookViewSet
+from tenancy.endpoints import urlpatterns as routes
+from tenancy.endpoints import viewsets
 
-# docs/webhooks.md
-urlpatterns = [
-    path("webhooks", WebhookViewSet.as_view({"post": "create", "patch": "update"}), name="webhooks"),
-    path("webhooks/single", WebhookViewSet.as_view({"post": "details"}), name="webhook-details"),
-    path("webhooks/single/signing-secret", WebhookViewSet.as_view({"post": "signing_secret"}), name="webhook-signing-secret"),
-    path("webhooks/bulk/<str:detail_level>", WebhookViewSet.as_view({"post": "bulk"}), name="webhooks-bulk"),
-    path("webhooks/replay", WebhookViewSet.as_view({"post": "replay"}), name="webhook-replay"),
-]
+from .endpoints import TABLE
+from .models import WebhookSubscription
+
+VIEWSETS = viewsets(TABLE, module=__name__, model=WebhookSubscription)
+urlpatterns = routes(TABLE, VIEWSETS)

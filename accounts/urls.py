@@ -1,20 +1,16 @@
+"""Blockchain accounts' routes and view sets, made from their table (accounts/endpoints.py);
+threshold keys' sessions below."""
+
 from django.urls import path
 
-from .views import AccountViewSet, DurableNonceAccountViewSet
+from tenancy.endpoints import urlpatterns as routes
+from tenancy.endpoints import viewsets
 
-urlpatterns = [
-    path("accounts", AccountViewSet.as_view({"post": "create", "patch": "update"}), name="accounts"),
-    path("accounts/single", AccountViewSet.as_view({"post": "details"}), name="account-details"),
-    path("accounts/single/private-key", AccountViewSet.as_view({"post": "private_key"}), name="account-private-key"),
-    path("accounts/single/balance", AccountViewSet.as_view({"post": "balance"}), name="account-balance"),
-    path("accounts/single/tenant-info", AccountViewSet.as_view({"post": "tenant_info"}), name="account-tenant-info"),
-    path("accounts/bulk/<str:detail_level>", AccountViewSet.as_view({"post": "bulk"}), name="accounts-bulk"),
-    path("accounts/inactivate", AccountViewSet.as_view({"patch": "inactivate"}), name="account-inactivate"),
-    # Durable nonce accounts are accounts of type NONCE (spec: the specialized endpoint for NONCE).
-    path("durable-nonce-accounts", DurableNonceAccountViewSet.as_view({"post": "create"}), name="durable-nonce-accounts"),
-    path("durable-nonce-accounts/single", DurableNonceAccountViewSet.as_view({"post": "details"}), name="durable-nonce-account-details"),
-    path("durable-nonce-accounts/bulk/<str:detail_level>", DurableNonceAccountViewSet.as_view({"post": "bulk"}), name="durable-nonce-accounts-bulk"),
-]
+from .endpoints import MEMBERS, TABLE, VIEWSET_DOCS
+from .models import Account
+
+VIEWSETS = viewsets(TABLE, module=__name__, model=Account, docs=VIEWSET_DOCS, members=MEMBERS)
+urlpatterns = routes(TABLE, VIEWSETS)
 
 # Threshold keys (accounts/mpc; docs/threshold-signing.md). Signing sessions sit with the
 # transactions they sign; their records and cryptography are this area's.

@@ -113,7 +113,7 @@ class DkgViewSet(TenantScopedViewSet):
 
 
 def create_account_response(ctx: OperationContext, body: dict) -> Response:
-    """Create Account with dkgKeys (accounts/views.py hands it over): 201 with newAccount
+    """Create Account with dkgKeys (accounts/endpoints.py hands it over): 201 with newAccount
     (onchainId null until the key exists) and dkgSession."""
     account, session = keygen.dkg_account_create(ctx, data=body["itemData"])
     identifiers = {"onchainId": account.address if account else None, "offchainId": str(account.offchain_id if account else session.account_offchain_id)}

@@ -92,10 +92,12 @@ def _view_method(endpoint: Endpoint) -> Callable:
 
 def viewsets(table: Sequence[Endpoint], *, module: str, model=None, docs: dict[str, str] | None = None, members: dict[str, dict] | None = None) -> dict[str, type]:
     """One TenantScopedViewSet per ``viewset`` name of ``table``, with a method per row;
-    ``members`` adds a view set's own attributes (its ``scoped_queryset``)."""
+    ``model`` is the model of all of them or, as a dict, of each; ``members`` adds a view
+    set's own attributes (its ``scoped_queryset``)."""
     classes: dict[str, dict] = {}
     for endpoint in table:
-        attrs = classes.setdefault(endpoint.viewset, {"__module__": module, "model": model, "__doc__": (docs or {}).get(endpoint.viewset), "_weights": {},
+        own_model = model.get(endpoint.viewset) if isinstance(model, dict) else model
+        attrs = classes.setdefault(endpoint.viewset, {"__module__": module, "model": own_model, "__doc__": (docs or {}).get(endpoint.viewset), "_weights": {},
                                                       **(members or {}).get(endpoint.viewset, {})})
         if endpoint.action in attrs:
             raise ValueError(f"{endpoint.viewset}.{endpoint.action} is declared twice")

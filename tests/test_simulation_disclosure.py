@@ -19,6 +19,7 @@ from accounts.tests.factories import AccountFactory
 from conftest import assert_error
 from transactions import services
 from chain.errors import SimulationFailed
+from ledger_project.api.errors import api_error
 from transactions.fee_payers import platform_fee_payer
 from transactions.models import Transaction
 from transactions.platform_keys import PlatformKeyRefused
@@ -49,7 +50,7 @@ def test_the_callers_own_account_is_named_with_its_numbers(localnet_url, tenant,
     ix = transfer(TransferParams(from_pubkey=source.pubkey(), to_pubkey=Keypair().pubkey(), lamports=10**12))
     with pytest.raises(SimulationFailed) as err:
         _prepare(tenant, ix, [SignerSpec(source.pubkey(), key)])
-    assert err.value.status_code == 400 and "insufficient lamports" in err.value.message
+    assert api_error(err.value).status_code == 400 and "insufficient lamports" in err.value.message
     assert str(source.pubkey()) in err.value.message and str(balance) in err.value.message
 
 

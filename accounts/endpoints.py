@@ -1,7 +1,7 @@
 """Blockchain accounts' API: one declaration per operation (spec: Blockchain accounts 1-8, and
 the durable nonce accounts of Blockchain transactions; tenancy/endpoints.py says what a row
 holds). The view sets and routes are made from ``TABLE`` (accounts/urls.py); threshold keys'
-sessions are accounts/mpc/views.py's."""
+sessions are accounts/mpc/endpoints.py's."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from . import nonces, render, selectors, services
 from .lookup import resolve_account, resolve_own_account
 from .models import AccountType
 from .mpc.keygen_plan import has_dkg_keys
-from .mpc.views import create_account_response
+from .mpc.endpoints import create_account_response
 from .serializers import (
     AccountOutput,
     BalanceInput,

@@ -1,10 +1,10 @@
-from django.urls import path
+"""The allow-list's routes and view set, made from its table (instruments/allowlist/endpoints.py)."""
 
-from .views import AllowListViewSet as V
+from tenancy.endpoints import urlpatterns as routes
+from tenancy.endpoints import viewsets
 
-urlpatterns = [
-    path("financial-instruments/allow-list", V.as_view({"post": "initialize"}), name="instrument-allow-list"),
-    path("financial-instruments/allow-list/add", V.as_view({"patch": "add"}), name="instrument-allow-list-add"),
-    path("financial-instruments/allow-list/remove", V.as_view({"patch": "remove"}), name="instrument-allow-list-remove"),
-    path("financial-instruments/allow-list/single", V.as_view({"post": "details"}), name="instrument-allow-list-details"),
-]
+from ..models import FinancialInstrument
+from .endpoints import TABLE
+
+VIEWSETS = viewsets(TABLE, module=__name__, model=FinancialInstrument)
+urlpatterns = routes(TABLE, VIEWSETS)

@@ -28,7 +28,7 @@ from ledger_project.api.envelope import (
 )
 from ledger_project.api.outputs import bulk_output
 from transactions.serializers import TransactionResultOutput
-from webhooks.serializers import HEADER_NAME, header_name, header_value
+from webhooks.serializers import HEADER_NAME, header_name, header_value, one_auth_config
 
 from .models import InstrumentStatus, PositionState, TokenVersion
 from .token2022.constants import API_EXTENSIONS
@@ -166,9 +166,7 @@ class WebhookSerializer(StrictSerializer):
     timeout = StrictIntegerField(required=False, allow_null=True, min_value=1, max_value=120, help_text="Seconds.")
 
     def validate(self, attrs):
-        if attrs.get("apiKeyAuthConfig") and attrs.get("oauth2AuthConfig"):
-            raise serializers.ValidationError({"oauth2AuthConfig": [serializers.ErrorDetail("Give one of apiKeyAuthConfig and oauth2AuthConfig, not both.", code="CONFLICTING_FIELDS")]})
-        return attrs
+        return one_auth_config(attrs)
 
 
 class CreateInstrumentItem(StrictSerializer):

@@ -78,15 +78,21 @@ class WebhookOAuth2AuthInput(StrictSerializer):
 
 
 
+def one_auth_config(attrs: dict) -> dict:
+    """A webhook's endpoint authenticates one way: apiKeyAuthConfig or oauth2AuthConfig, not
+    both (the registry's webhooks and a financial instrument's alike)."""
+    if attrs.get("apiKeyAuthConfig") and attrs.get("oauth2AuthConfig"):
+        raise serializers.ValidationError({"oauth2AuthConfig": [serializers.ErrorDetail("Give one of apiKeyAuthConfig and oauth2AuthConfig, not both.", code="CONFLICTING_FIELDS")]})
+    return attrs
+
+
 class _WebhookFields(StrictSerializer):
     apiKeyAuthConfig = WebhookApiKeyAuthInput(required=False, allow_null=True)
     oauth2AuthConfig = WebhookOAuth2AuthInput(required=False, allow_null=True)
     timeout = StrictIntegerField(required=False, allow_null=True, min_value=1, max_value=120, help_text="Seconds one attempt may take (default LEDGER_WEBHOOK_TIMEOUT_SECONDS).")
 
     def validate(self, attrs):
-        if attrs.get("apiKeyAuthConfig") and attrs.get("oauth2AuthConfig"):
-            raise serializers.ValidationError({"oauth2AuthConfig": [serializers.ErrorDetail("Give one of apiKeyAuthConfig and oauth2AuthConfig, not both.", code="CONFLICTING_FIELDS")]})
-        return attrs
+        return one_auth_config(attrs)
 
 
 class CreateWebhookItem(_WebhookFields):

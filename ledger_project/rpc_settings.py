@@ -49,8 +49,9 @@ LEDGER_RPC_RETRY_BASE_SECONDS = env.float("LEDGER_RPC_RETRY_BASE_SECONDS", defau
 LEDGER_RPC_URL_COOLOFF_SECONDS = env.float("LEDGER_RPC_URL_COOLOFF_SECONDS", default=10.0)
 # Admission by backlog (transactions/admission.py): under a send budget, a new operation is
 # refused 503 CHAIN_BUSY while the unsent SIGNED backlog holds what the budget sends in this
-# many seconds (a blockhash's life; 0: never refused); the count is read once per refresh.
-LEDGER_ADMISSION_HORIZON_SECONDS = env.float("LEDGER_ADMISSION_HORIZON_SECONDS", default=60.0)
+# many seconds (half a blockhash's life, so the backlog's tail is sent before its blockhash
+# must be renewed; 0: never refused); the count is read once per refresh.
+LEDGER_ADMISSION_HORIZON_SECONDS = env.float("LEDGER_ADMISSION_HORIZON_SECONDS", default=30.0)
 LEDGER_ADMISSION_REFRESH_SECONDS = env.float("LEDGER_ADMISSION_REFRESH_SECONDS", default=1.0)
 # The read floor (chain/floor.py): account, balance and blockhash reads carry the newest slot
 # the service applied a confirmation at as minContextSlot, for this long after it (0: off),

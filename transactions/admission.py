@@ -1,12 +1,14 @@
 """Admission by backlog (docs/chain.md, "Admission by backlog"): under a provider's send
-budget the engine accepts no more work than that budget can send within a blockhash's life.
+budget the engine accepts no more work than that budget can send within half a blockhash's life.
 
 A cluster whose ``sendTransaction`` or total (``*``) is limited by LEDGER_RPC_BUDGETS can
 send at most ``rate`` transactions a second: the send limit, or half the total (the other
 half carries the pump's reads), whichever is lower. The pump's backlog is the SIGNED rows due
 for submission and not yet sent (the partial index ``txn_signed_unsent_lvbh``). When it
-holds what the budget sends in LEDGER_ADMISSION_HORIZON_SECONDS (a blockhash's life: 150
-blocks, about 60 s), a new operation is refused before anything is built or stored: 503
+holds what the budget sends in LEDGER_ADMISSION_HORIZON_SECONDS (30 s, half a blockhash's
+life of 150 blocks: the backlog's last row still goes out on the blockhash it was signed
+with, not re-signed on a fresh one, which would cost its LEDGER_RESIGN_MAX), a new operation
+is refused before anything is built or stored: 503
 CHAIN_BUSY with the Retry-After in which the budget sends the surplus. The same request, same
 x-request-id, may be sent again. Without a send budget (the local node's default) nothing is
 counted.

@@ -7,7 +7,7 @@ PORT ?= 8000
 TEST_WORKERS ?= 2
 STAMP := $(VENV)/.requirements.stamp
 
-.PHONY: venv browser promtool nginx migrate run test test-embedded schemathesis bench clean
+.PHONY: venv browser promtool nginx lint migrate run test test-embedded schemathesis bench clean
 
 # Embedded mode for these targets only: without LEDGER_MASTER_KEY a master key file is
 # generated under var/ (docs/custody.md); production commands get no such default.
@@ -44,13 +44,17 @@ run: migrate
 	$(BIN)/python manage.py collectstatic --noinput -v0
 	PORT=$(PORT) $(BIN)/python scripts/run_embedded.py
 
+# ruff (ruff.toml): pyflakes and the one line limit; `make test` runs it first (docs/style.md).
+lint: venv
+	$(BIN)/ruff check -q .
+
 # The whole suite, in parallel. DATABASE_URL / REDIS_URL choose PostgreSQL and Redis
 # (.ci/run sets both); without them it runs on the embedded defaults.
-test: venv browser promtool nginx
+test: venv browser promtool nginx lint
 	$(BIN)/python scripts/with_localnet.py $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -q $(PYTEST_ARGS)
 
 # The same suite forced onto the embedded defaults (SQLite, filesystem broker).
-test-embedded: venv browser promtool nginx
+test-embedded: venv browser promtool nginx lint
 	env -u DATABASE_URL -u REDIS_URL LEDGER_VAR_DIR=$(CURDIR)/var/test-embedded $(BIN)/python scripts/with_localnet.py $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -q $(PYTEST_ARGS)
 
 # schemathesis (every check) over the whole OpenAPI against a throwaway server (SQLite, own

@@ -31,7 +31,7 @@ from solders.system_program import (
 )
 
 from custody import services as custody
-from ledger_project.api.errors import LedgerError, NotFoundError
+from ledger_project.api.errors import LedgerError
 from tenancy.context import OperationContext
 from tenancy.idempotency import write_phase
 from ledger_project.api.query import QueryField, QuerySpec, apply_item_query

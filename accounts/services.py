@@ -375,7 +375,8 @@ def _account_update(ctx: OperationContext, *, account: Account, changes: dict) -
             setattr(account, column, normalize(changes[name]) if changes[name] is not None else None)
     if new_type not in WALLET_TYPES:
         account.network_currency_debit_limits = account.token_debit_limits = None
-    _conflicts(tenant, cluster, "", {k: refs.get(k) for k in ("code", "alId") if refs.get(k)} | ({"accountNumber": account.account_number, "organizationExternalId": account.organization_external_id} if refs.get("accountNumber") else {}), exclude_pk=account.pk)
+    numbered = {"accountNumber": account.account_number, "organizationExternalId": account.organization_external_id} if refs.get("accountNumber") else {}
+    _conflicts(tenant, cluster, "", {k: refs.get(k) for k in ("code", "alId") if refs.get(k)} | numbered, exclude_pk=account.pk)
     if refs.get("alId"):
         _al_id_written(account)
     try:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile

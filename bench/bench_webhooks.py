@@ -135,7 +135,8 @@ def run_setup(setup: str) -> None:
                 manage(env, "migrate", "--noinput", "-v0")
                 manage(env, "create_tenant", "--external-id", "BENCH", "--name", "Bench")
                 key = json.loads(manage(env, "create_api_key", "--org", "BENCH", "--rate-limit", "0"))["secret"]
-                procs.append(subprocess.Popen([sys.executable, "-m", "celery", "-A", "ledger_project", "worker", "--beat", "--schedule", str(Path(tmp) / "beat"), "--concurrency", os.environ.get("BENCH_WEBHOOKS_CONCURRENCY", "3"), "--loglevel", "WARNING"],
+                procs.append(subprocess.Popen([sys.executable, "-m", "celery", "-A", "ledger_project", "worker", "--beat", "--schedule", str(Path(tmp) / "beat"),
+                                               "--concurrency", os.environ.get("BENCH_WEBHOOKS_CONCURRENCY", "3"), "--loglevel", "WARNING"],
                                               cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT))
                 port = free_port()
                 procs.append(gunicorn(env, port))

@@ -5,7 +5,8 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-BENCHES = ["bench_api.py", "bench_localnet.py", "bench_accounts.py", "bench_instruments.py", "bench_transactions.py", "bench_e2e.py", "bench_batch.py", "bench_drain.py", "bench_frost.py", "bench_admin.py", "bench_webhooks.py", "bench_marketdata.py", "bench_metrics.py", "bench_faults.py"]
+BENCHES = ["bench_api.py", "bench_localnet.py", "bench_accounts.py", "bench_instruments.py", "bench_transactions.py", "bench_e2e.py", "bench_batch.py",
+           "bench_drain.py", "bench_frost.py", "bench_admin.py", "bench_webhooks.py", "bench_marketdata.py", "bench_metrics.py", "bench_faults.py"]
 
 failed = 0
 for name in BENCHES:

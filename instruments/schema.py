@@ -58,7 +58,8 @@ def postprocess(result, generator, request, public):
     if create_instrument is not None:
         create_instrument["anyOf"] = [
             {"required": ["offchainReferences"], "properties": {"offchainReferences": {"type": "object", "required": ["newAlId"], "properties": {"newAlId": {"type": "object"}}}}},
-            {"required": ["mintAccount"], "properties": {"mintAccount": {"type": "object", "required": ["offchainReferences"], "properties": {"offchainReferences": {"type": "object", "required": ["alId"], "properties": {"alId": {"type": "string", "minLength": 1}}}}}}},
+            {"required": ["mintAccount"], "properties": {"mintAccount": {"type": "object", "required": ["offchainReferences"], "properties": {
+                "offchainReferences": {"type": "object", "required": ["alId"], "properties": {"alId": {"type": "string", "minLength": 1}}}}}}},
         ]
         _null = {"nullable": True, "enum": [None]}
         create_instrument["allOf"] = [

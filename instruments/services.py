@@ -212,7 +212,8 @@ def instrument_create(ctx: OperationContext, *, data: dict) -> InstrumentResult:
             raise LedgerError("A mint's size and rent follow from its extensions; omit dataLength and seed.", field=f"{prefix}.mintAccount.dataLength", code="INVALID")
         if mint_data.get("managed") is False:
             raise LedgerError("A new mint account is created by the service and signs its creation: it must be managed.", field=f"{prefix}.mintAccount.managed", code="INVALID")
-        mint_account = account_draft(tenant=tenant, cluster=cluster, api_key=ctx.api_key, data={**mint_data, "offchainReferences": {**mint_refs, "type": reference_type, "alId": None}}, prefix=f"{prefix}.mintAccount", allowed_types={reference_type})
+        mint_account = account_draft(tenant=tenant, cluster=cluster, api_key=ctx.api_key, data={**mint_data, "offchainReferences": {**mint_refs, "type": reference_type, "alId": None}},
+                                     prefix=f"{prefix}.mintAccount", allowed_types={reference_type})
         lamports = None
     _al_id_free(tenant, cluster, given_al_id, prefix, mint_account=existing)
     mint = Pubkey.from_string(mint_account.address)

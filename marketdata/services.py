@@ -277,7 +277,7 @@ def data_source_update(ctx: OperationContext, *, source: OnchainDataSource, data
     (SetJobHash signed by the authority) and takes effect once that confirms; the rating
     provider, the refresh interval and the status (ACTIVE / INACTIVE: refreshed or not)
     change at once. Patch semantics: what the body leaves out stays."""
-    tenant, cluster = ctx.tenant, ctx.cluster
+    tenant = ctx.tenant
     details = data.get("partnerOracleDetails") or {}
     changes = _changes_offchain(source, data)
     new_job = None

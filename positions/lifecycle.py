@@ -286,7 +286,7 @@ def position_update(ctx: OperationContext, *, position: Position, changes: dict)
     the write phase under the position's row lock; ``delegate`` approves (ApproveChecked)
     or, null, revokes on the network, one delegate change in flight at a time, and the
     record's delegate follows the chain on confirmation."""
-    tenant, cluster = ctx.tenant, ctx.cluster
+    tenant = ctx.tenant
     p = "itemData"
     position = _fresh(tenant, position)
     check_token_debit_settings(ctx.api_key, changes, position.owner, p, present=True)

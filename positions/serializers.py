@@ -297,7 +297,9 @@ class BurnInput(TransactionEnvelopeSerializer):
 
 class TransferItem(StrictSerializer):
     source = MovingPositionLookupSerializer()
-    destination = MovingPositionLookupSerializer(help_text="A position; or owner + financialInstrument, whose associated position is created on the way when missing; or owner {onchainId, offPlatform: true}: that address's associated token account (created when missing, never recorded).")
+    destination = MovingPositionLookupSerializer(help_text=(
+        "A position; or owner + financialInstrument, whose associated position is created on the way when missing; or owner {onchainId, offPlatform: true}: "
+        "that address's associated token account (created when missing, never recorded)."))
     value = TokenValueSerializer()
     authority = LookupSerializer(required=False, allow_null=True, help_text="Who signs: the source's owner (default), its delegate, or the instrument's permanent delegate.")
 

@@ -91,7 +91,8 @@ def test_unexpected_exception_is_500_without_trace_and_rolls_back(api, caplog):
     assert any(getattr(r, "request_id", None) == str(rid) or "unhandled" in r.getMessage() for r in caplog.records)
 
 
-@pytest.mark.parametrize("item, field", [({"externalId": "X", "count": "5"}, "itemData.count"), ({"externalId": "X", "count": 5.5}, "itemData.count"), ({"externalId": 5}, "itemData.externalId"), ({"externalId": "X", "count": True}, "itemData.count")])
+@pytest.mark.parametrize("item, field", [({"externalId": "X", "count": "5"}, "itemData.count"), ({"externalId": "X", "count": 5.5}, "itemData.count"),
+                                         ({"externalId": 5}, "itemData.externalId"), ({"externalId": "X", "count": True}, "itemData.count")])
 def test_json_types_are_strict(api, item, field):
     """"5" is not an integer and 5 is not a string: wrong JSON types are named, not coerced."""
     assert_error(api.call("post", PROBE, {"itemData": item}), 400, "INVALID", field)

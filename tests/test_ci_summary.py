@@ -6,7 +6,6 @@ with stand-ins for make/psql/pg_isready/redis-cli (the stages themselves are not
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess

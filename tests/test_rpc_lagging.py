@@ -258,7 +258,7 @@ def test_a_durable_nonce_request_behind_a_lagging_pool_reads_the_nonce_its_last_
     from transactions.tests.test_nonce_pool import seeded_create, tenant_payer
 
     monkeypatch.setattr(nonce_pool, "_kick_fill", lambda cluster: None)  # this test's pool alone
-    front = _lagging(fault_front, settings)
+    _lagging(fault_front, settings)
     payer = tenant_payer(api, chain)
     nonce_pool.nonce_pool_fill(cluster=CLUSTER, target=1)
     row = NonceAccount.objects.get()

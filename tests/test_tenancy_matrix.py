@@ -70,7 +70,8 @@ ENDPOINTS = [
     # Batch payouts (docs/positions.md): a batch answers 200 with each item's own result; another organization's
     # position fails its item exactly like a missing one (checked on the items below). A batch is named by offchainId.
     ("post", "/api/v1/positions/transfer/batch", lambda lk: {"itemData": {"items": [{"source": {"position": lk}, "destination": {"position": lk}, "value": {"lamports": 1}}]}}),
-    ("post", "/api/v1/positions/transfer-network-currency/batch", lambda lk: {"itemData": {"items": [{"source": lk, "destination": {"onchainId": "11111111111111111111111111111112", "offPlatform": True}, "value": {"lamports": 1_000_000}}]}}),
+    ("post", "/api/v1/positions/transfer-network-currency/batch",
+     lambda lk: {"itemData": {"items": [{"source": lk, "destination": {"onchainId": "11111111111111111111111111111112", "offPlatform": True}, "value": {"lamports": 1_000_000}}]}}),
     ("post", "/api/v1/positions/batches/single", lambda lk: {"itemData": {"batch": {"offchainId": lk.get("offchainId") or str(uuid.uuid4())}}}),
     # Another tenant's transaction answers like a missing one: transactions/tests/test_api_sign.py, test_api_submit.py.
     ("patch", "/api/v1/transactions/sign", None),
@@ -96,7 +97,8 @@ ENDPOINTS = [
     ("post", "/api/v1/transactions/dkg/commit", None),
     ("post", "/api/v1/transactions/dkg/status", None),
     # Loan remittance vaults (docs/vaults.md): another organization's vault answers like a missing one.
-    ("post", "/api/v1/platform-programs/loan-remittance/create-vault", lambda lk: {"itemData": {"loanFinancialInstrument": lk, "paymentFinancialInstrument": lk, "admin": {"onchainId": "11111111111111111111111111111112", "offPlatform": True}}}),
+    ("post", "/api/v1/platform-programs/loan-remittance/create-vault",
+     lambda lk: {"itemData": {"loanFinancialInstrument": lk, "paymentFinancialInstrument": lk, "admin": {"onchainId": "11111111111111111111111111111112", "offPlatform": True}}}),
     ("post", "/api/v1/platform-programs/loan-remittance/update-whitelist", lambda lk: {"itemData": {"vault": lk, "action": "ADD", "destination": {"owner": {"onchainId": "11111111111111111111111111111112", "offPlatform": True}}}}),
     ("post", "/api/v1/platform-programs/loan-remittance/repayment", lambda lk: {"itemData": {"vault": lk, "destination": {"owner": {"onchainId": "11111111111111111111111111111112", "offPlatform": True}}, "value": {"lamports": 1}}}),
     ("post", "/api/v1/platform-programs/loan-remittance/close-vault", lambda lk: {"itemData": {"vault": lk}}),

@@ -96,7 +96,8 @@ class OffPlatformSignature(StrictSerializer):
     transaction's serializedMessage (base58, as Keypair.sign_message gives it)."""
 
     account = LookupSerializer(help_text="The signer: an account of the lookup rules, or an address the service does not record with offPlatform: true.")
-    signature = StrictCharField(required=False, allow_null=True, max_length=100, help_text="Base58 Ed25519 signature of the bytes of serializedMessage (400 INVALID_SIGNATURE when it does not verify, NOT_A_SIGNER when the account is not a signer).")
+    signature = StrictCharField(required=False, allow_null=True, max_length=100, help_text=(
+        "Base58 Ed25519 signature of the bytes of serializedMessage (400 INVALID_SIGNATURE when it does not verify, NOT_A_SIGNER when the account is not a signer)."))
     dkgSigning = DkgSigning(required=False, allow_null=True, help_text="A DKG account's partial signatures, instead of signature (docs/threshold-signing.md).")
 
     def validate(self, attrs):

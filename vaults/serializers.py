@@ -75,7 +75,9 @@ class CreateVaultItem(StrictSerializer):
     loanFinancialInstrument = InstrumentLookupSerializer(help_text="The loan: an instrument of type LOAN, CORPORATE_LOAN, MUNI_LOAN, AUTO_LOAN or BROKER_CD (400 NOT_A_LOAN_INSTRUMENT).")
     paymentFinancialInstrument = InstrumentLookupSerializer(help_text="What repayments are paid in (SPL or Token-2022, transfer-hook mints included).")
     admin = LookupSerializer(help_text="Recorded on chain as the vault's admin: an account of the organization (managed: signs on platform) or any address {onchainId, offPlatform: true} (signs off platform).")
-    loanMintAuthority = LookupSerializer(required=False, allow_null=True, help_text="The loan mint's mint authority, which signs the creation (only the issuer opens a loan's vault); default: the instrument's recorded one (400 AUTHORITY_MISMATCH when another).")
+    loanMintAuthority = LookupSerializer(required=False, allow_null=True, help_text=(
+        "The loan mint's mint authority, which signs the creation (only the issuer opens a loan's vault); default: the instrument's recorded one "
+        "(400 AUTHORITY_MISMATCH when another)."))
     capacity = StrictIntegerField(required=False, allow_null=True, min_value=1, max_value=MAX_CAPACITY, help_text="Whitelist entries the vault holds (fixed at creation; its rent grows with it). Default 16.")
     offchainReferences = AccountReferencesSerializer(required=False, allow_null=True, help_text="References of the vault's position (its type is FUNDS_TOKEN_ACCOUNT).")
     tokenDebitLimits = serializers.ListField(child=DebitLimitSerializer(), required=False, allow_null=True, max_length=20, help_text="Limits of repayments out of the vault (default: the token defaults, docs/positions.md).")

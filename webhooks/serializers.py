@@ -257,7 +257,9 @@ def render_webhook(sub, level: str = "detailed") -> dict:
 
 
 class _EventEnvelope(serializers.Serializer):
-    id = serializers.UUIDField(help_text="The event's id: the same on every attempt and replay, and for every webhook it goes to. Deduplicate on the pair (X-Ledger-Webhook-Id, id): one change sent to two webhooks of one receiver carries the same id to both.")
+    id = serializers.UUIDField(help_text=(
+        "The event's id: the same on every attempt and replay, and for every webhook it goes to. Deduplicate on the pair (X-Ledger-Webhook-Id, id): "
+        "one change sent to two webhooks of one receiver carries the same id to both."))
     occurredAt = serializers.CharField(help_text="When the change happened (network events: the block time), ISO 8601 UTC with milliseconds.")
     tenantOrganizationId = serializers.CharField()
     svmCluster = serializers.CharField()

@@ -237,7 +237,8 @@ def test_details_has_every_spec_field(api, tenant, localnet_url):
     body = response.json()
     assert set(body["onchain"]) == {"id", "lastTransactionId", "lastTransactionAt", "creationTransactionId", "creationTransactionAt"}
     assert set(body["offchain"]) == {"id", "type", "code", "alId", "organizationExternalId", "accountNumber", "name", "lamportsBalance", "tokenBalance", "tokenDecimals", "lastTransactionId", "creationTransactionId"}
-    for name in ("managed", "status", "privateKeyLocation", "isDerived", "comments", "subscribeToNetworkEvents", "sharedAcrossTenants", "wasOnchainAlready", "canPayFees", "globalFeePayerForOrgs", "solDebitApiKeys", "tokenDebitApiKeys", "domain", "tenantOrganizationId"):
+    for name in ("managed", "status", "privateKeyLocation", "isDerived", "comments", "subscribeToNetworkEvents", "sharedAcrossTenants", "wasOnchainAlready",
+                 "canPayFees", "globalFeePayerForOrgs", "solDebitApiKeys", "tokenDebitApiKeys", "domain", "tenantOrganizationId"):
         assert name in body
     assert body["tenantOrganizationId"] == "ACME" and body["offchain"]["code"] == "D1"
 
@@ -245,7 +246,8 @@ def test_details_has_every_spec_field(api, tenant, localnet_url):
 @pytest.mark.django_db
 def test_lookup_by_references(api, tenant, localnet_url):
     account = AccountFactory(tenant=tenant, code="REF", account_number="42", organization_external_id="ACME", al_id="ALFXFC00000001")
-    for lookup in ({"offchainReferences": {"code": "REF"}}, {"offchainReferences": {"accountNumber": "42", "organizationExternalId": "ACME"}}, {"offchainReferences": {"alId": "ALFXFC00000001"}}, {"offchainId": str(account.offchain_id), "onchainId": account.address}):
+    for lookup in ({"offchainReferences": {"code": "REF"}}, {"offchainReferences": {"accountNumber": "42", "organizationExternalId": "ACME"}},
+                   {"offchainReferences": {"alId": "ALFXFC00000001"}}, {"offchainId": str(account.offchain_id), "onchainId": account.address}):
         response = details(api, lookup)
         assert response.status_code == 200 and response.json()["offchain"]["id"] == str(account.offchain_id), lookup
 

@@ -12,7 +12,7 @@ from solders.keypair import Keypair
 
 from accounts import services
 from accounts.models import Account
-from accounts.tests.test_api_accounts import ACCOUNTS, create
+from accounts.tests.test_api_accounts import create
 from conftest import assert_error
 from custody import services as custody
 from custody.models import KeyLocation, ManagedKey

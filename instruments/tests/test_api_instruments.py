@@ -113,10 +113,13 @@ EXTENSION_CASES = {
     "PERMANENT_DELEGATE": (lambda a: {"permanentDelegateAuthority": a}, "PERMANENT_DELEGATE", lambda addr, mint: {"delegate": addr}),
     "MINT_CLOSE_AUTHORITY": (lambda a: {"closingAuthority": a}, "MINT_CLOSE_AUTHORITY", lambda addr, mint: {"closeAuthority": addr}),
     "PAUSABLE": (lambda a: {"pausableAuthority": a}, "PAUSABLE", lambda addr, mint: {"authority": addr, "paused": False}),
-    "SCALED_UI_AMOUNT": (lambda a: {"scaledUiAmountAuthority": a, "scaledUiAmountMultiplier": 1.25}, "SCALED_UI_AMOUNT", lambda addr, mint: {"authority": addr, "multiplier": 1.25, "newMultiplierEffectiveTimestamp": 0, "newMultiplier": 1.25}),
+    "SCALED_UI_AMOUNT": (lambda a: {"scaledUiAmountAuthority": a, "scaledUiAmountMultiplier": 1.25}, "SCALED_UI_AMOUNT",
+                         lambda addr, mint: {"authority": addr, "multiplier": 1.25, "newMultiplierEffectiveTimestamp": 0, "newMultiplier": 1.25}),
     "TRANSFER_HOOK": (lambda a: {"transferHookAuthority": a, "transferHookProgram": {"onchainId": str(TOKEN_PROGRAM_ID), "offPlatform": True}}, "TRANSFER_HOOK", lambda addr, mint: {"authority": addr, "programId": str(TOKEN_PROGRAM_ID)}),
-    "CONFIDENTIAL_TRANSFER": (lambda a: {"confidentialTransferAuthority": a, "confidentialTransfer": {"autoApproveNewPositions": True}}, "CONFIDENTIAL_TRANSFER_MINT", lambda addr, mint: {"authority": addr, "autoApproveNewAccounts": True, "auditorElgamalPubkey": None}),
-    "CONFIDENTIAL_MINT_BURN": (lambda a: {"confidentialTransfer": {}, "confidentialMintBurn": {"supplyElgamalPubkey": _b64(32), "decryptableSupply": _b64(36)}}, "CONFIDENTIAL_MINT_BURN", lambda addr, mint: {"supplyElgamalPubkey": bytes(range(1, 33)).hex()}),
+    "CONFIDENTIAL_TRANSFER": (lambda a: {"confidentialTransferAuthority": a, "confidentialTransfer": {"autoApproveNewPositions": True}}, "CONFIDENTIAL_TRANSFER_MINT",
+                              lambda addr, mint: {"authority": addr, "autoApproveNewAccounts": True, "auditorElgamalPubkey": None}),
+    "CONFIDENTIAL_MINT_BURN": (lambda a: {"confidentialTransfer": {}, "confidentialMintBurn": {"supplyElgamalPubkey": _b64(32), "decryptableSupply": _b64(36)}},
+                               "CONFIDENTIAL_MINT_BURN", lambda addr, mint: {"supplyElgamalPubkey": bytes(range(1, 33)).hex()}),
 }
 
 
@@ -488,7 +491,9 @@ def test_create_errors(api, celery_worker_process):
     assert_error(create(api, {**BOND}), 400, "REQUIRED", "itemData.mintAuthority")
     assert_error(create(api, {**BOND, "mintAuthority": authority, "defaultPositionState": "FROZEN"}), 400, "REQUIRES_FREEZE_AUTHORITY")
     assert_error(create(api, {**BOND, "mintAuthority": authority, "confidentialMintBurn": {"supplyElgamalPubkey": _b64(32), "decryptableSupply": _b64(36)}}), 400, "EXTENSION_REQUIRES")
-    assert_error(create(api, {**BOND, "mintAuthority": authority, "confidentialTransfer": {}, "confidentialMintBurn": {"supplyElgamalPubkey": "short", "decryptableSupply": _b64(36)}}), 400, "INVALID", "itemData.confidentialMintBurn.supplyElgamalPubkey")
+    short = {"supplyElgamalPubkey": "short", "decryptableSupply": _b64(36)}
+    assert_error(create(api, {**BOND, "mintAuthority": authority, "confidentialTransfer": {}, "confidentialMintBurn": short}), 400, "INVALID",
+                 "itemData.confidentialMintBurn.supplyElgamalPubkey")
     assert_error(create(api, {**BOND, "mintAuthority": authority, "scaledUiAmountMultiplier": -1}), 400, "OUT_OF_RANGE")
     assert_error(create(api, {**BOND, "mintAuthority": authority, "scaledUiAmountMultiplier": "2"}), 400)
     assert_error(create(api, {**BOND, "mintAuthority": authority, "transferHookProgram": {"onchainId": str(Keypair().pubkey()), "offPlatform": True}}), 400, "NOT_A_PROGRAM")

@@ -114,7 +114,7 @@ def _write(plan: Plan, prepared, funding, loan: Loan, *, statuses, submit: bool 
 def loan_swap_collateral(ctx: OperationContext, *, loan: Loan, data: dict) -> LoanResult:
     """Swap Collateral: DepositCollateral per itemsToDeposit, then WithdrawCollateral per
     itemsToWithdraw (the loan-to-value ratio must hold after each withdrawal)."""
-    tenant, cluster = ctx.tenant, ctx.cluster
+    cluster = ctx.cluster
     protocol(data)
     statuses = (LoanStatus.ACTIVE,)
     open_loan(loan, statuses=statuses)

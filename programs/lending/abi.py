@@ -295,8 +295,10 @@ INSTRUCTIONS = [
             Account("new_strategy", doc="the strategy taking the loan over (may be the same: a renewal)"),
             Account("borrower", signer=True),
         ),
-        doc="The new strategy pays the loan's strategy everything owed (per borrowed mint); the debt becomes principal under the new strategy's terms, which must equal the expected ones, from now; the loan-to-value ratio is checked with the new strategy's feeds.",
-        rest="per borrowed item in the escrow's order: mint, the new strategy's token account (w), the loan strategy's associated token account (w), token program; then the new strategy's feeds for the loan's pledged items, then its borrowed items",
+        doc=("The new strategy pays the loan's strategy everything owed (per borrowed mint); the debt becomes principal under the new strategy's terms, "
+             "which must equal the expected ones, from now; the loan-to-value ratio is checked with the new strategy's feeds."),
+        rest=("per borrowed item in the escrow's order: mint, the new strategy's token account (w), the loan strategy's associated token account (w), token program; "
+              "then the new strategy's feeds for the loan's pledged items, then its borrowed items"),
     ),
     Instruction(
         "Liquidate", 14,

@@ -17,7 +17,7 @@ from solders.signature import Signature
 from solders.transaction import Transaction
 from solders.transaction_status import InstructionErrorCustom, TransactionErrorInstructionError
 
-from programs.price_feed import abi, client
+from programs.price_feed import client
 from transactions.tests.chainkit import create_mint, funded, send
 
 PRICE_FEED = client.LOCALNET_PROGRAM_ID

@@ -103,7 +103,7 @@ def test_a_mint_repaid_in_full_has_nothing_more_to_repay(world, market):
 
 
 def refinance_ix(world: World, loan, new, *, apy: int, lqt: list[int], feeds=None, borrowed=None):
-    acme, usdc = loan.pledged[0], loan.borrowed[0]
+    usdc = loan.borrowed[0]
     return lend.refinance(PROGRAM, escrow=loan.escrow, strategy=loan.strategy.address, new_strategy=new.address, borrower=loan.borrower.pubkey(),
                           borrowed=borrowed or [usdc.token], feeds=world.feeds(loan, new) if feeds is None else feeds, expected_apy=apy, expected_lqt=lqt)
 

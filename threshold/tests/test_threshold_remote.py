@@ -14,7 +14,6 @@ import pytest
 from solders.hash import Hash
 from solders.keypair import Keypair
 from solders.message import Message, MessageV0, to_bytes_versioned
-from solders.pubkey import Pubkey
 from solders.system_program import AdvanceNonceAccountParams, TransferParams, advance_nonce_account, transfer
 from spl.token.constants import TOKEN_PROGRAM_ID
 from spl.token.instructions import TransferCheckedParams, transfer_checked

@@ -20,7 +20,7 @@ from solders.pubkey import Pubkey
 from solders.signature import Signature
 
 from accounts.mpc.models import NonceStatus, SigningNonce, SigningPlayer, SigningSession
-from accounts.tests.dkg_kit import SIGNING, ApiPlayer, backend_done, create, dkg_account, dkg_item, share_verifies
+from accounts.tests.dkg_kit import SIGNING, ApiPlayer, backend_done, create, dkg_item, share_verifies
 from threshold.tests.threshold_kit import Player, client_env, parse_result
 from threshold import frost
 from threshold import messages as M

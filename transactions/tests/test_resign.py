@@ -30,7 +30,7 @@ from tests.workers import wait_for
 from transactions import notify, pump, resign, services, settlement
 from transactions.fee_payers import fee_payer_cache_clear
 from transactions.models import Transaction, TransactionApproval, TransactionEvent, TransactionStatus
-from transactions.specs import SignerSpec, TxConfig
+from transactions.specs import SignerSpec
 from transactions.tests.chainkit import hold_pump
 from webhooks.models import WebhookEvent
 

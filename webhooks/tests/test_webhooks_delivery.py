@@ -138,7 +138,7 @@ def test_oauth_client_credentials_token_is_fetched_with_audience_cached_and_refr
     with TokenServer() as tokens, Receiver() as receiver:
         receiver.token_server = tokens
         oauth = {"accessTokenUrl": tokens.url("/oauth/token"), "audience": tokens.audience, "flowType": "CLIENT_CREDENTIALS", "clientId": tokens.client_id, "clientSecret": tokens.client_secret}
-        sub = subscribe(tenant, receiver.url("/hook"), apiKeyAuthConfig=None, oauth2AuthConfig=oauth)
+        subscribe(tenant, receiver.url("/hook"), apiKeyAuthConfig=None, oauth2AuthConfig=oauth)
         emit([recorded_transaction(tenant) for _ in range(5)])
         assert [o.status_code for o in delivery.deliver_due()] == [200] * 5
         assert len(tokens.issued) == 1 and tokens.requests[0] == {"grant_type": "client_credentials", "client_id": tokens.client_id,

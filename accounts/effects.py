@@ -143,8 +143,8 @@ def balances_after(confirmed) -> None:
                     dirty[account.pk] = account
                 continue
             if account.pk not in latest:
-                snapshots = BalanceSnapshot.objects.filter(account=account, transaction__slot__isnull=False).order_by("-transaction__slot", "-at", "-pk")
-                latest[account.pk] = snapshots.values_list("transaction_id", "transaction__slot", "transaction__onchain_id").first()
+                recorded = BalanceSnapshot.objects.filter(account=account, transaction__slot__isnull=False).order_by("-transaction__slot", "-at", "-pk")
+                latest[account.pk] = recorded.values_list("transaction_id", "transaction__slot", "transaction__onchain_id").first()
             last = latest[account.pk]
             if last is not None and last[0] == tx.pk:
                 continue  # already recorded

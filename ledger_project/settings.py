@@ -336,6 +336,9 @@ LEDGER_RPC_BATCH_SIZE = env.int("LEDGER_RPC_BATCH_SIZE", default=100)
 # docs/transactions.md, "Shards").
 LEDGER_PUMP_SHARDS = env.int("LEDGER_PUMP_SHARDS", default=8)
 LEDGER_PUMP_LEASE_SECONDS = env.float("LEDGER_PUMP_LEASE_SECONDS", default=5.0)
+# A pump's pass that has not come back this long is taken for wedged: its lease keeper stops
+# renewing and the shards lapse to another holder (a pass's calls each end at their deadline).
+LEDGER_PUMP_STALL_SECONDS = env.float("LEDGER_PUMP_STALL_SECONDS", default=120.0)
 LEDGER_PUMP_IDLE_SECONDS = env.float("LEDGER_PUMP_IDLE_SECONDS", default=3.0)  # nothing in flight this long: the pump stops
 LEDGER_PUMP_RUN_SECONDS = env.float("LEDGER_PUMP_RUN_SECONDS", default=20.0)  # one task's run; then it hands over to a fresh task
 # A worker's warm shutdown (SIGTERM, Ctrl-C) ends within this: the loops stop at their next

@@ -20,6 +20,14 @@ leaves leases that lapse after LEDGER_PUMP_LEASE_SECONDS; then the next request'
 watch (beat, every 2 s), a worker starting or another holder's rebalance takes over. Nothing
 is lost meanwhile: the rows are the queue (docs/transactions.md, "The pump").
 
+A pass can wait on the network far longer than a lease: a node that hangs holds each call up
+to its deadline, and a pass makes several calls (``_LeaseKeeper``). A thread of the running
+pump renews its leases every third of a lease while a pass is under way, so a slow pass keeps
+its shards instead of another holder taking them and the two stopping each other in turn
+(measured under the fault front's flaky profile: docs/chain.md). It only extends leases the
+loop holds; taking and giving back stay the loop's, and a loop that has not come back from
+a pass for LEDGER_PUMP_STALL_SECONDS is let go (its leases lapse as a killed holder's do).
+
 Kicks are cheap and race-free: a request that commits a SIGNED row enqueues a pump only
 when it sees no live lease on its row's shard (``pump_kick``); a pump about to stop releases
 its leases first and then looks for work once more, so a row committed by a request that saw
@@ -32,12 +40,13 @@ import logging
 import math
 import os
 import socket
+import threading
 import time
 import uuid
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import IntegrityError, transaction as db_transaction
+from django.db import IntegrityError, connection, transaction as db_transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
@@ -245,6 +254,60 @@ def _worth_joining(cluster: str) -> bool:
     return any(live.count(holder) > share for holder in set(live))
 
 
+class _LeaseKeeper:
+    """Renews a running pump's leases from a thread of its own while a pass is under way.
+
+    ``shards`` is what the loop holds (the loop sets it after every renewal and rebalance);
+    the thread extends those leases every third of a lease with one UPDATE and never takes,
+    gives back or reports a loss (the loop's renewal does: it reads what is still ours).
+    The thread stops renewing once the loop has not come back for LEDGER_PUMP_STALL_SECONDS,
+    so a wedged process loses its shards as a killed one does. Not started when the pump
+    runs inside a database transaction (a test's): another connection would not see its
+    rows."""
+
+    def __init__(self, cluster: str, holder: str):
+        self.cluster = cluster
+        self.holder = holder
+        self.shards: frozenset[int] = frozenset()
+        self.renewals = 0
+        self._beat = time.monotonic()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> "_LeaseKeeper":
+        if not connection.in_atomic_block:
+            self._thread = threading.Thread(target=self._run, name=f"pump-lease-{self.cluster}", daemon=True)
+            self._thread.start()
+        return self
+
+    def beat(self, shards: frozenset[int]) -> None:
+        """The loop is alive and holds ``shards``."""
+        self.shards = shards
+        self._beat = time.monotonic()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=settings.LEDGER_PUMP_LEASE_SECONDS)
+
+    def _run(self) -> None:
+        from django.db import connections
+
+        every = settings.LEDGER_PUMP_LEASE_SECONDS / 3
+        try:
+            while not self._stop.wait(every):
+                shards = self.shards
+                if not shards or time.monotonic() - self._beat > settings.LEDGER_PUMP_STALL_SECONDS:
+                    continue
+                try:
+                    PumpLease.objects.filter(cluster=self.cluster, holder=self.holder, shard__in=shards).update(lease_until=timezone.now() + _lease_seconds())
+                    self.renewals += 1
+                except Exception:  # the database away for a moment: the loop's own renewal tells
+                    logger.warning("pump of %s could not renew its leases from its keeper", self.cluster, exc_info=True)
+        finally:
+            connections.close_all()
+
+
 def pump_run(cluster: str, *, holder: str, run_seconds: float | None = None) -> bool:
     """Pump the shards of ``cluster`` this holder can take: passes until nothing is in flight
     in them for LEDGER_PUMP_IDLE_SECONDS or ``run_seconds`` (default LEDGER_PUMP_RUN_SECONDS)
@@ -260,9 +323,12 @@ def pump_run(cluster: str, *, holder: str, run_seconds: float | None = None) -> 
     next_rebalance = started
     idle_since: float | None = None
 
+    keeper = _LeaseKeeper(cluster, holder).start()
+
     def renew() -> frozenset[int]:
         nonlocal held
         held = leases_renew(cluster, holder, held)
+        keeper.beat(held)
         return held
 
     try:
@@ -270,10 +336,11 @@ def pump_run(cluster: str, *, holder: str, run_seconds: float | None = None) -> 
             if time.monotonic() >= next_rebalance:
                 had = bool(held)
                 held, waiting = _rebalance(cluster, holder, held)
+                keeper.beat(held)
                 next_rebalance = time.monotonic() + _REBALANCE_SECONDS
                 if not held and had:
                     logger.warning("pump of %s lost its leases; stopping", cluster)
-                    return False
+                    break
                 if not held and not waiting:
                     break  # every shard has a holder at its share: nothing for this one
             if not held:
@@ -285,7 +352,7 @@ def pump_run(cluster: str, *, holder: str, run_seconds: float | None = None) -> 
                 logger.debug("pump pass on %s shards %s: %d sent, %d in flight, %.1f ms", cluster, sorted(held), sent, in_flight, (time.perf_counter() - began) * 1000)
             if not renew():
                 logger.warning("pump of %s lost its leases; stopping", cluster)
-                return False
+                break
             if sent or in_flight or work_pending(cluster, held):
                 idle_since = None
             else:
@@ -295,8 +362,11 @@ def pump_run(cluster: str, *, holder: str, run_seconds: float | None = None) -> 
             if not sent:
                 _pause(cluster)
     finally:
+        keeper.stop()
         lease_release(cluster, holder)
         _member_leave(cluster, holder)
+    # A holder that lost its shards reports them too when no live holder has them now (the
+    # taker stopped meanwhile): work is never left to the watch alone.
     return bool(shards_needing_pump(cluster))
 
 

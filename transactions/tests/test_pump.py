@@ -291,3 +291,50 @@ def test_a_holder_gives_back_half_the_work_not_its_idle_shards():
     assert len(kept) == len(given) == 4
     assert sum(loads.get(s, 0) for s in kept) == sum(loads.get(s, 0) for s in given) == 500
     assert pump.shards_kept(frozenset(range(8)), 4, {}) == frozenset(range(4))  # nothing waiting: by number
+
+
+def _slow_pass(seconds: float, during):
+    """A pump pass that waits on the network for ``seconds`` (a hanging node), calling
+    ``during()`` half-way, and moves nothing."""
+    import time
+
+    def slow(cluster, renew=None, shards=None):
+        time.sleep(seconds / 2)
+        during()
+        time.sleep(seconds / 2)
+        return 0, 0
+
+    return slow
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_pass_slower_than_its_lease_keeps_its_shards(settings, monkeypatch):
+    """The fault front's flaky profile: calls that hang for a lease's length or more. The
+    running pump's keeper renews its leases, so another holder does not take its shards and
+    the two do not stop each other in turn."""
+    settings.LEDGER_PUMP_SHARDS = 2
+    settings.LEDGER_PUMP_LEASE_SECONDS = 0.6
+    settings.LEDGER_PUMP_IDLE_SECONDS = 0
+    cluster = "CHAIN_DEVNET"  # no worker pumps it
+    taken = []
+    monkeypatch.setattr(pump, "pump_pass", _slow_pass(2.4, lambda: taken.extend(s for s in range(2) if pump.lease_take(cluster, "other", s))))
+    assert pump.pump_run(cluster, holder="slow", run_seconds=10) is False
+    assert taken == []  # four leases' time in one pass, and the shards were never free
+    assert not pump.lease_live(cluster)  # given back when it stopped
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_pass_that_never_comes_back_loses_its_shards(settings, monkeypatch):
+    """A wedged loop is not kept alive by its keeper: after LEDGER_PUMP_STALL_SECONDS its
+    leases lapse and another holder takes the shards, as from a killed one."""
+    settings.LEDGER_PUMP_SHARDS = 2
+    settings.LEDGER_PUMP_LEASE_SECONDS = 0.6
+    settings.LEDGER_PUMP_STALL_SECONDS = 0.3
+    settings.LEDGER_PUMP_IDLE_SECONDS = 0
+    cluster = "CHAIN_DEVNET"
+    taken = []
+    monkeypatch.setattr(pump, "pump_pass", _slow_pass(2.4, lambda: taken.extend(s for s in range(2) if pump.lease_take(cluster, "other", s))))
+    assert pump.pump_run(cluster, holder="wedged", run_seconds=10) is False  # lost them: stops
+    assert taken == [0, 1]
+    assert set(PumpLease.objects.filter(cluster=cluster).values_list("holder", flat=True)) == {"other"}  # not released by the loser
+    pump.lease_release(cluster, "other")

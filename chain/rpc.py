@@ -240,17 +240,7 @@ class ChainRpc:
         out: list = []
         for start in range(0, len(bodies), size):
             chunk = tuple(bodies[start:start + size])
-            try:
-                raw = self.client._provider.make_batch_request_unparsed(chunk)
-            except httpx.HTTPError as exc:
-                raise ChainUnavailable(f"The RPC endpoint of {self.cluster} did not answer: {type(exc).__name__}.") from exc
-            try:
-                items = json.loads(raw)
-            except ValueError as exc:
-                raise ChainRpcError(f"The RPC endpoint of {self.cluster} answered a batch with something other than JSON.") from exc
-            if not isinstance(items, list):
-                raise ChainRpcError(f"The RPC endpoint of {self.cluster} refused a batch request: {str(items)[:200]}")
-            by_id = {item.get("id"): item for item in items if isinstance(item, dict)}
+            by_id = self._batch_post(chunk)
             by_id.update(self._batch_again(chunk, by_id))
             for index in range(start, start + len(chunk)):
                 item = by_id.get(index)
@@ -258,6 +248,20 @@ class ChainRpc:
                     raise ChainRpcError(f"The RPC endpoint of {self.cluster} left call {index} of a batch unanswered.")
                 out.append(parser.from_json(json.dumps(item)))
         return out
+
+    def _batch_post(self, chunk: tuple) -> dict:
+        """One HTTP request of a JSON-RPC batch: the answers by id."""
+        try:
+            raw = self.client._provider.make_batch_request_unparsed(chunk)
+        except httpx.HTTPError as exc:
+            raise ChainUnavailable(f"The RPC endpoint of {self.cluster} did not answer: {type(exc).__name__}.") from exc
+        try:
+            items = json.loads(raw)
+        except ValueError as exc:
+            raise ChainRpcError(f"The RPC endpoint of {self.cluster} answered a batch with something other than JSON.") from exc
+        if not isinstance(items, list):
+            raise ChainRpcError(f"The RPC endpoint of {self.cluster} refused a batch request: {str(items)[:200]}")
+        return {item.get("id"): item for item in items if isinstance(item, dict)}
 
     def _batch_again(self, chunk: tuple, by_id: dict) -> dict:
         """The calls of ``chunk`` answered with a transient error (-32005, -32016, …: the
@@ -268,13 +272,13 @@ class ChainRpc:
         Answers by id."""
         from .transport import BEHIND, TRANSIENT_CODES, _item_code
 
-        again = [body for body in chunk if _item_code(by_id.get(body.id)) in TRANSIENT_CODES]
         answers: dict = {}
+        again = [body for body in chunk if _item_code(by_id.get(body.id)) in TRANSIENT_CODES]
         deadline = time.monotonic() + settings.LEDGER_RPC_DEADLINE_SECONDS
         attempt = 0
         while again:
             attempt += 1
-            codes = {_item_code(by_id.get(body.id)) if body.id not in answers else _item_code(answers[body.id]) for body in again}
+            codes = {_item_code(answers.get(body.id, by_id.get(body.id))) for body in again}
             wait = self.transport.backoff(attempt, None)
             if attempt >= settings.LEDGER_RPC_MAX_ATTEMPTS or time.monotonic() + wait > deadline:
                 from .errors import ChainBehind
@@ -283,16 +287,7 @@ class ChainRpc:
                 raise kind(f"The RPC endpoint of {self.cluster} answered {len(again)} calls of a batch with errors to retry (JSON-RPC {sorted(c for c in codes if c)}); retry later.",
                            retry_after=max(1, round(wait)))
             time.sleep(wait)
-            try:
-                raw = self.client._provider.make_batch_request_unparsed(tuple(again))
-                items = json.loads(raw)
-            except httpx.HTTPError as exc:
-                raise ChainUnavailable(f"The RPC endpoint of {self.cluster} did not answer: {type(exc).__name__}.") from exc
-            except ValueError as exc:
-                raise ChainRpcError(f"The RPC endpoint of {self.cluster} answered a batch with something other than JSON.") from exc
-            if not isinstance(items, list):
-                raise ChainRpcError(f"The RPC endpoint of {self.cluster} refused a batch request: {str(items)[:200]}")
-            got = {item.get("id"): item for item in items if isinstance(item, dict)}
+            got = self._batch_post(tuple(again))
             answers.update(got)
             again = [body for body in again if _item_code(got.get(body.id)) in TRANSIENT_CODES]
         return answers

@@ -46,7 +46,7 @@ import uuid
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction as db_transaction
+from django.db import IntegrityError, connection, connections, transaction as db_transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
@@ -96,12 +96,16 @@ def leases_renew(cluster: str, holder: str, shards: frozenset[int]) -> frozenset
     only when some were lost: they lapsed and another holder took them)."""
     if not shards:
         return frozenset()
-    ours = PumpLease.objects.filter(cluster=cluster, holder=holder, shard__in=shards)
-    if ours.update(lease_until=timezone.now() + _lease_seconds()) == len(shards):
+    if _leases_extend(cluster, holder, shards) == len(shards):
         return shards
-    kept = frozenset(ours.values_list("shard", flat=True))
+    kept = frozenset(PumpLease.objects.filter(cluster=cluster, holder=holder, shard__in=shards).values_list("shard", flat=True))
     logger.warning("pump of %s lost shards %s to another holder", cluster, sorted(shards - kept))
     return kept
+
+
+def _leases_extend(cluster: str, holder: str, shards: frozenset[int]) -> int:
+    """One UPDATE: a lease's time more on those of ``shards`` ``holder`` still holds; how many."""
+    return PumpLease.objects.filter(cluster=cluster, holder=holder, shard__in=shards).update(lease_until=timezone.now() + _lease_seconds())
 
 
 def lease_release(cluster: str, holder: str, shards=None) -> None:
@@ -269,7 +273,6 @@ class _LeaseKeeper:
         self.cluster = cluster
         self.holder = holder
         self.shards: frozenset[int] = frozenset()
-        self.renewals = 0
         self._beat = time.monotonic()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -291,8 +294,6 @@ class _LeaseKeeper:
             self._thread.join(timeout=settings.LEDGER_PUMP_LEASE_SECONDS)
 
     def _run(self) -> None:
-        from django.db import connections
-
         every = settings.LEDGER_PUMP_LEASE_SECONDS / 3
         try:
             while not self._stop.wait(every):
@@ -300,8 +301,7 @@ class _LeaseKeeper:
                 if not shards or time.monotonic() - self._beat > settings.LEDGER_PUMP_STALL_SECONDS:
                     continue
                 try:
-                    PumpLease.objects.filter(cluster=self.cluster, holder=self.holder, shard__in=shards).update(lease_until=timezone.now() + _lease_seconds())
-                    self.renewals += 1
+                    _leases_extend(self.cluster, self.holder, shards)
                 except Exception:  # the database away for a moment: the loop's own renewal tells
                     logger.warning("pump of %s could not renew its leases from its keeper", self.cluster, exc_info=True)
         finally:

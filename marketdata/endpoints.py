@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from rest_framework.response import Response
 
+from ledger_project.api.commands import command
 from tenancy.endpoints import Endpoint, bulk_fetch
 from transactions.responses import transaction_answer, transaction_result, wait_level
 
 from . import refresh, render, selectors, services
+from .commands import CreateDataSource, NamedDataSource, UpdateDataSource
 from .models import EvaluationTrigger
 from .serializers import (
     BulkDataSourcesCompactOutput,
@@ -34,23 +36,24 @@ PROGRAM_RULES = (" The feed's own rules are the price_feed program's: its refusa
 _V = "OnchainDataSourceViewSet"
 
 
-def _source(door, data: dict):
-    return selectors.data_source_get(tenant=door.tenant, cluster=door.cluster, lookup=data["onchainDataSource"])
+def _source(door, lookup: dict):
+    return selectors.data_source_get(tenant=door.tenant, cluster=door.cluster, lookup=lookup)
 
 
 def _create(door, ctx, body):
-    result = services.data_source_create(ctx, data=body["itemData"])
+    result = services.data_source_create(ctx, data=command(CreateDataSource, body["itemData"]))
     return transaction_answer(door.request, {"newOnchainDataSource": render.identifiers(result.source)}, result.transaction)
 
 
 def _update(door, ctx, body):
-    data = body["itemData"]
-    result = services.data_source_update(ctx, source=_source(door, data), data=data)
+    data = command(UpdateDataSource, body["itemData"])
+    result = services.data_source_update(ctx, source=_source(door, data.onchain_data_source), data=data)
     return transaction_answer(door.request, {"updatedOnchainDataSource": render.identifiers(result.source)}, result.transaction)
 
 
 def _refresh(door, ctx, body):
-    result = refresh.data_source_refresh(ctx, source=_source(door, body["itemData"]), trigger=EvaluationTrigger.API)
+    named = command(NamedDataSource, body["itemData"])
+    result = refresh.data_source_refresh(ctx, source=_source(door, named.onchain_data_source), trigger=EvaluationTrigger.API)
     exponent = result.source.exponent
     response = Response({"refreshedOnchainDataSource": render.identifiers(result.source), "evaluation": render.evaluation(result.evaluation, exponent),
                          RESULT: None})
@@ -65,7 +68,8 @@ def _refresh(door, ctx, body):
 
 
 def _details(door, ctx, body):
-    return Response(selectors.data_source_details(tenant=door.tenant, cluster=door.cluster, lookup=body["itemData"]["onchainDataSource"]))
+    named = command(NamedDataSource, body["itemData"])
+    return Response(selectors.data_source_details(tenant=door.tenant, cluster=door.cluster, lookup=named.onchain_data_source))
 
 
 TABLE: tuple[Endpoint, ...] = (

@@ -15,15 +15,14 @@ from transactions.programs import require_program_id
 
 PROGRAM = client.PROGRAM_NAME
 
-#: The request field a feed program error is about (docs/marketdata.md, "Errors"): the 400
-#: PROGRAM_ERROR names it; other errors concern the whole request (field null).
+#: The command field a feed program error is about (docs/marketdata.md, "Errors"): the 400
+#: PROGRAM_ERROR names it (the door maps it to the request's); other errors concern the
+#: whole request (field null).
 ERROR_FIELDS = {
-    "AuthorityMismatch": "itemData.oracleDataSourceAuthority", "AuthorityNotSigner": "itemData.oracleDataSourceAuthority",
-    "MintInvalid": "itemData.financialInstrument", "InvalidExponent": "itemData.partnerOracleDetails.exponent",
-    "InvalidMaxStaleness": "itemData.partnerOracleDetails.maxStalenessSeconds",
-    "FeedNotFound": "itemData.onchainDataSource", "FeedWrongOwner": "itemData.onchainDataSource", "FeedWrongSize": "itemData.onchainDataSource",
-    "FeedInvalid": "itemData.onchainDataSource", "OutOfOrder": "itemData.onchainDataSource", "Stale": "itemData.onchainDataSource",
-    "FromFuture": "itemData.onchainDataSource",
+    "AuthorityMismatch": "oracle_data_source_authority", "AuthorityNotSigner": "oracle_data_source_authority",
+    "MintInvalid": "financial_instrument", "InvalidExponent": "partner_oracle_details.exponent",
+    "InvalidMaxStaleness": "partner_oracle_details.max_staleness_seconds",
+    **dict.fromkeys(("FeedNotFound", "FeedWrongOwner", "FeedWrongSize", "FeedInvalid", "OutOfOrder", "Stale", "FromFuture"), "onchain_data_source"),
 }
 
 

@@ -41,11 +41,11 @@ DATA_SOURCE_QUERY = QuerySpec(
 )
 
 
-def data_source_get(*, tenant, cluster: str, lookup: dict, field: str = "itemData.onchainDataSource") -> OnchainDataSource:
+def data_source_get(*, tenant, cluster: str, lookup: dict, field: str = "onchain_data_source") -> OnchainDataSource:
     return resolve_data_source(tenant, cluster, lookup, field=field)
 
 
-def data_source_details(*, tenant, cluster: str, lookup: dict, field: str = "itemData.onchainDataSource") -> dict:
+def data_source_details(*, tenant, cluster: str, lookup: dict, field: str = "onchain_data_source") -> dict:
     """Fetch Onchain Data Source Details: the source, the feed read from the chain now and
     the last evaluation next to it. A source whose feed does not exist (yet) shows null."""
     source = resolve_data_source(tenant, cluster, lookup, field=field)

@@ -28,6 +28,7 @@ from accounts.models import Account
 from accounts.services import funding_effects, funding_signer
 from accounts.signers import can_sign_on_platform, ensure_usable, signer_for, transaction_config
 from instruments.lookup import resolve_instrument
+from ledger_project.api.commands import UNSET, camel
 from ledger_project.api.errors import ConflictError, LedgerError
 from tenancy.context import OperationContext
 from tenancy.idempotency import write_phase
@@ -40,16 +41,19 @@ from transactions.models import Transaction, TransactionEvent
 from transactions.services import SignerSpec, transaction_build, transaction_record
 
 from . import onchain, operations
+from .commands import CreateDataSource, DataDetails, OracleDetails, UpdateDataSource
 from .locks import lock_source
 from .models import LIVE_STATUSES, DataSourceEvaluation, DataSourceStatus, OnchainDataSource
 from .schedule import schedule_set, schedule_switch
 
-P = "itemData"
-DETAILS = f"{P}.partnerOracleDetails"
-JOB_FIELD = f"{DETAILS}.jobDefinition"
-SOURCE_FIELD = f"{P}.onchainDataSource"
-AUTHORITY_FIELD = f"{P}.oracleDataSourceAuthority"
-EXISTING_FIELD = f"{P}.existingOnchainDataSourceAccount"
+# The fields a refusal names, as the commands' Python paths (the door maps them to the
+# request's: ledger_project/api/commands.py).
+DETAILS = "partner_oracle_details"
+JOB_FIELD = f"{DETAILS}.job_definition"
+SOURCE_FIELD = "onchain_data_source"
+AUTHORITY_FIELD = "oracle_data_source_authority"
+EXISTING_FIELD = "existing_onchain_data_source_account"
+INSTRUMENT_FIELD = "financial_instrument"
 
 
 @dataclass
@@ -64,7 +68,8 @@ class SourceResult:
 
 def parsed_job(text: str, field: str = JOB_FIELD):
     """The job of a definition and its hash (hex); 400 naming the bad part
-    (``itemData.partnerOracleDetails.jobDefinition.tasks[1].httpTask.url``)."""
+    (``partner_oracle_details.job_definition.tasks[1].httpTask.url``: inside the definition,
+    the job's own names)."""
     return parse_job(text, root=field), job_hash(text).hex()
 
 
@@ -102,7 +107,7 @@ def _live_conflict(tenant, instrument, kind: str, *, exclude_pk=None) -> None:
 
 def _exists(instrument, kind: str) -> ConflictError:
     return ConflictError(f"The organization already has an active {kind} data source for this instrument ({instrument.al_id or instrument.address}): "
-                         "make it INACTIVE first (Update Oracle Data Source Definition, status).", field=f"{P}.financialInstrument", code="DATA_SOURCE_EXISTS")
+                         "make it INACTIVE first (Update Oracle Data Source Definition, status).", field=INSTRUMENT_FIELD, code="DATA_SOURCE_EXISTS")
 
 
 def _save_new(source: OnchainDataSource, instrument, kind: str) -> None:
@@ -146,40 +151,39 @@ def _authority(tenant, cluster: str, lookup: dict | None) -> Authority:
     return _authority_account(tenant, resolve_own_account(tenant, cluster, lookup, field=AUTHORITY_FIELD))
 
 
-def _draft(tenant, cluster: str, data: dict, instrument, text: str, hash_hex: str) -> OnchainDataSource:
-    details, data_details = data["partnerOracleDetails"], data.get("dataDetails") or {}
+def _draft(tenant, cluster: str, data: CreateDataSource, instrument, hash_hex: str) -> OnchainDataSource:
+    details, data_details = data.partner_oracle_details, data.data_details or DataDetails()
     return OnchainDataSource(
-        tenant=tenant, cluster=cluster, instrument=instrument, mint_address=instrument.address, oracle_kind=details["kind"],
-        data_kind=data_details.get("kind") or "PRICE", rating_provider=data_details.get("ratingProvider") or "", job_definition=text, job_hash=hash_hex,
-        exponent=details.get("exponent", settings.LEDGER_MARKETDATA_DEFAULT_EXPONENT),
-        max_staleness_seconds=details.get("maxStalenessSeconds") or settings.LEDGER_MARKETDATA_DEFAULT_MAX_STALENESS_SECONDS,
+        tenant=tenant, cluster=cluster, instrument=instrument, mint_address=instrument.address, oracle_kind=details.kind,
+        data_kind=data_details.kind or "PRICE", rating_provider=data_details.rating_provider or "", job_definition=details.job_definition, job_hash=hash_hex,
+        exponent=details.exponent if details.exponent is not None else settings.LEDGER_MARKETDATA_DEFAULT_EXPONENT,
+        max_staleness_seconds=details.max_staleness_seconds or settings.LEDGER_MARKETDATA_DEFAULT_MAX_STALENESS_SECONDS,
     )
 
 
-def _refresh_every(details: dict) -> int | None:
-    if "refreshIntervalSeconds" in details:
-        return details["refreshIntervalSeconds"]  # null: refreshed on demand only
+def _refresh_every(details: OracleDetails) -> int | None:
+    if details.refresh_interval_seconds is not UNSET:
+        return details.refresh_interval_seconds  # None: refreshed on demand only
     return settings.LEDGER_MARKETDATA_DEFAULT_REFRESH_SECONDS
 
 
-def data_source_create(ctx: OperationContext, *, data: dict) -> SourceResult:
+def data_source_create(ctx: OperationContext, *, data: CreateDataSource) -> SourceResult:
     """Create Onchain Data Source: a new feed account (System CreateAccount + the program's
     Initialize, signed by the new feed's throwaway key, the authority and the account
     paying its rent), PENDING until the transaction confirms; or, with ``alreadyOnchain``,
     an existing feed onboarded after reading it from the chain (no transaction)."""
     tenant, cluster = ctx.tenant, ctx.cluster
-    text = data["partnerOracleDetails"]["jobDefinition"]
-    _, hash_hex = parsed_job(text)
-    instrument = usable_instrument(resolve_instrument(tenant, cluster, data["financialInstrument"], field=f"{P}.financialInstrument"), f"{P}.financialInstrument")
-    source = _draft(tenant, cluster, data, instrument, text, hash_hex)
+    _, hash_hex = parsed_job(data.partner_oracle_details.job_definition)
+    instrument = usable_instrument(resolve_instrument(tenant, cluster, data.financial_instrument, field=INSTRUMENT_FIELD), INSTRUMENT_FIELD)
+    source = _draft(tenant, cluster, data, instrument, hash_hex)
     _live_conflict(tenant, instrument, source.data_kind)
     program = onchain.program_id(cluster)
     source.program_address = str(program)
-    every = _refresh_every(data["partnerOracleDetails"])
-    if data.get("alreadyOnchain"):
-        return _onboard(tenant, cluster, data, source, every, request_id=ctx.request_id)
+    every = _refresh_every(data.partner_oracle_details)
+    if data.already_onchain:
+        return _onboard(tenant, cluster, data, source, every)
 
-    authority = _authority(tenant, cluster, data.get("oracleDataSourceAuthority"))
+    authority = _authority(tenant, cluster, data.oracle_data_source_authority)
     feed = Keypair()
     rent = rpc_for(cluster).minimum_balance_for_rent_exemption(client.FEED_SIZE)
     funding = funding_signer(tenant=tenant, cluster=cluster, api_key=ctx.api_key, svm_config=ctx.svm_config, lamports=rent, destination_type="MANAGED")
@@ -210,23 +214,23 @@ def _mismatch(message: str, field: str, code: str = "FEED_MISMATCH") -> LedgerEr
     return LedgerError(message, field=field, code=code)
 
 
-def _onboard(tenant, cluster: str, data: dict, source: OnchainDataSource, every: int | None, *, request_id=None) -> SourceResult:
+def _onboard(tenant, cluster: str, data: CreateDataSource, source: OnchainDataSource, every: int | None) -> SourceResult:
     """alreadyOnchain: the feed at existingOnchainDataSourceAccount, read from the chain,
     must be the program's and agree with the request (mint, authority, job hash, and the
     exponent and staleness bound when given); recorded ACTIVE, no transaction."""
-    target = resolve_account(tenant, cluster, data["existingOnchainDataSourceAccount"], field=EXISTING_FIELD, allow_off_platform=True)
+    target = resolve_account(tenant, cluster, data.existing_onchain_data_source_account, field=EXISTING_FIELD, allow_off_platform=True)
     state, slot = onchain.read_feed(cluster, target.address, source.program_address)
     if state is None:
         raise LedgerError(f"No price feed of the {onchain.PROGRAM} program is at this address on {cluster}.", field=EXISTING_FIELD, code="NOT_A_FEED")
     if str(state.mint) != source.mint_address:
-        raise _mismatch(f"The feed prices the mint {state.mint}, not this instrument's.", f"{P}.financialInstrument")
+        raise _mismatch(f"The feed prices the mint {state.mint}, not this instrument's.", INSTRUMENT_FIELD)
     if state.job_hash.hex() != source.job_hash:
         raise _mismatch("The feed records another job definition's hash (SHA-256 of its canonical JSON, docs/marketdata.md).", JOB_FIELD, "JOB_HASH_MISMATCH")
-    details = data["partnerOracleDetails"]
-    for name, given, held in (("exponent", details.get("exponent"), state.exponent), ("maxStalenessSeconds", details.get("maxStalenessSeconds"), state.max_staleness)):
+    details = data.partner_oracle_details
+    for name, given, held in (("exponent", details.exponent, state.exponent), ("max_staleness_seconds", details.max_staleness_seconds, state.max_staleness)):
         if given is not None and given != held:
-            raise _mismatch(f"The feed's {name} is {held}.", f"{DETAILS}.{name}")
-    lookup = data.get("oracleDataSourceAuthority")
+            raise _mismatch(f"The feed's {camel(name)} is {held}.", f"{DETAILS}.{name}")
+    lookup = data.oracle_data_source_authority
     if lookup:
         authority = _authority_account(tenant, resolve_own_account(tenant, cluster, lookup, field=AUTHORITY_FIELD))
         if authority.pubkey != state.authority:
@@ -257,36 +261,37 @@ def _not_onchain(source: OnchainDataSource, field: str) -> LedgerError:
     return LedgerError(f"The data source is {source.status} ({why}): only an ACTIVE or INACTIVE one changes.", field=field, code="DATA_SOURCE_NOT_ONCHAIN")
 
 
-def _changes_offchain(source: OnchainDataSource, data: dict, field_prefix: str = P) -> dict:
+def _changes_offchain(source: OnchainDataSource, data: UpdateDataSource) -> dict:
     """The offchain changes ``data`` asks for, checked: {field: value}."""
     changes: dict = {}
-    details = data.get("partnerOracleDetails") or {}
-    if "ratingProvider" in (data.get("dataDetails") or {}):
-        changes["rating_provider"] = data["dataDetails"]["ratingProvider"] or ""
-    if data.get("status") and data["status"] != source.status:
+    details = data.partner_oracle_details or OracleDetails()
+    rating = (data.data_details or DataDetails()).rating_provider
+    if rating is not UNSET:
+        changes["rating_provider"] = rating or ""
+    if data.status and data.status != source.status:
         if source.status not in (DataSourceStatus.ACTIVE, DataSourceStatus.INACTIVE):
-            raise _not_onchain(source, f"{field_prefix}.status")
-        changes["status"] = data["status"]
-    if "refreshIntervalSeconds" in details:
-        changes["every"] = details["refreshIntervalSeconds"]
+            raise _not_onchain(source, "status")
+        changes["status"] = data.status
+    if details.refresh_interval_seconds is not UNSET:
+        changes["every"] = details.refresh_interval_seconds
     return changes
 
 
-def data_source_update(ctx: OperationContext, *, source: OnchainDataSource, data: dict, requested_by: str | None = None) -> SourceResult:
+def data_source_update(ctx: OperationContext, *, source: OnchainDataSource, data: UpdateDataSource, requested_by: str | None = None) -> SourceResult:
     """Update Oracle Data Source Definition: a new job definition is recorded on chain
     (SetJobHash signed by the authority) and takes effect once that confirms; the rating
     provider, the refresh interval and the status (ACTIVE / INACTIVE: refreshed or not)
     change at once. Patch semantics: what the body leaves out stays."""
     tenant = ctx.tenant
-    details = data.get("partnerOracleDetails") or {}
+    text = (data.partner_oracle_details or OracleDetails()).job_definition
     changes = _changes_offchain(source, data)
     new_job = None
-    if "jobDefinition" in details:
-        _, hash_hex = parsed_job(details["jobDefinition"])
+    if text is not None:
+        _, hash_hex = parsed_job(text)
         if hash_hex != source.job_hash:
-            new_job = (details["jobDefinition"], hash_hex)
-        elif details["jobDefinition"] != source.job_definition:
-            changes["job_definition"] = details["jobDefinition"]  # the same job (same canonical JSON), written otherwise
+            new_job = (text, hash_hex)
+        elif text != source.job_definition:
+            changes["job_definition"] = text  # the same job (same canonical JSON), written otherwise
     prepared = None
     if new_job is not None:
         if source.status not in (DataSourceStatus.ACTIVE, DataSourceStatus.INACTIVE):

@@ -40,6 +40,11 @@ _DEFAULT_FIELDS: tuple[tuple[type, str], ...] = (
 )
 
 
+def is_chain_path(field: str | None) -> bool:
+    """Whether ``field`` is one of the chain client's own paths (mapped here, not at the door)."""
+    return field is not None and any(pattern.match(field) for pattern, _ in _FIELDS)
+
+
 def _status(exc: ChainError) -> int:
     return next((status for kind, status in _STATUS if isinstance(exc, kind)), 500)
 

@@ -20,9 +20,12 @@ from django.urls import path as url_path
 from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
+from chain.errors import ChainError
+from ledger_project.api.commands import spec_path
 from ledger_project.api.envelope import validated
-from ledger_project.api.errors import LedgerError
+from ledger_project.api.errors import LedgerError, ValidationFailed
 from ledger_project.api.schema import DETAIL_LEVEL, api_responses, bulk_responses, item_query, operation_parameters
+from tenancy.chain_errors import is_chain_path
 from tenancy.idempotency import idempotent
 from tenancy.viewsets import TenantScopedViewSet
 
@@ -73,6 +76,18 @@ class Endpoint:
         return {**arguments, **self.schema}
 
 
+def request_fields(exc: Exception, input_serializer: type) -> None:
+    """Name the fields of a refusal as the request does (ledger_project/api/commands.py): the
+    services below name them by their commands' Python paths; this is the one place they
+    are mapped. A chain path (``cluster``, ``config.version``) is tenancy/chain_errors.py's."""
+    if isinstance(exc, ValidationFailed):
+        for error in exc.errors:
+            error["field"] = spec_path(input_serializer, error.get("field"))
+        exc.field = exc.errors[0].get("field") if exc.errors else None
+    elif isinstance(exc, LedgerError) or (isinstance(exc, ChainError) and not is_chain_path(exc.field)):
+        exc.field = spec_path(input_serializer, exc.field)
+
+
 def _view_method(endpoint: Endpoint) -> Callable:
     def view(self, request, **values):
         if endpoint.before is not None:
@@ -81,7 +96,11 @@ def _view_method(endpoint: Endpoint) -> Callable:
             context, body = self.operation(endpoint.input)
         else:
             context, body = None, None
-        return endpoint.run(self, context, body, **values)
+        try:
+            return endpoint.run(self, context, body, **values)
+        except (LedgerError, ChainError) as exc:
+            request_fields(exc, endpoint.input)
+            raise
 
     view.__name__ = view.__qualname__ = endpoint.action
     view.__doc__ = None  # drf-spectacular would take a docstring for the description

@@ -303,6 +303,49 @@ def test_no_product_file_is_over_500_lines():
     assert not long
 
 
+# --- the spec at the door -----------------------------------------------------------------------
+
+_CAMEL = re.compile(r"^[a-z]+[A-Z][A-Za-z0-9]*$")
+
+
+def _spec_spellings(path: pathlib.Path) -> list[str]:
+    """Where ``path``'s code reads a camelCase key (``data["jobDefinition"]``, ``.get(...)``,
+    ``.pop(...)``) or spells ``itemData`` outside a docstring."""
+    tree = ast.parse(path.read_text())
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body
+                  and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    found = []
+    for node in ast.walk(tree):
+        key = None
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+            key = node.slice.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("get", "pop") and node.args \
+                and isinstance(node.args[0], ast.Constant):
+            key = node.args[0].value
+        if isinstance(key, str) and _CAMEL.match(key):
+            found.append(f"{path.relative_to(ROOT)}:{node.lineno}: reads {key!r}")
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and "itemData" in node.value and id(node) not in docstrings:
+            found.append(f"{path.relative_to(ROOT)}:{node.lineno}: spells itemData")
+    return found
+
+
+def test_the_spec_stops_at_the_door():
+    listed = HOUSE["spec_at_the_door"]["modules"]
+    assert not [name for name in listed if not any(m == name or m.startswith(f"{name}.") for m in MODULES)], "a listed module is gone"
+    spelled = [hit for name, path in sorted(MODULES.items()) if any(name == m or name.startswith(f"{m}.") for m in listed) for hit in _spec_spellings(path)]
+    assert not spelled
+
+
+def test_the_spec_check_sees_a_spelling(tmp_path):
+    sample = ROOT / "tests" / "support" / "_spec_spelling_sample.py"
+    sample.write_text('"""itemData in a docstring is prose."""\nx = {}\nx["jobDefinition"]\nx.get("feePayer")\nfield = "itemData.a"\nx["status"]\n')
+    try:
+        assert [hit.split(": ", 1)[1] for hit in _spec_spellings(sample)] == ["reads 'jobDefinition'", "reads 'feePayer'", "spells itemData"]
+    finally:
+        sample.unlink()
+
+
 if __name__ == "__main__":
     # Rewrites docs/architecture.md's floor table from docs/house.toml.
     text = MAP.read_text()

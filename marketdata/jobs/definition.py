@@ -332,7 +332,8 @@ class _Parser:
 
 def parse_job(text: str, *, root: str = "jobDefinition", check_urls: bool = True) -> Job:
     """The job of a definition, or JobDefinitionError naming the bad part (its path from
-    ``root``: pass ``itemData.partnerOracleDetails.jobDefinition`` to name request fields).
+    ``root``: a service passes its command's path, ``partner_oracle_details.job_definition``,
+    which the door maps to the request's).
 
     Checks the JSON, the structure and order of tasks, the limits (limits.py) and, unless
     ``check_urls`` is False, every URL against ledger_project/outbound.py (https only in
